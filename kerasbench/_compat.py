@@ -1,0 +1,183 @@
+"""The one module that knows TensorFlow and Keras versions apart (Keras 2 in TF <= 2.15, Keras 3 after).
+
+TensorFlow is imported on first use, never at import of kerasbench.
+"""
+
+import functools
+import importlib
+import os
+
+from . import probes
+from .errors import Skip
+
+
+@functools.lru_cache(maxsize=None)
+def tf():
+    """The tensorflow module, imported once (quietly) on first use."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow
+
+    return tensorflow
+
+
+def keras():
+    """The Keras that `tf.keras` resolves to: Keras 2 on TF <= 2.15, Keras 3 on TF >= 2.16."""
+    return tf().keras
+
+
+def keras_version():
+    k = keras()
+    version = getattr(k, "__version__", None)
+    if version is None:  # Keras 2 inside TF: tf.keras has no __version__ on some releases
+        try:
+            version = importlib.import_module("keras").__version__
+        except ImportError:
+            version = tf().__version__
+    return version
+
+
+def is_keras3():
+    return int(keras_version().split(".")[0]) >= 3
+
+
+def versions():
+    """Versions actually imported, for the record (asv records only the requested spec)."""
+    import numpy
+
+    return {"tensorflow": tf().__version__, "keras": keras_version(), "numpy": numpy.__version__}
+
+
+@functools.lru_cache(maxsize=None)
+def _counting_sequential():
+    """A Sequential subclass that counts traces of train_step and predict_step.
+
+    The Python body of a step runs only while tf.function traces it, on Keras 2 and 3 alike,
+    so a side effect there counts traces the same way in both (Keras 3's train_function is a
+    plain closure with no tracing count of its own).
+    """
+    t = tf()
+
+    class CountingSequential(keras().Sequential):
+        def train_step(self, data):
+            if t.inside_function():
+                probes.count_trace("train_step")
+            return super().train_step(data)
+
+        def predict_step(self, data):
+            if t.inside_function():
+                probes.count_trace("predict_step")
+            return super().predict_step(data)
+
+    return CountingSequential
+
+
+def small_model(units=32, features=20, learning_rate=1e-3):
+    """A compiled two-layer regressor with trace counting; jit_compile is explicitly off.
+
+    Keras 3's jit_compile="auto" would turn XLA on for GPU only; Keras 2 defaults to off.
+    """
+    k = keras()
+    model = _counting_sequential()(
+        [k.layers.Input(shape=(features,)), k.layers.Dense(units, activation="relu"), k.layers.Dense(1)]
+    )
+    model.compile(optimizer=k.optimizers.Adam(learning_rate=learning_rate), loss="mse", jit_compile=False)
+    probes.count_model()
+    return model
+
+
+def traced_function(fn):
+    """tf.function(fn), counting each trace of it as a 'function' trace."""
+
+    def body(*args):
+        probes.count_trace("function")
+        return fn(*args)
+
+    return tf().function(body)
+
+
+# Cleanup actions (names from strategies.CLEANUPS) -------------------------------------------
+
+
+def clear_session():
+    keras().backend.clear_session()
+
+
+def reset_default_graph():
+    tf().compat.v1.reset_default_graph()
+
+
+def clear_kernel_cache():
+    from tensorflow.python.eager import context
+
+    context.context().clear_kernel_cache()
+
+
+def missing_feature(name):
+    """Why feature `name` (see Strategy.needs) is unavailable here, or '' when it is available."""
+    if name == "clear_kernel_cache":
+        from tensorflow.python.eager import context
+
+        ok = hasattr(context.context(), "clear_kernel_cache")
+        return "" if ok else f"context.context().clear_kernel_cache is missing in TF {tf().__version__}"
+    if name == "malloc_trim":
+        return "" if probes.malloc_trim_available() else "malloc_trim(0) needs glibc"
+    if name == "tf1":
+        return "" if hasattr(tf(), "compat") and hasattr(tf().compat, "v1") else "tf.compat.v1 is missing"
+    raise ValueError(f"unknown feature {name!r}")
+
+
+def require(features):
+    for name in features:
+        why = missing_feature(name)
+        if why:
+            raise Skip(why)
+
+
+# TF1-style graph mode --------------------------------------------------------------------
+
+
+def enter_graph_mode():
+    """TF1 semantics for this process: ops go to graphs, run through sessions."""
+    tf().compat.v1.disable_eager_execution()
+
+
+def default_graph_ops():
+    return len(tf().compat.v1.get_default_graph().get_operations())
+
+
+# Probes that live inside TF ---------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _graph_building_counter():
+    for module in (
+        "tensorflow.python.eager.polymorphic_function.tracing_compilation",  # TF >= 2.14
+        "tensorflow.python.eager.polymorphic_function.tracing_compiler",  # TF 2.12, 2.13
+    ):
+        try:
+            return importlib.import_module(module)._graph_building_time_counter
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
+def graph_building_seconds():
+    """Total seconds TF has spent building tf.function graphs in this process, or None."""
+    tf()
+    counter = _graph_building_counter()
+    return None if counter is None else counter.get_cell().value() / 1e6
+
+
+def tf_memory_info(device="CPU:0"):
+    """TF allocator bytes {'current', 'peak'} on `device`, or None where TF keeps no stats."""
+    try:
+        return dict(tf().config.experimental.get_memory_info(device))
+    except (ValueError, AttributeError, RuntimeError):
+        return None
+
+
+def reset_tf_memory_stats(device="CPU:0"):
+    try:
+        tf().config.experimental.reset_memory_stats(device)
+    except (ValueError, AttributeError, RuntimeError):
+        pass

@@ -1,0 +1,250 @@
+"""The kerasbench command: `list` the registries, `run` pairs and print a table.
+
+User mistakes (unknown names, bad values, unwritable paths) print one line and exit 2.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+
+from . import stats
+from .errors import UsageError
+from .loops import LOOPS, get_loop
+from .probes import METRICS
+from .strategies import STRATEGIES, get_strategy, strategies_for
+
+KIB, MIB = 1024, 1024**2
+
+
+def _names(text, registry, kind, loop_filter=None):
+    """'a,b' or 'all' -> names, each checked against the registry."""
+    if text == "all":
+        return list(registry) if loop_filter is None else loop_filter
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. Expected a name, a comma list or 'all'.")
+    return names
+
+
+def pairs_for(loops_arg, strategies_arg):
+    """(loop, strategy) pairs named on the command line; 'all' means the applicable ones."""
+    loops = _names(loops_arg, LOOPS, "loop")
+    for name in loops:
+        get_loop(name)
+    if loops_arg == "all":
+        loops = [name for name in loops if name != "control"]
+    pairs = []
+    for loop in loops:
+        if strategies_arg == "all":
+            pairs += [(loop, s) for s in strategies_for(loop)]
+        else:
+            for s in _names(strategies_arg, STRATEGIES, "strategy"):
+                get_strategy(s)
+                pairs.append((loop, s))
+    return pairs
+
+
+def cmd_list(args, out):
+    width = max(map(len, list(LOOPS) + list(STRATEGIES))) + 2
+    out.write("Loop shapes\n")
+    for shape in LOOPS.values():
+        out.write(f"  {shape.name:<{width}}{shape.description}\n")
+    out.write("\nStrategies\n")
+    for s in STRATEGIES.values():
+        applies = " ".join(name for name in LOOPS if name in s.applies_to)
+        out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}\n")
+    out.write("\nMetrics\n")
+    for m in METRICS.values():
+        out.write(f"  {m.name:<{width}}{m.description} [{m.unit}]\n")
+    return 0
+
+
+class Progress:
+    """One status line on stderr: redrawn in place on a terminal, a line per phase otherwise."""
+
+    def __init__(self, stream, total_pairs, iterations, warmup):
+        self.stream, self.total, self.iterations, self.warmup = stream, total_pairs, iterations, warmup
+        self.tty = stream.isatty()
+        self.label = ""
+
+    def start(self, index, loop, strategy):
+        self.label = f"[{index}/{self.total}] {loop} × {strategy}"
+        self._show(f"{self.label}: starting a fresh worker", force=True)
+
+    def __call__(self, ev):
+        kind = ev["event"]
+        if kind == "warmup":
+            text = f"{self.label} r{ev['repeat'] + 1}: warm-up {ev['iteration'] + 1}/{self.warmup}"
+            self._show(text, force=ev["iteration"] == 0)
+        elif kind == "iteration":
+            k = ev["iteration"] + 1
+            rss = f"  rss {ev['rss'] / MIB:.0f} MiB" if "rss" in ev else ""
+            text = f"{self.label} r{ev['repeat'] + 1}: iteration {k}/{self.iterations}{rss}"
+            self._show(text, force=k == 1 or k == self.iterations or k % max(1, self.iterations // 4) == 0)
+
+    def _show(self, text, force=False):
+        if self.tty:
+            self.stream.write("\r\033[K" + text)
+        elif force:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def done(self, record):
+        s = record["summary"]
+        if record["status"] == "ok":
+            text = f"{self.label}: {s['verdict']}, {_kib(s['growth_per_iter'])} KiB/iteration"
+        else:
+            text = f"{self.label}: {record['status']}: {record['reason']}"
+        if self.tty:
+            self.stream.write("\r\033[K")
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _kib(v):
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v / KIB:+.1f}"
+
+
+def _mib(v):
+    return "n/a" if v is None else f"{v / MIB:.1f}"
+
+
+def _num(v, fmt="{:.0f}"):
+    return "n/a" if v is None else fmt.format(v)
+
+
+COLUMNS = (
+    ("loop", lambda r, s: r["loop"]),
+    ("strategy", lambda r, s: r["strategy"]),
+    ("verdict", lambda r, s: s["verdict"] if r["status"] == "ok" else r["status"]),
+    ("KiB/iter", lambda r, s: _kib(s["growth_per_iter"])),
+    ("95% CI", lambda r, s: "n/a" if s["growth_ci_low"] is None else f"[{_kib(s['growth_ci_low'])}, {_kib(s['growth_ci_high'])}]"),
+    ("peak MiB", lambda r, s: _mib(s["peak_loop"])),
+    ("retained MiB", lambda r, s: "n/a" if s["retained"] is None else f"{s['retained'] / MIB:+.1f}"),
+    ("traces t/p/f", lambda r, s: "n/a" if s["train_traces"] is None else
+        f"{s['train_traces']:.0f}/{s['predict_traces']:.0f}/{s['function_traces']:.0f}"),
+    ("models", lambda r, s: _num(s["models_built"])),
+    ("obj/iter", lambda r, s: _num(s["objects_per_iter"], "{:+.0f}")),
+    ("graph ops", lambda r, s: _num(s["graph_ops"])),
+    ("s/iter", lambda r, s: _num(s["seconds_per_iter"], "{:.3f}")),
+)
+
+
+def table(records):
+    """A plain-text table of records, one row each, plus the reasons of skips and stops."""
+    rows = [[name for name, _ in COLUMNS]]
+    rows += [[fn(r, r["summary"]) for _, fn in COLUMNS] for r in records]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    notes = [f"{r['loop']} × {r['strategy']}: {r['reason']}" for r in records if r["status"] != "ok"]
+    if records and records[0]["environment"]:
+        env = records[0]["environment"]
+        lines.append(
+            f"\nTF {env.get('tensorflow')}, Keras {env.get('keras')}, Python {env['python']}, numpy {env['numpy']}, "
+            f"allocator {env['allocator']}; floor {records[0]['summary']['floor'] / KIB:.0f} KiB/iteration"
+        )
+    return "\n".join(lines + notes) + "\n"
+
+
+def _check_writable(path):
+    """Fail now, not after an hour of measuring, if `path` cannot be written."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"Cannot write results to {path}: it is a directory.")
+    if not os.path.isdir(directory):
+        raise UsageError(f"Cannot write results to {path}: folder {directory} does not exist.")
+    try:
+        tempfile.TemporaryFile(dir=directory).close()
+    except OSError as e:
+        raise UsageError(f"Cannot write results to {path}: {e.strerror}.") from None
+
+
+def write_json(path, payload):
+    """Write atomically: a temp file in the same folder, then rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kerasbench-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f, indent=1, allow_nan=True)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def cmd_run(args, out):
+    from .runner import RunSpec, measure, parse_bytes
+
+    pairs = pairs_for(args.loop, args.strategy)
+    base = RunSpec(
+        loop=pairs[0][0], strategy=pairs[0][1], iterations=args.iterations, warmup=args.warmup,
+        repeats=args.repeats, batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB),
+        probes=not args.no_probes, memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
+        time_limit=args.time_limit, floor=args.floor_kib * KIB,
+    ).validate()
+    if args.json:
+        _check_writable(args.json)
+    progress = Progress(sys.stderr, len(pairs), args.iterations, args.warmup)
+    records = []
+    for index, (loop, strategy) in enumerate(pairs, 1):
+        spec = RunSpec(**{**base.__dict__, "loop": loop, "strategy": strategy})
+        progress.start(index, loop, strategy)
+        record = measure(spec, progress=progress)
+        progress.done(record)
+        records.append(record)
+    out.write(table(records))
+    if args.json:
+        from . import SCHEMA_VERSION
+
+        write_json(args.json, {"schema": SCHEMA_VERSION, "records": records})
+        out.write(f"wrote {len(records)} record(s) to {args.json}\n")
+    return 1 if any(r["status"] == "failed" for r in records) else 0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="kerasbench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("list", help="loop shapes, strategies (and where they apply), metrics")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="measure (loop shape, strategy) pairs, each in fresh processes")
+    p.add_argument("--loop", required=True, help="loop shape, comma list, or 'all' (see `kerasbench list`)")
+    p.add_argument("--strategy", default="all", help="strategy, comma list, or 'all' applicable (default)")
+    p.add_argument("--iterations", type=int, default=30, help="measured iterations (default 30)")
+    p.add_argument("--warmup", type=int, default=3, help="iterations run before the baseline (default 3)")
+    p.add_argument("--repeats", type=int, default=1, help="fresh processes per pair (default 1; 2+ to trust a verdict)")
+    p.add_argument("--batch-size", type=int, default=32, help="batch size of stable-shape loops (default 32)")
+    p.add_argument("--floor-kib", type=float, default=stats.DEFAULT_FLOOR / KIB,
+                   help=f"smallest growth called a leak, KiB/iteration (default {stats.DEFAULT_FLOOR // KIB})")
+    p.add_argument("--memory-cap", help="stop a worker whose processes exceed this, e.g. 4GiB (default: half of RAM)")
+    p.add_argument("--time-limit", type=float, default=1800.0, help="seconds per worker process (default 1800)")
+    p.add_argument("--leak-kib", type=float, default=256.0, help="leak per iteration of control_leak_* (default 256)")
+    p.add_argument("--no-probes", action="store_true", help="time the loop only (to measure probe overhead)")
+    p.add_argument("--json", metavar="PATH", help="also write the records to PATH (atomically)")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+
+
+def main(argv=None, out=None):
+    out = out or sys.stdout
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse already printed its one-line usage error
+        return e.code
+    try:
+        return args.func(args, out)
+    except UsageError as e:
+        sys.stderr.write(f"kerasbench: error: {e}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("kerasbench: interrupted\n")
+        return 130

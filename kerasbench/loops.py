@@ -1,0 +1,257 @@
+"""Loop shapes: what one iteration of a user's loop does, taken from the seed documents.
+
+A loop shape builds a model (`build`) and does one iteration's work with it (`run`). What happens
+to the model, the outputs and TF state between iterations is the strategy's business
+(kerasbench.strategies); kerasbench.worker composes the two. TensorFlow is imported inside the
+methods, through kerasbench._compat, so this registry can be read without it.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _compat
+from .errors import unknown
+
+FEATURES = 20
+
+
+def _data(rows, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, FEATURES), dtype=np.float32)
+    y = (x[:, :1] * 0.5 + rng.standard_normal((rows, 1), dtype=np.float32) * 0.1).astype(np.float32)
+    return x, y
+
+
+class _Loop:
+    """Base of the runtime side of a loop shape; one instance lives in the measured process."""
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    def setup(self):
+        pass
+
+    def build(self, i):
+        """A new model for iteration i (built and compiled)."""
+        return _compat.small_model()
+
+    def run(self, model, i, step):
+        """One iteration's work; returns what a user might keep (a History, predictions)."""
+        raise NotImplementedError
+
+    def release(self):
+        """Drop any reference the loop itself holds to the current model."""
+
+    def teardown(self):
+        """Drop everything the loop holds (data, pipelines, namespaces)."""
+        self.__dict__.clear()
+
+
+class Sweep(_Loop):
+    # (units, learning rate) cycled: a new model per configuration, as in a grid search.
+    CONFIGS = ((16, 1e-3), (32, 1e-3), (16, 1e-2), (32, 1e-2))
+
+    def setup(self):
+        self.x, self.y = _data(512)
+        self.x_val, self.y_val = _data(128, seed=1)
+
+    def build(self, i):
+        units, learning_rate = self.CONFIGS[i % len(self.CONFIGS)]
+        return _compat.small_model(units=units, learning_rate=learning_rate)
+
+    def run(self, model, i, step):
+        start = (i % 5) * 64  # a new 256-row chunk of the data every iteration, same shape
+        x, y = self.x[start : start + 256], self.y[start : start + 256]
+        history = model.fit(x, y, epochs=2, batch_size=step.batch_size, verbose=0)
+        model.evaluate(self.x_val, self.y_val, batch_size=step.batch_size, verbose=0)
+        return history
+
+
+class KFold(_Loop):
+    FOLDS = 5
+
+    def setup(self):
+        self.x, self.y = _data(640)
+
+    def run(self, model, i, step):
+        fold = i % self.FOLDS
+        val = np.arange(fold * 128, (fold + 1) * 128)
+        train = np.setdiff1d(np.arange(len(self.x)), val)
+        history = model.fit(self.x[train], self.y[train], epochs=2, batch_size=step.batch_size, verbose=0)
+        model.evaluate(self.x[val], self.y[val], batch_size=step.batch_size, verbose=0)
+        return history
+
+
+class Notebook(_Loop):
+    """The same two cells executed again and again in one long-lived namespace, as in a kernel."""
+
+    BUILD_CELL = compile("model = make_model()\n", "<cell 1>", "exec")
+    RUN_CELL = compile(
+        "history = model.fit(x, y, epochs=2, batch_size=batch_size, verbose=0)\n"
+        "preds = model.predict(x_val, batch_size=batch_size, verbose=0)\n",
+        "<cell 2>",
+        "exec",
+    )
+
+    def setup(self):
+        x, y = _data(512)
+        self.namespace = {"make_model": _compat.small_model, "x": x, "y": y, "x_val": _data(128, 1)[0]}
+
+    def build(self, i):
+        exec(self.BUILD_CELL, self.namespace)
+        return self.namespace["model"]
+
+    def run(self, model, i, step):
+        self.namespace.update(model=model, batch_size=step.batch_size)
+        exec(self.RUN_CELL, self.namespace)
+        return self.namespace["history"]
+
+    def release(self):
+        self.namespace.pop("model", None)
+
+
+class Inference(_Loop):
+    """Repeated inference with one model: model.predict(x) and a direct call model(x)."""
+
+    def setup(self):
+        self.x, _ = _data(1024)
+
+    def run(self, model, i, step):
+        b = step.batch_size
+        predictions = model.predict(self.x[: 4 * b], batch_size=b, verbose=0)
+        direct = (step.forward or model)(self.x[:b])
+        return predictions, direct
+
+
+class BatchStream(_Loop):
+    """Batches arrive one at a time: train_on_batch, predict_on_batch and a served tf.function."""
+
+    def setup(self):
+        self.x, self.y = _data(1024)
+        self.serve = self.served_model = None
+
+    def run(self, model, i, step):
+        b = step.batch_size
+        start = (i * 32) % (len(self.x) - b)
+        xb, yb = self.x[start : start + b], self.y[start : start + b]
+        model.train_on_batch(xb, yb)
+        predictions = model.predict_on_batch(xb)
+        forward = step.forward
+        if forward is None:  # one tf.function per model, defined outside the loop
+            if self.served_model is not model:
+                self.serve = _compat.traced_function(lambda t: model(t, training=False))
+                self.served_model = model
+            forward = self.serve
+        return predictions, forward(xb)
+
+    def release(self):
+        self.serve = self.served_model = None
+
+
+class TfData(_Loop):
+    """model.fit on a tf.data pipeline (from_tensor_slices, shuffle, batch, prefetch)."""
+
+    def setup(self):
+        self.x, self.y = _data(1024)
+        self.dataset = None
+
+    def make_dataset(self, batch_size):
+        tf = _compat.tf()
+        ds = tf.data.Dataset.from_tensor_slices((self.x, self.y)).shuffle(1024, seed=0)
+        return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+    def run(self, model, i, step):
+        if step.strategy.dataset == "rebuild" or self.dataset is None:
+            self.dataset = self.make_dataset(step.batch_size)
+        return model.fit(self.dataset, epochs=1, verbose=0)
+
+
+class Tf1Graph(_Loop):
+    """TF1-style code: placeholders, variables and a session per iteration (tf.compat.v1)."""
+
+    def setup(self):
+        _compat.enter_graph_mode()
+        self.x, _ = _data(256)
+        self.w = np.random.default_rng(2).standard_normal((FEATURES, 32), dtype=np.float32)
+
+    def build(self, i):
+        return None
+
+    def run(self, model, i, step):
+        tf = _compat.tf()
+        v1 = tf.compat.v1
+        mode = step.strategy.graph
+        graph = tf.Graph() if mode == "explicit" else v1.get_default_graph()
+        with graph.as_default():
+            x = v1.placeholder(tf.float32, [None, FEATURES])
+            w = v1.Variable(self.w)
+            y = tf.reduce_sum(tf.nn.relu(tf.matmul(x, w)), axis=1)
+            init = v1.variables_initializer([w])
+        sess = v1.Session(graph=graph)
+        sess.run(init)
+        out = sess.run(y, {x: self.x})
+        if mode != "default":  # "default": the session is left to the garbage collector
+            sess.close()
+        if mode == "reset":
+            v1.reset_default_graph()
+        return out
+
+
+class Control(_Loop):
+    """No TF: does nothing, or keeps a leak of known size per iteration (spec.leak_bytes)."""
+
+    PYTHON_ITEM = 95  # bytes(95) is a 128-byte object; with its list slot, 136 bytes per item
+
+    def setup(self):
+        self.kept = []
+
+    def build(self, i):
+        return None
+
+    def run(self, model, i, step):
+        n = self.spec.leak_bytes
+        if step.strategy.leak == "native":
+            self.kept.append(np.ones(n // 8))  # written pages: all of it is resident
+        elif step.strategy.leak == "python":
+            self.kept.append([bytes(self.PYTHON_ITEM) for _ in range(n // 136)])
+
+
+@dataclass(frozen=True)
+class LoopShape:
+    """A loop from the seeds: what one iteration does, and whether it rebuilds its model by habit."""
+
+    name: str
+    description: str
+    impl: type
+    needs_tf: bool = True
+    rebuilds: bool = False  # the model a strategy with model="loop" gets: new per iteration or one
+
+
+LOOPS = {
+    shape.name: shape
+    for shape in (
+        LoopShape("sweep", "Hyperparameter sweep: a new small model per configuration (build, compile, fit, evaluate).",
+                  Sweep, rebuilds=True),
+        LoopShape("kfold", "k-fold cross-validation: a fresh model per fold, fit on 4/5, evaluate on 1/5.",
+                  KFold, rebuilds=True),
+        LoopShape("notebook", "Notebook re-run: the same build and fit cells executed again in one namespace.",
+                  Notebook, rebuilds=True),
+        LoopShape("inference", "Repeated inference with one model: model.predict(x) and model(x).", Inference),
+        LoopShape("batch_stream", "Streaming batches: train_on_batch, predict_on_batch and a served tf.function.",
+                  BatchStream),
+        LoopShape("tf_data", "Input pipeline: model.fit on a tf.data pipeline every iteration.", TfData),
+        LoopShape("tf1_graph", "TF1-style graph building: placeholders, variables, sessions (tf.compat.v1).",
+                  Tf1Graph),
+        LoopShape("control", "Control loop without TF: nothing, or a leak of known size per iteration.",
+                  Control, needs_tf=False),
+    )
+}
+
+
+def get_loop(name):
+    """The loop shape called `name`, or a UsageError listing the valid names."""
+    try:
+        return LOOPS[name]
+    except KeyError:
+        raise unknown("loop", name, LOOPS) from None

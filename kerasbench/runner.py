@@ -1,0 +1,276 @@
+"""Run one (loop shape, strategy) pair in fresh interpreters and return one JSON-ready record.
+
+Each repeat is its own `python -m kerasbench.worker` process (a new interpreter, never a fork
+of one that imported TF). The parent watches it: a memory cap on the whole process tree and a
+time limit stop a runaway worker, and the record says where it stopped.
+"""
+
+import dataclasses
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+from . import SCHEMA_VERSION, stats
+from .errors import UsageError
+from .loops import get_loop
+from .probes import METRICS
+from .strategies import get_strategy
+
+KIB, MIB, GIB = 1024, 1024**2, 1024**3
+_UNITS = {"": 1, "B": 1, "K": KIB, "KB": KIB, "KIB": KIB, "M": MIB, "MB": MIB, "MIB": MIB, "G": GIB, "GB": GIB, "GIB": GIB}
+
+
+def parse_bytes(text):
+    """'4GiB', '512MiB', '1.5G' or a plain number of bytes -> int bytes; UsageError otherwise."""
+    s = str(text).strip().upper().replace(" ", "")
+    number = s.rstrip("KMGIB")
+    unit = s[len(number):]
+    try:
+        value = float(number) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise UsageError(f"Invalid size. Received: {text!r}. Expected a number with an optional unit, e.g. 4GiB, 512MiB.") from None
+    if value <= 0:
+        raise UsageError(f"Invalid size. Received: {text!r}. Expected a positive size.")
+    return int(value)
+
+
+def default_memory_cap():
+    """Half of the machine's memory, or KERASBENCH_MEMORY_CAP when set."""
+    if os.environ.get("KERASBENCH_MEMORY_CAP"):
+        return parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"])
+    import psutil
+
+    return psutil.virtual_memory().total // 2
+
+
+@dataclasses.dataclass
+class RunSpec:
+    """Everything that decides a measurement; recorded with its result."""
+
+    loop: str
+    strategy: str
+    iterations: int = 30
+    warmup: int = 3
+    repeats: int = 1
+    batch_size: int = 32
+    leak_bytes: int = 256 * KIB  # control_leak_* strategies only
+    probes: bool = True
+    memory_cap: int = 0  # bytes for the worker's process tree; 0 = default_memory_cap()
+    time_limit: float = 1800.0  # seconds per worker process
+    floor: float = stats.DEFAULT_FLOOR  # bytes/iteration: the smallest growth called a leak
+
+    def validate(self):
+        get_loop(self.loop)
+        get_strategy(self.strategy)
+        for name in ("iterations", "repeats", "batch_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. Expected a positive integer.")
+        if not isinstance(self.warmup, int) or self.warmup < 0:
+            raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={self.warmup!r}. Expected 0 or more.")
+        if self.time_limit <= 0:
+            raise UsageError(f"Invalid value for argument `time_limit`. Received: time_limit={self.time_limit!r}. Expected > 0 seconds.")
+        if self.floor < 0:
+            raise UsageError(f"Invalid value for argument `floor`. Received: floor={self.floor!r}. Expected >= 0.")
+        if not self.memory_cap:
+            self.memory_cap = default_memory_cap()
+        return self
+
+
+def batch_size_for(spec, i):
+    """Iteration i's batch size: the spec's, or for varying_batch_shapes a new one in [8, 128)."""
+    if get_strategy(spec.strategy).batch_sizes == "varying":
+        return 8 + (i * 7) % 120  # 7 and 120 are coprime: 120 distinct sizes before one repeats
+    return spec.batch_size
+
+
+def _worker_env():
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def _tree_rss(proc):
+    try:
+        rss = proc.memory_info().rss
+        for child in proc.children(recursive=True):
+            try:
+                rss += child.memory_info().rss
+            except Exception:
+                pass
+        return rss
+    except Exception:
+        return 0
+
+
+def run_worker(spec, repeat=0, progress=None, poll=0.05):
+    """One fresh worker process for `spec`; returns a repeat dict (status, result, environment)."""
+    import psutil
+
+    read_fd, write_fd = os.pipe()
+    log = tempfile.TemporaryFile(mode="w+")
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kerasbench.worker", json.dumps(dataclasses.asdict(spec)), str(write_fd)],
+        pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        env=_worker_env(), start_new_session=True,
+    )
+    os.close(write_fd)
+    events = queue.Queue()
+
+    def reader():
+        with os.fdopen(read_fd) as f:
+            for line in f:
+                try:
+                    events.put(json.loads(line))
+                except ValueError:
+                    pass
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    ps = psutil.Process(proc.pid)
+    outcome = {"repeat": repeat, "status": "failed", "reason": None, "result": None, "environment": None}
+    last_iteration, phase, stopped = None, "setup", None
+    max_tree_rss = 0
+    partial_rss = []  # kept from progress events, so a stopped worker still shows its curve
+
+    def drain():
+        nonlocal last_iteration, phase
+        while True:
+            try:
+                ev = events.get_nowait()
+            except queue.Empty:
+                return
+            kind = ev["event"]
+            if kind in ("warmup", "iteration"):
+                phase, last_iteration = kind, ev["iteration"]
+                if "rss" in ev:
+                    partial_rss.append(ev["rss"])
+            elif kind == "skip":
+                outcome.update(status="skipped", reason=ev["reason"], environment=ev["environment"])
+            elif kind == "done":
+                outcome.update(status="ok", result=ev["result"], environment=ev["environment"])
+            if progress:
+                progress({"repeat": repeat, **ev})
+
+    while proc.poll() is None:
+        tree = _tree_rss(ps)
+        max_tree_rss = max(max_tree_rss, tree)
+        elapsed = time.perf_counter() - started
+        if tree > spec.memory_cap:
+            stopped = f"exceeded memory cap ({tree / GIB:.2f} GiB > {spec.memory_cap / GIB:.2f} GiB)"
+        elif elapsed > spec.time_limit:
+            stopped = f"exceeded time limit ({spec.time_limit:g} s)"
+        if stopped:
+            _kill_tree(proc)
+            break
+        drain()
+        time.sleep(poll)
+    proc.wait()
+    thread.join(timeout=5)
+    drain()
+    outcome["worker_seconds"] = time.perf_counter() - started
+    outcome["max_tree_rss"] = max_tree_rss
+    if stopped:
+        where = "before the first iteration" if last_iteration is None else f"at {phase} iteration {last_iteration + 1}"
+        outcome.update(status="stopped", reason=f"stopped: {stopped} {where}", partial_rss=partial_rss)
+    elif outcome["status"] == "failed":
+        log.seek(0)
+        tail = [line for line in log.read().splitlines() if line.strip()][-15:]
+        outcome["reason"] = f"worker exited with code {proc.returncode}: " + (tail[-1] if tail else "no output")
+        outcome["log_tail"] = tail
+    log.close()
+    return outcome
+
+
+def _kill_tree(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def measure(spec, progress=None):
+    """Measure `spec` (validated first) over its repeats; returns the record (a dict)."""
+    spec.validate()
+    repeats = []
+    for r in range(spec.repeats):
+        outcome = run_worker(spec, repeat=r, progress=progress)
+        repeats.append(outcome)
+        if outcome["status"] in ("skipped", "stopped"):
+            break  # the same pair would skip again; a runaway would run away again
+    return make_record(spec, repeats)
+
+
+def make_record(spec, repeats):
+    statuses = [r["status"] for r in repeats]
+    status = next((s for s in ("failed", "stopped", "skipped") if s in statuses), "ok")
+    reason = next((r["reason"] for r in repeats if r["status"] == status), None)
+    environment = next((r["environment"] for r in repeats if r["environment"]), None)
+    return {
+        "schema": SCHEMA_VERSION,
+        "loop": spec.loop,
+        "strategy": spec.strategy,
+        "spec": dataclasses.asdict(spec),
+        "status": status,
+        "reason": reason,
+        "environment": environment,
+        "repeats": repeats,
+        "summary": summarize(repeats, spec),
+    }
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
+
+
+def summarize(repeats, spec):
+    """Summary metrics (keys of probes.METRICS) plus verdict and floor, over repeats with data."""
+    results = [r["result"] for r in repeats if r.get("result")]
+    summary = dict.fromkeys(METRICS)
+    summary.update(verdict=None, floor=spec.floor, p_trend=None, repeats=len(results))
+    if not results:
+        partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
+        if partial:  # a stopped worker: its growth until the stop is still worth showing
+            fit = stats.fit_growth(partial[0])
+            summary.update(growth_per_iter=fit.slope, growth_ci_low=fit.low, growth_ci_high=fit.high,
+                           p_trend=fit.p_trend, verdict=stats.verdict(fit, spec.floor))
+        return summary
+    fits = [stats.fit_growth(res["series"]["rss"]) for res in results]
+    fit, verdict = stats.combine(fits, spec.floor)
+    n = spec.iterations
+
+    def each(fn):
+        return _median([fn(res) for res in results])
+
+    summary.update(
+        growth_per_iter=fit.slope, growth_ci_low=fit.low, growth_ci_high=fit.high, p_trend=fit.p_trend,
+        verdict=verdict,
+        peak_loop=each(lambda r: r["peak_loop_rss"]),
+        peak_over_baseline=each(lambda r: r["peak_loop_rss"] - r["baseline_rss"]),
+        retained=each(lambda r: r["final_rss"] - r["baseline_rss"]),
+        train_traces=each(lambda r: r["train_traces"]),
+        predict_traces=each(lambda r: r["predict_traces"]),
+        function_traces=each(lambda r: r["function_traces"]),
+        models_built=each(lambda r: r["models_built"]),
+        graph_build_seconds=each(lambda r: r["graph_build_seconds"]),
+        objects_per_iter=each(lambda r: (r["objects_after"] - r["objects_before"]) / n),
+        tf_alloc_peak=each(lambda r: r["tf_alloc_peak"]),
+        child_peak=each(lambda r: max(r["child_peaks"]) if r["child_peaks"] else None),
+        seconds_per_iter=each(lambda r: float(np.median(r["series"]["seconds"])) if r["series"]["seconds"] else r["loop_seconds"] / n),
+    )
+    if all("graph_ops" in res["series"] for res in results):
+        summary["graph_ops"] = each(lambda r: r["series"]["graph_ops"][-1])
+        summary["graph_ops_per_iter"] = _median([stats.fit_growth(r["series"]["graph_ops"]).slope for r in results])
+    return summary

@@ -1,0 +1,85 @@
+"""Growth per iteration with a confidence interval, and a verdict that needs an effect size.
+
+A p-value alone over-calls leaks: with 60-100 iterations a trend test finds page-sized
+staircases "significant". So `grows` needs the whole picture: a rising trend (Kendall's tau),
+a confidence interval above zero, and a slope at least the floor. `flat` needs the interval to
+rule out a slope of the floor's size. Anything else is `inconclusive`: run more iterations.
+"""
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+# Smallest growth per iteration worth calling a leak by default. 64 KiB/iteration is 640 MB over
+# 10,000 iterations; on glibc, RSS noise in a TF loop is a sawtooth of megabytes, so smaller floors
+# need more iterations or a quieter allocator (kerasbench calibrate, when it exists, will say).
+DEFAULT_FLOOR = 64 * 1024
+ALPHA = 0.05
+VERDICTS = ("grows", "flat", "inconclusive")
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A robust line through a series: Theil-Sen slope, its confidence interval, trend p-value."""
+
+    slope: float
+    low: float
+    high: float
+    p_trend: float
+    n: int
+
+    def as_dict(self):
+        return asdict(self)
+
+
+def fit_growth(values, confidence=1 - ALPHA):
+    """Theil-Sen slope of `values` against their index, with a `confidence` interval.
+
+    The trend p-value is Kendall's tau between index and value (the Mann-Kendall test).
+    Series shorter than 3 points give NaN, which every verdict reads as inconclusive.
+    """
+    y = np.asarray(values, dtype=float)
+    n = len(y)
+    if n < 3 or not np.all(np.isfinite(y)):
+        nan = float("nan")
+        return Fit(nan, nan, nan, nan, n)
+    x = np.arange(n, dtype=float)
+    slope, _, low, high = stats.theilslopes(y, x, alpha=confidence)
+    if np.ptp(y) == 0:
+        p = 1.0
+    else:
+        p = float(stats.kendalltau(x, y).pvalue)
+    return Fit(float(slope), float(low), float(high), p, n)
+
+
+def verdict(fit, floor=DEFAULT_FLOOR):
+    """'grows', 'flat' or 'inconclusive' for one fit, given the smallest slope worth calling a leak."""
+    if not np.isfinite(fit.slope):
+        return "inconclusive"
+    if fit.slope >= floor and fit.low > 0 and fit.p_trend < ALPHA:
+        return "grows"
+    if fit.high < floor:
+        return "flat"
+    return "inconclusive"
+
+
+def combine(fits, floor=DEFAULT_FLOOR):
+    """One fit and verdict from repeats in fresh processes.
+
+    The slope is the median of the repeats'; the interval spans all of theirs (conservative);
+    the verdict is `grows` or `flat` only when every repeat agrees.
+    """
+    fits = [f for f in fits if f is not None]
+    if not fits:
+        nan = float("nan")
+        return Fit(nan, nan, nan, nan, 0), "inconclusive"
+    verdicts = {verdict(f, floor) for f in fits}
+    combined = Fit(
+        slope=float(np.median([f.slope for f in fits])),
+        low=float(min(f.low for f in fits)),
+        high=float(max(f.high for f in fits)),
+        p_trend=float(max(f.p_trend for f in fits)),
+        n=sum(f.n for f in fits),
+    )
+    return combined, verdicts.pop() if len(verdicts) == 1 else "inconclusive"

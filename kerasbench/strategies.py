@@ -1,0 +1,115 @@
+"""Cleanup and reuse strategies: what a loop does with its model, data and TF state between iterations.
+
+A strategy is a handful of declarative knobs; `kerasbench.worker` composes them with a loop shape.
+Each strategy names the loop shapes it applies to; any other pair is a clean skip.
+"""
+
+from dataclasses import dataclass, field
+
+from .errors import unknown
+
+# Loop-shape groups a strategy can apply to (names from kerasbench.loops).
+TRAINING = frozenset({"sweep", "kfold", "notebook"})
+REBUILDING = TRAINING | {"inference"}
+REUSING = frozenset({"inference", "batch_stream"})
+KERAS = REBUILDING | REUSING | {"tf_data"}
+
+# Cleanup actions, run in this order after each iteration, each measurable on its own.
+CLEANUPS = {
+    "del_model": "drop every reference the loop holds to this iteration's model (`del model`)",
+    "clear_session": "tf.keras.backend.clear_session()",
+    "gc_collect": "gc.collect()",
+    "reset_default_graph": "tf.compat.v1.reset_default_graph()",
+    "clear_kernel_cache": "context.context().clear_kernel_cache() (the eager kernel cache)",
+    "malloc_trim": "glibc malloc_trim(0): hand freed heap pages back to the OS",
+}
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """What the loop does with its model and session state between iterations."""
+
+    name: str
+    description: str
+    applies_to: frozenset
+    model: str = "loop"  # "rebuild" every iteration, "reuse" one, or the loop shape's own habit
+    cleanup: tuple = ()  # names from CLEANUPS, run after every iteration (on a reused model,
+    #                      del_model and clear_session are left out: they would destroy it)
+    keep_outputs: bool = False  # append each History / prediction to a long-lived list
+    batch_sizes: str = "stable"  # or "varying": a new batch size every iteration
+    function_in_loop: bool = False  # a new tf.function wrapping the forward pass each iteration
+    dataset: str = "reuse"  # tf.data pipeline: "reuse" one or "rebuild" one per iteration
+    graph: str = ""  # TF1 graph handling: "default", "close", "explicit", "reset"
+    isolate: bool = False  # each iteration in its own spawned child process
+    leak: str = ""  # controls only: "native" or "python" bytes kept per iteration
+    needs: tuple = field(default=())  # features of the installed TF that must exist (see _compat)
+
+
+_ALL_CLEAR = ("del_model", "clear_session", "gc_collect")
+
+STRATEGIES = {
+    s.name: s
+    for s in (
+        Strategy("rebuild_no_clear", "New model every iteration; nothing released but the rebound name.",
+                 REBUILDING, model="rebuild"),
+        Strategy("clear_session", "New model every iteration, then clear_session() (model still bound).",
+                 REBUILDING, model="rebuild", cleanup=("clear_session",)),
+        Strategy("clear_session_del_gc", "New model every iteration, then del model, clear_session(), gc.collect().",
+                 REBUILDING, model="rebuild", cleanup=_ALL_CLEAR),
+        Strategy("gc_collect_only", "New model every iteration, then del model and gc.collect() only.",
+                 REBUILDING, model="rebuild", cleanup=("del_model", "gc_collect")),
+        Strategy("reset_default_graph_only", "New model every iteration, then del model and reset_default_graph() only.",
+                 REBUILDING, model="rebuild", cleanup=("del_model", "reset_default_graph")),
+        Strategy("clear_kernel_cache_only", "New model every iteration, then del model and the eager kernel-cache clear only.",
+                 REBUILDING, model="rebuild", cleanup=("del_model", "clear_kernel_cache"),
+                 needs=("clear_kernel_cache",)),
+        Strategy("malloc_trim", "clear_session_del_gc, then malloc_trim(0) so glibc returns freed pages.",
+                 REBUILDING, model="rebuild", cleanup=_ALL_CLEAR + ("malloc_trim",), needs=("malloc_trim",)),
+        Strategy("reuse_model", "Build and compile one model; every iteration fits or predicts on new data.",
+                 REBUILDING, model="reuse"),
+        Strategy("keep_outputs", "Keep every History / prediction in a long-lived list (cleanup as release_outputs).",
+                 KERAS - {"tf_data"}, cleanup=_ALL_CLEAR, keep_outputs=True),
+        Strategy("release_outputs", "Drop each History / prediction after use; rebuilt models get del + clear_session + gc.",
+                 KERAS - {"tf_data"}, cleanup=_ALL_CLEAR),
+        Strategy("stable_batch_shapes", "One model; every iteration feeds batches of the same shape.",
+                 REUSING, model="reuse"),
+        Strategy("varying_batch_shapes", "One model; every iteration feeds a new batch size (the retracing case).",
+                 REUSING, model="reuse", batch_sizes="varying"),
+        Strategy("function_in_loop", "One model; a new tf.function wrapping its forward pass is defined every iteration.",
+                 REUSING, model="reuse", function_in_loop=True),
+        Strategy("reuse_dataset", "One tf.data pipeline built once and fitted on every iteration.",
+                 frozenset({"tf_data"}), model="reuse"),
+        Strategy("rebuild_dataset", "A new tf.data pipeline (slices, shuffle, batch, prefetch) every iteration.",
+                 frozenset({"tf_data"}), model="reuse", dataset="rebuild"),
+        Strategy("tf1_default_graph", "TF1: ops added to the default graph every iteration; sessions never closed.",
+                 frozenset({"tf1_graph"}), graph="default", needs=("tf1",)),
+        Strategy("tf1_sess_close", "TF1: ops added to the default graph every iteration; sess.close() alone.",
+                 frozenset({"tf1_graph"}), graph="close", needs=("tf1",)),
+        Strategy("tf1_explicit_graph", "TF1: a new tf.Graph and session per iteration (with ... as_default()).",
+                 frozenset({"tf1_graph"}), graph="explicit", needs=("tf1",)),
+        Strategy("tf1_reset_default_graph", "TF1: default graph, sess.close(), then reset_default_graph() per iteration.",
+                 frozenset({"tf1_graph"}), graph="reset", needs=("tf1",)),
+        Strategy("process_isolation", "Each iteration runs in its own spawned process; the parent never imports TF.",
+                 frozenset({"sweep", "kfold", "inference", "tf1_graph"}), model="rebuild", isolate=True,
+                 graph="explicit"),
+        Strategy("control_noop", "Control: the iteration does nothing (no TF); must read flat.",
+                 frozenset({"control"})),
+        Strategy("control_leak_native", "Control: keeps a numpy buffer of --leak-kib KiB per iteration.",
+                 frozenset({"control"}), leak="native"),
+        Strategy("control_leak_python", "Control: keeps --leak-kib KiB of small Python objects per iteration.",
+                 frozenset({"control"}), leak="python"),
+    )
+}
+
+
+def get_strategy(name):
+    """The strategy called `name`, or a UsageError listing the valid names."""
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise unknown("strategy", name, STRATEGIES) from None
+
+
+def strategies_for(loop):
+    """Names of the strategies that apply to loop shape `loop`, in registry order."""
+    return [s.name for s in STRATEGIES.values() if loop in s.applies_to]

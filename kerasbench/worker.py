@@ -1,0 +1,279 @@
+"""The measured process: one (loop shape, strategy) pair, run in a fresh interpreter.
+
+Protocol (after TensorFlow's own memory_test_util): set up, warm up, GC barrier, baseline,
+N measured iterations with cheap probes, full cleanup, final reading. Started by
+kerasbench.runner as `python -m kerasbench.worker SPEC_JSON FD`; it reports JSON lines on FD.
+"""
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import platform
+import resource
+import sys
+
+from . import SCHEMA_VERSION, __version__, _compat, probes
+from .errors import Skip
+from .loops import LOOPS
+from .runner import RunSpec, batch_size_for
+from .strategies import STRATEGIES
+
+
+@dataclasses.dataclass
+class Step:
+    """What a loop shape needs to know about the strategy for one iteration."""
+
+    batch_size: int
+    forward: object
+    strategy: object
+
+
+class Workload:
+    """A loop shape composed with a strategy: setup, one iteration, teardown."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.shape = LOOPS[spec.loop]
+        self.strategy = STRATEGIES[spec.strategy]
+        self.model = None
+        self.kept = []
+        self.child_peaks = []
+        self.child_versions = None
+        self.pool = None
+
+    def setup(self):
+        s = self.strategy
+        if self.spec.loop not in s.applies_to:
+            raise Skip(f"strategy {s.name} does not apply to loop {self.spec.loop}")
+        if s.isolate:  # the parent stays free of TF: children do the work
+            self.pool = multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1)
+            return
+        if self.shape.needs_tf:
+            _compat.tf()
+            _compat.require(s.needs)
+        self.loop = self.shape.impl(self.spec)
+        self.loop.setup()
+        self.rebuild = s.model == "rebuild" or (s.model == "loop" and self.shape.rebuilds)
+        protects = () if self.rebuild else ("del_model", "clear_session")
+        self.cleanup = [name for name in s.cleanup if name not in protects]
+        if not self.rebuild:
+            self.model = self.loop.build(0)
+
+    def iteration(self, i):
+        if self.pool is not None:
+            return self._isolated(i)
+        if self.rebuild:
+            self.model = self.loop.build(i)  # the old model stays bound until this returns
+        forward = None
+        if self.strategy.function_in_loop:
+            model = self.model
+            forward = _compat.traced_function(lambda t: model(t, training=False))
+        out = self.loop.run(self.model, i, Step(batch_size_for(self.spec, i), forward, self.strategy))
+        if self.strategy.keep_outputs:
+            self.kept.append(out)
+        del out, forward
+        for name in self.cleanup:
+            CLEANUP_ACTIONS[name](self)
+
+    def _isolated(self, i):
+        child = self.pool.apply(_isolated_iteration, (dataclasses.asdict(self.spec), i))
+        self.child_peaks.append(child["peak"])
+        self.child_versions = child["versions"]
+        for kind, n in child["traces"].items():
+            for _ in range(n):
+                probes.count_trace(kind)
+        for _ in range(child["models"]):
+            probes.count_model()
+
+    def teardown(self):
+        """The fullest in-process cleanup a user can do: what survives it is retained memory."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool.join()
+            self.pool = None
+            return
+        self.kept.clear()
+        self.model = None
+        self.loop.teardown()
+        if self.shape.needs_tf and "tensorflow" in sys.modules:
+            if self.spec.loop == "tf1_graph":
+                _compat.reset_default_graph()
+            else:
+                _compat.clear_session()
+        probes.gc_barrier()
+
+
+def _del_model(workload):
+    workload.model = None
+    workload.loop.release()
+
+
+CLEANUP_ACTIONS = {
+    "del_model": _del_model,
+    "clear_session": lambda w: _compat.clear_session(),
+    "gc_collect": lambda w: __import__("gc").collect(),
+    "reset_default_graph": lambda w: _compat.reset_default_graph(),
+    "clear_kernel_cache": lambda w: _compat.clear_kernel_cache(),
+    "malloc_trim": lambda w: probes.malloc_trim(),
+}
+
+
+def _isolated_iteration(spec_dict, i):
+    """One iteration in a spawned child: the same loop, model rebuilt, nothing else shared."""
+    spec = RunSpec(**spec_dict)
+    strategy = STRATEGIES[spec.strategy]
+    workload = Workload(spec)
+    workload.strategy = dataclasses.replace(strategy, isolate=False, applies_to=frozenset({spec.loop}))
+    workload.setup()
+    workload.iteration(i)
+    kinds = ("train_step", "predict_step", "function")
+    return {
+        "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "traces": {k: probes.traces(k) for k in kinds},
+        "models": probes.models_built(),
+        "versions": _compat.versions() if workload.shape.needs_tf else None,
+    }
+
+
+def environment(workload=None):
+    """What this process actually runs on: interpreter, libraries, CPU, allocator, settings."""
+    import numpy
+    import psutil
+
+    env = {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_total": psutil.virtual_memory().total,
+        "libc": "-".join(platform.libc_ver()),
+        "allocator": probes.allocator_in_use(),
+        "kerasbench": __version__,
+        "schema": SCHEMA_VERSION,
+        "numpy": numpy.__version__,
+        "tensorflow": None,
+        "keras": None,
+        "device": "cpu",
+        "env": {
+            k: v
+            for k, v in sorted(os.environ.items())
+            if k.startswith(("TF_", "MALLOC_", "LD_PRELOAD", "OMP_", "KERAS", "CUDA_VISIBLE", "KERASBENCH_"))
+        },
+    }
+    if "tensorflow" in sys.modules:
+        env.update(_compat.versions())
+    elif workload is not None and workload.child_versions:
+        env.update(workload.child_versions)
+        env["tf_in"] = "child processes"
+    return env
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def measure(spec, emit):
+    """Run the protocol for `spec` in this process; `emit(event, **fields)` reports as it goes."""
+    workload = Workload(spec)
+    try:
+        workload.setup()
+    except Skip as e:
+        emit("skip", reason=str(e), environment=environment())
+        return
+    tf1 = spec.loop == "tf1_graph" and workload.pool is None
+    tf_loaded = "tensorflow" in sys.modules
+
+    for w in range(spec.warmup):
+        workload.iteration(w)
+        emit("warmup", iteration=w)
+
+    probes.gc_barrier()
+    probes.live_objects()  # throwaway: the first snapshot itself allocates
+    objects_before = probes.live_objects()
+    build_before = _compat.graph_building_seconds() if tf_loaded else None
+    if tf_loaded:
+        _compat.reset_tf_memory_stats()
+    baseline = probes.rss_bytes()
+    peak = probes.PeakTracker().start()
+
+    series = {"rss": [], "seconds": [], "train_traces": [], "predict_traces": [], "function_traces": []}
+    if tf1:
+        series["graph_ops"] = []
+    loop_start = probes.timer()
+    for k in range(spec.iterations):
+        i = spec.warmup + k
+        if spec.probes:
+            t0 = probes.timer()
+            workload.iteration(i)
+            t1 = probes.timer()
+            rss = probes.rss_bytes()
+            series["rss"].append(rss)
+            series["seconds"].append(t1 - t0)
+            series["train_traces"].append(probes.traces("train_step"))
+            series["predict_traces"].append(probes.traces("predict_step"))
+            series["function_traces"].append(probes.traces("function"))
+            if tf1:
+                series["graph_ops"].append(_compat.default_graph_ops())
+            emit("iteration", iteration=k, rss=rss)
+        else:
+            workload.iteration(i)
+            emit("iteration", iteration=k)
+    loop_seconds = probes.timer() - loop_start
+    peak_loop = peak.stop()
+
+    tf_alloc = _compat.tf_memory_info() if tf_loaded else None
+    build_after = _compat.graph_building_seconds() if build_before is not None else None
+    probes.gc_barrier()
+    objects_after = probes.live_objects()
+    environment_now = environment(workload)
+    workload.teardown()
+    final = probes.rss_bytes()
+
+    emit(
+        "done",
+        result={
+            "iterations_done": spec.iterations,
+            "series": series,
+            "baseline_rss": baseline,
+            "peak_loop_rss": peak_loop,
+            "peak_method": peak.method,
+            "final_rss": final,
+            "loop_seconds": loop_seconds,
+            "objects_before": objects_before,
+            "objects_after": objects_after,
+            "graph_build_seconds": None if build_after is None else build_after - build_before,
+            "tf_alloc_peak": tf_alloc["peak"] if tf_alloc else None,
+            "child_peaks": workload.child_peaks,
+            "train_traces": probes.traces("train_step"),
+            "predict_traces": probes.traces("predict_step"),
+            "function_traces": probes.traces("function"),
+            "models_built": probes.models_built(),
+        },
+        environment=environment_now,
+    )
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    spec = RunSpec(**json.loads(argv[0]))
+    out = os.fdopen(int(argv[1]), "w", buffering=1)
+
+    def emit(event, **fields):
+        out.write(json.dumps({"event": event, **fields}) + "\n")
+
+    measure(spec, emit)
+    out.close()
+
+
+if __name__ == "__main__":
+    main()
