@@ -199,12 +199,17 @@ class Tf1Graph(_Loop):
 
 
 class Control(_Loop):
-    """No TF: does nothing, or keeps a leak of known size per iteration (spec.leak_bytes)."""
+    """No TF: does nothing, or keeps a leak of known size per iteration (spec.leak_bytes).
 
-    PYTHON_ITEM = 95  # bytes(95) is a 128-byte object; with its list slot, 136 bytes per item
+    The Python leak is made of 11-item tuples (128 bytes each, one pymalloc size class) that
+    hold a shared list, so the garbage collector tracks them; with its list slot, 136 bytes an item.
+    """
+
+    ITEM_BYTES = 136
 
     def setup(self):
         self.kept = []
+        self.anchor = []
 
     def build(self, i):
         return None
@@ -214,7 +219,8 @@ class Control(_Loop):
         if step.strategy.leak == "native":
             self.kept.append(np.ones(n // 8))  # written pages: all of it is resident
         elif step.strategy.leak == "python":
-            self.kept.append([bytes(self.PYTHON_ITEM) for _ in range(n // 136)])
+            tail = (None,) * 10
+            self.kept.append([(self.anchor,) + tail for _ in range(n // self.ITEM_BYTES)])
 
 
 @dataclass(frozen=True)

@@ -203,6 +203,9 @@ def _kill_tree(proc):
 def measure(spec, progress=None):
     """Measure `spec` (validated first) over its repeats; returns the record (a dict)."""
     spec.validate()
+    if spec.loop not in get_strategy(spec.strategy).applies_to:  # known without starting a worker
+        reason = f"strategy {spec.strategy} does not apply to loop {spec.loop}"
+        return make_record(spec, [{"repeat": 0, "status": "skipped", "reason": reason, "result": None, "environment": None}])
     repeats = []
     for r in range(spec.repeats):
         outcome = run_worker(spec, repeat=r, progress=progress)

@@ -1,0 +1,82 @@
+"""The CLI through main(argv): output, files, and one-line errors with exit 2."""
+
+import io
+import json
+import os
+
+import pytest
+
+from kerasbench import LOOPS, METRICS, STRATEGIES
+from kerasbench.cli import main, pairs_for
+
+
+def call(argv):
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+def test_list_names_every_loop_strategy_and_metric():
+    code, text = call(["list"])
+    assert code == 0
+    for name in list(LOOPS) + list(STRATEGIES) + list(METRICS):
+        assert name in text
+
+
+def test_run_writes_a_table_and_json(tmp_path, capsys):
+    path = tmp_path / "out.json"
+    code, text = call(["run", "--loop", "control", "--strategy", "control_leak_native,control_noop",
+                       "--iterations", "8", "--warmup", "1", "--leak-kib", "512", "--json", str(path)])
+    assert code == 0
+    assert "control_leak_native" in text and "verdict" in text
+    payload = json.loads(path.read_text())
+    assert [r["strategy"] for r in payload["records"]] == ["control_leak_native", "control_noop"]
+    assert payload["records"][0]["summary"]["verdict"] == "grows"
+    assert os.listdir(tmp_path) == ["out.json"]  # no temp file left behind
+    assert "iteration 8/8" in capsys.readouterr().err  # progress went to stderr
+
+
+def test_all_means_the_applicable_pairs():
+    pairs = pairs_for("inference", "all")
+    assert [s for _, s in pairs] == [s for s in STRATEGIES if "inference" in STRATEGIES[s].applies_to]
+    assert all(loop != "control" for loop, _ in pairs_for("all", "all"))
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--loop", "nope"], "Unknown loop"),
+    (["run", "--loop", "sweep", "--strategy", "nope"], "Unknown strategy"),
+    (["run", "--loop", "control", "--iterations", "0"], "iterations"),
+    (["run", "--loop", "control", "--iterations", "-2"], "iterations"),
+    (["run", "--loop", "control", "--repeats", "0"], "repeats"),
+    (["run", "--loop", "control", "--memory-cap", "lots"], "Invalid size"),
+    (["run", "--loop", "control", "--json", "/nonexistent/dir/out.json"], "does not exist"),
+    (["run", "--loop", "control", "--json", "/"], "is a directory"),
+])
+def test_user_mistakes_are_one_line_exit_2(argv, needle, capsys):
+    code, _ = call(argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert needle in err
+    assert "Traceback" not in err and err.count("\n") == 1
+
+
+def test_unwritable_json_path(tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root can write anywhere")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    code, _ = call(["run", "--loop", "control", "--json", str(locked / "x.json")])
+    assert code == 2
+
+
+def test_argparse_errors_exit_2(capsys):
+    assert call(["run"])[0] == 2
+    assert call(["frobnicate"])[0] == 2
+    assert call(["run", "--loop", "control", "--iterations", "many"])[0] == 2
+
+
+def test_module_entry_point():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "kerasbench", "run", "--loop", "nope"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "Unknown loop" in proc.stderr and "Traceback" not in proc.stderr

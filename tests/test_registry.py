@@ -1,0 +1,64 @@
+"""Registries: names declared once, consistent with each other, importable without TensorFlow."""
+
+import subprocess
+import sys
+
+import pytest
+
+import kerasbench
+from kerasbench import CLEANUPS, LOOPS, METRICS, STRATEGIES, UsageError, get_loop, get_strategy, strategies_for
+from kerasbench.runner import summarize
+
+
+def test_every_strategy_applies_to_known_loops():
+    for s in STRATEGIES.values():
+        assert s.applies_to, s.name
+        assert s.applies_to <= set(LOOPS), s.name
+        assert set(s.cleanup) <= set(CLEANUPS), s.name
+
+
+def test_every_loop_has_strategies():
+    for name in LOOPS:
+        assert strategies_for(name), name
+
+
+def test_worker_implements_every_cleanup():
+    from kerasbench.worker import CLEANUP_ACTIONS
+
+    assert set(CLEANUP_ACTIONS) == set(CLEANUPS)
+
+
+def test_names_are_identifiers():
+    for name in list(LOOPS) + list(STRATEGIES) + list(METRICS):
+        assert name.isidentifier() and name == name.lower(), name
+
+
+@pytest.mark.parametrize("lookup,kind", [(get_loop, "loop"), (get_strategy, "strategy")])
+def test_unknown_name_lists_the_valid_ones(lookup, kind):
+    with pytest.raises(UsageError) as e:
+        lookup("nope")
+    message = str(e.value)
+    assert f"{kind}='nope'" in message
+    registry = LOOPS if kind == "loop" else STRATEGIES
+    assert all(name in message for name in registry)
+
+
+def test_summary_has_every_metric():
+    from kerasbench.runner import RunSpec
+
+    summary = summarize([], RunSpec("control", "control_noop"))
+    assert set(METRICS) <= set(summary)
+
+
+def test_public_api_matches_all():
+    exported = {name for name in dir(kerasbench) if not name.startswith("_")} - {
+        "cli", "errors", "loops", "probes", "runner", "stats", "strategies", "worker"
+    }
+    assert set(kerasbench.__all__) - {"__version__"} == exported
+
+
+@pytest.mark.parametrize("module", ["kerasbench", "kerasbench.cli", "kerasbench.worker", "kerasbench.runner"])
+def test_import_does_not_import_tensorflow(module):
+    code = f"import sys, {module}; print('tensorflow' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

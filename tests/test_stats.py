@@ -1,0 +1,91 @@
+"""Statistics on synthetic series with known answers."""
+
+import numpy as np
+import pytest
+
+from kerasbench import stats
+
+KIB, MIB = 1024, 1024**2
+
+
+def test_known_slope_recovered_within_5_percent():
+    rng = np.random.default_rng(0)
+    i = np.arange(60)
+    series = 500 * MIB + 256 * KIB * i + rng.normal(0, 200 * KIB, 60)
+    fit = stats.fit_growth(series)
+    assert abs(fit.slope - 256 * KIB) / (256 * KIB) < 0.05
+    assert fit.low < 256 * KIB < fit.high
+    assert stats.verdict(fit, floor=64 * KIB) == "grows"
+
+
+def test_small_slope_recovered_in_quiet_series():
+    rng = np.random.default_rng(1)
+    series = 100 * MIB + 4 * KIB * np.arange(60) + rng.normal(0, 4 * KIB, 60)
+    fit = stats.fit_growth(series)
+    assert abs(fit.slope - 4 * KIB) / (4 * KIB) < 0.05
+
+
+def test_gaussian_noise_is_not_called_grows():
+    rng = np.random.default_rng(2)
+    verdicts = [stats.verdict(stats.fit_growth(500 * MIB + rng.normal(0, 1 * MIB, 30))) for _ in range(200)]
+    assert verdicts.count("grows") <= 10  # <= 5 %
+    assert verdicts.count("flat") > 100
+
+
+def test_glibc_like_sawtooth_is_not_called_grows():
+    # RSS climbs 600 KiB an iteration for 5 iterations, then the allocator hands it back.
+    rng = np.random.default_rng(3)
+    for phase in range(6):
+        i = np.arange(60) + phase
+        series = 500 * MIB + 600 * KIB * (i % 6) + rng.normal(0, 20 * KIB, 60)
+        assert stats.verdict(stats.fit_growth(series)) != "grows"
+
+
+def test_page_staircase_is_significant_but_below_the_floor():
+    # A trend test alone calls this a leak; the effect-size floor does not.
+    series = 500 * MIB + 4096 * (np.arange(80) // 2)
+    fit = stats.fit_growth(series)
+    assert fit.p_trend < 1e-6
+    assert stats.verdict(fit, floor=64 * KIB) == "flat"
+
+
+def test_verdict_follows_the_floor():
+    fit = stats.fit_growth(500 * MIB + 32 * KIB * np.arange(40))
+    assert stats.verdict(fit, floor=16 * KIB) == "grows"
+    assert stats.verdict(fit, floor=64 * KIB) == "flat"
+
+
+def test_wide_interval_is_inconclusive():
+    rng = np.random.default_rng(4)
+    series = 500 * MIB + 64 * KIB * np.arange(8) + rng.normal(0, 2 * MIB, 8)
+    assert stats.verdict(stats.fit_growth(series), floor=64 * KIB) == "inconclusive"
+
+
+@pytest.mark.parametrize("series", [[], [1.0], [1.0, 2.0], [1.0, float("nan"), 3.0, 4.0]])
+def test_degenerate_series_are_inconclusive(series):
+    assert stats.verdict(stats.fit_growth(series)) == "inconclusive"
+
+
+def test_constant_series_is_flat():
+    fit = stats.fit_growth([7.0] * 20)
+    assert fit.slope == 0 and fit.p_trend == 1.0
+    assert stats.verdict(fit) == "flat"
+
+
+def test_combine_needs_agreement():
+    grows = stats.fit_growth(256 * KIB * np.arange(20.0))
+    flat = stats.fit_growth(np.zeros(20))
+    assert stats.combine([grows, grows])[1] == "grows"
+    combined, verdict = stats.combine([grows, flat])
+    assert verdict == "inconclusive"
+    assert combined.low <= 0 and combined.high >= 256 * KIB
+    assert stats.combine([])[1] == "inconclusive"
+
+
+def test_interval_covers_the_truth_about_95_percent_of_the_time():
+    rng = np.random.default_rng(5)
+    covered = 0
+    for _ in range(200):
+        fit = stats.fit_growth(1000 * np.arange(40) + rng.normal(0, 5000, 40))
+        covered += fit.low <= 1000 <= fit.high
+    assert covered >= 180
