@@ -1,7 +1,10 @@
 """kerasbench: what TensorFlow/Keras loops do to memory and tracing, per cleanup strategy and TF release.
 
-Importing kerasbench never imports TensorFlow.
+Importing kerasbench never imports TensorFlow, and the registries import nothing heavy, so
+that asv's many short benchmark processes start fast; the rest loads on first use.
 """
+
+import importlib
 
 __version__ = "0.1.0"
 
@@ -9,27 +12,32 @@ __version__ = "0.1.0"
 # notices that results from before and after are not comparable.
 SCHEMA_VERSION = 1
 
-from .errors import Skip, UsageError  # noqa: E402
-from .loops import LOOPS, get_loop  # noqa: E402
-from .probes import METRICS  # noqa: E402
-from .runner import RunSpec, measure  # noqa: E402
-from .stats import fit_growth, verdict  # noqa: E402
-from .strategies import CLEANUPS, STRATEGIES, get_strategy, strategies_for  # noqa: E402
+_EXPORTS = {
+    "CLEANUPS": "strategies",
+    "STRATEGIES": "strategies",
+    "get_strategy": "strategies",
+    "strategies_for": "strategies",
+    "LOOPS": "loops",
+    "get_loop": "loops",
+    "METRICS": "probes",
+    "PROFILES": "profiles",
+    "get_profile": "profiles",
+    "RunSpec": "runner",
+    "measure": "runner",
+    "fit_growth": "stats",
+    "verdict": "stats",
+    "Skip": "errors",
+    "UsageError": "errors",
+}
 
-__all__ = [
-    "CLEANUPS",
-    "LOOPS",
-    "METRICS",
-    "SCHEMA_VERSION",
-    "STRATEGIES",
-    "RunSpec",
-    "Skip",
-    "UsageError",
-    "__version__",
-    "fit_growth",
-    "get_loop",
-    "get_strategy",
-    "measure",
-    "strategies_for",
-    "verdict",
-]
+__all__ = sorted(_EXPORTS) + ["SCHEMA_VERSION", "__version__"]
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'kerasbench' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -112,6 +112,22 @@ def clear_kernel_cache():
     context.context().clear_kernel_cache()
 
 
+def gpu_details():
+    """[{'name', 'compute_capability'}, ...] for the GPUs TF sees; [] where there are none."""
+    t = tf()
+    details = []
+    for device in t.config.list_physical_devices("GPU"):
+        info = t.config.experimental.get_device_details(device)
+        details.append({"name": info.get("device_name", device.name), "compute_capability": info.get("compute_capability")})
+    return details
+
+
+def build_info():
+    """CUDA and cuDNN versions this TF was built with (empty on CPU wheels)."""
+    info = dict(tf().sysconfig.get_build_info())
+    return {k: info[k] for k in ("cuda_version", "cudnn_version") if k in info}
+
+
 def missing_feature(name):
     """Why feature `name` (see Strategy.needs) is unavailable here, or '' when it is available."""
     if name == "clear_kernel_cache":
@@ -121,6 +137,8 @@ def missing_feature(name):
         return "" if ok else f"context.context().clear_kernel_cache is missing in TF {tf().__version__}"
     if name == "malloc_trim":
         return "" if probes.malloc_trim_available() else "malloc_trim(0) needs glibc"
+    if name == "gpu":
+        return "" if tf().config.list_physical_devices("GPU") else "no GPU visible to TensorFlow"
     if name == "tf1":
         return "" if hasattr(tf(), "compat") and hasattr(tf().compat, "v1") else "tf.compat.v1 is missing"
     raise ValueError(f"unknown feature {name!r}")

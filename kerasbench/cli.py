@@ -14,6 +14,7 @@ from . import stats
 from .errors import UsageError
 from .loops import LOOPS, get_loop
 from .probes import METRICS
+from .profiles import ENV_VAR, PROFILES, get_profile
 from .strategies import STRATEGIES, get_strategy, strategies_for
 
 KIB, MIB = 1024, 1024**2
@@ -56,6 +57,9 @@ def cmd_list(args, out):
     for s in STRATEGIES.values():
         applies = " ".join(name for name in LOOPS if name in s.applies_to)
         out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}\n")
+    out.write("\nProfiles (--profile or $" + ENV_VAR + ")\n")
+    for p in PROFILES.values():
+        out.write(f"  {p.name:<{width}}{p.iterations} iterations, {p.warmup} warm-up, {p.repeats} repeat(s): {p.description}\n")
     out.write("\nMetrics\n")
     for m in METRICS.values():
         out.write(f"  {m.name:<{width}}{m.description} [{m.unit}]\n")
@@ -179,16 +183,19 @@ def write_json(path, payload):
 def cmd_run(args, out):
     from .runner import RunSpec, measure, parse_bytes
 
+    profile = get_profile(args.profile)
     pairs = pairs_for(args.loop, args.strategy)
+    iterations = profile.iterations if args.iterations is None else args.iterations
+    warmup = profile.warmup if args.warmup is None else args.warmup
     base = RunSpec(
-        loop=pairs[0][0], strategy=pairs[0][1], iterations=args.iterations, warmup=args.warmup,
-        repeats=args.repeats, batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB),
+        loop=pairs[0][0], strategy=pairs[0][1], iterations=iterations, warmup=warmup,
+        repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name, batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB),
         probes=not args.no_probes, memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
-        time_limit=args.time_limit, floor=args.floor_kib * KIB,
+        time_limit=args.time_limit, floor=args.floor_kib * KIB, device=args.device,
     ).validate()
     if args.json:
         _check_writable(args.json)
-    progress = Progress(sys.stderr, len(pairs), args.iterations, args.warmup)
+    progress = Progress(sys.stderr, len(pairs), iterations, warmup)
     records = []
     for index, (loop, strategy) in enumerate(pairs, 1):
         spec = RunSpec(**{**base.__dict__, "loop": loop, "strategy": strategy})
@@ -216,9 +223,12 @@ def build_parser():
     p = sub.add_parser("run", help="measure (loop shape, strategy) pairs, each in fresh processes")
     p.add_argument("--loop", required=True, help="loop shape, comma list, or 'all' (see `kerasbench list`)")
     p.add_argument("--strategy", default="all", help="strategy, comma list, or 'all' applicable (default)")
-    p.add_argument("--iterations", type=int, default=30, help="measured iterations (default 30)")
-    p.add_argument("--warmup", type=int, default=3, help="iterations run before the baseline (default 3)")
-    p.add_argument("--repeats", type=int, default=1, help="fresh processes per pair (default 1; 2+ to trust a verdict)")
+    p.add_argument("--profile", help="quick, default or full: iterations, warm-up and repeats "
+                   f"(default: ${ENV_VAR} or 'default')")
+    p.add_argument("--iterations", type=int, help="measured iterations (overrides the profile)")
+    p.add_argument("--warmup", type=int, help="iterations run before the baseline (overrides the profile)")
+    p.add_argument("--repeats", type=int, help="fresh processes per pair (overrides the profile; 2+ to trust a verdict)")
+    p.add_argument("--device", default="cpu", help="cpu (GPUs hidden from TF) or gpu (skipped where TF sees none)")
     p.add_argument("--batch-size", type=int, default=32, help="batch size of stable-shape loops (default 32)")
     p.add_argument("--floor-kib", type=float, default=stats.DEFAULT_FLOOR / KIB,
                    help=f"smallest growth called a leak, KiB/iteration (default {stats.DEFAULT_FLOOR // KIB})")

@@ -19,12 +19,13 @@ import time
 import numpy as np
 
 from . import SCHEMA_VERSION, stats
-from .errors import UsageError
+from .errors import UsageError, unknown
 from .loops import get_loop
 from .probes import METRICS
 from .strategies import get_strategy
 
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
+DEVICES = ("cpu", "gpu")
 _UNITS = {"": 1, "B": 1, "K": KIB, "KB": KIB, "KIB": KIB, "M": MIB, "MB": MIB, "MIB": MIB, "G": GIB, "GB": GIB, "GIB": GIB}
 
 
@@ -66,6 +67,8 @@ class RunSpec:
     memory_cap: int = 0  # bytes for the worker's process tree; 0 = default_memory_cap()
     time_limit: float = 1800.0  # seconds per worker process
     floor: float = stats.DEFAULT_FLOOR  # bytes/iteration: the smallest growth called a leak
+    profile: str = ""  # the profile the counts came from, when one did
+    device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
 
     def validate(self):
         get_loop(self.loop)
@@ -78,6 +81,8 @@ class RunSpec:
             raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={self.warmup!r}. Expected 0 or more.")
         if self.time_limit <= 0:
             raise UsageError(f"Invalid value for argument `time_limit`. Received: time_limit={self.time_limit!r}. Expected > 0 seconds.")
+        if self.device not in DEVICES:
+            raise unknown("device", self.device, DEVICES)
         if self.floor < 0:
             raise UsageError(f"Invalid value for argument `floor`. Received: floor={self.floor!r}. Expected >= 0.")
         if not self.memory_cap:
@@ -92,8 +97,10 @@ def batch_size_for(spec, i):
     return spec.batch_size
 
 
-def _worker_env():
+def _worker_env(spec):
     env = dict(os.environ)
+    if spec.device == "cpu":  # a CPU measurement on a GPU machine must not touch the GPU
+        env["CUDA_VISIBLE_DEVICES"] = "-1"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -123,7 +130,7 @@ def run_worker(spec, repeat=0, progress=None, poll=0.05):
     proc = subprocess.Popen(
         [sys.executable, "-m", "kerasbench.worker", json.dumps(dataclasses.asdict(spec)), str(write_fd)],
         pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        env=_worker_env(), start_new_session=True,
+        env=_worker_env(spec), start_new_session=True,
     )
     os.close(write_fd)
     events = queue.Queue()

@@ -49,9 +49,11 @@ class Workload:
         if s.isolate:  # the parent stays free of TF: children do the work
             self.pool = multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1)
             return
+        if self.spec.device == "gpu" and not self.shape.needs_tf:
+            raise Skip(f"loop {self.spec.loop} does not use TensorFlow: nothing to run on a GPU")
         if self.shape.needs_tf:
             _compat.tf()
-            _compat.require(s.needs)
+            _compat.require(s.needs + (("gpu",) if self.spec.device == "gpu" else ()))
         self.loop = self.shape.impl(self.spec)
         self.loop.setup()
         self.rebuild = s.model == "rebuild" or (s.model == "loop" and self.shape.rebuilds)
@@ -156,7 +158,7 @@ def environment(workload=None):
         "numpy": numpy.__version__,
         "tensorflow": None,
         "keras": None,
-        "device": "cpu",
+        "device": workload.spec.device if workload else "cpu",
         "env": {
             k: v
             for k, v in sorted(os.environ.items())
@@ -165,6 +167,8 @@ def environment(workload=None):
     }
     if "tensorflow" in sys.modules:
         env.update(_compat.versions())
+        env.update(_compat.build_info())
+        env["gpus"] = _compat.gpu_details()
     elif workload is not None and workload.child_versions:
         env.update(workload.child_versions)
         env["tf_in"] = "child processes"
@@ -188,7 +192,7 @@ def measure(spec, emit):
     try:
         workload.setup()
     except Skip as e:
-        emit("skip", reason=str(e), environment=environment())
+        emit("skip", reason=str(e), environment=environment(workload))
         return
     tf1 = spec.loop == "tf1_graph" and workload.pool is None
     tf_loaded = "tensorflow" in sys.modules

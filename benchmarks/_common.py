@@ -1,0 +1,113 @@
+"""What every loop-shape benchmark shares: measure each strategy once, serve every metric from it.
+
+Cost model: asv calls `setup_cache` once per class (one loop shape), which runs every applicable
+strategy in its own fresh worker processes (kerasbench.runner). Then asv spawns one short process
+per track_ method and parameter; those only read the cached summaries, so keep them cheap: no
+TensorFlow, numpy or scipy is imported here.
+"""
+
+import json
+import os
+import platform
+import sys
+
+import kerasbench
+from kerasbench.probes import METRICS
+from kerasbench.profiles import get_profile
+from kerasbench.strategies import strategies_for
+
+PROFILE = get_profile()  # KERASBENCH_PROFILE=quick|default|full, shared with the CLI
+DEVICES = ["cpu", "gpu"]
+# The setup_cache of one loop shape runs all of its strategies: allow for the slowest profile.
+TIMEOUT = 4 * 3600
+
+# The metrics tracked for every pair (a subset of kerasbench.METRICS; see README "metrics").
+TRACKED = (
+    "growth_per_iter",
+    "growth_ci_low",  # the verdict as a number: above the floor means "grows"
+    "peak_loop",
+    "retained",
+    "train_traces",
+    "predict_traces",
+    "function_traces",
+    "seconds_per_iter",
+    "objects_per_iter",
+    "tf_alloc_peak",
+    "child_peak",  # process_isolation only
+)
+
+
+def _gpu_driver_present():
+    """A cheap check (no TF import): without an NVIDIA driver there is no GPU to measure."""
+    return os.path.exists("/proc/driver/nvidia/version")
+
+
+def measure_loop(loop):
+    """Run every strategy of `loop` on every device; return {(strategy, device): small dict}."""
+    from kerasbench.runner import RunSpec, measure
+
+    records, out = [], {}
+    for device in DEVICES:
+        for strategy in strategies_for(loop):
+            spec = RunSpec(loop, strategy, iterations=PROFILE.iterations, warmup=PROFILE.warmup,
+                           repeats=PROFILE.repeats, profile=PROFILE.name, device=device)
+            if device == "gpu" and not _gpu_driver_present():
+                out[strategy, device] = {"status": "skipped", "reason": "no GPU visible to TensorFlow (no NVIDIA driver)"}
+                continue
+            print(f"kerasbench: {loop} × {strategy} on {device} ({PROFILE.name} profile)", file=sys.stderr, flush=True)
+            record = measure(spec)
+            records.append(record)
+            out[strategy, device] = {k: record[k] for k in ("status", "reason", "summary")}
+    save_records(loop, records)
+    return out
+
+
+def records_dir():
+    """Where full records (per-iteration series, environment) go beside asv's results."""
+    base = os.environ.get("KERASBENCH_RECORDS_DIR") or os.path.join(os.environ.get("ASV_CONF_DIR", "."), ".asv", "records")
+    commit = (os.environ.get("ASV_COMMIT") or "nocommit")[:8]
+    return os.path.join(base, platform.node() or "machine", f"{commit}-{os.environ.get('ASV_ENV_NAME', 'unknown')}")
+
+
+def save_records(loop, records):
+    path = os.path.join(records_dir(), f"{loop}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"schema": kerasbench.SCHEMA_VERSION, "profile": PROFILE.name, "records": records}, f)
+    os.replace(tmp, path)
+
+
+class _LoopBenchmark:
+    """Base of one class per loop shape; subclasses set `params` and declare `setup_cache`."""
+
+    param_names = ["strategy", "device"]
+    # asv hashes only this file's source, not kerasbench's: tie results to the measurement schema
+    # and the profile, so results that are not comparable are never plotted as one line.
+    version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}"
+    timeout = TIMEOUT
+
+    def setup(self, records, strategy, device):
+        record = records[strategy, device]
+        if record["status"] == "skipped":
+            raise NotImplementedError(record["reason"])  # asv shows n/a
+        if record["status"] != "ok":
+            raise RuntimeError(record["reason"])  # asv shows failed, with this reason in its log
+
+
+def _tracker(name):
+    def track(self, records, strategy, device):
+        value = records[strategy, device]["summary"][name]
+        return float("nan") if value is None else float(value)
+
+    track.__name__ = "track_" + name
+    track.unit = METRICS[name].unit
+    return track
+
+
+for _name in TRACKED:
+    setattr(_LoopBenchmark, "track_" + _name, _tracker(_name))
+
+
+def params_for(loop):
+    return [strategies_for(loop), DEVICES]

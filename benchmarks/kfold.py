@@ -1,0 +1,17 @@
+"""k-fold cross-validation: a fresh model per fold, fit on four fifths, evaluated on the fifth.
+
+Same strategies as the sweep, on a loop whose data changes shape-preservingly per fold.
+"""
+
+from ._common import TIMEOUT, _LoopBenchmark, measure_loop, params_for
+
+
+class KFold(_LoopBenchmark):
+    params = params_for("kfold")
+
+    # Declared in every class on purpose: asv keys the cache by this line, so an inherited
+    # setup_cache would be shared between loop shapes.
+    def setup_cache(self):
+        return measure_loop("kfold")
+
+    setup_cache.timeout = TIMEOUT

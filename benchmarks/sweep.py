@@ -1,0 +1,18 @@
+"""Hyperparameter sweep: a new small model per configuration (units, learning rate), fit and evaluated.
+
+The strategies that rebuild a model show what each cleanup call buys; reuse_model and
+process_isolation are the two ways out the seeds recommend.
+"""
+
+from ._common import TIMEOUT, _LoopBenchmark, measure_loop, params_for
+
+
+class Sweep(_LoopBenchmark):
+    params = params_for("sweep")
+
+    # Declared in every class on purpose: asv keys the cache by this line, so an inherited
+    # setup_cache would be shared between loop shapes.
+    def setup_cache(self):
+        return measure_loop("sweep")
+
+    setup_cache.timeout = TIMEOUT

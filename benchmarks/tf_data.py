@@ -1,0 +1,15 @@
+"""Input pipelines: model.fit on one reused tf.data pipeline, or a new one every iteration.
+"""
+
+from ._common import TIMEOUT, _LoopBenchmark, measure_loop, params_for
+
+
+class TfData(_LoopBenchmark):
+    params = params_for("tf_data")
+
+    # Declared in every class on purpose: asv keys the cache by this line, so an inherited
+    # setup_cache would be shared between loop shapes.
+    def setup_cache(self):
+        return measure_loop("tf_data")
+
+    setup_cache.timeout = TIMEOUT
