@@ -17,11 +17,15 @@ from kerasbench.profiles import get_profile
 from kerasbench.strategies import strategies_for
 
 PROFILE = get_profile()  # KERASBENCH_PROFILE=quick|default|full, shared with the CLI
-DEVICES = ["cpu", "gpu"]
+# The device is an environment variable, set by the asv config of a GPU machine (asv.gpu.json):
+# as a benchmark parameter it would double the number of asv processes (one per metric, strategy
+# and parameter value, ~0.7 s each) on machines where half of them can only say "no GPU".
+DEVICE = os.environ.get("KERASBENCH_DEVICE", "cpu")
 # The setup_cache of one loop shape runs all of its strategies: allow for the slowest profile.
 TIMEOUT = 4 * 3600
 
-# The metrics tracked for every pair (a subset of kerasbench.METRICS; see README "metrics").
+# The metrics tracked for every pair (a subset of kerasbench.METRICS; see README). Each is one
+# asv process per strategy, so the list is short; every record on disk has all of them.
 TRACKED = (
     "growth_per_iter",
     "growth_ci_low",  # the verdict as a number: above the floor means "grows"
@@ -29,11 +33,9 @@ TRACKED = (
     "retained",
     "train_traces",
     "predict_traces",
-    "function_traces",
     "seconds_per_iter",
     "objects_per_iter",
     "tf_alloc_peak",
-    "child_peak",  # process_isolation only
 )
 
 
@@ -43,21 +45,20 @@ def _gpu_driver_present():
 
 
 def measure_loop(loop):
-    """Run every strategy of `loop` on every device; return {(strategy, device): small dict}."""
+    """Run every strategy of `loop` on DEVICE, each in fresh workers; return {strategy: small dict}."""
     from kerasbench.runner import RunSpec, measure
 
+    if DEVICE == "gpu" and not _gpu_driver_present():
+        reason = "no GPU visible to TensorFlow (no NVIDIA driver on this machine)"
+        return {s: {"status": "skipped", "reason": reason, "summary": {}} for s in strategies_for(loop)}
     records, out = [], {}
-    for device in DEVICES:
-        for strategy in strategies_for(loop):
-            spec = RunSpec(loop, strategy, iterations=PROFILE.iterations, warmup=PROFILE.warmup,
-                           repeats=PROFILE.repeats, profile=PROFILE.name, device=device)
-            if device == "gpu" and not _gpu_driver_present():
-                out[strategy, device] = {"status": "skipped", "reason": "no GPU visible to TensorFlow (no NVIDIA driver)"}
-                continue
-            print(f"kerasbench: {loop} × {strategy} on {device} ({PROFILE.name} profile)", file=sys.stderr, flush=True)
-            record = measure(spec)
-            records.append(record)
-            out[strategy, device] = {k: record[k] for k in ("status", "reason", "summary")}
+    for strategy in strategies_for(loop):
+        spec = RunSpec(loop, strategy, iterations=PROFILE.iterations, warmup=PROFILE.warmup,
+                       repeats=PROFILE.repeats, profile=PROFILE.name, device=DEVICE)
+        print(f"kerasbench: {loop} × {strategy} on {DEVICE} ({PROFILE.name} profile)", file=sys.stderr, flush=True)
+        record = measure(spec)
+        records.append(record)
+        out[strategy] = {k: record[k] for k in ("status", "reason", "summary")}
     save_records(loop, records)
     return out
 
@@ -81,14 +82,14 @@ def save_records(loop, records):
 class _LoopBenchmark:
     """Base of one class per loop shape; subclasses set `params` and declare `setup_cache`."""
 
-    param_names = ["strategy", "device"]
+    param_names = ["strategy"]
     # asv hashes only this file's source, not kerasbench's: tie results to the measurement schema
     # and the profile, so results that are not comparable are never plotted as one line.
-    version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}"
+    version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}-{DEVICE}"
     timeout = TIMEOUT
 
-    def setup(self, records, strategy, device):
-        record = records[strategy, device]
+    def setup(self, records, strategy):
+        record = records[strategy]
         if record["status"] == "skipped":
             raise NotImplementedError(record["reason"])  # asv shows n/a
         if record["status"] != "ok":
@@ -96,8 +97,8 @@ class _LoopBenchmark:
 
 
 def _tracker(name):
-    def track(self, records, strategy, device):
-        value = records[strategy, device]["summary"][name]
+    def track(self, records, strategy):
+        value = records[strategy]["summary"][name]
         return float("nan") if value is None else float(value)
 
     track.__name__ = "track_" + name
@@ -110,4 +111,4 @@ for _name in TRACKED:
 
 
 def params_for(loop):
-    return [strategies_for(loop), DEVICES]
+    return [strategies_for(loop)]

@@ -16,4 +16,3 @@ class Tf1Graph(_LoopBenchmark):
     setup_cache.timeout = TIMEOUT
 
     track_graph_ops = _tracker("graph_ops")
-    track_graph_ops_per_iter = _tracker("graph_ops_per_iter")
