@@ -84,8 +84,9 @@ class _LoopBenchmark:
 
     param_names = ["strategy"]
     # asv hashes only this file's source, not kerasbench's: tie results to the measurement schema
-    # and the profile, so results that are not comparable are never plotted as one line.
-    version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}-{DEVICE}"
+    # and the profile, so results that are not comparable are never plotted as one line (asv
+    # shows only results whose version matches the last discovery: publish one profile at a time).
+    version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}"
     timeout = TIMEOUT
 
     def setup(self, records, strategy):

@@ -212,6 +212,13 @@ def cmd_run(args, out):
     return 1 if any(r["status"] == "failed" for r in records) else 0
 
 
+def cmd_publish(args, out):
+    from .dashboard import publish
+
+    publish(args.config, cdn=args.cdn, out=out)
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="kerasbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -234,10 +241,15 @@ def build_parser():
                    help=f"smallest growth called a leak, KiB/iteration (default {stats.DEFAULT_FLOOR // KIB})")
     p.add_argument("--memory-cap", help="stop a worker whose processes exceed this, e.g. 4GiB (default: half of RAM)")
     p.add_argument("--time-limit", type=float, default=1800.0, help="seconds per worker process (default 1800)")
-    p.add_argument("--leak-kib", type=float, default=256.0, help="leak per iteration of control_leak_* (default 256)")
+    p.add_argument("--leak-kib", type=float, default=0, help="leak per iteration of control_leak_* (default 256)")
     p.add_argument("--no-probes", action="store_true", help="time the loop only (to measure probe overhead)")
     p.add_argument("--json", metavar="PATH", help="also write the records to PATH (atomically)")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("publish", help="asv publish, with the dashboard's scripts copied locally (works offline)")
+    p.add_argument("--config", default="asv.conf.json", help="asv config file (default asv.conf.json)")
+    p.add_argument("--cdn", action="store_true", help="keep asv's CDN links (no npm needed)")
+    p.set_defaults(func=cmd_publish)
     return parser
 
 

@@ -62,7 +62,7 @@ class RunSpec:
     warmup: int = 3
     repeats: int = 1
     batch_size: int = 32
-    leak_bytes: int = 256 * KIB  # control_leak_* strategies only
+    leak_bytes: int = 0  # control_leak_* only; 0 = $KERASBENCH_LEAK_KIB KiB, else 256 KiB
     probes: bool = True
     memory_cap: int = 0  # bytes for the worker's process tree; 0 = default_memory_cap()
     time_limit: float = 1800.0  # seconds per worker process
@@ -87,6 +87,8 @@ class RunSpec:
             raise UsageError(f"Invalid value for argument `floor`. Received: floor={self.floor!r}. Expected >= 0.")
         if not self.memory_cap:
             self.memory_cap = default_memory_cap()
+        if not self.leak_bytes:
+            self.leak_bytes = int(float(os.environ.get("KERASBENCH_LEAK_KIB") or 256) * KIB)
         return self
 
 

@@ -78,33 +78,119 @@ def test_asv_config_pins_exactly():
         assert all(v and v[0].isdigit() for v in versions), f"{name}: exact pins only (asv turns ranges into ==)"
 
 
+# A small results tree made by real `asv run`s of the control loop (no TF) on this interpreter,
+# as three machines: a normal one, a "GPU" box without a GPU (every cell skipped), and one whose
+# memory cap stops the leaking controls (failed cells, the run goes on).
+MACHINES = {
+    "cpubox": {},
+    "gpubox": {"KERASBENCH_DEVICE": "gpu"},
+    "tinybox": {"KERASBENCH_LEAK_KIB": str(64 * 1024), "KERASBENCH_MEMORY_CAP": "400MiB"},
+}
+
+
 @pytest.fixture(scope="module")
-def asv_results(tmp_path_factory):
-    """A real `asv run` of the control loop (no TF) on this interpreter, into a scratch results tree."""
+def asv_tree(tmp_path_factory):
     if shutil.which("asv") is None:
         pytest.skip("asv is not installed")
     work = tmp_path_factory.mktemp("asv")
     subprocess.run(["git", "clone", "-q", str(ROOT), str(work / "repo")], check=True)
     repo = work / "repo"
-    env = dict(os.environ, KERASBENCH_PROFILE="quick", KERASBENCH_RECORDS_DIR=str(work / "records"), HOME=str(work))
-    subprocess.run(["asv", "machine", "--yes", "--machine", "testbox"], cwd=repo, env=env, check=True, capture_output=True)
-    proc = subprocess.run(["asv", "run", "--python=same", "--set-commit-hash", "HEAD", "-b", "^control",
-                           "--machine", "testbox", "--show-stderr"], cwd=repo, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return repo, work
+    logs = {}
+    for machine, extra in MACHINES.items():
+        env = dict(os.environ, KERASBENCH_PROFILE="quick", KERASBENCH_RECORDS_DIR=str(work / "records" / machine),
+                   HOME=str(work), **extra)
+        subprocess.run(["asv", "machine", "--yes", "--machine", machine], cwd=repo, env=env, check=True, capture_output=True)
+        proc = subprocess.run(["asv", "run", "--python=same", "--set-commit-hash", "HEAD", "-b", "^control",
+                               "--machine", machine, "--show-stderr"], cwd=repo, env=env, capture_output=True, text=True)
+        logs[machine] = (proc.returncode, proc.stdout + proc.stderr)
+    return repo, work, logs
 
 
-def test_results_round_trip(asv_results):
+def _results(repo, machine):
     from asv.results import iter_results_for_machine
 
-    repo, work = asv_results
-    results = list(iter_results_for_machine(str(repo / ".asv" / "results"), "testbox"))
+    results = list(iter_results_for_machine(str(repo / ".asv" / "results"), machine))
     assert len(results) == 1
-    result = results[0]
-    records = json.loads(next((work / "records").rglob("control.json")).read_text())
+    return results[0]
+
+
+PARAMS = [[repr(s) for s in strategies_for("control")]]
+
+
+def test_results_round_trip(asv_tree):
+    repo, work, logs = asv_tree
+    assert logs["cpubox"][0] == 0, logs["cpubox"][1][-3000:]
+    result = _results(repo, "cpubox")
+    records = json.loads(next((work / "records" / "cpubox").rglob("control.json")).read_text())
     assert records["profile"] == "quick"
     by_strategy = {r["strategy"]: r for r in records["records"]}
-    for metric in ("growth_per_iter", "peak_loop", "retained", "seconds_per_iter", "objects_per_iter"):
-        values = result.get_result_value(f"control.Control.track_{metric}", [[repr(s) for s in strategies_for("control")]])
+    for metric in ("growth_per_iter", "growth_ci_low", "peak_loop", "retained", "seconds_per_iter", "objects_per_iter"):
+        values = result.get_result_value(f"control.Control.track_{metric}", PARAMS)
         expected = [by_strategy[s]["summary"][metric] for s in strategies_for("control")]
         assert values == pytest.approx(expected), metric
+
+
+def test_skipped_pairs_are_nan_and_do_not_abort(asv_tree):
+    repo, _, logs = asv_tree
+    values = _results(repo, "gpubox").get_result_value("control.Control.track_growth_per_iter", PARAMS)
+    assert all(v != v for v in values)  # NaN: asv's "n/a"
+    assert "no GPU visible to TensorFlow" in logs["gpubox"][1]
+
+
+def test_stopped_workers_fail_with_their_reason_and_the_run_goes_on(asv_tree):
+    repo, _, logs = asv_tree
+    values = dict(zip(strategies_for("control"),
+                      _results(repo, "tinybox").get_result_value("control.Control.track_peak_loop", PARAMS)))
+    assert values["control_noop"] > 0
+    assert values["control_leak_native"] is None and values["control_leak_python"] is None  # asv: failed
+    assert "exceeded memory cap" in logs["tinybox"][1]
+
+
+def test_dashboard_renders_in_headless_chromium(asv_tree, tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (test extra)")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
+    from kerasbench.dashboard import publish
+
+    repo, work, _ = asv_tree
+    env_home = os.environ.get("HOME")
+    cwd = os.getcwd()
+    try:
+        os.environ["HOME"] = str(work)
+        os.chdir(repo)
+        html = publish("asv.conf.json", out=open(os.devnull, "w"))
+    finally:
+        os.chdir(cwd)
+        os.environ["HOME"] = env_home or ""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=html)
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(base + "#control.Control.track_growth_per_iter")
+            page.wait_for_selector("canvas.flot-base", timeout=20000)
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(tmp_path / "graph.png"))
+            text = page.inner_text("body")
+            browser.close()
+    finally:
+        server.shutdown()
+    assert errors == []
+    for machine in MACHINES:
+        assert machine in text  # one dashboard, a machine selector per results folder
+    for strategy in strategies_for("control"):
+        assert strategy in text

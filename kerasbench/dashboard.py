@@ -1,0 +1,114 @@
+"""Publish the asv dashboard so that it also works offline.
+
+asv's index.html loads jQuery, flot, bootstrap and friends from public CDNs; on a machine without
+internet (a CI box, a cluster node) the page then shows no graph at all. `kerasbench publish`
+runs `asv publish` and then replaces each CDN link with a local copy taken from the npm registry
+package of the same version (fetched once with `npm pack`, cached in ~/.cache/kerasbench/npm).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+
+from .errors import UsageError
+
+# CDN address in asv 0.6's index.html -> (npm package@version, file inside the package).
+ASSETS = {
+    "https://code.jquery.com/jquery-3.3.1.min.js": ("jquery@3.3.1", "dist/jquery.min.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js": ("flot@0.8.3", "jquery.flot.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.time.min.js": ("flot@0.8.3", "jquery.flot.time.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js": ("flot@0.8.3", "jquery.flot.selection.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js": ("flot@0.8.3", "jquery.flot.categories.js"),
+    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js": ("flot-orderbars@1.0.0", "js/jquery.flot.orderBars.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js": ("stupid-table-plugin@1.1.3", "stupidtable.min.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/blueimp-md5/2.19.0/js/md5.min.js": ("blueimp-md5@2.19.0", "js/md5.min.js"),
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js": ("bootstrap@3.1.1", "dist/js/bootstrap.min.js"),
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css": ("bootstrap@3.1.1", "dist/css/bootstrap.min.css"),
+}
+# Files a local asset refers to in turn (bootstrap's css loads its icon fonts from ../fonts/).
+EXTRA = {"bootstrap@3.1.1": "dist/fonts/"}
+
+
+def cache_dir():
+    return os.environ.get("KERASBENCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "kerasbench", "npm")
+
+
+def _tarball(spec, cache):
+    """The npm tarball of `spec` (name@version), packed once into `cache`."""
+    name, version = spec.rsplit("@", 1)
+    path = os.path.join(cache, f"{name}-{version}.tgz")
+    if not os.path.exists(path):
+        if shutil.which("npm") is None:
+            raise UsageError(f"npm is needed once to fetch {spec} for the offline dashboard; install Node.js (npm), "
+                             "or publish with --cdn to keep asv's CDN links.")
+        os.makedirs(cache, exist_ok=True)
+        proc = subprocess.run(["npm", "pack", spec, "--pack-destination", cache, "--silent"], capture_output=True, text=True)
+        if proc.returncode != 0 or not os.path.exists(path):
+            raise UsageError(f"npm pack {spec} failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    return path
+
+
+def localize(html_dir, cache=None):
+    """Copy every CDN asset of asv's pages into html_dir/vendor/ and point the pages at the copies."""
+    cache = cache or cache_dir()
+    vendor = os.path.join(html_dir, "vendor")
+    for spec in sorted({spec for spec, _ in ASSETS.values()}):
+        wanted = [member for s, member in ASSETS.values() if s == spec]
+        with tarfile.open(_tarball(spec, cache)) as tar:
+            for member in tar.getmembers():
+                inner = member.name.split("/", 1)[1] if "/" in member.name else member.name
+                if member.isfile() and (inner in wanted or (spec in EXTRA and inner.startswith(EXTRA[spec]))):
+                    target = os.path.join(vendor, spec.rsplit("@", 1)[0], inner)
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    with tar.extractfile(member) as src, open(target, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+    replaced = 0
+    for page in os.listdir(html_dir):
+        if not page.endswith(".html"):
+            continue
+        path = os.path.join(html_dir, page)
+        with open(path) as f:
+            text = f.read()
+        for url, (spec, inner) in ASSETS.items():
+            local = f"vendor/{spec.rsplit('@', 1)[0]}/{inner}"
+            text, n = re.subn(re.escape(url), local, text)
+            replaced += n
+        # The CDN tags carry subresource-integrity hashes of the CDN's (minified) files; the local
+        # copies are the npm package's own files, so their hashes differ: drop the attribute.
+        text = re.sub(r'((?:src|href)="vendor/[^"]*")\s+integrity="[^"]*"', r"\1", text)
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+    return replaced
+
+
+def html_dir_of(config):
+    """html_dir of an asv config file (asv's JSON allows // comments)."""
+    import json
+
+    try:
+        with open(config) as f:
+            text = "\n".join(line for line in f if not line.lstrip().startswith("//"))
+        conf = json.loads(text)
+    except OSError as e:
+        raise UsageError(f"Cannot read asv config {config}: {e.strerror}.") from None
+    except ValueError as e:
+        raise UsageError(f"Cannot parse asv config {config}: {e}.") from None
+    return os.path.join(os.path.dirname(os.path.abspath(config)), conf.get("html_dir", "html"))
+
+
+def publish(config="asv.conf.json", cdn=False, out=sys.stdout):
+    """`asv publish`, then make the pages self-contained unless `cdn`; returns the html folder."""
+    html = html_dir_of(config)
+    proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", config], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise UsageError(f"asv publish failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    if not cdn:
+        n = localize(html)
+        out.write(f"published {html} with {n} local asset links (works offline)\n")
+    else:
+        out.write(f"published {html} (assets from public CDNs)\n")
+    return html
