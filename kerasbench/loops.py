@@ -8,6 +8,8 @@ methods, through kerasbench._compat, so this registry can be read without it.
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import _compat
 from .errors import unknown
 
@@ -15,8 +17,6 @@ FEATURES = 20
 
 
 def _data(rows, seed=0):
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((rows, FEATURES), dtype=np.float32)
     y = (x[:, :1] * 0.5 + rng.standard_normal((rows, 1), dtype=np.float32) * 0.1).astype(np.float32)
@@ -75,8 +75,6 @@ class KFold(_Loop):
         self.x, self.y = _data(640)
 
     def run(self, model, i, step):
-        import numpy as np
-
         fold = i % self.FOLDS
         val = np.arange(fold * 128, (fold + 1) * 128)
         train = np.setdiff1d(np.arange(len(self.x)), val)
@@ -219,8 +217,6 @@ class Control(_Loop):
         return None
 
     def run(self, model, i, step):
-        import numpy as np
-
         n = self.spec.leak_bytes
         if step.strategy.leak == "native":
             self.kept.append(np.ones(n // 8))  # written pages: all of it is resident

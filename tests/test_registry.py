@@ -66,7 +66,7 @@ def test_import_does_not_import_tensorflow(module):
 
 def test_registries_import_nothing_heavy():
     # asv starts a process per benchmark and parameter: its imports must stay cheap.
-    code = "import sys, kerasbench.strategies, kerasbench.loops, kerasbench.probes, kerasbench.profiles; " \
+    code = "import sys, kerasbench.strategies, kerasbench.probes, kerasbench.profiles, benchmarks._common; " \
            "print(sorted({'numpy', 'scipy', 'tensorflow', 'psutil'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
