@@ -14,7 +14,7 @@ import sys
 import kerasbench
 from kerasbench.probes import METRICS
 from kerasbench.profiles import get_profile
-from kerasbench.strategies import strategies_for
+from kerasbench.strategies import get_strategy, strategies_for
 
 PROFILE = get_profile()  # KERASBENCH_PROFILE=quick|default|full, shared with the CLI
 # The device is an environment variable, set by the asv config of a GPU machine (asv.gpu.json):
@@ -53,7 +53,7 @@ def measure_loop(loop):
         return {s: {"status": "skipped", "reason": reason, "summary": {}} for s in strategies_for(loop)}
     records, out = [], {}
     for strategy in strategies_for(loop):
-        spec = RunSpec(loop, strategy, iterations=PROFILE.iterations, warmup=PROFILE.warmup,
+        spec = RunSpec(loop, strategy, iterations=PROFILE.iterations_for(get_strategy(strategy)), warmup=PROFILE.warmup,
                        repeats=PROFILE.repeats, profile=PROFILE.name, device=DEVICE)
         print(f"kerasbench: {loop} × {strategy} on {DEVICE} ({PROFILE.name} profile)", file=sys.stderr, flush=True)
         record = measure(spec)

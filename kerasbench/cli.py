@@ -69,12 +69,14 @@ def cmd_list(args, out):
 class Progress:
     """One status line on stderr: redrawn in place on a terminal, a line per phase otherwise."""
 
-    def __init__(self, stream, total_pairs, iterations, warmup):
-        self.stream, self.total, self.iterations, self.warmup = stream, total_pairs, iterations, warmup
+    def __init__(self, stream, total_pairs, warmup):
+        self.stream, self.total, self.warmup = stream, total_pairs, warmup
         self.tty = stream.isatty()
         self.label = ""
+        self.iterations = 0
 
-    def start(self, index, loop, strategy):
+    def start(self, index, loop, strategy, iterations):
+        self.iterations = iterations
         self.label = f"[{index}/{self.total}] {loop} × {strategy}"
         self._show(f"{self.label}: starting a fresh worker", force=True)
 
@@ -185,21 +187,23 @@ def cmd_run(args, out):
 
     profile = get_profile(args.profile)
     pairs = pairs_for(args.loop, args.strategy)
-    iterations = profile.iterations if args.iterations is None else args.iterations
+    iterations = args.iterations  # None: each pair gets its profile's count
     warmup = profile.warmup if args.warmup is None else args.warmup
     base = RunSpec(
-        loop=pairs[0][0], strategy=pairs[0][1], iterations=iterations, warmup=warmup,
+        loop=pairs[0][0], strategy=pairs[0][1], iterations=profile.iterations if iterations is None else iterations,
+        warmup=warmup,
         repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name, batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB),
         probes=not args.no_probes, memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
         time_limit=args.time_limit, floor=args.floor_kib * KIB, device=args.device,
     ).validate()
     if args.json:
         _check_writable(args.json)
-    progress = Progress(sys.stderr, len(pairs), iterations, warmup)
+    progress = Progress(sys.stderr, len(pairs), warmup)
     records = []
     for index, (loop, strategy) in enumerate(pairs, 1):
-        spec = RunSpec(**{**base.__dict__, "loop": loop, "strategy": strategy})
-        progress.start(index, loop, strategy)
+        n = profile.iterations_for(get_strategy(strategy)) if iterations is None else iterations
+        spec = RunSpec(**{**base.__dict__, "loop": loop, "strategy": strategy, "iterations": n})
+        progress.start(index, loop, strategy, n)
         record = measure(spec, progress=progress)
         progress.done(record)
         records.append(record)

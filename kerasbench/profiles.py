@@ -19,14 +19,21 @@ class Profile:
     iterations: int
     warmup: int
     repeats: int
+    # process_isolation pays a TensorFlow import (~5 s) per iteration; its parent's flatness shows
+    # in a few, so the cheaper profiles run it for fewer iterations.
+    isolated_iterations: int
+
+    def iterations_for(self, strategy):
+        """Measured iterations for `strategy` (a Strategy) under this profile."""
+        return min(self.iterations, self.isolated_iterations) if strategy.isolate else self.iterations
 
 
 PROFILES = {
     p.name: p
     for p in (
-        Profile("quick", "smoke test: every pair runs, verdicts are weak", iterations=5, warmup=1, repeats=1),
-        Profile("default", "a verdict for large leaks in reasonable time", iterations=12, warmup=2, repeats=1),
-        Profile("full", "small leaks and repeat agreement; slow", iterations=40, warmup=3, repeats=3),
+        Profile("quick", "smoke test: every pair runs, verdicts are weak", 4, 1, 1, isolated_iterations=2),
+        Profile("default", "verdicts for leaks of megabytes per iteration", 8, 2, 1, isolated_iterations=4),
+        Profile("full", "smaller leaks, and repeats that must agree; slow", 40, 3, 3, isolated_iterations=12),
     )
 }
 

@@ -80,3 +80,15 @@ def test_module_entry_point():
 
     proc = subprocess.run([sys.executable, "-m", "kerasbench", "run", "--loop", "nope"], capture_output=True, text=True)
     assert proc.returncode == 2 and "Unknown loop" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_unknown_profile_is_a_usage_error(capsys):
+    code, _ = call(["run", "--loop", "control", "--profile", "huge"])
+    assert code == 2 and "Expected one of: default, full, quick" in capsys.readouterr().err
+
+
+def test_profile_sets_the_counts(tmp_path):
+    path = tmp_path / "q.json"
+    code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--profile", "quick", "--json", str(path)])
+    spec = json.loads(path.read_text())["records"][0]["spec"]
+    assert code == 0 and (spec["iterations"], spec["warmup"], spec["profile"]) == (4, 1, "quick")
