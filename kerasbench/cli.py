@@ -223,6 +223,14 @@ def cmd_publish(args, out):
     return 0
 
 
+def cmd_envs(args, out):
+    from .asvconf import environments
+
+    for name, reqs in environments(args.config, args.tf):
+        out.write(name + "\n" if args.tf else f"{name}\n    " + ", ".join(f"{k}=={v}" for k, v in sorted(reqs.items())) + "\n")
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="kerasbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -254,6 +262,11 @@ def build_parser():
     p.add_argument("--config", default="asv.conf.json", help="asv config file (default asv.conf.json)")
     p.add_argument("--cdn", action="store_true", help="keep asv's CDN links (no npm needed)")
     p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser("envs", help="the asv environments of a config (names for `asv run -E`)")
+    p.add_argument("--config", default="asv.matrix.json", help="asv config file (default asv.matrix.json)")
+    p.add_argument("--tf", help="only the environment of this TensorFlow version; prints its bare name")
+    p.set_defaults(func=cmd_envs)
     return parser
 
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 
+from .asvconf import html_dir_of
 from .errors import UsageError
 
 # CDN address in asv 0.6's index.html -> (npm package@version, file inside the package).
@@ -83,21 +84,6 @@ def localize(html_dir, cache=None):
             f.write(text)
         os.replace(path + ".tmp", path)
     return replaced
-
-
-def html_dir_of(config):
-    """html_dir of an asv config file (asv's JSON allows // comments)."""
-    import json
-
-    try:
-        with open(config) as f:
-            text = "\n".join(line for line in f if not line.lstrip().startswith("//"))
-        conf = json.loads(text)
-    except OSError as e:
-        raise UsageError(f"Cannot read asv config {config}: {e.strerror}.") from None
-    except ValueError as e:
-        raise UsageError(f"Cannot parse asv config {config}: {e}.") from None
-    return os.path.join(os.path.dirname(os.path.abspath(config)), conf.get("html_dir", "html"))
 
 
 def publish(config="asv.conf.json", cdn=False, out=sys.stdout):

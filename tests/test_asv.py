@@ -71,7 +71,7 @@ def test_tracked_metrics_have_units_and_the_schema_version(discovered):
 
 
 def test_asv_config_pins_exactly():
-    conf = json.loads("\n".join(l for l in (ROOT / "asv.conf.json").read_text().splitlines() if not l.strip().startswith("//")))
+    conf = _conf("asv.conf.json")
     assert conf["repo"] == "." and conf["launch_method"] == "spawn"
     assert all(conf[k].startswith(".asv/") for k in ("env_dir", "results_dir", "html_dir"))
     for name, versions in conf["matrix"]["req"].items():
@@ -194,3 +194,61 @@ def test_dashboard_renders_in_headless_chromium(asv_tree, tmp_path):
         assert machine in text  # one dashboard, a machine selector per results folder
     for strategy in strategies_for("control"):
         assert strategy in text
+
+
+def _conf(name):
+    from kerasbench.asvconf import load
+
+    return load(str(ROOT / name))
+
+
+def _pins(name, tf_key):
+    return {inc["req"][tf_key]: inc["req"] for inc in _conf(name)["include"]}
+
+
+def test_matrix_has_every_minor_release_once_with_its_keras():
+    pins = _pins("asv.matrix.json", "tensorflow-cpu")
+    assert sorted({v.rsplit(".", 1)[0] for v in pins}, key=lambda v: int(v.split(".")[1])) == \
+        [f"2.{m}" for m in range(12, 22)]
+    for tf, req in pins.items():
+        keras_major = 2 if int(tf.split(".")[1]) <= 15 else 3
+        assert int(req["keras"].split(".")[0]) == keras_major, tf
+        assert req["pip+asv_runner"] == "0.3.2"
+        if keras_major == 2:  # Keras 2 shipped inside TF: same minor
+            assert req["keras"].rsplit(".", 1)[0] == tf.rsplit(".", 1)[0]
+
+
+def test_default_config_is_the_newest_matrix_entry():
+    pins = _pins("asv.matrix.json", "tensorflow-cpu")
+    newest = max(pins, key=lambda v: tuple(map(int, v.split("."))))
+    default = {k: v[0] for k, v in _conf("asv.conf.json")["matrix"]["req"].items()}
+    assert default == pins[newest]
+
+
+def test_gpu_config_matches_the_cpu_pins_and_the_readme():
+    cpu = _pins("asv.matrix.json", "tensorflow-cpu")
+    gpu = _pins("asv.gpu.json", "tensorflow")
+    conf = _conf("asv.gpu.json")
+    assert conf["results_dir"] == _conf("asv.conf.json")["results_dir"]  # one results tree
+    assert "[gpu]" in conf["install_command"][0]
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### On a GPU machine", 1)[1].split("\n## ", 1)[0]
+    for tf, req in gpu.items():
+        assert {k: v for k, v in req.items() if k != "tensorflow"} == \
+            {k: v for k, v in cpu[tf].items() if k != "tensorflow-cpu"}, tf
+        assert tf in section, f"README's GPU section does not name TF {tf}"
+    for inc in conf["include"]:
+        assert inc["env_nobuild"] == {"KERASBENCH_DEVICE": "gpu"}
+    table = readme.split("### The TensorFlow matrix", 1)[1].split("###", 1)[0]
+    for tf, req in cpu.items():
+        assert f"| {tf} | {req['keras']} | {req['numpy']} | {req['scipy']} |" in table, tf
+
+
+def test_envs_lists_matrix_environments():
+    pytest.importorskip("asv")
+    from kerasbench.asvconf import environments
+
+    envs = environments(str(ROOT / "asv.matrix.json"))
+    assert len(envs) == 10
+    [(name, reqs)] = environments(str(ROOT / "asv.matrix.json"), tf="2.15.1")
+    assert "tensorflow-cpu2.15.1" in name and reqs["keras"] == "2.15.0"

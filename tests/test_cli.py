@@ -92,3 +92,15 @@ def test_profile_sets_the_counts(tmp_path):
     code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--profile", "quick", "--json", str(path)])
     spec = json.loads(path.read_text())["records"][0]["spec"]
     assert code == 0 and (spec["iterations"], spec["warmup"], spec["profile"]) == (4, 1, "quick")
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["envs", "--tf", "2.99"], "Unknown TF version"),
+    (["envs", "--config", "/nonexistent.json"], "Cannot read asv config"),
+    (["publish", "--config", "/nonexistent.json"], "Cannot read asv config"),
+])
+def test_asv_helpers_bad_input(argv, needle, capsys):
+    pytest.importorskip("asv")
+    assert call(argv)[0] == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
