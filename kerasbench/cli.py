@@ -122,10 +122,34 @@ def _num(v, fmt="{:.0f}"):
     return "n/a" if v is None else fmt.format(v)
 
 
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values, width=16):
+    """The shape of a series in one line of block characters (min to max of the series)."""
+    if not values:
+        return "n/a"
+    step = max(1, -(-len(values) // width))
+    points = [max(values[i : i + step]) for i in range(0, len(values), step)]
+    low, high = min(points), max(points)
+    if high == low:
+        return SPARKS[0] * len(points)
+    return "".join(SPARKS[int((v - low) / (high - low) * (len(SPARKS) - 1))] for v in points)
+
+
+def _curve(record):
+    repeats = [r for r in record["repeats"] if r.get("result") or r.get("partial_rss")]
+    if not repeats:
+        return "n/a"
+    r = repeats[0]
+    return sparkline(r["result"]["series"]["rss"] if r.get("result") else r["partial_rss"])
+
+
 COLUMNS = (
     ("loop", lambda r, s: r["loop"]),
     ("strategy", lambda r, s: r["strategy"]),
     ("verdict", lambda r, s: s["verdict"] if r["status"] == "ok" else r["status"]),
+    ("RSS per iteration", lambda r, s: _curve(r)),
     ("KiB/iter", lambda r, s: _kib(s["growth_per_iter"])),
     ("95% CI", lambda r, s: "n/a" if s["growth_ci_low"] is None else f"[{_kib(s['growth_ci_low'])}, {_kib(s['growth_ci_high'])}]"),
     ("peak MiB", lambda r, s: _mib(s["peak_loop"])),

@@ -19,12 +19,12 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _COUNTS = collections.Counter()
 
 
-def count_trace(kind):
-    _COUNTS["traces:" + kind] += 1
+def count_trace(kind, n=1):
+    _COUNTS["traces:" + kind] += n
 
 
-def count_model():
-    _COUNTS["models"] += 1
+def count_model(n=1):
+    _COUNTS["models"] += n
 
 
 def traces(kind):

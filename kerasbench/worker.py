@@ -6,6 +6,7 @@ kerasbench.runner as `python -m kerasbench.worker SPEC_JSON FD`; it reports JSON
 """
 
 import dataclasses
+import gc
 import json
 import multiprocessing
 import os
@@ -83,10 +84,8 @@ class Workload:
         self.child_peaks.append(child["peak"])
         self.child_versions = child["versions"]
         for kind, n in child["traces"].items():
-            for _ in range(n):
-                probes.count_trace(kind)
-        for _ in range(child["models"]):
-            probes.count_model()
+            probes.count_trace(kind, n)
+        probes.count_model(child["models"])
 
     def teardown(self):
         """The fullest in-process cleanup a user can do: what survives it is retained memory."""
@@ -114,7 +113,7 @@ def _del_model(workload):
 CLEANUP_ACTIONS = {
     "del_model": _del_model,
     "clear_session": lambda w: _compat.clear_session(),
-    "gc_collect": lambda w: __import__("gc").collect(),
+    "gc_collect": lambda w: gc.collect(),
     "reset_default_graph": lambda w: _compat.reset_default_graph(),
     "clear_kernel_cache": lambda w: _compat.clear_kernel_cache(),
     "malloc_trim": lambda w: probes.malloc_trim(),
@@ -191,15 +190,14 @@ def measure(spec, emit):
     workload = Workload(spec)
     try:
         workload.setup()
+        for w in range(spec.warmup):  # a child of process_isolation may find out it must skip
+            workload.iteration(w)
+            emit("warmup", iteration=w)
     except Skip as e:
         emit("skip", reason=str(e), environment=environment(workload))
         return
     tf1 = spec.loop == "tf1_graph" and workload.pool is None
     tf_loaded = "tensorflow" in sys.modules
-
-    for w in range(spec.warmup):
-        workload.iteration(w)
-        emit("warmup", iteration=w)
 
     probes.gc_barrier()
     probes.live_objects()  # throwaway: the first snapshot itself allocates

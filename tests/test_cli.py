@@ -104,3 +104,12 @@ def test_asv_helpers_bad_input(argv, needle, capsys):
     assert call(argv)[0] == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+def test_sparkline_shows_the_shape():
+    from kerasbench.cli import sparkline
+
+    assert sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
+    assert sparkline([5] * 4) == "▁▁▁▁"
+    assert len(sparkline(list(range(100)), width=16)) <= 16
+    assert sparkline([]) == "n/a"
