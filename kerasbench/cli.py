@@ -20,10 +20,10 @@ from .strategies import STRATEGIES, get_strategy, strategies_for
 KIB, MIB = 1024, 1024**2
 
 
-def _names(text, registry, kind, loop_filter=None):
-    """'a,b' or 'all' -> names, each checked against the registry."""
+def _names(text, registry, kind):
+    """'a,b' or 'all' -> names (checked by the caller against the registry)."""
     if text == "all":
-        return list(registry) if loop_filter is None else loop_filter
+        return list(registry)
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. Expected a name, a comma list or 'all'.")
@@ -311,3 +311,6 @@ def main(argv=None, out=None):
     except KeyboardInterrupt:
         sys.stderr.write("kerasbench: interrupted\n")
         return 130
+    except BrokenPipeError:  # `kerasbench list | head`
+        sys.stderr.close()
+        return 0
