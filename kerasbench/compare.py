@@ -5,8 +5,8 @@ and a verdict read from the per-iteration series and the repeats, not from a bar
 
 growth_per_iter   regressed when the new slope's 95% CI (Theil-Sen, spanning all repeats) lies
                   above the baseline's and the slopes differ by more than the floor; improved the
-                  other way round; unchanged when both runs get the same verdict (both `grows` or
-                  both `flat`) and the slopes differ by less than the floor; else inconclusive.
+                  other way round; unchanged when both runs get the same verdict (grows, flat or
+                  inconclusive) and the slopes differ by less than the floor; else inconclusive.
 peak_loop,        regressed / improved when the difference is at least 16 MiB and at least 3x the
 retained          noise (the larger of the spread across repeats and the residual sd of the RSS
                   series around its line, combined over both versions); unchanged below 16 MiB;
@@ -230,7 +230,7 @@ def _growth(base, new):
         return "regressed", f"{ci}: above, by more than the floor"
     if new["high"] < base["low"] and -diff > floor:
         return "improved", f"{ci}: below, by more than the floor"
-    if base["verdict"] == new["verdict"] != "inconclusive" and abs(diff) < floor:
+    if base["verdict"] == new["verdict"] and abs(diff) < floor:
         return "unchanged", f"both {new['verdict']}, slopes within the floor ({floor / KIB:.0f} KiB/iter)"
     return "inconclusive", f"{ci}; verdicts {base['verdict']} / {new['verdict']}"
 
