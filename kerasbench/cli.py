@@ -252,6 +252,8 @@ def cmd_compare(args, out):
         _check_writable(args.output)
     groups = compare.group(compare.load(args.paths))
     cells = compare.compare(groups, baseline=args.baseline)
+    if args.changes_only:
+        cells = [c for c in cells if c["verdict"] in ("regressed", "improved", "inconclusive")]
     text = compare.render(cells, groups, args.format)
     if args.output:
         write_text(args.output, text)
@@ -312,6 +314,7 @@ def build_parser():
                    help="records: `kerasbench run --json` files, or folders of them (e.g. .asv/records/<host>)")
     p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")
     p.add_argument("--format", default="table", choices=FORMATS, help="table (default), markdown, json or csv")
+    p.add_argument("--changes-only", action="store_true", help="leave out unchanged and n/a cells")
     p.add_argument("--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     p.set_defaults(func=cmd_compare)
 

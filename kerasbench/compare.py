@@ -44,6 +44,7 @@ MIN_OBJECTS = 25  # objects/iteration
 NOISE_K = 3.0  # a difference must be this many times the measured noise
 TIME_BAND = 1.5  # timing ratios within [1/1.5, 1.5] are noise
 ALPHA = 0.05
+RECORD_KEYS = {"loop", "strategy", "spec", "status", "repeats", "summary"}
 MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "memory_total")
 _TREE_DIR = re.compile(r"^(?P<commit>[0-9a-f]{8}|nocommit)-(?P<env>.+)$")
 _ENV_TF = re.compile(r"tensorflow(?:-cpu)?(\d+\.\d+(?:\.\d+)?)")
@@ -103,8 +104,8 @@ def load(paths):
         host, file_commit, env_name = _tree_place(path)
         versions = {(r.get("environment") or {}).get("tensorflow") for r in payload["records"] if isinstance(r, dict)} - {None}
         for record in payload["records"]:
-            if not isinstance(record, dict) or not {"loop", "strategy", "summary"} <= set(record):
-                raise UsageError(f"Not a kerasbench record in {path}: expected loop, strategy and summary.")
+            if not isinstance(record, dict) or not RECORD_KEYS <= set(record):
+                raise UsageError(f"Not a kerasbench record in {path}: expected the keys {', '.join(sorted(RECORD_KEYS))}.")
             found = record.get("schema", payload.get("schema"))
             if schema is None:
                 schema = (found, path)
@@ -416,7 +417,7 @@ def render_csv(cells):
 
 def describe(groups):
     """One line per version: what it ran on (TF, Keras, Python, numpy, profile/iterations/repeats)."""
-    lines = []
+    lines, weak = [], False
     for version in sorted(groups, key=version_key):
         recs = [r for r, _ in groups[version].values()]
         env = next((r["environment"] for r in recs if r.get("environment")), {}) or {}
@@ -424,6 +425,10 @@ def describe(groups):
         reps = sorted({r["spec"]["repeats"] for r in recs if r.get("spec")})
         lines.append(f"TF {version}: Keras {env.get('keras')}, Python {env.get('python')}, numpy {env.get('numpy')}, "
                      f"{len(recs)} pairs, {'/'.join(map(str, iters))} iterations, {'/'.join(map(str, reps))} repeat(s)")
+        weak = weak or min(reps, default=1) < 2 or min(iters, default=0) < 8
+    if weak:
+        lines.append("note: fewer than 8 iterations or 2 repeats per pair: the verdicts are weak "
+                     "(measure with --profile full before you trust them)")
     return "\n".join(lines)
 
 

@@ -233,6 +233,13 @@ def test_not_a_records_file(tmp_path, capsys):
     assert other in _one_line_error(["compare", TF212, other], capsys)
 
 
+def test_record_without_its_keys(tmp_path, capsys):
+    data = payload()
+    del data["records"][1]["repeats"]
+    broken = write(tmp_path / "broken.json", data)
+    assert broken in _one_line_error(["compare", TF212, broken], capsys)
+
+
 def test_duplicate_pair_for_one_version(tmp_path, capsys):
     copy_ = write(tmp_path / "again.json", payload())
     err = _one_line_error(["compare", TF212, TF221, copy_], capsys)
@@ -288,6 +295,12 @@ def test_output_is_written_atomically(tmp_path):
     assert code == 0 and "wrote 21 cells" in text and str(path) in text
     assert os.listdir(tmp_path) == ["cmp.csv"]  # no temp file left behind
     assert path.read_text().startswith("loop,strategy,metric")
+
+
+def test_changes_only_leaves_out_unchanged_cells():
+    code, text = call(["compare", TF212, TF221, "--format", "json", "--changes-only"])
+    verdicts = {c["verdict"] for c in json.loads(text)["cells"]}
+    assert code == 0 and "regressed" in verdicts and not verdicts & {"unchanged", "n/a"}
 
 
 def test_help_documents_the_rules(capsys):
