@@ -303,6 +303,10 @@ def judge(metric, base, new):
     raise ValueError(metric)
 
 
+def _finite(v):
+    return v if v is None or math.isfinite(v) else None
+
+
 def _status(record):
     return "missing" if record is None else record.get("status", "?")
 
@@ -329,7 +333,7 @@ def compare(groups, baseline=None, metrics=HEADLINE):
                 verdict, why = judge(metric, base, new)
                 if verdict == "n/a" and (_status(base_rec) != "ok" or _status(rec) != "ok"):
                     why = f"status {_status(base_rec)} / {_status(rec)}"
-                bv, nv = base["value"], new["value"]
+                bv, nv = _finite(base["value"]), _finite(new["value"])
                 cells.append({
                     "loop": loop, "strategy": strategy, "metric": metric, "unit": UNITS[metric][0],
                     "baseline": baseline, "version": version, "baseline_value": bv, "value": nv,
@@ -404,7 +408,7 @@ def render_markdown(cells, context):
 
 
 def render_json(cells, context, meta):
-    return json.dumps({"schema": SCHEMA_VERSION, **meta, "context": context, "cells": cells}, indent=1, allow_nan=True) + "\n"
+    return json.dumps({"schema": SCHEMA_VERSION, **meta, "context": context, "cells": cells}, indent=1, allow_nan=False) + "\n"
 
 
 def render_csv(cells):

@@ -144,6 +144,22 @@ def test_skipped_pair_is_n_a(tmp_path):
     assert cells[-1]["verdict"] == "n/a"
 
 
+def test_too_few_iterations_for_a_slope(tmp_path):
+    a = write(tmp_path / "a.json", synthetic("2.15.1", slope=0, n=2))
+    b = write(tmp_path / "b.json", synthetic("2.16.2", slope=4 * MIB, n=2))
+    code, text = call(["compare", a, b, "--format", "json"])
+    growth = cell(json.loads(text)["cells"], "sweep", "clear_session_del_gc", "growth_per_iter")  # strict JSON: no NaN
+    assert code == 0 and growth["verdict"] == "inconclusive" and growth["value"] is None
+
+
+def test_versions_sort_as_numbers_and_every_version_meets_the_baseline(tmp_path):
+    old = write(tmp_path / "old.json", as_version(payload(), "2.9.0"))
+    cells = cells_of([TF212, TF221, old])
+    assert {c["baseline"] for c in cells} == {"2.9.0"}
+    assert {c["version"] for c in cells} == {"2.12.1", "2.21.0"}
+    assert len(cells) == 2 * 3 * len(compare.HEADLINE)
+
+
 # ---------------------------------------------------------------- inputs
 
 
