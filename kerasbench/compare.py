@@ -340,6 +340,9 @@ def compare(groups, baseline=None, metrics=HEADLINE):
                     "ratio": nv / bv if bv not in (None, 0) and nv is not None else None,
                     "verdict": verdict, "why": why,
                     "baseline_repeats": base["repeats"], "repeats": new["repeats"],
+                    "baseline_ci_low": _finite(base.get("low")), "baseline_ci_high": _finite(base.get("high")),
+                    "ci_low": _finite(new.get("low")), "ci_high": _finite(new.get("high")),
+                    "noise": _finite(math.hypot(base["noise"], new["noise"])) if "noise" in base and "noise" in new else None,
                 })
     order = {v: i for i, v in enumerate(VERDICTS)}
     cells.sort(key=lambda c: order[c["verdict"]])  # stable: within a verdict, registry order
@@ -367,7 +370,7 @@ UNITS = {  # metric: (unit, formatter for humans)
     "objects_per_iter": ("objects/iteration", lambda v: f"{v:+.0f}/it"),
 }
 FIELDS = ("loop", "strategy", "metric", "unit", "baseline", "version", "baseline_value", "value", "ratio",
-          "verdict", "why", "baseline_repeats", "repeats")
+          "verdict", "why", "baseline_repeats", "repeats", "baseline_ci_low", "baseline_ci_high", "ci_low", "ci_high", "noise")
 COLUMNS = ("loop", "strategy", "metric", "baseline", "value", "ratio", "verdict", "why")
 
 

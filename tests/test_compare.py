@@ -81,6 +81,8 @@ def test_real_regression_and_improvement_between_tf_2_12_and_2_21():
     growth = cell(cells, "sweep", "clear_session_del_gc", "growth_per_iter")
     assert (growth["baseline"], growth["version"], growth["verdict"]) == ("2.12.1", "2.21.0", "regressed")
     assert growth["value"] > 5 * growth["baseline_value"]
+    assert growth["ci_low"] > growth["baseline_ci_high"]  # the evidence travels with the verdict
+    assert cell(cells, "sweep", "clear_session_del_gc", "peak_loop")["noise"] > 0
     assert cell(cells, "inference", "clear_session", "growth_per_iter")["verdict"] == "improved"
     assert cell(cells, "sweep", "clear_session_del_gc", "peak_loop")["verdict"] == "regressed"  # +100 MiB
     assert cell(cells, "inference", "clear_session", "train_traces")["verdict"] == "unchanged"
