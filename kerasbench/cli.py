@@ -1,4 +1,4 @@
-"""The kerasbench command: `list` the registries, `run` pairs and print a table.
+"""The kerasbench command: `list` the registries, `run` pairs and print a table, `compare` TF versions.
 
 User mistakes (unknown names, bad values, unwritable paths) print one line and exit 2.
 """
@@ -195,11 +195,16 @@ def _check_writable(path):
 
 def write_json(path, payload):
     """Write atomically: a temp file in the same folder, then rename."""
+    write_text(path, json.dumps(payload, indent=1, allow_nan=True))
+
+
+def write_text(path, text):
+    """Write `text` atomically: a temp file in the same folder, then rename."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kerasbench-", suffix=".json")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kerasbench-", suffix=os.path.splitext(path)[1] or ".tmp")
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=1, allow_nan=True)
+            f.write(text)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -238,6 +243,24 @@ def cmd_run(args, out):
         write_json(args.json, {"schema": SCHEMA_VERSION, "records": records})
         out.write(f"wrote {len(records)} record(s) to {args.json}\n")
     return 1 if any(r["status"] == "failed" for r in records) else 0
+
+
+def cmd_compare(args, out):
+    from . import compare
+
+    if args.output:
+        _check_writable(args.output)
+    groups = compare.group(compare.load(args.paths))
+    cells = compare.compare(groups, baseline=args.baseline)
+    if args.changes_only:
+        cells = [c for c in cells if c["verdict"] in ("regressed", "improved", "inconclusive")]
+    text = compare.render(cells, groups, args.format)
+    if args.output:
+        write_text(args.output, text)
+        out.write(f"wrote {len(cells)} cells ({compare.counts(cells)}) to {args.output}\n")
+    else:
+        out.write(text)
+    return 0
 
 
 def cmd_publish(args, out):
@@ -281,6 +304,19 @@ def build_parser():
     p.add_argument("--no-probes", action="store_true", help="time the loop only (to measure probe overhead)")
     p.add_argument("--json", metavar="PATH", help="also write the records to PATH (atomically)")
     p.set_defaults(func=cmd_run)
+
+    from .compare import FORMATS, __doc__ as rules
+
+    p = sub.add_parser("compare", help="records of one machine and commit: each metric per TF version, with a verdict",
+                       description=rules.split("\n\n", 1)[0], epilog="verdicts:\n" + rules.split("\n\n", 1)[1],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="records: `kerasbench run --json` files, or folders of them (e.g. .asv/records/<host>)")
+    p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")
+    p.add_argument("--format", default="table", choices=FORMATS, help="table (default), markdown, json or csv")
+    p.add_argument("--changes-only", action="store_true", help="leave out unchanged and n/a cells")
+    p.add_argument("--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("publish", help="asv publish, with the dashboard's scripts copied locally (works offline)")
     p.add_argument("--config", default="asv.conf.json", help="asv config file (default asv.conf.json)")

@@ -146,6 +146,7 @@ def environment(workload=None):
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
+        "hostname": platform.node(),
         "machine": platform.machine(),
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),

@@ -26,3 +26,12 @@ def test_ci_runs_the_readme_test_command():
 def test_every_loop_and_strategy_is_documented():
     for name in list(LOOPS) + list(STRATEGIES):
         assert f"`{name}`" in README, name
+
+
+def test_compare_section_names_every_headline_metric_and_its_rule():
+    from kerasbench.compare import HEADLINE
+
+    section = README.split("## Comparing TensorFlow versions", 1)[1].split("\n## ", 1)[0]
+    assert "kerasbench compare" in section
+    for metric in HEADLINE:
+        assert f"`{metric}`" in section, metric

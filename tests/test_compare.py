@@ -1,0 +1,328 @@
+"""kerasbench compare: verdicts from series and repeats, output formats, one-line errors on bad input."""
+
+import copy
+import csv
+import io
+import json
+import os
+import pathlib
+
+import pytest
+
+from kerasbench import compare
+from kerasbench.cli import main
+from kerasbench.runner import RunSpec, summarize
+
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "compare"
+TF212, TF221 = str(FIXTURES / "tf212.json"), str(FIXTURES / "tf221.json")  # real 4-iteration smoke runs
+KIB, MIB = 1024, 1024**2
+
+
+def call(argv):
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+def payload(path=TF221):
+    return json.loads(pathlib.Path(path).read_text())
+
+
+def write(path, data):
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def as_version(data, version):
+    """The same records, relabelled as measured on another TF version."""
+    data = copy.deepcopy(data)
+    for r in data["records"]:
+        r["environment"]["tensorflow"] = version
+    return data
+
+
+def cells_of(paths, baseline=None):
+    return compare.compare(compare.group(compare.load(paths)), baseline=baseline)
+
+
+def cell(cells, loop, strategy, metric, version=None):
+    [found] = [c for c in cells if (c["loop"], c["strategy"], c["metric"]) == (loop, strategy, metric)
+               and (version is None or c["version"] == version)]
+    return found
+
+
+def synthetic(version, slope, repeats=2, n=20, seed=0):
+    """A record from the fixture's template with RSS series of a known slope (bytes/iteration)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    data = as_version(payload(), version)
+    record = data["records"][0]
+    template = record["repeats"][0]
+    record["spec"].update(iterations=n, repeats=repeats)
+    record["repeats"] = []
+    for r in range(repeats):
+        rep = copy.deepcopy(template)
+        rss = [int(600 * MIB + slope * i + rng.normal(0, 256 * KIB)) for i in range(n)]
+        rep["repeat"] = r
+        rep["result"]["series"] = {"rss": rss, "seconds": [0.5 + 0.01 * rng.random() for _ in range(n)],
+                                   "train_traces": [2] * n, "predict_traces": [0] * n, "function_traces": [0] * n}
+        rep["result"].update(baseline_rss=rss[0], peak_loop_rss=max(rss), final_rss=rss[-1])
+        record["repeats"].append(rep)
+    record["summary"] = summarize(record["repeats"], RunSpec(**record["spec"]))
+    data["records"] = [record]
+    return data
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+def test_real_regression_and_improvement_between_tf_2_12_and_2_21():
+    cells = cells_of([TF212, TF221])
+    growth = cell(cells, "sweep", "clear_session_del_gc", "growth_per_iter")
+    assert (growth["baseline"], growth["version"], growth["verdict"]) == ("2.12.1", "2.21.0", "regressed")
+    assert growth["value"] > 5 * growth["baseline_value"]
+    assert growth["ci_low"] > growth["baseline_ci_high"]  # the evidence travels with the verdict
+    assert cell(cells, "sweep", "clear_session_del_gc", "peak_loop")["noise"] > 0
+    assert cell(cells, "inference", "clear_session", "growth_per_iter")["verdict"] == "improved"
+    assert cell(cells, "sweep", "clear_session_del_gc", "peak_loop")["verdict"] == "regressed"  # +100 MiB
+    assert cell(cells, "inference", "clear_session", "train_traces")["verdict"] == "unchanged"
+    verdicts = [c["verdict"] for c in cells]
+    assert verdicts == sorted(verdicts, key=compare.VERDICTS.index)  # regressions first
+    assert {c["metric"] for c in cells} == set(compare.HEADLINE)
+
+
+def test_known_slope_regression_from_series_and_repeats(tmp_path):
+    a = write(tmp_path / "a.json", synthetic("2.15.1", slope=0))
+    b = write(tmp_path / "b.json", synthetic("2.16.2", slope=1 * MIB, seed=1))
+    growth = cell(cells_of([a, b]), "sweep", "clear_session_del_gc", "growth_per_iter")
+    assert growth["verdict"] == "regressed" and "above" in growth["why"]
+    back = cell(cells_of([a, b], baseline="2.16.2"), "sweep", "clear_session_del_gc", "growth_per_iter")
+    assert back["verdict"] == "improved" and back["version"] == "2.15.1"
+
+
+def test_noise_alone_is_not_a_regression(tmp_path):
+    a = write(tmp_path / "a.json", synthetic("2.15.1", slope=0))
+    b = write(tmp_path / "b.json", synthetic("2.16.2", slope=0, seed=7))
+    cells = cells_of([a, b])
+    assert not [c for c in cells if c["verdict"] in ("regressed", "improved")], cells
+    assert cell(cells, "sweep", "clear_session_del_gc", "growth_per_iter")["verdict"] == "unchanged"
+
+
+def test_equal_inputs_are_unchanged(tmp_path):
+    same = write(tmp_path / "same.json", as_version(payload(), "2.22.0"))
+    cells = cells_of([TF221, same])
+    assert cells and {c["verdict"] for c in cells} == {"unchanged"}
+    assert {c["ratio"] for c in cells if c["ratio"] is not None} == {1.0}
+
+
+def test_any_trace_count_change_is_found(tmp_path):
+    data = as_version(payload(), "2.22.0")
+    [record] = [r for r in data["records"] if (r["loop"], r["strategy"]) == ("inference", "clear_session")]
+    record["repeats"][0]["result"]["predict_traces"] += 1
+    record["summary"]["predict_traces"] += 1
+    cells = cells_of([TF221, write(tmp_path / "more.json", data)])
+    traces = cell(cells, "inference", "clear_session", "predict_traces")
+    assert traces["verdict"] == "regressed" and "5 -> 6" in traces["why"]
+    assert cells[0] is traces  # the only regression, first
+    assert cell(cells, "inference", "clear_session", "train_traces")["verdict"] == "unchanged"
+
+
+def test_timing_within_the_noise_band_is_unchanged(tmp_path):
+    data = as_version(payload(), "2.22.0")
+    for r in data["records"]:
+        r["summary"]["seconds_per_iter"] *= 1.3
+        for rep in r["repeats"]:
+            rep["result"]["series"]["seconds"] = [s * 1.3 for s in rep["result"]["series"]["seconds"]]
+    cells = cells_of([TF221, write(tmp_path / "slower.json", data)])
+    assert {c["verdict"] for c in cells if c["metric"] == "seconds_per_iter"} == {"unchanged"}
+
+
+def test_skipped_pair_is_n_a(tmp_path):
+    data = as_version(payload(), "2.22.0")
+    data["records"][0].update(status="skipped", reason="needs an API this TF lacks")
+    cells = cells_of([TF221, write(tmp_path / "skip.json", data)])
+    c = cell(cells, "sweep", "clear_session_del_gc", "peak_loop")
+    assert c["verdict"] == "n/a" and "skipped" in c["why"]
+    assert cells[-1]["verdict"] == "n/a"
+
+
+def test_too_few_iterations_for_a_slope(tmp_path):
+    a = write(tmp_path / "a.json", synthetic("2.15.1", slope=0, n=2))
+    b = write(tmp_path / "b.json", synthetic("2.16.2", slope=4 * MIB, n=2))
+    code, text = call(["compare", a, b, "--format", "json"])
+    growth = cell(json.loads(text)["cells"], "sweep", "clear_session_del_gc", "growth_per_iter")  # strict JSON: no NaN
+    assert code == 0 and growth["verdict"] == "inconclusive" and growth["value"] is None
+
+
+def test_versions_sort_as_numbers_and_every_version_meets_the_baseline(tmp_path):
+    old = write(tmp_path / "old.json", as_version(payload(), "2.9.0"))
+    cells = cells_of([TF212, TF221, old])
+    assert {c["baseline"] for c in cells} == {"2.9.0"}
+    assert {c["version"] for c in cells} == {"2.12.1", "2.21.0"}
+    assert len(cells) == 2 * 3 * len(compare.HEADLINE)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def _tree(root, host, commit, version_payload, env):
+    folder = root / "records" / host / f"{commit}-{env}"
+    folder.mkdir(parents=True)
+    data = dict(version_payload, profile="quick")
+    for r in data["records"]:
+        r["environment"].pop("hostname", None)
+    return write(folder / "sweep.json", data)
+
+
+def test_reads_an_asv_records_tree(tmp_path):
+    _tree(tmp_path, "box", "0123abcd", payload(TF212), "virtualenv-py3.11-tensorflow-cpu2.12.1")
+    _tree(tmp_path, "box", "0123abcd", payload(TF221), "virtualenv-py3.11-tensorflow-cpu2.21.0")
+    (tmp_path / "records" / "box" / "machine.json").write_text('{"machine": "box"}')  # not records: ignored
+    code, text = call(["compare", str(tmp_path / "records"), "--format", "json"])
+    assert code == 0 and json.loads(text)["versions"] == ["2.12.1", "2.21.0"]
+
+
+def test_different_commits_in_a_tree_are_refused(tmp_path, capsys):
+    _tree(tmp_path, "box", "0123abcd", payload(TF212), "env-tensorflow-cpu2.12.1")
+    other = _tree(tmp_path, "box", "fedcba98", payload(TF221), "env-tensorflow-cpu2.21.0")
+    assert call(["compare", str(tmp_path / "records")])[0] == 2
+    err = capsys.readouterr().err
+    assert "different commits" in err and other in err
+
+
+def _one_line_error(argv, capsys):
+    code, text = call(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and text == ""
+    assert err.startswith("kerasbench: error: ") and err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+def test_no_records_found(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    err = _one_line_error(["compare", str(tmp_path / "empty")], capsys)
+    assert "No records" in err and str(tmp_path / "empty") in err
+
+
+def test_missing_path(tmp_path, capsys):
+    err = _one_line_error(["compare", TF212, str(tmp_path / "nope.json")], capsys)
+    assert str(tmp_path / "nope.json") in err
+
+
+def test_unknown_baseline_lists_the_valid_ones(capsys):
+    err = _one_line_error(["compare", TF212, TF221, "--baseline", "2.99"], capsys)
+    assert "2.99" in err and "Expected one of: 2.12.1, 2.21.0" in err
+
+
+def test_one_version_is_not_a_comparison(capsys):
+    assert "two or more TF versions" in _one_line_error(["compare", TF221], capsys)
+
+
+def test_different_machines_are_refused(tmp_path, capsys):
+    data = as_version(payload(), "2.22.0")
+    for r in data["records"]:
+        r["environment"]["cpu_model"] = "Intel Xeon"
+    other = write(tmp_path / "other.json", data)
+    err = _one_line_error(["compare", TF221, other], capsys)
+    assert "different machines" in err and other in err and "Intel Xeon" in err
+
+
+def test_mixed_schema_versions_are_refused(tmp_path, capsys):
+    data = as_version(payload(), "2.22.0")
+    data["schema"] = 2
+    for r in data["records"]:
+        r["schema"] = 2
+    newer = write(tmp_path / "newer.json", data)
+    err = _one_line_error(["compare", TF221, newer], capsys)
+    assert "schema" in err and newer in err
+
+
+@pytest.mark.parametrize("cut", [0, 100, -2])
+def test_truncated_json_names_the_file(tmp_path, capsys, cut):
+    text = pathlib.Path(TF221).read_text()
+    bad = tmp_path / "bad.json"
+    bad.write_text(text[:cut] if cut else "")
+    err = _one_line_error(["compare", TF212, str(bad)], capsys)
+    assert str(bad) in err and "Cannot parse" in err
+
+
+def test_not_a_records_file(tmp_path, capsys):
+    other = write(tmp_path / "asv.json", {"version": 2})
+    assert other in _one_line_error(["compare", TF212, other], capsys)
+
+
+def test_record_without_its_keys(tmp_path, capsys):
+    data = payload()
+    del data["records"][1]["repeats"]
+    broken = write(tmp_path / "broken.json", data)
+    assert broken in _one_line_error(["compare", TF212, broken], capsys)
+
+
+def test_duplicate_pair_for_one_version(tmp_path, capsys):
+    copy_ = write(tmp_path / "again.json", payload())
+    err = _one_line_error(["compare", TF212, TF221, copy_], capsys)
+    assert "Duplicate" in err and copy_ in err
+
+
+def test_bad_input_writes_nothing(tmp_path, capsys):
+    (tmp_path / "bad.json").write_text('{"schema": 1, "records": [')
+    out = tmp_path / "out" / "cmp.md"
+    out.parent.mkdir()
+    _one_line_error(["compare", TF212, str(tmp_path / "bad.json"), "--output", str(out)], capsys)
+    assert os.listdir(out.parent) == []
+
+
+# ---------------------------------------------------------------- formats
+
+
+def test_table_by_default():
+    code, text = call(["compare", TF212, TF221])
+    assert code == 0
+    lines = text.splitlines()
+    assert lines[0].split()[:3] == ["loop", "strategy", "metric"] and "verdict" in lines[0]
+    assert "regressed" in lines[2]  # regressions first
+    assert "TF 2.12.1: Keras 2.12.0" in text and "regressed" in lines[-1]
+
+
+def test_json_loads():
+    code, text = call(["compare", TF212, TF221, "--format", "json"])
+    data = json.loads(text)
+    assert code == 0 and data["baseline"] == "2.12.1" and data["versions"] == ["2.12.1", "2.21.0"]
+    assert len(data["cells"]) == 3 * len(compare.HEADLINE)
+    assert set(compare.FIELDS) <= set(data["cells"][0])
+
+
+def test_csv_reads():
+    code, text = call(["compare", TF212, TF221, "--format", "csv"])
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert code == 0 and len(rows) == 3 * len(compare.HEADLINE)
+    assert rows[0]["verdict"] == "regressed" and float(rows[0]["value"]) > 0
+
+
+def test_markdown_has_a_header_row():
+    code, text = call(["compare", TF212, TF221, "--format", "markdown"])
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| loop |"))
+    assert code == 0 and lines[header + 1].startswith("|---|")
+    assert all(line.count("|") == lines[header].count("|") for line in lines[header:])
+
+
+def test_output_is_written_atomically(tmp_path):
+    path = tmp_path / "cmp.csv"
+    code, text = call(["compare", TF212, TF221, "--format", "csv", "--output", str(path)])
+    assert code == 0 and "wrote 21 cells" in text and str(path) in text
+    assert os.listdir(tmp_path) == ["cmp.csv"]  # no temp file left behind
+    assert path.read_text().startswith("loop,strategy,metric")
+
+
+def test_changes_only_leaves_out_unchanged_cells():
+    code, text = call(["compare", TF212, TF221, "--format", "json", "--changes-only"])
+    verdicts = {c["verdict"] for c in json.loads(text)["cells"]}
+    assert code == 0 and "regressed" in verdicts and not verdicts & {"unchanged", "n/a"}
+
+
+def test_help_documents_the_rules(capsys):
+    assert call(["compare", "--help"])[0] == 0
+    help_text = capsys.readouterr().out
+    for words in ("growth_per_iter", "16 MiB", "1.5x", "Mann-Whitney", "exact counts"):
+        assert words in help_text
