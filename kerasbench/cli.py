@@ -163,11 +163,20 @@ COLUMNS = (
 )
 
 
+GPU_COLUMNS = (  # shown when a record ran on device gpu: allocator bytes in use beside NVML's reservation
+    ("GPU alloc MiB", lambda r, s: _mib(s.get("gpu_alloc_peak"))),
+    ("GPU NVML MiB", lambda r, s: _mib(s.get("gpu_reserved_peak"))),
+)
+
+
 def table(records):
     """A plain-text table of records, one row each, plus the reasons of skips and stops."""
-    rows = [[name for name, _ in COLUMNS]]
-    rows += [[fn(r, r["summary"]) for _, fn in COLUMNS] for r in records]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    columns = COLUMNS
+    if any(r["spec"].get("device") == "gpu" for r in records):
+        columns = COLUMNS[:-1] + GPU_COLUMNS + COLUMNS[-1:]
+    rows = [[name for name, _ in columns]]
+    rows += [[fn(r, r["summary"]) for _, fn in columns] for r in records]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     notes = [f"{r['loop']} × {r['strategy']}: {r['reason']}" for r in records if r["status"] != "ok"]

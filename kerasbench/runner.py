@@ -247,6 +247,26 @@ def _median(values):
     return float(np.median(values)) if values else None
 
 
+def _in_process_or_children(result, key, children_key):
+    """A GPU peak read in the worker, else the largest of its isolated children's, else None."""
+    if result.get(key) is not None:
+        return result[key]
+    children = [v for v in result.get(children_key) or () if v is not None]
+    return max(children) if children else None
+
+
+def _slope(series):
+    """Theil-Sen slope of a per-iteration series, or None when it is missing or has gaps."""
+    if not series or any(v is None for v in series):
+        return None
+    slope = stats.fit_growth(series).slope
+    return None if slope != slope else slope  # NaN (fewer than 3 points) reads as "no number"
+
+
+def _difference(after, before):
+    return None if after is None or before is None else after - before
+
+
 def summarize(repeats, spec):
     """Summary metrics (keys of probes.METRICS) plus verdict and floor, over repeats with data."""
     results = [r["result"] for r in repeats if r.get("result")]
@@ -280,6 +300,11 @@ def summarize(repeats, spec):
         objects_per_iter=each(lambda r: (r["objects_after"] - r["objects_before"]) / n),
         tf_alloc_peak=each(lambda r: r["tf_alloc_peak"]),
         child_peak=each(lambda r: max(r["child_peaks"]) if r["child_peaks"] else None),
+        gpu_alloc_peak=each(lambda r: _in_process_or_children(r, "gpu_alloc_peak", "child_gpu_alloc_peaks")),
+        gpu_alloc_growth_per_iter=_median([_slope(r["series"].get("gpu_alloc")) for r in results]),
+        gpu_reserved_peak=each(lambda r: _in_process_or_children(r, "gpu_reserved_peak", "child_gpu_reserved_peaks")),
+        gpu_retained=each(lambda r: _difference(r.get("gpu_alloc_final"), r.get("gpu_alloc_baseline"))),
+        gpu_reserved_retained=each(lambda r: _difference(r.get("gpu_reserved_final"), r.get("gpu_reserved_baseline"))),
         seconds_per_iter=each(lambda r: float(np.median(r["series"]["seconds"])) if r["series"]["seconds"] else r["loop_seconds"] / n),
     )
     if all("graph_ops" in res["series"] for res in results):

@@ -1,0 +1,224 @@
+"""GPU probes, on a machine without a GPU: fakes stand in for TF's allocator and NVML.
+
+Nothing here runs on a real GPU. TF's get_memory_info/reset_memory_stats are replaced in _compat,
+and a fake `pynvml` module goes into sys.modules; the worker's protocol runs in this process.
+"""
+
+import os
+import sys
+import types
+
+import pytest
+
+from kerasbench import LOOPS, METRICS, _compat, gpu, loops, runner, worker
+from kerasbench.runner import MIB, RunSpec, summarize
+
+GPU_METRICS = ["gpu_alloc_peak", "gpu_alloc_growth_per_iter", "gpu_reserved_peak", "gpu_retained", "gpu_reserved_retained"]
+
+
+class FakeDevice:
+    """A GPU as TF's allocator and NVML would report it: bytes in use, their peak, bytes reserved."""
+
+    def __init__(self):
+        self.current = 8 * MIB
+        self.peak = self.current
+        self.reserved = 64 * MIB  # NVML: what the process holds
+        self.listed = True  # whether NVML lists this pid among the compute processes
+        self.calls = []
+
+    def allocate(self, n):
+        self.current += n
+        self.peak = max(self.peak, self.current)
+        while self.reserved < self.current + 48 * MIB:  # reserve in 4 MiB chunks, keep 48 MiB spare
+            self.reserved += 4 * MIB
+
+    # the two _compat functions GpuProbe calls
+    def memory_info(self, device="CPU:0"):
+        self.calls.append(("get_memory_info", device))
+        return {"current": self.current, "peak": self.peak} if device == "GPU:0" else None
+
+    def reset_stats(self, device="CPU:0"):
+        self.calls.append(("reset_memory_stats", device))
+        self.peak = self.current
+
+    def pynvml(self):
+        device = self
+        lib = types.ModuleType("pynvml")
+        lib.nvmlInit = lambda: None
+        lib.nvmlDeviceGetHandleByIndex = lambda i: ("index", i)
+        lib.nvmlDeviceGetHandleByUUID = lambda u: ("uuid", u)
+        lib.nvmlDeviceGetComputeRunningProcesses = lambda h: [
+            types.SimpleNamespace(pid=1, usedGpuMemory=999 * MIB),
+            *([types.SimpleNamespace(pid=os.getpid(), usedGpuMemory=device.reserved)] if device.listed else []),
+        ]
+        lib.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(used=device.reserved + 500 * MIB, total=16 * 1024 * MIB)
+        lib.nvmlSystemGetDriverVersion = lambda: "550.54.15"
+        lib.nvmlDeviceGetName = lambda h: b"NVIDIA Fake GPU"
+        return lib
+
+
+@pytest.fixture
+def device(monkeypatch):
+    fake = FakeDevice()
+    monkeypatch.setattr(_compat, "tf_memory_info", fake.memory_info)
+    monkeypatch.setattr(_compat, "reset_tf_memory_stats", fake.reset_stats)
+    monkeypatch.setitem(sys.modules, "pynvml", fake.pynvml())
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    gpu.reset_nvml()
+    yield fake
+    gpu.reset_nvml()
+
+
+class GpuLeakLoop(loops._Loop):
+    """A fake loop: every iteration keeps 1 MiB on the fake GPU and briefly uses 4 MiB more."""
+
+    fake = None
+
+    def build(self, i):
+        return None
+
+    def run(self, model, i, step):
+        self.fake.allocate(5 * MIB)
+        self.fake.allocate(-4 * MIB)
+
+    def teardown(self):
+        self.fake.allocate(-(self.fake.current - 8 * MIB) // 2)  # cleanup frees half of the leak
+
+
+def measure_in_process(spec, probe=None):
+    events = []
+    worker.measure(spec, lambda event, **fields: events.append((event, fields)), gpu_probe=probe)
+    return events
+
+
+def test_gpu_numbers_flow_into_the_result_and_the_summary(device, monkeypatch):
+    GpuLeakLoop.fake = device
+    monkeypatch.setitem(LOOPS, "control", loops.LoopShape("control", "fake GPU leak", GpuLeakLoop, needs_tf=False))
+    spec = RunSpec("control", "control_noop", iterations=6, warmup=2).validate()
+    events = measure_in_process(spec, gpu.GpuProbe())
+    (event, fields), = [e for e in events if e[0] == "done"]
+    result = fields["result"]
+
+    # warm-up left 8 + 2 MiB in use; the stats were reset after it, then read once per iteration
+    assert ("reset_memory_stats", "GPU:0") in device.calls
+    assert result["gpu_alloc_baseline"] == 10 * MIB
+    assert result["series"]["gpu_alloc"] == [(10 + k) * MIB for k in range(1, 7)]
+    assert result["gpu_alloc_peak"] == (10 + 6 + 4) * MIB  # the last iteration's 4 MiB spike
+    assert result["gpu_alloc_final"] == 8 * MIB + 8 * MIB // 2  # teardown freed half of 8 MiB
+    assert result["series"]["gpu_reserved"] == sorted(result["series"]["gpu_reserved"])
+    assert result["gpu_reserved_peak"] == max(result["series"]["gpu_reserved"]) > result["gpu_reserved_baseline"]
+    assert result["gpu_reserved_source"] == "process"
+
+    summary = summarize([{"result": result}], spec)
+    assert summary["gpu_alloc_peak"] == 20 * MIB
+    assert summary["gpu_alloc_growth_per_iter"] == pytest.approx(1 * MIB)
+    assert summary["gpu_reserved_peak"] == result["gpu_reserved_peak"]
+    assert summary["gpu_retained"] == 12 * MIB - 10 * MIB
+    assert summary["gpu_reserved_retained"] == result["gpu_reserved_final"] - result["gpu_reserved_baseline"]
+    assert summary["growth_per_iter"] is not None  # host RSS is measured as on CPU
+
+
+def test_nvml_falls_back_to_the_device_when_the_pid_is_not_listed(device):
+    device.listed = False
+    assert gpu.reserved_bytes() == (device.reserved + 500 * MIB, "device")
+
+
+def test_nvml_follows_cuda_visible_devices(device, monkeypatch):
+    seen = []
+    lib = sys.modules["pynvml"]
+    lib.nvmlDeviceGetComputeRunningProcesses = lambda h: seen.append(h) or []
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    gpu.reserved_bytes()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1234")
+    gpu.reserved_bytes()
+    assert seen == [("index", 2), ("uuid", "GPU-1234")]
+
+
+def test_without_nvml_every_reading_is_none(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
+    gpu.reset_nvml()
+    try:
+        assert gpu.nvml() is None and gpu.reserved_bytes() is None and gpu.driver_details() == {}
+        probe = gpu.GpuProbe(allocator=False)
+        assert probe.read() == {"alloc": None, "reserved": None} and probe.peak() is None
+    finally:
+        gpu.reset_nvml()
+
+
+def test_environment_names_the_driver_gpu_and_cuda(device, monkeypatch):
+    monkeypatch.setattr(_compat, "build_info", lambda: {"cuda_version": "12.5.1", "cudnn_version": "9"})
+    monkeypatch.setattr(_compat, "gpu_details", lambda: [{"name": "NVIDIA Fake GPU", "compute_capability": (8, 9)}])
+    env = worker._gpu_environment()
+    assert env["gpu_driver"] == "550.54.15" and env["gpu_name"] == "NVIDIA Fake GPU"
+    assert env["cuda_version"] == "12.5.1" and env["gpus"][0]["compute_capability"] == (8, 9)
+
+
+class FakePool:
+    """multiprocessing's spawn Pool, with children that report fixed GPU readings."""
+
+    def __init__(self, *args, **kwargs):
+        self.calls = []
+
+    def apply(self, fn, args):
+        spec_dict, i = args
+        self.calls.append(spec_dict)
+        return {"peak": 300 * MIB, "traces": {"train_step": 1}, "models": 1, "versions": None,
+                "gpu_alloc_peak": (20 + i) * MIB, "gpu_reserved": (200 + i) * MIB}
+
+    def close(self):
+        pass
+
+    def join(self):
+        pass
+
+
+def test_isolated_children_get_the_gpu_and_report_their_peaks(monkeypatch):
+    pools = []
+
+    def get_context(method):
+        assert method == "spawn"
+        return types.SimpleNamespace(Pool=lambda *a, **k: pools.append(FakePool()) or pools[-1])
+
+    monkeypatch.setattr(worker.multiprocessing, "get_context", get_context)
+    spec = RunSpec("sweep", "process_isolation", iterations=4, warmup=1, device="gpu").validate()
+    events = measure_in_process(spec)
+    result = next(f["result"] for e, f in events if e == "done")
+    assert all(call["device"] == "gpu" for call in pools[0].calls)  # the child runs on the GPU
+    assert result["child_gpu_alloc_peaks"] == [(20 + i) * MIB for i in range(1, 5)]
+    summary = summarize([{"result": result}], spec)
+    assert summary["gpu_alloc_peak"] == 24 * MIB and summary["gpu_reserved_peak"] == 204 * MIB
+    assert summary["gpu_alloc_growth_per_iter"] is None  # the TF-free parent reads no GPU series
+    assert runner._worker_env(spec).get("CUDA_VISIBLE_DEVICES") != "-1"  # the worker, so its children, see GPUs
+
+
+def test_gpu_metrics_are_none_on_cpu():
+    record = runner.measure(RunSpec("control", "control_noop", iterations=4, warmup=1))
+    assert record["status"] == "ok"
+    assert all(record["summary"][name] is None for name in GPU_METRICS)
+    assert set(GPU_METRICS) <= set(METRICS)
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("loop,strategy", [("inference", "reuse_model")])
+def test_device_gpu_without_a_gpu_skips_the_pair(loop, strategy):
+    record = runner.measure(RunSpec(loop, strategy, iterations=2, warmup=1, device="gpu"))
+    assert record["status"] == "skipped", record["reason"]
+    assert "no GPU visible" in record["reason"]
+    assert all(record["summary"][name] is None for name in GPU_METRICS)
+
+
+def test_cpu_worker_hides_gpus():
+    assert runner._worker_env(RunSpec("sweep", "clear_session"))["CUDA_VISIBLE_DEVICES"] == "-1"
+
+
+def test_table_shows_gpu_columns_for_gpu_records():
+    from kerasbench.cli import table
+
+    spec = RunSpec("control", "control_noop", iterations=4, device="gpu")
+    summary = summarize([], spec)
+    summary.update(verdict="flat", gpu_alloc_peak=20 * MIB, gpu_reserved_peak=96 * MIB)
+    record = {"loop": "control", "strategy": "control_noop", "status": "ok", "reason": None, "environment": None,
+              "repeats": [], "spec": {"device": "gpu"}, "summary": summary}
+    text = table([record])
+    assert "GPU alloc MiB" in text and "GPU NVML MiB" in text and "20.0" in text and "96.0" in text
+    assert "GPU alloc MiB" not in table([{**record, "spec": {"device": "cpu"}}])
