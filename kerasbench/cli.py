@@ -56,7 +56,8 @@ def cmd_list(args, out):
     out.write("\nStrategies\n")
     for s in STRATEGIES.values():
         applies = " ".join(name for name in LOOPS if name in s.applies_to)
-        out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}\n")
+        gpu = "; needs a GPU (--device gpu)" if s.needs_gpu else ""
+        out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}{gpu}\n")
     out.write("\nProfiles (--profile or $" + ENV_VAR + ")\n")
     for p in PROFILES.values():
         out.write(f"  {p.name:<{width}}{p.iterations} iterations, {p.warmup} warm-up, {p.repeats} repeat(s): {p.description}\n")
@@ -269,7 +270,7 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("list", help="loop shapes, strategies (and where they apply), metrics")
+    p = sub.add_parser("list", help="loop shapes, strategies (where they apply, which need a GPU), metrics")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("run", help="measure (loop shape, strategy) pairs, each in fresh processes")

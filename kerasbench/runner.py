@@ -100,9 +100,15 @@ def batch_size_for(spec, i):
 
 
 def _worker_env(spec):
+    """The worker's environment: GPUs hidden on device cpu; TF_GPU_ALLOCATOR as the strategy says."""
     env = dict(os.environ)
     if spec.device == "cpu":  # a CPU measurement on a GPU machine must not touch the GPU
         env["CUDA_VISIBLE_DEVICES"] = "-1"
+    allocator = get_strategy(spec.strategy).gpu_allocator
+    if allocator == "bfc":  # TF's default when the variable is unset
+        env.pop("TF_GPU_ALLOCATOR", None)
+    elif allocator:
+        env["TF_GPU_ALLOCATOR"] = allocator
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -212,8 +218,13 @@ def _kill_tree(proc):
 def measure(spec, progress=None):
     """Measure `spec` (validated first) over its repeats; returns the record (a dict)."""
     spec.validate()
-    if spec.loop not in get_strategy(spec.strategy).applies_to:  # known without starting a worker
+    strategy = get_strategy(spec.strategy)
+    reason = None  # known without starting a worker:
+    if spec.loop not in strategy.applies_to:
         reason = f"strategy {spec.strategy} does not apply to loop {spec.loop}"
+    elif strategy.needs_gpu and spec.device != "gpu":
+        reason = f"strategy {spec.strategy} needs a GPU: run it with --device gpu (device {spec.device} hides GPUs)"
+    if reason:
         return make_record(spec, [{"repeat": 0, "status": "skipped", "reason": reason, "result": None, "environment": None}])
     repeats = []
     for r in range(spec.repeats):

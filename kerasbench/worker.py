@@ -57,6 +57,8 @@ class Workload:
         if self.shape.needs_tf:
             _compat.tf()
             _compat.require(s.needs + (("gpu",) if self.spec.device == "gpu" else ()))
+            if s.memory_growth:  # before any op: TF has not initialised the GPUs yet
+                _compat.set_memory_growth(s.memory_growth == "on")
         self.loop = self.shape.impl(self.spec)
         self.loop.setup()
         self.rebuild = s.model == "rebuild" or (s.model == "loop" and self.shape.rebuilds)

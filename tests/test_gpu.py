@@ -1,4 +1,4 @@
-"""GPU probes, on a machine without a GPU: fakes stand in for TF's allocator and NVML.
+"""GPU probes and strategies, on a machine without a GPU: fakes stand in for TF's allocator and NVML.
 
 Nothing here runs on a real GPU. TF's get_memory_info/reset_memory_stats are replaced in _compat,
 and a fake `pynvml` module goes into sys.modules; the worker's protocol runs in this process.
@@ -10,9 +10,10 @@ import types
 
 import pytest
 
-from kerasbench import LOOPS, METRICS, _compat, gpu, loops, runner, worker
+from kerasbench import LOOPS, METRICS, STRATEGIES, _compat, gpu, loops, runner, worker
 from kerasbench.runner import MIB, RunSpec, summarize
 
+GPU_STRATEGIES = ["gpu_growth_off", "gpu_growth_on", "gpu_malloc_async", "gpu_jit_compile"]
 GPU_METRICS = ["gpu_alloc_peak", "gpu_alloc_growth_per_iter", "gpu_reserved_peak", "gpu_retained", "gpu_reserved_retained"]
 
 
@@ -199,7 +200,7 @@ def test_gpu_metrics_are_none_on_cpu():
 
 
 @pytest.mark.tf
-@pytest.mark.parametrize("loop,strategy", [("inference", "reuse_model")])
+@pytest.mark.parametrize("loop,strategy", [("inference", "reuse_model"), ("sweep", "gpu_growth_on")])
 def test_device_gpu_without_a_gpu_skips_the_pair(loop, strategy):
     record = runner.measure(RunSpec(loop, strategy, iterations=2, warmup=1, device="gpu"))
     assert record["status"] == "skipped", record["reason"]
@@ -207,8 +208,79 @@ def test_device_gpu_without_a_gpu_skips_the_pair(loop, strategy):
     assert all(record["summary"][name] is None for name in GPU_METRICS)
 
 
+@pytest.mark.parametrize("strategy", GPU_STRATEGIES)
+def test_gpu_strategies_skip_on_cpu_with_a_reason_and_no_worker(strategy, monkeypatch):
+    monkeypatch.setattr(runner, "run_worker", lambda *a, **k: pytest.fail("started a worker"))
+    record = runner.measure(RunSpec("sweep", strategy))
+    assert record["status"] == "skipped"
+    assert f"strategy {strategy} needs a GPU" in record["reason"] and "--device gpu" in record["reason"]
+
+
+def test_gpu_strategies_are_declared_with_the_gpu_feature():
+    assert [name for name, s in STRATEGIES.items() if s.needs_gpu] == GPU_STRATEGIES
+    assert STRATEGIES["gpu_growth_on"].memory_growth == "on" and STRATEGIES["gpu_growth_off"].memory_growth == "off"
+    assert STRATEGIES["gpu_malloc_async"].gpu_allocator == "cuda_malloc_async"
+    assert [name for name, s in STRATEGIES.items() if s.jit_compile] == ["gpu_jit_compile"]
+
+
+def test_bad_gpu_knob_names_the_value_and_the_valid_ones():
+    from kerasbench.strategies import Strategy
+
+    with pytest.raises(ValueError) as e:
+        Strategy("x", "x", frozenset({"sweep"}), gpu_allocator="cuda_malloc")
+    assert "'cuda_malloc'" in str(e.value) and "'cuda_malloc_async'" in str(e.value)
+
+
+@pytest.mark.parametrize("strategy,expected", [("gpu_malloc_async", "cuda_malloc_async"), ("gpu_growth_on", None),
+                                               ("gpu_growth_off", None), ("clear_session", "inherited")])
+def test_tf_gpu_allocator_is_set_for_that_strategy_only(strategy, expected, monkeypatch):
+    monkeypatch.setenv("TF_GPU_ALLOCATOR", "inherited")
+    env = runner._worker_env(RunSpec("sweep", strategy, device="gpu"))
+    assert env.get("TF_GPU_ALLOCATOR") == expected
+    assert env.get("CUDA_VISIBLE_DEVICES") != "-1"
+    assert os.environ["TF_GPU_ALLOCATOR"] == "inherited"  # the parent's own environment is untouched
+
+
 def test_cpu_worker_hides_gpus():
     assert runner._worker_env(RunSpec("sweep", "clear_session"))["CUDA_VISIBLE_DEVICES"] == "-1"
+
+
+@pytest.mark.parametrize("strategy,growth", [("gpu_growth_on", [True]), ("gpu_growth_off", [False]),
+                                             ("gpu_malloc_async", [True]), ("clear_session", [])])
+def test_memory_growth_is_set_in_the_worker_before_any_op(strategy, growth, monkeypatch):
+    calls = []
+    monkeypatch.setattr(_compat, "tf", lambda: calls.append("import") or None)
+    monkeypatch.setattr(_compat, "require", lambda features: calls.append(("require", tuple(features))))
+    monkeypatch.setattr(_compat, "set_memory_growth", lambda enabled: calls.append(("growth", enabled)))
+    monkeypatch.setattr(loops.Sweep, "setup", lambda self: calls.append("loop setup"))
+    worker.Workload(RunSpec("sweep", strategy, device="gpu")).setup()
+    assert [c[1] for c in calls if c[0] == "growth"] == growth
+    assert calls[0] == "import" and calls[-1] == "loop setup"  # after the import, before the loop's first op
+    assert ("require", STRATEGIES[strategy].needs + ("gpu",)) in calls
+
+
+@pytest.mark.parametrize("loop", ["sweep", "kfold", "notebook", "inference"])
+@pytest.mark.parametrize("strategy,jit", [("gpu_jit_compile", True), ("gpu_growth_on", False), ("clear_session", False)])
+def test_jit_compile_knob_reaches_small_model(loop, strategy, jit, monkeypatch):
+    built = []
+    monkeypatch.setattr(_compat, "small_model", lambda **kw: built.append(kw) or object())
+    impl = LOOPS[loop].impl(RunSpec(loop, strategy))
+    impl.setup()
+    impl.build(0)
+    assert built and all(kw["jit_compile"] is jit for kw in built)
+
+
+def test_list_says_which_strategies_need_a_gpu():
+    import io
+
+    from kerasbench.cli import main
+
+    out = io.StringIO()
+    assert main(["list"], out=out) == 0
+    text = out.getvalue()
+    for name, s in STRATEGIES.items():
+        block = text.split(f"  {name} ", 1)[1].split("\n", 2)[:2]
+        assert ("needs a GPU" in "\n".join(block)) == s.needs_gpu, name
 
 
 def test_table_shows_gpu_columns_for_gpu_records():
