@@ -5,6 +5,7 @@ and a fake `pynvml` module goes into sys.modules; the worker's protocol runs in 
 """
 
 import os
+import re
 import sys
 import types
 
@@ -294,3 +295,23 @@ def test_table_shows_gpu_columns_for_gpu_records():
     text = table([record])
     assert "GPU alloc MiB" in text and "GPU NVML MiB" in text and "20.0" in text and "96.0" in text
     assert "GPU alloc MiB" not in table([{**record, "spec": {"device": "cpu"}}])
+
+
+def test_readme_gpu_section_commands_name_real_strategies_and_metrics(monkeypatch):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.syspath_prepend(str(root))
+    readme = (root / "README.md").read_text()
+    section = readme.split("### On a GPU machine", 1)[1].split("\n## ", 1)[0]
+    assert "future work" not in section
+    commands = [line for block in re.findall(r"```sh\n(.*?)\n```", section, re.S) for line in block.splitlines()]
+    runs = [c.split("#")[0] for c in commands if c.startswith("kerasbench run")]
+    assert runs and all("--device gpu" in c for c in runs)
+    named = {s for c in runs for m in re.findall(r"--strategy (\S+)", c) for s in m.split(",")}
+    assert set(GPU_STRATEGIES) | {"process_isolation", "clear_session_del_gc"} <= named <= set(STRATEGIES)
+    for metric in ("gpu_alloc_peak", "gpu_reserved_peak"):
+        assert f"`{metric}`" in section
+    from benchmarks._common import TRACKED
+
+    assert [m for m in TRACKED if m.startswith("gpu_")] == ["gpu_alloc_peak", "gpu_reserved_peak"]
