@@ -221,6 +221,8 @@ def cmd_run(args, out):
 
     profile = get_profile(args.profile)
     pairs = pairs_for(args.loop, args.strategy)
+    if args.strategy == "all" and args.device != "gpu":  # named ones still run, and say why they skip
+        pairs = [(loop, s) for loop, s in pairs if not get_strategy(s).needs_gpu] or pairs
     iterations = args.iterations  # None: each pair gets its profile's count
     warmup = profile.warmup if args.warmup is None else args.warmup
     base = RunSpec(
@@ -275,7 +277,8 @@ def build_parser():
 
     p = sub.add_parser("run", help="measure (loop shape, strategy) pairs, each in fresh processes")
     p.add_argument("--loop", required=True, help="loop shape, comma list, or 'all' (see `kerasbench list`)")
-    p.add_argument("--strategy", default="all", help="strategy, comma list, or 'all' applicable (default)")
+    p.add_argument("--strategy", default="all",
+                   help="strategy, comma list, or 'all' applicable (default; GPU-only ones with --device gpu)")
     p.add_argument("--profile", help="quick, default or full: iterations, warm-up and repeats "
                    f"(default: ${ENV_VAR} or 'default')")
     p.add_argument("--iterations", type=int, help="measured iterations (overrides the profile)")

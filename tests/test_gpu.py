@@ -4,6 +4,7 @@ Nothing here runs on a real GPU. TF's get_memory_info/reset_memory_stats are rep
 and a fake `pynvml` module goes into sys.modules; the worker's protocol runs in this process.
 """
 
+import io
 import os
 import re
 import sys
@@ -272,8 +273,6 @@ def test_jit_compile_knob_reaches_small_model(loop, strategy, jit, monkeypatch):
 
 
 def test_list_says_which_strategies_need_a_gpu():
-    import io
-
     from kerasbench.cli import main
 
     out = io.StringIO()
@@ -282,6 +281,22 @@ def test_list_says_which_strategies_need_a_gpu():
     for name, s in STRATEGIES.items():
         block = text.split(f"  {name} ", 1)[1].split("\n", 2)[:2]
         assert ("needs a GPU" in "\n".join(block)) == s.needs_gpu, name
+
+
+def test_run_all_leaves_gpu_strategies_to_device_gpu(monkeypatch):
+    from kerasbench import cli
+
+    ran = []
+    fake = lambda spec, progress=None: ran.append((spec.strategy, spec.device)) or runner.make_record(  # noqa: E731
+        spec, [{"repeat": 0, "status": "skipped", "reason": "fake", "result": None, "environment": None}])
+    monkeypatch.setattr(runner, "measure", fake)
+    for device, expected in (("cpu", []), ("gpu", GPU_STRATEGIES)):
+        ran.clear()
+        assert cli.main(["run", "--loop", "sweep", "--device", device, "--iterations", "3"], out=io.StringIO()) == 0
+        assert [s for s, _ in ran if STRATEGIES[s].needs_gpu] == expected and {d for _, d in ran} == {device}
+    ran.clear()
+    cli.main(["run", "--loop", "sweep", "--strategy", "gpu_growth_on", "--iterations", "3"], out=io.StringIO())
+    assert ran == [("gpu_growth_on", "cpu")]  # named: it runs, and its record says why it skips
 
 
 def test_table_shows_gpu_columns_for_gpu_records():
