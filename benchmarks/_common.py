@@ -36,6 +36,9 @@ TRACKED = (
     "seconds_per_iter",
     "objects_per_iter",
     "tf_alloc_peak",
+    # GPU (None, so n/a, on CPU): TF's allocator bytes in use vs what NVML says the process holds
+    "gpu_alloc_peak",
+    "gpu_reserved_peak",
 )
 
 

@@ -71,16 +71,17 @@ def _counting_sequential():
     return CountingSequential
 
 
-def small_model(units=32, features=20, learning_rate=1e-3):
-    """A compiled two-layer regressor with trace counting; jit_compile is explicitly off.
+def small_model(units=32, features=20, learning_rate=1e-3, jit_compile=False):
+    """A compiled two-layer regressor with trace counting; jit_compile is explicit (off by default).
 
-    Keras 3's jit_compile="auto" would turn XLA on for GPU only; Keras 2 defaults to off.
+    Keras 3's jit_compile="auto" would turn XLA on for GPU only; Keras 2 defaults to off. The
+    gpu_jit_compile strategy turns it on.
     """
     k = keras()
     model = _counting_sequential()(
         [k.layers.Input(shape=(features,)), k.layers.Dense(units, activation="relu"), k.layers.Dense(1)]
     )
-    model.compile(optimizer=k.optimizers.Adam(learning_rate=learning_rate), loss="mse", jit_compile=False)
+    model.compile(optimizer=k.optimizers.Adam(learning_rate=learning_rate), loss="mse", jit_compile=bool(jit_compile))
     probes.count_model()
     return model
 
@@ -120,6 +121,13 @@ def gpu_details():
         info = t.config.experimental.get_device_details(device)
         details.append({"name": info.get("device_name", device.name), "compute_capability": info.get("compute_capability")})
     return details
+
+
+def set_memory_growth(enabled):
+    """tf.config.experimental.set_memory_growth on every GPU; must run before TF initialises them."""
+    t = tf()
+    for device in t.config.list_physical_devices("GPU"):
+        t.config.experimental.set_memory_growth(device, bool(enabled))
 
 
 def build_info():

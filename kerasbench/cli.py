@@ -56,7 +56,8 @@ def cmd_list(args, out):
     out.write("\nStrategies\n")
     for s in STRATEGIES.values():
         applies = " ".join(name for name in LOOPS if name in s.applies_to)
-        out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}\n")
+        gpu = "; needs a GPU (--device gpu)" if s.needs_gpu else ""
+        out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}{gpu}\n")
     out.write("\nProfiles (--profile or $" + ENV_VAR + ")\n")
     for p in PROFILES.values():
         out.write(f"  {p.name:<{width}}{p.iterations} iterations, {p.warmup} warm-up, {p.repeats} repeat(s): {p.description}\n")
@@ -163,11 +164,20 @@ COLUMNS = (
 )
 
 
+GPU_COLUMNS = (  # shown when a record ran on device gpu: allocator bytes in use beside NVML's reservation
+    ("GPU alloc MiB", lambda r, s: _mib(s.get("gpu_alloc_peak"))),
+    ("GPU NVML MiB", lambda r, s: _mib(s.get("gpu_reserved_peak"))),
+)
+
+
 def table(records):
     """A plain-text table of records, one row each, plus the reasons of skips and stops."""
-    rows = [[name for name, _ in COLUMNS]]
-    rows += [[fn(r, r["summary"]) for _, fn in COLUMNS] for r in records]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    columns = COLUMNS
+    if any(r["spec"].get("device") == "gpu" for r in records):
+        columns = COLUMNS[:-1] + GPU_COLUMNS + COLUMNS[-1:]
+    rows = [[name for name, _ in columns]]
+    rows += [[fn(r, r["summary"]) for _, fn in columns] for r in records]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     notes = [f"{r['loop']} × {r['strategy']}: {r['reason']}" for r in records if r["status"] != "ok"]
@@ -216,6 +226,8 @@ def cmd_run(args, out):
 
     profile = get_profile(args.profile)
     pairs = pairs_for(args.loop, args.strategy)
+    if args.strategy == "all" and args.device != "gpu":  # named ones still run, and say why they skip
+        pairs = [(loop, s) for loop, s in pairs if not get_strategy(s).needs_gpu] or pairs
     iterations = args.iterations  # None: each pair gets its profile's count
     warmup = profile.warmup if args.warmup is None else args.warmup
     base = RunSpec(
@@ -283,12 +295,13 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    p = sub.add_parser("list", help="loop shapes, strategies (and where they apply), metrics")
+    p = sub.add_parser("list", help="loop shapes, strategies (where they apply, which need a GPU), metrics")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("run", help="measure (loop shape, strategy) pairs, each in fresh processes")
     p.add_argument("--loop", required=True, help="loop shape, comma list, or 'all' (see `kerasbench list`)")
-    p.add_argument("--strategy", default="all", help="strategy, comma list, or 'all' applicable (default)")
+    p.add_argument("--strategy", default="all",
+                   help="strategy, comma list, or 'all' applicable (default; GPU-only ones with --device gpu)")
     p.add_argument("--profile", help="quick, default or full: iterations, warm-up and repeats "
                    f"(default: ${ENV_VAR} or 'default')")
     p.add_argument("--iterations", type=int, help="measured iterations (overrides the profile)")

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _compat
 from .errors import unknown
+from .strategies import get_strategy
 
 FEATURES = 20
 
@@ -32,9 +33,13 @@ class _Loop:
     def setup(self):
         pass
 
+    def make_model(self, **kwargs):
+        """_compat.small_model with the strategy's jit_compile knob."""
+        return _compat.small_model(jit_compile=get_strategy(self.spec.strategy).jit_compile, **kwargs)
+
     def build(self, i):
         """A new model for iteration i (built and compiled)."""
-        return _compat.small_model()
+        return self.make_model()
 
     def run(self, model, i, step):
         """One iteration's work; returns what a user might keep (a History, predictions)."""
@@ -58,7 +63,7 @@ class Sweep(_Loop):
 
     def build(self, i):
         units, learning_rate = self.CONFIGS[i % len(self.CONFIGS)]
-        return _compat.small_model(units=units, learning_rate=learning_rate)
+        return self.make_model(units=units, learning_rate=learning_rate)
 
     def run(self, model, i, step):
         start = (i % 5) * 64  # a new 256-row chunk of the data every iteration, same shape
@@ -96,7 +101,7 @@ class Notebook(_Loop):
 
     def setup(self):
         x, y = _data(512)
-        self.namespace = {"make_model": _compat.small_model, "x": x, "y": y, "x_val": _data(128, 1)[0]}
+        self.namespace = {"make_model": self.make_model, "x": x, "y": y, "x_val": _data(128, 1)[0]}
 
     def build(self, i):
         exec(self.BUILD_CELL, self.namespace)

@@ -173,6 +173,13 @@ METRICS = {
         Metric("graph_ops_per_iter", "ops/iteration", "growth of the TF1 default graph per iteration"),
         Metric("tf_alloc_peak", "bytes", "TF allocator peak bytes in the loop (get_memory_info), where TF keeps it"),
         Metric("child_peak", "bytes", "largest peak RSS of a child process (process isolation)"),
+        Metric("gpu_alloc_peak", "bytes", "TF's GPU allocator peak bytes in use in the loop (reset after warm-up; "
+               "largest child's for process_isolation)"),
+        Metric("gpu_alloc_growth_per_iter", "bytes/iteration", "growth of TF's GPU allocator bytes in use per iteration"),
+        Metric("gpu_reserved_peak", "bytes", "GPU memory the process holds as NVML sees it, largest per-iteration "
+               "reading (largest child's for process_isolation)"),
+        Metric("gpu_retained", "bytes", "TF's GPU allocator bytes in use after the loop and a full cleanup, minus the baseline"),
+        Metric("gpu_reserved_retained", "bytes", "NVML's reading after the loop and a full cleanup, minus the baseline"),
         Metric("seconds_per_iter", "seconds", "median wall time of one iteration"),
     )
 }

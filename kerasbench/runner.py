@@ -100,9 +100,15 @@ def batch_size_for(spec, i):
 
 
 def _worker_env(spec):
+    """The worker's environment: GPUs hidden on device cpu; TF_GPU_ALLOCATOR as the strategy says."""
     env = dict(os.environ)
     if spec.device == "cpu":  # a CPU measurement on a GPU machine must not touch the GPU
         env["CUDA_VISIBLE_DEVICES"] = "-1"
+    allocator = get_strategy(spec.strategy).gpu_allocator
+    if allocator == "bfc":  # TF's default when the variable is unset
+        env.pop("TF_GPU_ALLOCATOR", None)
+    elif allocator:
+        env["TF_GPU_ALLOCATOR"] = allocator
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -212,8 +218,13 @@ def _kill_tree(proc):
 def measure(spec, progress=None):
     """Measure `spec` (validated first) over its repeats; returns the record (a dict)."""
     spec.validate()
-    if spec.loop not in get_strategy(spec.strategy).applies_to:  # known without starting a worker
+    strategy = get_strategy(spec.strategy)
+    reason = None  # known without starting a worker:
+    if spec.loop not in strategy.applies_to:
         reason = f"strategy {spec.strategy} does not apply to loop {spec.loop}"
+    elif strategy.needs_gpu and spec.device != "gpu":
+        reason = f"strategy {spec.strategy} needs a GPU: run it with --device gpu (device {spec.device} hides GPUs)"
+    if reason:
         return make_record(spec, [{"repeat": 0, "status": "skipped", "reason": reason, "result": None, "environment": None}])
     repeats = []
     for r in range(spec.repeats):
@@ -245,6 +256,26 @@ def make_record(spec, repeats):
 def _median(values):
     values = [v for v in values if v is not None]
     return float(np.median(values)) if values else None
+
+
+def _in_process_or_children(result, key, children_key):
+    """A GPU peak read in the worker, else the largest of its isolated children's, else None."""
+    if result.get(key) is not None:
+        return result[key]
+    children = [v for v in result.get(children_key) or () if v is not None]
+    return max(children) if children else None
+
+
+def _slope(series):
+    """Theil-Sen slope of a per-iteration series, or None when it is missing or has gaps."""
+    if not series or any(v is None for v in series):
+        return None
+    slope = stats.fit_growth(series).slope
+    return None if slope != slope else slope  # NaN (fewer than 3 points) reads as "no number"
+
+
+def _difference(after, before):
+    return None if after is None or before is None else after - before
 
 
 def summarize(repeats, spec):
@@ -280,6 +311,11 @@ def summarize(repeats, spec):
         objects_per_iter=each(lambda r: (r["objects_after"] - r["objects_before"]) / n),
         tf_alloc_peak=each(lambda r: r["tf_alloc_peak"]),
         child_peak=each(lambda r: max(r["child_peaks"]) if r["child_peaks"] else None),
+        gpu_alloc_peak=each(lambda r: _in_process_or_children(r, "gpu_alloc_peak", "child_gpu_alloc_peaks")),
+        gpu_alloc_growth_per_iter=_median([_slope(r["series"].get("gpu_alloc")) for r in results]),
+        gpu_reserved_peak=each(lambda r: _in_process_or_children(r, "gpu_reserved_peak", "child_gpu_reserved_peaks")),
+        gpu_retained=each(lambda r: _difference(r.get("gpu_alloc_final"), r.get("gpu_alloc_baseline"))),
+        gpu_reserved_retained=each(lambda r: _difference(r.get("gpu_reserved_final"), r.get("gpu_reserved_baseline"))),
         seconds_per_iter=each(lambda r: float(np.median(r["series"]["seconds"])) if r["series"]["seconds"] else r["loop_seconds"] / n),
     )
     if all("graph_ops" in res["series"] for res in results):

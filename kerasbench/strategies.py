@@ -43,6 +43,26 @@ class Strategy:
     isolate: bool = False  # each iteration in its own spawned child process
     leak: str = ""  # controls only: "native" or "python" bytes kept per iteration
     needs: tuple = field(default=())  # features of the installed TF that must exist (see _compat)
+    # GPU knobs (strategies that set them need the "gpu" feature, so they skip cleanly on CPU):
+    memory_growth: str = ""  # "on" / "off": set_memory_growth right after TF is imported; "" leaves TF's default
+    gpu_allocator: str = ""  # "bfc": TF_GPU_ALLOCATOR unset for the worker; "cuda_malloc_async": set to it;
+    #                          "" inherits the caller's environment
+    jit_compile: bool = False  # passed to _compat.small_model
+
+    @property
+    def needs_gpu(self):
+        """Whether this strategy only runs with --device gpu."""
+        return "gpu" in self.needs
+
+    def __post_init__(self):
+        for knob, value, valid in (("memory_growth", self.memory_growth, MEMORY_GROWTH),
+                                   ("gpu_allocator", self.gpu_allocator, GPU_ALLOCATORS)):
+            if value not in valid:
+                raise ValueError(f"Strategy {self.name}: unknown {knob} {value!r}. Expected one of: {', '.join(map(repr, valid))}.")
+
+
+MEMORY_GROWTH = ("", "on", "off")
+GPU_ALLOCATORS = ("", "bfc", "cuda_malloc_async")
 
 
 _ALL_CLEAR = ("del_model", "clear_session", "gc_collect")
@@ -92,6 +112,17 @@ STRATEGIES = {
         Strategy("process_isolation", "Each iteration runs in its own spawned process; the parent never imports TF.",
                  frozenset({"sweep", "kfold", "inference", "tf1_graph"}), model="rebuild", isolate=True,
                  graph="explicit"),
+        # GPU strategies: the full cleanup pattern (clear_session_del_gc on loops that rebuild, gc only on
+        # a reused model), each differing from gpu_growth_on in one knob. They need --device gpu.
+        Strategy("gpu_growth_off", "GPU, TF's default: the BFC allocator reserves most of the GPU up front (memory growth off).",
+                 REBUILDING, cleanup=_ALL_CLEAR, memory_growth="off", gpu_allocator="bfc", needs=("gpu",)),
+        Strategy("gpu_growth_on", "GPU, set_memory_growth(True): the BFC allocator reserves GPU memory as it needs it.",
+                 REBUILDING, cleanup=_ALL_CLEAR, memory_growth="on", gpu_allocator="bfc", needs=("gpu",)),
+        Strategy("gpu_malloc_async", "GPU, as gpu_growth_on but TF_GPU_ALLOCATOR=cuda_malloc_async instead of BFC.",
+                 REBUILDING, cleanup=_ALL_CLEAR, memory_growth="on", gpu_allocator="cuda_malloc_async", needs=("gpu",)),
+        Strategy("gpu_jit_compile", "GPU, as gpu_growth_on but models compiled with jit_compile=True (XLA).",
+                 REBUILDING, cleanup=_ALL_CLEAR, memory_growth="on", gpu_allocator="bfc", jit_compile=True,
+                 needs=("gpu",)),
         Strategy("control_noop", "Control: the iteration does nothing (no TF); must read flat.",
                  frozenset({"control"})),
         Strategy("control_leak_native", "Control: keeps a numpy buffer of --leak-kib KiB per iteration.",

@@ -14,7 +14,7 @@ import platform
 import resource
 import sys
 
-from . import SCHEMA_VERSION, __version__, _compat, probes
+from . import SCHEMA_VERSION, __version__, _compat, gpu, probes
 from .errors import Skip
 from .loops import LOOPS
 from .runner import RunSpec, batch_size_for
@@ -40,6 +40,8 @@ class Workload:
         self.model = None
         self.kept = []
         self.child_peaks = []
+        self.child_gpu_alloc_peaks = []
+        self.child_gpu_reserved_peaks = []
         self.child_versions = None
         self.pool = None
 
@@ -55,6 +57,8 @@ class Workload:
         if self.shape.needs_tf:
             _compat.tf()
             _compat.require(s.needs + (("gpu",) if self.spec.device == "gpu" else ()))
+            if s.memory_growth:  # before any op: TF has not initialised the GPUs yet
+                _compat.set_memory_growth(s.memory_growth == "on")
         self.loop = self.shape.impl(self.spec)
         self.loop.setup()
         self.rebuild = s.model == "rebuild" or (s.model == "loop" and self.shape.rebuilds)
@@ -83,6 +87,8 @@ class Workload:
         child = self.pool.apply(_isolated_iteration, (dataclasses.asdict(self.spec), i))
         self.child_peaks.append(child["peak"])
         self.child_versions = child["versions"]
+        self.child_gpu_alloc_peaks.append(child["gpu_alloc_peak"])
+        self.child_gpu_reserved_peaks.append(child["gpu_reserved"])
         for kind, n in child["traces"].items():
             probes.count_trace(kind, n)
         probes.count_model(child["models"])
@@ -129,12 +135,26 @@ def _isolated_iteration(spec_dict, i):
     workload.setup()
     workload.iteration(i)
     kinds = ("train_step", "predict_step", "function")
+    on_gpu = spec.device == "gpu" and workload.shape.needs_tf
+    probe = gpu.GpuProbe() if on_gpu else None
+    versions = _compat.versions() if workload.shape.needs_tf else None
+    if on_gpu:
+        versions.update(_gpu_environment())
     return {
         "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "traces": {k: probes.traces(k) for k in kinds},
         "models": probes.models_built(),
-        "versions": _compat.versions() if workload.shape.needs_tf else None,
+        "versions": versions,
+        # TF's allocator peak over the child's life; NVML's reading at its end (BFC never hands
+        # memory back before the process exits, so that is the child's largest reservation)
+        "gpu_alloc_peak": probe.peak() if probe else None,
+        "gpu_reserved": probe.read()["reserved"] if probe else None,
     }
+
+
+def _gpu_environment():
+    """CUDA/cuDNN build versions, the GPUs TF sees, and NVML's driver version and GPU name."""
+    return {**_compat.build_info(), "gpus": _compat.gpu_details(), **gpu.driver_details()}
 
 
 def environment(workload=None):
@@ -167,8 +187,7 @@ def environment(workload=None):
     }
     if "tensorflow" in sys.modules:
         env.update(_compat.versions())
-        env.update(_compat.build_info())
-        env["gpus"] = _compat.gpu_details()
+        env.update(_gpu_environment())
     elif workload is not None and workload.child_versions:
         env.update(workload.child_versions)
         env["tf_in"] = "child processes"
@@ -186,8 +205,18 @@ def _cpu_model():
     return platform.processor() or "unknown"
 
 
-def measure(spec, emit):
-    """Run the protocol for `spec` in this process; `emit(event, **fields)` reports as it goes."""
+def gpu_probe_for(spec, workload):
+    """The GPU probe of a measurement on device gpu, or None (CPU; the TF-free isolation parent)."""
+    if spec.device != "gpu" or workload.pool is not None:
+        return None
+    return gpu.GpuProbe(allocator="tensorflow" in sys.modules)
+
+
+def measure(spec, emit, gpu_probe=None):
+    """Run the protocol for `spec` in this process; `emit(event, **fields)` reports as it goes.
+
+    `gpu_probe` (a gpu.GpuProbe) replaces the one device gpu would make, e.g. a fake in tests.
+    """
     workload = Workload(spec)
     try:
         workload.setup()
@@ -198,6 +227,7 @@ def measure(spec, emit):
         emit("skip", reason=str(e), environment=environment(workload))
         return
     tf1 = spec.loop == "tf1_graph" and workload.pool is None
+    gpu_probe = gpu_probe or gpu_probe_for(spec, workload)
     tf_loaded = "tensorflow" in sys.modules
 
     probes.gc_barrier()
@@ -206,12 +236,20 @@ def measure(spec, emit):
     build_before = _compat.graph_building_seconds() if tf_loaded else None
     if tf_loaded:
         _compat.reset_tf_memory_stats()
+    gpu_baseline = {"alloc": None, "reserved": None}
+    workload.child_gpu_alloc_peaks.clear()  # GPU peaks of the measured loop only, as in-process
+    workload.child_gpu_reserved_peaks.clear()
+    if gpu_probe is not None:
+        gpu_probe.reset()
+        gpu_baseline = gpu_probe.read()
     baseline = probes.rss_bytes()
     peak = probes.PeakTracker().start()
 
     series = {"rss": [], "seconds": [], "train_traces": [], "predict_traces": [], "function_traces": []}
     if tf1:
         series["graph_ops"] = []
+    if gpu_probe is not None:
+        series["gpu_alloc"], series["gpu_reserved"] = [], []
     loop_start = probes.timer()
     for k in range(spec.iterations):
         i = spec.warmup + k
@@ -227,12 +265,18 @@ def measure(spec, emit):
             series["function_traces"].append(probes.traces("function"))
             if tf1:
                 series["graph_ops"].append(_compat.default_graph_ops())
+            if gpu_probe is not None:
+                reading = gpu_probe.read()
+                series["gpu_alloc"].append(reading["alloc"])
+                series["gpu_reserved"].append(reading["reserved"])
             emit("iteration", iteration=k, rss=rss)
         else:
             workload.iteration(i)
             emit("iteration", iteration=k)
     loop_seconds = probes.timer() - loop_start
     peak_loop = peak.stop()
+    gpu_alloc_peak = gpu_probe.peak() if gpu_probe is not None else None
+    gpu_reserved = [v for v in series.get("gpu_reserved", []) + [gpu_baseline["reserved"]] if v is not None]
 
     tf_alloc = _compat.tf_memory_info() if tf_loaded else None
     build_after = _compat.graph_building_seconds() if build_before is not None else None
@@ -241,6 +285,7 @@ def measure(spec, emit):
     environment_now = environment(workload)
     workload.teardown()
     final = probes.rss_bytes()
+    gpu_final = gpu_probe.read() if gpu_probe is not None else {"alloc": None, "reserved": None}
 
     emit(
         "done",
@@ -257,6 +302,15 @@ def measure(spec, emit):
             "graph_build_seconds": None if build_after is None else build_after - build_before,
             "tf_alloc_peak": tf_alloc["peak"] if tf_alloc else None,
             "child_peaks": workload.child_peaks,
+            "gpu_alloc_baseline": gpu_baseline["alloc"],
+            "gpu_alloc_peak": gpu_alloc_peak,
+            "gpu_alloc_final": gpu_final["alloc"],
+            "gpu_reserved_baseline": gpu_baseline["reserved"],
+            "gpu_reserved_peak": max(gpu_reserved) if gpu_reserved else None,
+            "gpu_reserved_final": gpu_final["reserved"],
+            "gpu_reserved_source": gpu_probe.source if gpu_probe is not None else None,
+            "child_gpu_alloc_peaks": workload.child_gpu_alloc_peaks,
+            "child_gpu_reserved_peaks": workload.child_gpu_reserved_peaks,
             "train_traces": probes.traces("train_step"),
             "predict_traces": probes.traces("predict_step"),
             "function_traces": probes.traces("function"),

@@ -1,0 +1,115 @@
+"""GPU probes: TF's allocator bytes (through _compat) and the device memory NVML says this process holds.
+
+NVML (the `pynvml` module of nvidia-ml-py) is imported on first use; every reader returns None
+where NVML or a GPU is unavailable, so nothing here fails on a CPU machine. TensorFlow is only
+touched through kerasbench._compat, and only when the caller says it is loaded.
+"""
+
+import os
+
+DEVICE = "GPU:0"  # the first GPU TF sees: the first of CUDA_VISIBLE_DEVICES
+
+_NVML = {}  # "module": the initialised pynvml module, or None once it failed
+
+
+def nvml():
+    """The initialised pynvml module, or None where nvidia-ml-py or the NVIDIA driver is missing."""
+    if "module" not in _NVML:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            _NVML["module"] = pynvml
+        except Exception:  # ImportError, or pynvml.NVMLError when there is no driver
+            _NVML["module"] = None
+    return _NVML["module"]
+
+
+def reset_nvml():
+    """Forget the cached NVML state (for tests)."""
+    _NVML.clear()
+
+
+def _handle(lib):
+    """NVML's handle of TF's GPU:0; NVML ignores CUDA_VISIBLE_DEVICES, so map it by hand."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    if visible and not visible.isdigit():
+        return lib.nvmlDeviceGetHandleByUUID(visible)
+    return lib.nvmlDeviceGetHandleByIndex(int(visible or 0))
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def reserved_bytes(pid=None):
+    """(bytes, source) of device memory held by `pid` (default: this process) as NVML sees it, or None.
+
+    source is "process" (nvmlDeviceGetComputeRunningProcesses found the pid) or "device" (the pid is
+    not listed, e.g. in a container's pid namespace, or its usage is hidden: the whole GPU's used bytes).
+    """
+    lib = nvml()
+    if lib is None:
+        return None
+    pid = os.getpid() if pid is None else pid
+    try:
+        handle = _handle(lib)
+        for proc in lib.nvmlDeviceGetComputeRunningProcesses(handle):
+            if proc.pid == pid and proc.usedGpuMemory is not None:
+                return int(proc.usedGpuMemory), "process"
+        return int(lib.nvmlDeviceGetMemoryInfo(handle).used), "device"
+    except Exception:
+        return None
+
+
+def driver_details():
+    """{'gpu_driver', 'gpu_name'} from NVML, or {} where it is unavailable."""
+    lib = nvml()
+    if lib is None:
+        return {}
+    try:
+        return {"gpu_driver": _text(lib.nvmlSystemGetDriverVersion()), "gpu_name": _text(lib.nvmlDeviceGetName(_handle(lib)))}
+    except Exception:
+        return {}
+
+
+class GpuProbe:
+    """GPU readings for one measured process: allocator bytes (TF) and NVML reservation, per phase.
+
+    `allocator` says whether TF is loaded here (the parent of process_isolation never loads it);
+    `reserved` is the NVML reader, replaceable in tests.
+    """
+
+    def __init__(self, allocator=True, device=DEVICE, reserved=reserved_bytes):
+        self.allocator = allocator
+        self.device = device
+        self.reserved = reserved
+        self.source = None
+
+    def reset(self):
+        """Start a phase: TF's peak counter back to the current bytes (reset_memory_stats)."""
+        if self.allocator:
+            from . import _compat
+
+            _compat.reset_tf_memory_stats(self.device)
+
+    def memory_info(self):
+        """TF allocator {'current', 'peak'} bytes on the GPU, or None."""
+        if not self.allocator:
+            return None
+        from . import _compat
+
+        return _compat.tf_memory_info(self.device)
+
+    def read(self):
+        """{'alloc': bytes in use per TF's allocator, 'reserved': NVML bytes held}, each or None."""
+        info = self.memory_info()
+        held = self.reserved()
+        if held is not None:
+            self.source = held[1]
+        return {"alloc": info["current"] if info else None, "reserved": held[0] if held else None}
+
+    def peak(self):
+        """TF allocator peak bytes since the last reset, or None."""
+        info = self.memory_info()
+        return info["peak"] if info else None
