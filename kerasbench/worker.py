@@ -14,7 +14,7 @@ import platform
 import resource
 import sys
 
-from . import SCHEMA_VERSION, __version__, _compat, probes
+from . import SCHEMA_VERSION, __version__, _compat, allocators, probes
 from .errors import Skip
 from .loops import LOOPS
 from .runner import RunSpec, batch_size_for
@@ -152,6 +152,7 @@ def environment(workload=None):
         "memory_total": psutil.virtual_memory().total,
         "libc": "-".join(platform.libc_ver()),
         "allocator": probes.allocator_in_use(),
+        "allocator_requested": workload.spec.allocator if workload else None,
         "kerasbench": __version__,
         "schema": SCHEMA_VERSION,
         "numpy": numpy.__version__,
@@ -188,6 +189,13 @@ def _cpu_model():
 def measure(spec, emit):
     """Run the protocol for `spec` in this process; `emit(event, **fields)` reports as it goes."""
     workload = Workload(spec)
+    trim = allocators.get_allocator(spec.allocator).trim_before_read
+
+    def read_rss():  # glibc_trim: hand freed pages back first, so RSS shows what is really held
+        if trim:
+            probes.malloc_trim()
+        return probes.rss_bytes()
+
     try:
         workload.setup()
         for w in range(spec.warmup):  # a child of process_isolation may find out it must skip
@@ -205,7 +213,7 @@ def measure(spec, emit):
     build_before = _compat.graph_building_seconds() if tf_loaded else None
     if tf_loaded:
         _compat.reset_tf_memory_stats()
-    baseline = probes.rss_bytes()
+    baseline = read_rss()
     peak = probes.PeakTracker().start()
 
     series = {"rss": [], "seconds": [], "train_traces": [], "predict_traces": [], "function_traces": []}
@@ -218,7 +226,7 @@ def measure(spec, emit):
             t0 = probes.timer()
             workload.iteration(i)
             t1 = probes.timer()
-            rss = probes.rss_bytes()
+            rss = read_rss()
             series["rss"].append(rss)
             series["seconds"].append(t1 - t0)
             series["train_traces"].append(probes.traces("train_step"))
@@ -239,7 +247,7 @@ def measure(spec, emit):
     objects_after = probes.live_objects()
     environment_now = environment(workload)
     workload.teardown()
-    final = probes.rss_bytes()
+    final = read_rss()
 
     emit(
         "done",
