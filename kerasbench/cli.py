@@ -318,6 +318,19 @@ def cmd_calibrate(args, out):
     return 0
 
 
+def cmd_overhead(args, out):
+    from . import overhead
+
+    if args.runs < 1 or args.iterations < 3:
+        raise UsageError(f"Invalid value for argument `runs` or `iterations`. Received: runs={args.runs!r}, "
+                         f"iterations={args.iterations!r}. Expected runs >= 1 and iterations >= 3.")
+    costs = overhead.probe_costs()
+    sys.stderr.write(f"overhead: control workers, probes on and off, {args.runs} run(s) each\n")
+    rows = overhead.loop_overhead(args.runs, args.iterations)
+    out.write(overhead.render(costs, rows, args.iterations))
+    return 0
+
+
 def cmd_publish(args, out):
     from .dashboard import publish
 
@@ -372,6 +385,11 @@ def build_parser():
     p.add_argument("--warmup", type=int, default=2, help="warm-up iterations per worker (default 2)")
     p.add_argument("--show", action="store_true", help="print the stored calibrations, measure nothing")
     p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("overhead", help="what the harness costs: probe reads, and probes on vs off on the control loop")
+    p.add_argument("--runs", type=int, default=3, help="fresh workers per setting (default 3)")
+    p.add_argument("--iterations", type=int, default=300, help="control-loop iterations per worker (default 300)")
+    p.set_defaults(func=cmd_overhead)
 
     p = sub.add_parser("publish", help="asv publish, with the dashboard's scripts copied locally (works offline)")
     p.add_argument("--config", default="asv.conf.json", help="asv config file (default asv.conf.json)")
