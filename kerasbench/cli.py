@@ -178,9 +178,11 @@ def table(records):
             f"\nTF {env.get('tensorflow')}, Keras {env.get('keras')}, Python {env['python']}, numpy {env['numpy']}, "
             f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})"
         )
-    if records:
-        s = records[0]["summary"]
-        lines.append(f"floor {s['floor'] / KIB:g} KiB/iteration, from {s.get('floor_source') or 'given'}")
+    floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given"): None for r in records if r["summary"].get("floor") is not None}
+    for floor, source in floors:
+        lines.append(f"floor {floor / KIB:g} KiB/iteration, from {source}")
+    notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, but the worker ran on "
+              f"{r['allocator']['detected']}" for r in records if not r.get("allocator", {}).get("matches", True)]
     return "\n".join(lines + notes) + "\n"
 
 

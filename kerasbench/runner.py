@@ -77,7 +77,7 @@ class RunSpec:
         if self.floor is None:
             self.floor, self.floor_source = calibration.floor_for(self.allocator, self.iterations)
         elif not self.floor_source:
-            self.floor_source = "given"
+            self.floor_source = "given (--floor-kib or RunSpec.floor)"
         return self.floor
 
     def validate(self):
@@ -249,10 +249,17 @@ def make_record(spec, repeats):
         "status": status,
         "reason": reason,
         "environment": environment,
-        "allocator": {"requested": spec.allocator, "detected": environment.get("allocator") if environment else None},
+        "allocator": _allocator_check(spec, environment),
         "repeats": repeats,
         "summary": summarize(repeats, spec),
     }
+
+
+def _allocator_check(spec, environment):
+    """The allocator requested and the one the worker found in /proc/self/maps, and whether they agree."""
+    detected = environment.get("allocator") if environment else None
+    expected = allocators.get_allocator(spec.allocator).detects
+    return {"requested": spec.allocator, "detected": detected, "matches": detected in (None, expected)}
 
 
 def _median(values):

@@ -12,7 +12,7 @@ import numpy as np
 
 # Smallest growth per iteration worth calling a leak by default. 64 KiB/iteration is 640 MB over
 # 10,000 iterations; on glibc, RSS noise in a TF loop is a sawtooth of megabytes, so smaller floors
-# need more iterations or a quieter allocator (kerasbench calibrate, when it exists, will say).
+# need more iterations or a quieter allocator (`kerasbench calibrate` measures and stores a floor).
 DEFAULT_FLOOR = 64 * 1024
 ALPHA = 0.05
 VERDICTS = ("grows", "flat", "inconclusive")

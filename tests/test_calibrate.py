@@ -258,3 +258,15 @@ def test_overhead_bad_input_is_one_line_exit_2(argv, capsys):
     assert call(argv)[0] == 2
     err = capsys.readouterr().err
     assert "Invalid value" in err and err.count("\n") == 1
+
+
+def test_an_allocator_that_did_not_load_is_flagged():
+    from kerasbench.cli import table
+    from kerasbench.runner import _allocator_check, make_record
+
+    spec = RunSpec("control", "control_noop", allocator="tcmalloc", floor=64 * KIB)
+    assert _allocator_check(spec, {"allocator": "tcmalloc"})["matches"]
+    assert not _allocator_check(spec, {"allocator": "glibc"})["matches"]
+    env = {"allocator": "glibc", "python": "3", "numpy": "2"}
+    record = make_record(spec, [{"repeat": 0, "status": "skipped", "reason": "n/a", "result": None, "environment": env}])
+    assert "allocator tcmalloc requested, but the worker ran on glibc" in table([record])
