@@ -61,6 +61,9 @@ def cmd_list(args, out):
     out.write("\nProfiles (--profile or $" + ENV_VAR + ")\n")
     for p in PROFILES.values():
         out.write(f"  {p.name:<{width}}{p.iterations} iterations, {p.warmup} warm-up, {p.repeats} repeat(s): {p.description}\n")
+    out.write("\nAllocators (--allocator or $" + ALLOCATOR_VAR + ")\n")
+    for a in ALLOCATORS.values():
+        out.write(f"  {a.name:<{width}}{a.description}\n")
     out.write("\nMetrics\n")
     for m in METRICS.values():
         out.write(f"  {m.name:<{width}}{m.description} [{m.unit}]\n")

@@ -26,3 +26,11 @@ def test_ci_runs_the_readme_test_command():
 def test_every_loop_and_strategy_is_documented():
     for name in list(LOOPS) + list(STRATEGIES):
         assert f"`{name}`" in README, name
+
+
+def test_every_allocator_is_documented():
+    from kerasbench import ALLOCATORS
+
+    for name in ALLOCATORS:
+        assert f"`{name}`" in README, name
+    assert "KERASBENCH_ALLOCATOR" in README and "kerasbench calibrate" in README
