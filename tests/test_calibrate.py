@@ -270,3 +270,17 @@ def test_an_allocator_that_did_not_load_is_flagged():
     env = {"allocator": "glibc", "python": "3", "numpy": "2"}
     record = make_record(spec, [{"repeat": 0, "status": "skipped", "reason": "n/a", "result": None, "environment": env}])
     assert "allocator tcmalloc requested, but the worker ran on glibc" in table([record])
+
+
+def test_the_stored_calibrations_in_docs_load_and_match_the_readme():
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    files = sorted((root / "docs" / "calibration").glob("*.json"))
+    assert files
+    for path in files:
+        allocator = path.stem.split("-", 1)[1]
+        cal = calibration.load(allocator, str(path))
+        for row in calibration.summary_rows(cal):
+            assert row in readme, row
