@@ -284,3 +284,14 @@ def test_the_stored_calibrations_in_docs_load_and_match_the_readme():
         cal = calibration.load(allocator, str(path))
         for row in calibration.summary_rows(cal):
             assert row in readme, row
+
+
+def test_asv_reads_the_allocator_from_the_environment():
+    import subprocess
+    import sys
+
+    code = "import benchmarks._common as c; print(c.ALLOCATOR, c._LoopBenchmark.version.endswith('-tcmalloc'))"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, KERASBENCH_ALLOCATOR="tcmalloc")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env).stdout
+    assert out.split() == ["tcmalloc", "True"]
