@@ -21,6 +21,9 @@ PROFILE = get_profile()  # KERASBENCH_PROFILE=quick|default|full, shared with th
 # as a benchmark parameter it would double the number of asv processes (one per metric, strategy
 # and parameter value, ~0.7 s each) on machines where half of them can only say "no GPU".
 DEVICE = os.environ.get("KERASBENCH_DEVICE", "cpu")
+# The allocator, the same way: KERASBENCH_ALLOCATOR=tcmalloc asv run ... (kerasbench.allocators);
+# the floor follows that allocator's stored calibration (kerasbench calibrate), else the default.
+ALLOCATOR = os.environ.get("KERASBENCH_ALLOCATOR", "glibc")
 # The setup_cache of one loop shape runs all of its strategies: allow for the slowest profile.
 TIMEOUT = 4 * 3600
 
@@ -57,8 +60,8 @@ def measure_loop(loop):
     records, out = [], {}
     for strategy in strategies_for(loop):
         spec = RunSpec(loop, strategy, iterations=PROFILE.iterations_for(get_strategy(strategy)), warmup=PROFILE.warmup,
-                       repeats=PROFILE.repeats, profile=PROFILE.name, device=DEVICE)
-        print(f"kerasbench: {loop} × {strategy} on {DEVICE} ({PROFILE.name} profile)", file=sys.stderr, flush=True)
+                       repeats=PROFILE.repeats, profile=PROFILE.name, device=DEVICE, allocator=ALLOCATOR)
+        print(f"kerasbench: {loop} × {strategy} on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile)", file=sys.stderr, flush=True)
         record = measure(spec)
         records.append(record)
         out[strategy] = {k: record[k] for k in ("status", "reason", "summary")}
@@ -70,7 +73,7 @@ def records_dir():
     """Where full records (per-iteration series, environment) go beside asv's results."""
     base = os.environ.get("KERASBENCH_RECORDS_DIR") or os.path.join(os.environ.get("ASV_CONF_DIR", "."), ".asv", "records")
     commit = (os.environ.get("ASV_COMMIT") or "nocommit")[:8]
-    return os.path.join(base, platform.node() or "machine", f"{commit}-{os.environ.get('ASV_ENV_NAME', 'unknown')}")
+    return os.path.join(base, platform.node() or "machine", f"{commit}-{os.environ.get('ASV_ENV_NAME', 'unknown')}" + ("" if ALLOCATOR == "glibc" else f"-{ALLOCATOR}"))
 
 
 def save_records(loop, records):
@@ -89,7 +92,8 @@ class _LoopBenchmark:
     # asv hashes only this file's source, not kerasbench's: tie results to the measurement schema
     # and the profile, so results that are not comparable are never plotted as one line (asv
     # shows only results whose version matches the last discovery: publish one profile at a time).
-    version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}"
+    # A non-default allocator is part of the version too: its numbers are another series.
+    version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}" + ("" if ALLOCATOR == "glibc" else f"-{ALLOCATOR}")
     timeout = TIMEOUT
 
     def setup(self, records, strategy):

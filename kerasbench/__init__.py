@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 SCHEMA_VERSION = 1
 
 _EXPORTS = {
+    "ALLOCATORS": "allocators",
     "CLEANUPS": "strategies",
     "STRATEGIES": "strategies",
     "get_strategy": "strategies",

@@ -1,4 +1,5 @@
-"""The kerasbench command: `list` the registries, `run` pairs and print a table, `compare` TF versions.
+"""The kerasbench command: `list` the registries, `run` pairs and print a table, `compare` TF versions,
+`calibrate` the floor.
 
 User mistakes (unknown names, bad values, unwritable paths) print one line and exit 2.
 """
@@ -11,6 +12,7 @@ import sys
 import tempfile
 
 from . import stats
+from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
 from .errors import UsageError
 from .loops import LOOPS, get_loop
 from .probes import METRICS
@@ -61,6 +63,9 @@ def cmd_list(args, out):
     out.write("\nProfiles (--profile or $" + ENV_VAR + ")\n")
     for p in PROFILES.values():
         out.write(f"  {p.name:<{width}}{p.iterations} iterations, {p.warmup} warm-up, {p.repeats} repeat(s): {p.description}\n")
+    out.write("\nAllocators (--allocator or $" + ALLOCATOR_VAR + ")\n")
+    for a in ALLOCATORS.values():
+        out.write(f"  {a.name:<{width}}{a.description}\n")
     out.write("\nMetrics\n")
     for m in METRICS.values():
         out.write(f"  {m.name:<{width}}{m.description} [{m.unit}]\n")
@@ -185,8 +190,13 @@ def table(records):
         env = records[0]["environment"]
         lines.append(
             f"\nTF {env.get('tensorflow')}, Keras {env.get('keras')}, Python {env['python']}, numpy {env['numpy']}, "
-            f"allocator {env['allocator']}; floor {records[0]['summary']['floor'] / KIB:.0f} KiB/iteration"
+            f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})"
         )
+    floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given"): None for r in records if r["summary"].get("floor") is not None}
+    for floor, source in floors:
+        lines.append(f"floor {floor / KIB:g} KiB/iteration, from {source}")
+    notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, but the worker ran on "
+              f"{r['allocator']['detected']}" for r in records if not r.get("allocator", {}).get("matches", True)]
     return "\n".join(lines + notes) + "\n"
 
 
@@ -235,7 +245,8 @@ def cmd_run(args, out):
         warmup=warmup,
         repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name, batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB),
         probes=not args.no_probes, memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
-        time_limit=args.time_limit, floor=args.floor_kib * KIB, device=args.device,
+        time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
+        allocator=args.allocator,
     ).validate()
     if args.json:
         _check_writable(args.json)
@@ -244,6 +255,9 @@ def cmd_run(args, out):
     for index, (loop, strategy) in enumerate(pairs, 1):
         n = profile.iterations_for(get_strategy(strategy)) if iterations is None else iterations
         spec = RunSpec(**{**base.__dict__, "loop": loop, "strategy": strategy, "iterations": n})
+        if args.floor_kib is None and n != base.iterations:  # a calibrated floor depends on the count
+            spec.floor, spec.floor_source = None, ""
+            spec.resolve_floor()
         progress.start(index, loop, strategy, n)
         record = measure(spec, progress=progress)
         progress.done(record)
@@ -272,6 +286,89 @@ def cmd_compare(args, out):
         out.write(f"wrote {len(cells)} cells ({compare.counts(cells)}) to {args.output}\n")
     else:
         out.write(text)
+    return 0
+
+
+def _ints(text, kind, minimum=1):
+    """'30,60' -> [30, 60]; UsageError naming the argument otherwise."""
+    try:
+        values = [int(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < minimum:
+        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. Expected a comma list of integers >= {minimum}.")
+    return sorted(set(values))
+
+
+def cmd_calibrate(args, out):
+    import time
+
+    from . import calibration
+    from .allocators import require
+
+    names = _names(args.allocator, ALLOCATORS, "allocator")
+    if args.show:
+        found = [c for c in (calibration.load(n) for n in names) if c]
+        out.write(calibration.render(found) if found else f"no stored calibration in {calibration.directory()}\n")
+        return 0
+    for name in names:
+        require(name)
+    if args.runs < 1:
+        raise UsageError(f"Invalid value for argument `runs`. Received: runs={args.runs!r}. Expected a positive integer.")
+    if args.warmup < 0:
+        raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={args.warmup!r}. Expected 0 or more.")
+    iterations = _ints(args.iterations, "iterations", minimum=3)
+    rates = [r * KIB for r in _ints(args.rates_kib, "rates-kib")]
+    heaps = _names(args.heaps, calibration.HEAPS, "heaps")
+    for h in heaps:
+        if h not in calibration.HEAPS:
+            from .errors import unknown
+
+            raise unknown("heap", h, calibration.HEAPS)
+    try:
+        os.makedirs(calibration.directory(), exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"Cannot write calibration to {calibration.directory()}: {e.strerror}.") from None
+    _check_writable(calibration.path_for(names[0]))  # fail now, not after minutes of measuring
+    cals = []
+    for name in names:
+        started = time.perf_counter()
+        cells = len(calibration.cells_for(rates, heaps))
+
+        def progress(index, total, heap, rate, run, runs, name=name):
+            done = (index - 1) * runs + run
+            elapsed = time.perf_counter() - started
+            eta = f", ~{elapsed / done * (total * runs - done):.0f} s left" if done else ""
+            text = f"calibrate {name}: [{index}/{total}] {heap} {rate // KIB} KiB/iter, run {run + 1}/{runs}{eta}"
+            if sys.stderr.isatty():
+                sys.stderr.write("\r\033[K" + text)
+            elif run == 0 or run + 1 == runs:
+                sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+        sys.stderr.write(f"calibrate {name}: {cells} controls × {args.runs} runs × {max(iterations)} iterations\n")
+        series, detected = calibration.measure(name, args.runs, iterations, rates, heaps, args.warmup, progress)
+        report = calibration.analyze(series, iterations, rates)
+        cal = calibration.make_calibration(report, name, detected, args.runs, args.warmup, time.perf_counter() - started)
+        path = calibration.save(cal, calibration.path_for(name))
+        if sys.stderr.isatty():
+            sys.stderr.write("\n")
+        sys.stderr.write(f"calibrate {name}: wrote {path}\n")
+        cals.append(cal)
+    out.write(calibration.render(cals))
+    return 0
+
+
+def cmd_overhead(args, out):
+    from . import overhead
+
+    if args.runs < 1 or args.iterations < 3:
+        raise UsageError(f"Invalid value for argument `runs` or `iterations`. Received: runs={args.runs!r}, "
+                         f"iterations={args.iterations!r}. Expected runs >= 1 and iterations >= 3.")
+    costs = overhead.probe_costs()
+    sys.stderr.write(f"overhead: control workers, probes on and off, {args.runs} run(s) each\n")
+    rows = overhead.loop_overhead(args.runs, args.iterations)
+    out.write(overhead.render(costs, rows, args.iterations))
     return 0
 
 
@@ -309,8 +406,11 @@ def build_parser():
     p.add_argument("--repeats", type=int, help="fresh processes per pair (overrides the profile; 2+ to trust a verdict)")
     p.add_argument("--device", default="cpu", help="cpu (GPUs hidden from TF) or gpu (skipped where TF sees none)")
     p.add_argument("--batch-size", type=int, default=32, help="batch size of stable-shape loops (default 32)")
-    p.add_argument("--floor-kib", type=float, default=stats.DEFAULT_FLOOR / KIB,
-                   help=f"smallest growth called a leak, KiB/iteration (default {stats.DEFAULT_FLOOR // KIB})")
+    p.add_argument("--floor-kib", type=float, default=None,
+                   help="smallest growth called a leak, KiB/iteration (default: the allocator's stored calibration, "
+                   f"else {stats.DEFAULT_FLOOR // KIB})")
+    p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
+                   help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
     p.add_argument("--memory-cap", help="stop a worker whose processes exceed this, e.g. 4GiB (default: half of RAM)")
     p.add_argument("--time-limit", type=float, default=1800.0, help="seconds per worker process (default 1800)")
     p.add_argument("--leak-kib", type=float, default=0, help="leak per iteration of control_leak_* (default 256)")
@@ -330,6 +430,21 @@ def build_parser():
     p.add_argument("--changes-only", action="store_true", help="leave out unchanged and n/a cells")
     p.add_argument("--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("calibrate", help="run the controls here: smallest detectable leak, false positives, floor")
+    p.add_argument("--allocator", default=DEFAULT_ALLOCATOR, help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")
+    p.add_argument("--runs", type=int, default=20, help="fresh workers per control and rate (default 20)")
+    p.add_argument("--iterations", default="30,60", help="comma list of iteration counts (default 30,60)")
+    p.add_argument("--rates-kib", default="4,16,64,256", help="leak rates, KiB/iteration (default 4,16,64,256)")
+    p.add_argument("--heaps", default="native,python", help="native, python or both (default)")
+    p.add_argument("--warmup", type=int, default=2, help="warm-up iterations per worker (default 2)")
+    p.add_argument("--show", action="store_true", help="print the stored calibrations, measure nothing")
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("overhead", help="what the harness costs: probe reads, and probes on vs off on the control loop")
+    p.add_argument("--runs", type=int, default=3, help="fresh workers per setting (default 3)")
+    p.add_argument("--iterations", type=int, default=300, help="control-loop iterations per worker (default 300)")
+    p.set_defaults(func=cmd_overhead)
 
     p = sub.add_parser("publish", help="asv publish, with the dashboard's scripts copied locally (works offline)")
     p.add_argument("--config", default="asv.conf.json", help="asv config file (default asv.conf.json)")

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from . import SCHEMA_VERSION, stats
+from . import SCHEMA_VERSION, allocators, calibration, stats
 from .errors import UsageError, unknown
 from .loops import get_loop
 from .probes import METRICS
@@ -66,9 +66,19 @@ class RunSpec:
     probes: bool = True
     memory_cap: int = 0  # bytes for the worker's process tree; 0 = default_memory_cap()
     time_limit: float = 1800.0  # seconds per worker process
-    floor: float = stats.DEFAULT_FLOOR  # bytes/iteration: the smallest growth called a leak
+    floor: float = None  # bytes/iteration: the smallest growth called a leak; None = calibrated or default
+    floor_source: str = ""  # where the floor came from (set by validate)
     profile: str = ""  # the profile the counts came from, when one did
     device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
+    allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
+
+    def resolve_floor(self):
+        """Fill floor and floor_source: the given floor, else this allocator's calibration, else the default."""
+        if self.floor is None:
+            self.floor, self.floor_source = calibration.floor_for(self.allocator, self.iterations)
+        elif not self.floor_source:
+            self.floor_source = "given (--floor-kib or RunSpec.floor)"
+        return self.floor
 
     def validate(self):
         get_loop(self.loop)
@@ -83,8 +93,10 @@ class RunSpec:
             raise UsageError(f"Invalid value for argument `time_limit`. Received: time_limit={self.time_limit!r}. Expected > 0 seconds.")
         if self.device not in DEVICES:
             raise unknown("device", self.device, DEVICES)
-        if self.floor < 0:
+        allocators.require(self.allocator)
+        if self.floor is not None and self.floor < 0:
             raise UsageError(f"Invalid value for argument `floor`. Received: floor={self.floor!r}. Expected >= 0.")
+        self.resolve_floor()
         if not self.memory_cap:
             self.memory_cap = default_memory_cap()
         if not self.leak_bytes:
@@ -112,7 +124,7 @@ def _worker_env(spec):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return env
+    return allocators.apply_env(spec.allocator, env)
 
 
 def _tree_rss(proc):
@@ -248,9 +260,17 @@ def make_record(spec, repeats):
         "status": status,
         "reason": reason,
         "environment": environment,
+        "allocator": _allocator_check(spec, environment),
         "repeats": repeats,
         "summary": summarize(repeats, spec),
     }
+
+
+def _allocator_check(spec, environment):
+    """The allocator requested and the one the worker found in /proc/self/maps, and whether they agree."""
+    detected = environment.get("allocator") if environment else None
+    expected = allocators.get_allocator(spec.allocator).detects
+    return {"requested": spec.allocator, "detected": detected, "matches": detected in (None, expected)}
 
 
 def _median(values):
@@ -282,7 +302,8 @@ def summarize(repeats, spec):
     """Summary metrics (keys of probes.METRICS) plus verdict and floor, over repeats with data."""
     results = [r["result"] for r in repeats if r.get("result")]
     summary = dict.fromkeys(METRICS)
-    summary.update(verdict=None, floor=spec.floor, p_trend=None, repeats=len(results))
+    spec.resolve_floor()
+    summary.update(verdict=None, floor=spec.floor, floor_source=spec.floor_source, p_trend=None, repeats=len(results))
     if not results:
         partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
         if partial:  # a stopped worker: its growth until the stop is still worth showing

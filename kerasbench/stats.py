@@ -9,11 +9,10 @@ rule out a slope of the floor's size. Anything else is `inconclusive`: run more 
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 
 # Smallest growth per iteration worth calling a leak by default. 64 KiB/iteration is 640 MB over
 # 10,000 iterations; on glibc, RSS noise in a TF loop is a sawtooth of megabytes, so smaller floors
-# need more iterations or a quieter allocator (kerasbench calibrate, when it exists, will say).
+# need more iterations or a quieter allocator (`kerasbench calibrate` measures and stores a floor).
 DEFAULT_FLOOR = 64 * 1024
 ALPHA = 0.05
 VERDICTS = ("grows", "flat", "inconclusive")
@@ -44,6 +43,8 @@ def fit_growth(values, confidence=1 - ALPHA):
     if n < 3 or not np.all(np.isfinite(y)):
         nan = float("nan")
         return Fit(nan, nan, nan, nan, n)
+    from scipy import stats  # here, not at the top: workers import this module and never fit (scipy costs seconds)
+
     x = np.arange(n, dtype=float)
     slope, _, low, high = stats.theilslopes(y, x, alpha=confidence)
     if np.ptp(y) == 0:

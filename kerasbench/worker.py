@@ -14,7 +14,7 @@ import platform
 import resource
 import sys
 
-from . import SCHEMA_VERSION, __version__, _compat, gpu, probes
+from . import SCHEMA_VERSION, __version__, _compat, allocators, gpu, probes
 from .errors import Skip
 from .loops import LOOPS
 from .runner import RunSpec, batch_size_for
@@ -173,6 +173,7 @@ def environment(workload=None):
         "memory_total": psutil.virtual_memory().total,
         "libc": "-".join(platform.libc_ver()),
         "allocator": probes.allocator_in_use(),
+        "allocator_requested": workload.spec.allocator if workload else None,
         "kerasbench": __version__,
         "schema": SCHEMA_VERSION,
         "numpy": numpy.__version__,
@@ -218,6 +219,13 @@ def measure(spec, emit, gpu_probe=None):
     `gpu_probe` (a gpu.GpuProbe) replaces the one device gpu would make, e.g. a fake in tests.
     """
     workload = Workload(spec)
+    trim = allocators.get_allocator(spec.allocator).trim_before_read
+
+    def read_rss():  # glibc_trim: hand freed pages back first, so RSS shows what is really held
+        if trim:
+            probes.malloc_trim()
+        return probes.rss_bytes()
+
     try:
         workload.setup()
         for w in range(spec.warmup):  # a child of process_isolation may find out it must skip
@@ -242,7 +250,7 @@ def measure(spec, emit, gpu_probe=None):
     if gpu_probe is not None:
         gpu_probe.reset()
         gpu_baseline = gpu_probe.read()
-    baseline = probes.rss_bytes()
+    baseline = read_rss()
     peak = probes.PeakTracker().start()
 
     series = {"rss": [], "seconds": [], "train_traces": [], "predict_traces": [], "function_traces": []}
@@ -257,7 +265,7 @@ def measure(spec, emit, gpu_probe=None):
             t0 = probes.timer()
             workload.iteration(i)
             t1 = probes.timer()
-            rss = probes.rss_bytes()
+            rss = read_rss()
             series["rss"].append(rss)
             series["seconds"].append(t1 - t0)
             series["train_traces"].append(probes.traces("train_step"))

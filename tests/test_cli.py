@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from kerasbench import LOOPS, METRICS, STRATEGIES
+from kerasbench import ALLOCATORS, LOOPS, METRICS, STRATEGIES
 from kerasbench.cli import main, pairs_for
 
 
@@ -18,7 +18,7 @@ def call(argv):
 def test_list_names_every_loop_strategy_and_metric():
     code, text = call(["list"])
     assert code == 0
-    for name in list(LOOPS) + list(STRATEGIES) + list(METRICS):
+    for name in list(LOOPS) + list(STRATEGIES) + list(METRICS) + list(ALLOCATORS):
         assert name in text
 
 

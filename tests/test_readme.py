@@ -35,3 +35,11 @@ def test_compare_section_names_every_headline_metric_and_its_rule():
     assert "kerasbench compare" in section
     for metric in HEADLINE:
         assert f"`{metric}`" in section, metric
+
+
+def test_every_allocator_is_documented():
+    from kerasbench import ALLOCATORS
+
+    for name in ALLOCATORS:
+        assert f"`{name}`" in README, name
+    assert "KERASBENCH_ALLOCATOR" in README and "kerasbench calibrate" in README

@@ -1,0 +1,84 @@
+"""Allocators as a factor: which malloc the worker runs on, and how its RSS is read.
+
+The allocator sets the noise of an RSS series: glibc keeps freed memory and saw-tooths by
+megabytes, tcmalloc and glibc + malloc_trim(0) before each reading are quiet (see README).
+The runner sets the worker's environment from this registry; the worker reports what it detected.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+from .errors import UsageError, unknown
+
+ENV_VAR = "KERASBENCH_ALLOCATOR"  # the asv axis (benchmarks/_common.py), like KERASBENCH_DEVICE
+DEFAULT = "glibc"
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+# Variables an allocator may set: cleared from the inherited environment so that glibc means glibc.
+CONTROLLED = ("MALLOC_ARENA_MAX",)
+
+
+@dataclass(frozen=True)
+class Allocator:
+    """One malloc setup: a library to LD_PRELOAD (if any), variables, and how RSS is read."""
+
+    name: str
+    description: str
+    detects: str  # what probes.allocator_in_use() reports when this one is in use
+    preload: str = ""  # shared library put first in LD_PRELOAD
+    package: str = ""  # the Debian package that provides `preload`
+    env: dict = field(default_factory=dict)
+    trim_before_read: bool = False  # the worker calls malloc_trim(0) before each RSS reading
+
+
+ALLOCATORS = {
+    a.name: a
+    for a in (
+        Allocator("glibc", "the system malloc, as users run it", "glibc"),
+        Allocator("glibc_trim", "glibc, with malloc_trim(0) before each RSS reading (in the worker)", "glibc",
+                  trim_before_read=True),
+        Allocator("glibc_arena2", "glibc with MALLOC_ARENA_MAX=2 (fewer per-thread arenas)", "glibc",
+                  env={"MALLOC_ARENA_MAX": "2"}),
+        Allocator("tcmalloc", "gperftools tcmalloc (minimal) via LD_PRELOAD", "tcmalloc",
+                  preload=f"{LIBDIR}/libtcmalloc_minimal.so.4", package="libtcmalloc-minimal4"),
+        Allocator("jemalloc", "jemalloc 5 via LD_PRELOAD", "jemalloc",
+                  preload=f"{LIBDIR}/libjemalloc.so.2", package="libjemalloc2"),
+    )
+}
+
+
+def get_allocator(name):
+    """The allocator called `name`, or a UsageError listing the valid names."""
+    try:
+        return ALLOCATORS[name]
+    except KeyError:
+        raise unknown("allocator", name, ALLOCATORS) from None
+
+
+def library_present(path):
+    """Whether the shared library at `path` exists (tests monkeypatch this)."""
+    return os.path.exists(path)
+
+
+def require(name):
+    """The allocator called `name`, installed here; UsageError naming its Debian package otherwise."""
+    a = get_allocator(name)
+    if a.preload and not library_present(a.preload):
+        raise UsageError(f"Allocator {name!r} is not installed: {a.preload} is missing. "
+                         f"Install it with `apt-get install {a.package}`.")
+    return a
+
+
+def apply_env(name, env):
+    """`env` (a dict, changed in place) set up for allocator `name`; other allocators' traces removed."""
+    a = get_allocator(name)
+    for key in CONTROLLED:
+        env.pop(key, None)
+    others = {b.preload for b in ALLOCATORS.values() if b.preload}
+    kept = [p for p in env.get("LD_PRELOAD", "").split(":") if p and p not in others]
+    preload = ([a.preload] if a.preload else []) + kept
+    if preload:
+        env["LD_PRELOAD"] = ":".join(preload)
+    else:
+        env.pop("LD_PRELOAD", None)
+    env.update(a.env)
+    return env

@@ -1,0 +1,252 @@
+"""Calibration: which leak rates this machine and allocator can detect, and the floor that follows.
+
+`kerasbench calibrate` runs the control loop (no TF) in fresh workers: control_noop, and
+control_leak_native / control_leak_python at known rates. Each worker runs the largest number of
+iterations asked for; a shorter count reads the first N points of the same series (the protocol
+up to iteration N is identical, so this is a run of N iterations, at half the cost).
+
+A leak of rate R counts as detected in a run when its verdict, with a floor of R/2, is `grows`:
+the run saw a rising trend, a CI above zero and at least half the leak. For each iteration count,
+the stored floor is R_min/2, where R_min is the smallest rate detected in >= 95 % of runs in every
+heap while control_noop says `grows` in <= 5 % of runs at that floor. The analysis below is pure
+(series in, report out); tests feed it simulated series.
+"""
+
+import json
+import os
+import platform
+import tempfile
+import time
+
+import numpy as np
+
+from . import stats
+from .errors import UsageError
+
+KIB = 1024
+ENV_VAR = "KERASBENCH_CALIBRATION"  # a folder of <host>-<allocator>.json files
+SCHEMA = 1
+DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected
+FALSE_POSITIVE = 0.05  # largest share of control_noop runs allowed to say `grows`
+HEAPS = {"native": "control_leak_native", "python": "control_leak_python"}
+
+
+def directory():
+    """Where calibrations live: $KERASBENCH_CALIBRATION, else ~/.cache/kerasbench/calibration."""
+    if os.environ.get(ENV_VAR):
+        return os.environ[ENV_VAR]
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "kerasbench", "calibration")
+
+
+def path_for(allocator, host=None):
+    """The calibration file of `allocator` on `host` (this machine by default)."""
+    return os.path.join(directory(), f"{host or platform.node() or 'machine'}-{allocator}.json")
+
+
+# --- analysis (pure) ---------------------------------------------------------------------------
+
+def cell_stats(series_list, rate, iterations):
+    """Detection rate, false-positive or slope error of one cell (a leak rate in one heap) at `iterations`."""
+    fits = [stats.fit_growth(s[:iterations]) for s in series_list]
+    floor = rate / 2 if rate else None
+    out = {"rate": rate, "iterations": iterations, "runs": len(fits)}
+    slopes = np.array([f.slope for f in fits], dtype=float)
+    out["median_slope"] = float(np.nanmedian(slopes)) if len(fits) else None
+    if rate:
+        out["detected"] = float(np.mean([stats.verdict(f, floor) == "grows" for f in fits])) if fits else 0.0
+        errors = slopes / rate - 1
+        out["median_error"] = float(np.nanmedian(errors))
+        out["p95_abs_error"] = float(np.nanpercentile(np.abs(errors), 95))
+    else:
+        out["fits"] = fits
+    return out
+
+
+def false_positive_rate(fits, floor):
+    """Share of control_noop fits that say `grows` at `floor`."""
+    return float(np.mean([stats.verdict(f, floor) == "grows" for f in fits])) if fits else 0.0
+
+
+def analyze(runs, iterations, rates):
+    """The calibration report from `runs` ({heap: {rate: [rss series]}}, heap 'noop' at rate 0).
+
+    For each iteration count: every cell's detection rate and slope error, the smallest rate
+    detected in each heap, the noop false-positive rate at each candidate floor, and the floor.
+    """
+    report = {"iterations": list(iterations), "rates": list(rates), "by_iterations": {}}
+    for n in iterations:
+        noop = cell_stats(runs.get("noop", {}).get(0, []), 0, n)
+        cells = {heap: {r: cell_stats(runs[heap][r], r, n) for r in rates if r in runs.get(heap, {})}
+                 for heap in HEAPS if heap in runs}
+        smallest = {heap: next((r for r in sorted(c) if c[r]["detected"] >= DETECT), None) for heap, c in cells.items()}
+        fp = {r: false_positive_rate(noop["fits"], r / 2) for r in rates}
+        floor, detects = None, None
+        for r in sorted(rates):
+            if cells and all(r in c and c[r]["detected"] >= DETECT for c in cells.values()) and fp[r] <= FALSE_POSITIVE:
+                floor, detects = r / 2, r
+                break
+        report["by_iterations"][str(n)] = {
+            "noop_median_slope": noop["median_slope"],
+            "noop_runs": noop["runs"],
+            "false_positive": {str(r): fp[r] for r in rates},
+            "cells": {heap: {str(r): {k: v for k, v in s.items() if k != "fits"} for r, s in c.items()} for heap, c in cells.items()},
+            "smallest_detected": smallest,
+            "floor": floor,
+            "detects": detects,
+        }
+    return report
+
+
+# --- storage -----------------------------------------------------------------------------------
+
+def save(calibration, path):
+    """Write `calibration` (a dict) to `path` atomically: a temp file in the same folder, then rename."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kerasbench-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(calibration, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
+
+
+def load(allocator, path=None):
+    """The stored calibration of `allocator` here, None if there is none; UsageError if the file is bad."""
+    path = path or path_for(allocator)
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"Bad calibration file {path}: {e}. Delete it or run `kerasbench calibrate --allocator {allocator}`.") from None
+    problem = _problem(data, allocator)
+    if problem:
+        raise UsageError(f"Bad calibration file {path}: {problem}. Delete it or run `kerasbench calibrate --allocator {allocator}`.")
+    return data
+
+
+def _problem(data, allocator):
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        return f"expected a JSON object with schema {SCHEMA}"
+    if data.get("allocator") != allocator:
+        return f"it is for allocator {data.get('allocator')!r}, not {allocator!r}"
+    floors = data.get("floors")
+    if not isinstance(floors, dict) or not floors:
+        return "no floors"
+    for n, floor in floors.items():
+        if not str(n).isdigit() or not (floor is None or (isinstance(floor, (int, float)) and floor >= 0)):
+            return f"bad floor {n!r}: {floor!r}"
+    return None
+
+
+def floor_for(allocator, iterations, default=stats.DEFAULT_FLOOR):
+    """(floor in bytes/iteration, where it came from) for a run of `iterations` on `allocator`.
+
+    Uses the stored floor of the largest calibrated iteration count <= `iterations` (else the
+    smallest count); the default when there is no calibration or it detected nothing at that count.
+    """
+    path = path_for(allocator)
+    data = load(allocator, path)
+    if data is None:
+        return default, f"default (no calibration for {allocator} at {path})"
+    counts = sorted(int(n) for n in data["floors"])
+    n = max([c for c in counts if c <= iterations] or counts[:1])
+    floor = data["floors"][str(n)]
+    if floor is None:
+        return default, f"default (calibration {path} detected no tested rate at {n} iterations)"
+    return float(floor), f"calibration {path} ({n} iterations)"
+
+
+def make_calibration(report, allocator, detected, runs, warmup, seconds):
+    """The JSON stored per machine and allocator: the report plus what it was measured on."""
+    return {
+        "schema": SCHEMA,
+        "host": platform.node(),
+        "allocator": allocator,
+        "allocator_detected": detected,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs": runs,
+        "warmup": warmup,
+        "seconds": round(seconds, 1),
+        "floors": {n: r["floor"] for n, r in report["by_iterations"].items()},
+        "report": report,
+    }
+
+
+# --- measuring ---------------------------------------------------------------------------------
+
+def cells_for(rates, heaps):
+    """(heap, strategy, rate) of every control to run: control_noop first, then each heap's rates."""
+    return [("noop", "control_noop", 0)] + [(h, HEAPS[h], r) for h in heaps for r in rates]
+
+
+def measure(allocator, runs, iterations, rates, heaps=tuple(HEAPS), warmup=2, progress=None):
+    """Run every control `runs` times in fresh workers on `allocator`; returns (series by cell, detected allocator)."""
+    from .runner import RunSpec, run_worker
+
+    longest = max(iterations)
+    series, detected = {}, None
+    cells = cells_for(rates, heaps)
+    for index, (heap, strategy, rate) in enumerate(cells, 1):
+        spec = RunSpec("control", strategy, iterations=longest, warmup=warmup, leak_bytes=rate or KIB,
+                       allocator=allocator, floor=0.0).validate()
+        for run in range(runs):
+            if progress:
+                progress(index, len(cells), heap, rate, run, runs)
+            outcome = run_worker(spec, repeat=run)
+            if outcome["status"] != "ok":
+                raise RuntimeError(f"control {strategy} at {rate // KIB} KiB failed: {outcome['reason']}")
+            detected = outcome["environment"]["allocator"]
+            series.setdefault(heap, {}).setdefault(rate, []).append(outcome["result"]["series"]["rss"])
+    return series, detected
+
+
+# --- reporting ---------------------------------------------------------------------------------
+
+def _kib(v):
+    return "none" if v is None else f"{v / KIB:g}"
+
+
+def summary_rows(cal):
+    """One markdown row per iteration count: smallest rate detected per heap, noop false positives, floor."""
+    rows = []
+    for n, r in cal["report"]["by_iterations"].items():
+        floor = r["floor"]
+        fp = r["false_positive"].get(str(r["detects"])) if r["detects"] else None
+        rows.append(f"| {cal['allocator']} | {n} | " + " | ".join(_kib(r["smallest_detected"].get(h)) for h in HEAPS)
+                    + f" | {'n/a' if fp is None else f'{fp:.0%}'} | {_kib(floor)} |")
+    return rows
+
+
+def detail_rows(cal):
+    """One markdown row per positive control: detection share and slope error."""
+    rows = []
+    for n, r in cal["report"]["by_iterations"].items():
+        for heap, cells in r["cells"].items():
+            for rate, c in cells.items():
+                rows.append(f"| {cal['allocator']} | {n} | {heap} | {int(rate) // KIB} | {c['detected']:.0%} | "
+                            f"{c['median_slope'] / KIB:+.1f} | {c['median_error']:+.0%} | {c['p95_abs_error']:.0%} |")
+    return rows
+
+
+SUMMARY_HEADER = ("| allocator | iterations | smallest leak detected, native (KiB/iter) | smallest, python heap | "
+                  "control_noop `grows` at that floor | stored floor (KiB/iter) |\n|---|---|---|---|---|---|")
+DETAIL_HEADER = ("| allocator | iterations | heap | leak KiB/iter | runs `grows` (floor = leak/2) | median slope KiB/iter | "
+                 "median error | 95th pct. of abs. error |\n|---|---|---|---|---|---|---|---|")
+
+
+def render(cals):
+    """Markdown tables of one or more stored calibrations (what `kerasbench calibrate` prints)."""
+    lines = [SUMMARY_HEADER] + [row for cal in cals for row in summary_rows(cal)]
+    lines += ["", DETAIL_HEADER] + [row for cal in cals for row in detail_rows(cal)]
+    lines.append("")
+    for cal in cals:
+        lines.append(f"{cal['allocator']} (detected {cal['allocator_detected']}) on {cal['host']}: {cal['runs']} runs per cell, "
+                     f"{cal['warmup']} warm-up, {cal['seconds']:.0f} s, {cal['created']}")
+    return "\n".join(lines) + "\n"

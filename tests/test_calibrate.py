@@ -1,0 +1,297 @@
+"""Calibration and allocators: analysis on simulated series, stored floors, allocator selection, the CLI."""
+
+import io
+import json
+import os
+
+import numpy as np
+import pytest
+
+from kerasbench import RunSpec, UsageError, allocators, calibration, measure, stats
+from kerasbench.cli import main
+
+KIB, MIB = 1024, 1024**2
+RATES = [4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB]
+
+
+def call(argv):
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+def simulate(rate, noise, runs=20, n=60, seed=0, hidden_below=0):
+    """RSS series of a leak of `rate` bytes/iteration with Gaussian noise; leaks below `hidden_below` never show."""
+    rng = np.random.default_rng(seed)
+    shown = 0 if rate < hidden_below else rate
+    return [list(300 * MIB + shown * np.arange(n) + rng.normal(0, noise, n)) for _ in range(runs)]
+
+
+def simulated_runs(noise, hidden_below=0, heaps=("native", "python")):
+    runs = {"noop": {0: simulate(0, noise, seed=1)}}
+    for h, heap in enumerate(heaps):
+        runs[heap] = {r: simulate(r, noise, seed=10 * h + i + 2, hidden_below=hidden_below) for i, r in enumerate(RATES)}
+    return runs
+
+
+# --- analysis on simulated series ----------------------------------------------------------------
+
+def test_quiet_series_detect_the_smallest_rate():
+    report = calibration.analyze(simulated_runs(noise=0.5 * KIB), [30, 60], RATES)
+    for n in ("30", "60"):
+        r = report["by_iterations"][n]
+        assert r["smallest_detected"] == {"native": 4 * KIB, "python": 4 * KIB}
+        assert r["floor"] == 2 * KIB and r["detects"] == 4 * KIB
+        assert r["false_positive"][str(4 * KIB)] <= calibration.FALSE_POSITIVE
+        for heap in ("native", "python"):
+            for c in r["cells"][heap].values():
+                assert abs(c["median_error"]) < 0.05
+
+
+def test_noise_moves_the_floor_up_and_more_iterations_bring_it_down():
+    # 200 KiB of noise (a slope's standard error ~4 KiB over 30 points, ~1.5 KiB over 60)
+    report = calibration.analyze(simulated_runs(noise=200 * KIB), [30, 60], RATES)
+    floor30 = report["by_iterations"]["30"]["floor"]
+    floor60 = report["by_iterations"]["60"]["floor"]
+    assert floor30 is not None and floor60 is not None
+    assert floor60 <= floor30
+    assert report["by_iterations"]["30"]["cells"]["native"][str(4 * KIB)]["detected"] < calibration.DETECT
+    assert report["by_iterations"]["60"]["cells"]["native"][str(256 * KIB)]["detected"] == 1.0
+
+
+def test_leaks_hidden_by_the_heap_are_reported_as_missed():
+    # glibc-like: leaks below 64 KiB fill heap holes and RSS never moves
+    report = calibration.analyze(simulated_runs(noise=0.5 * KIB, hidden_below=64 * KIB), [60], RATES)
+    r = report["by_iterations"]["60"]
+    assert r["smallest_detected"]["native"] == 64 * KIB
+    assert r["cells"]["native"][str(16 * KIB)]["median_error"] == pytest.approx(-1.0, abs=0.05)
+    assert r["floor"] == 32 * KIB
+
+
+def test_false_positives_on_the_empty_loop_disqualify_a_floor():
+    runs = simulated_runs(noise=0.5 * KIB)
+    # an empty loop whose RSS staircases 3 KiB an iteration: a floor of 2 KiB would call it a leak
+    runs["noop"][0] = simulate(3 * KIB, 0.5 * KIB, seed=99)
+    r = calibration.analyze(runs, [30], RATES)["by_iterations"]["30"]
+    assert r["false_positive"][str(4 * KIB)] == 1.0
+    assert r["floor"] == 8 * KIB and r["detects"] == 16 * KIB
+
+
+def test_nothing_detected_means_no_floor():
+    runs = simulated_runs(noise=0.5 * KIB, hidden_below=10**9)
+    r = calibration.analyze(runs, [30], RATES)["by_iterations"]["30"]
+    assert r["floor"] is None and r["smallest_detected"] == {"native": None, "python": None}
+
+
+def test_a_shorter_count_reads_the_first_points():
+    # a leak that starts after 30 iterations: invisible in the first 30 points
+    late = [list(300 * MIB + 256 * KIB * np.maximum(np.arange(60) - 30, 0)) for _ in range(5)]
+    c30 = calibration.cell_stats(late, 64 * KIB, 30)
+    c60 = calibration.cell_stats(late, 64 * KIB, 60)
+    assert c30["detected"] == 0.0 and c30["median_slope"] == 0.0
+    assert c60["median_slope"] > 0
+
+
+# --- stored calibration ----------------------------------------------------------------------------
+
+def fake_calibration(allocator="glibc", floors=None):
+    report = calibration.analyze(simulated_runs(noise=0.5 * KIB), [30, 60], RATES)
+    cal = calibration.make_calibration(report, allocator, "glibc", runs=20, warmup=2, seconds=1.0)
+    if floors is not None:
+        cal["floors"] = floors
+    return cal
+
+
+def test_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    cal = fake_calibration()
+    path = calibration.save(cal, calibration.path_for("glibc"))
+    assert os.path.dirname(path) == str(tmp_path) and path.endswith("-glibc.json")
+    assert [p for p in os.listdir(tmp_path)] == [os.path.basename(path)]  # no temp file left behind
+    assert calibration.load("glibc") == json.loads(json.dumps(cal))
+    assert calibration.load("tcmalloc") is None
+    assert "glibc" in calibration.render([cal]) and "| glibc | 60 |" in calibration.render([cal])
+
+
+def test_floor_for_picks_the_count(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    assert calibration.floor_for("glibc", 30)[0] == stats.DEFAULT_FLOOR
+    assert "default (no calibration" in calibration.floor_for("glibc", 30)[1]
+    calibration.save(fake_calibration(floors={"30": 128 * KIB, "60": 32 * KIB, "100": None}), calibration.path_for("glibc"))
+    assert calibration.floor_for("glibc", 10)[0] == 128 * KIB  # fewer than calibrated: the smallest count's
+    assert calibration.floor_for("glibc", 45)[0] == 128 * KIB
+    floor, source = calibration.floor_for("glibc", 60)
+    assert floor == 32 * KIB and "calibration" in source and "(60 iterations)" in source
+    floor, source = calibration.floor_for("glibc", 500)
+    assert floor == stats.DEFAULT_FLOOR and "detected no tested rate at 100" in source
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", '{"schema": 1, "allocator": "glibc"}',
+                                     '{"schema": 1, "allocator": "tcmalloc", "floors": {"30": 1}}',
+                                     '{"schema": 1, "allocator": "glibc", "floors": {"30": -5}}'])
+def test_bad_file_is_a_usage_error_naming_it(tmp_path, monkeypatch, content):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    path = calibration.path_for("glibc")
+    with open(path, "w") as f:
+        f.write(content)
+    with pytest.raises(UsageError) as e:
+        calibration.load("glibc")
+    assert path in str(e.value) and "Bad calibration file" in str(e.value)
+
+
+def test_bad_file_makes_run_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    path = calibration.path_for("glibc")
+    with open(path, "w") as f:
+        f.write("{truncated")
+    code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3"])
+    err = capsys.readouterr().err
+    assert code == 2 and path in err and err.count("\n") == 1 and "Traceback" not in err
+    # a floor given on the command line does not need the file
+    assert call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3", "--floor-kib", "64"])[0] == 0
+
+
+def test_verdict_follows_the_stored_floor(tmp_path, monkeypatch):
+    # 32 KiB/iteration of small Python objects is measured within ~10 % on glibc over 30 iterations
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    spec = dict(loop="control", strategy="control_leak_python", iterations=30, warmup=2, leak_bytes=32 * KIB)
+    default = measure(RunSpec(**spec))
+    assert default["summary"]["floor"] == stats.DEFAULT_FLOOR and default["summary"]["verdict"] != "grows"
+    calibration.save(fake_calibration(floors={"30": 8 * KIB}), calibration.path_for("glibc"))
+    calibrated = measure(RunSpec(**spec))
+    assert calibrated["summary"]["floor"] == 8 * KIB and calibrated["summary"]["verdict"] == "grows"
+    assert calibration.path_for("glibc") in calibrated["summary"]["floor_source"]
+    # summarize alone (what asv reads) follows the stored floor too, and so does the table footer
+    from kerasbench.cli import table
+    from kerasbench.runner import summarize
+
+    assert summarize(default["repeats"], RunSpec(**spec))["verdict"] == "grows"
+    assert f"floor 8 KiB/iteration, from calibration {calibration.path_for('glibc')}" in table([calibrated])
+
+
+# --- allocators ------------------------------------------------------------------------------------
+
+def test_missing_allocator_names_its_package(monkeypatch, capsys):
+    monkeypatch.setattr(allocators, "library_present", lambda path: False)
+    for name, package in (("tcmalloc", "libtcmalloc-minimal4"), ("jemalloc", "libjemalloc2")):
+        with pytest.raises(UsageError) as e:
+            RunSpec("control", "control_noop", allocator=name).validate()
+        assert package in str(e.value) and name in str(e.value)
+        code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--allocator", name])
+        err = capsys.readouterr().err
+        assert code == 2 and package in err and err.count("\n") == 1
+    RunSpec("control", "control_noop", allocator="glibc_trim").validate()  # glibc ones need no library
+
+
+def test_unknown_allocator_lists_the_valid_ones():
+    with pytest.raises(UsageError) as e:
+        RunSpec("control", "control_noop", allocator="mimalloc").validate()
+    assert all(name in str(e.value) for name in allocators.ALLOCATORS)
+
+
+def test_worker_env_per_allocator():
+    inherited = {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2:/opt/other.so", "MALLOC_ARENA_MAX": "8", "PATH": "/bin"}
+    env = allocators.apply_env("tcmalloc", dict(inherited))
+    assert env["LD_PRELOAD"] == allocators.ALLOCATORS["tcmalloc"].preload + ":/opt/other.so"
+    assert "MALLOC_ARENA_MAX" not in env and env["PATH"] == "/bin"
+    env = allocators.apply_env("glibc_arena2", dict(inherited))
+    assert env["LD_PRELOAD"] == "/opt/other.so" and env["MALLOC_ARENA_MAX"] == "2"
+    assert "LD_PRELOAD" not in allocators.apply_env("glibc", {"LD_PRELOAD": allocators.ALLOCATORS["jemalloc"].preload})
+
+
+@pytest.mark.parametrize("name", ["glibc_trim", "glibc_arena2", "tcmalloc", "jemalloc"])
+def test_record_shows_requested_and_detected_allocator(name):
+    a = allocators.ALLOCATORS[name]
+    if a.preload and not os.path.exists(a.preload):
+        pytest.skip(f"apt-get install {a.package}")
+    record = measure(RunSpec("control", "control_leak_native", iterations=10, warmup=1, leak_bytes=256 * KIB,
+                             allocator=name, floor=64 * KIB))
+    assert record["status"] == "ok"
+    assert record["allocator"] == {"requested": name, "detected": a.detects, "matches": True}
+    assert record["environment"]["allocator_requested"] == name
+    assert abs(record["summary"]["growth_per_iter"] - 256 * KIB) <= 0.10 * 256 * KIB
+    if name == "glibc_arena2":
+        assert record["environment"]["env"]["MALLOC_ARENA_MAX"] == "2"
+
+
+# --- the calibrate command -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv,needle", [
+    (["calibrate", "--runs", "0"], "runs"),
+    (["calibrate", "--iterations", "many"], "iterations"),
+    (["calibrate", "--iterations", "2"], "iterations"),
+    (["calibrate", "--rates-kib", "-4"], "rates-kib"),
+    (["calibrate", "--allocator", "mimalloc"], "Unknown allocator"),
+    (["calibrate", "--heaps", "gpu"], "Unknown heap"),
+    (["calibrate", "--warmup", "-1"], "warmup"),
+])
+def test_calibrate_bad_input_is_one_line_exit_2(argv, needle, capsys):
+    code, _ = call(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err
+    assert "Traceback" not in err and err.count("\n") == 1
+
+
+def test_calibrate_measures_stores_and_shows(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    code, text = call(["calibrate", "--runs", "2", "--iterations", "5,8", "--rates-kib", "512", "--heaps", "native"])
+    assert code == 0 and "| glibc | 8 | 512 |" in text
+    err = capsys.readouterr().err
+    assert "run 2/2" in err and "wrote" in err  # progress on stderr
+    cal = calibration.load("glibc")
+    assert cal["runs"] == 2 and set(cal["floors"]) == {"5", "8"}
+    assert cal["floors"]["8"] == 256 * KIB  # a 512 KiB/iteration leak is seen at once
+    code, shown = call(["calibrate", "--show"])
+    assert code == 0 and "| glibc | 8 |" in shown
+
+
+# --- the overhead command --------------------------------------------------------------------------
+
+def test_overhead_reports_probe_costs_and_ratios(capsys):
+    code, text = call(["overhead", "--runs", "1", "--iterations", "20"])
+    assert code == 0
+    for name in ("rss_bytes", "PeakTracker", "live_objects", "control_noop", "control_leak_native", "on/off"):
+        assert name in text
+
+
+@pytest.mark.parametrize("argv", [["overhead", "--runs", "0"], ["overhead", "--iterations", "1"]])
+def test_overhead_bad_input_is_one_line_exit_2(argv, capsys):
+    assert call(argv)[0] == 2
+    err = capsys.readouterr().err
+    assert "Invalid value" in err and err.count("\n") == 1
+
+
+def test_an_allocator_that_did_not_load_is_flagged():
+    from kerasbench.cli import table
+    from kerasbench.runner import _allocator_check, make_record
+
+    spec = RunSpec("control", "control_noop", allocator="tcmalloc", floor=64 * KIB)
+    assert _allocator_check(spec, {"allocator": "tcmalloc"})["matches"]
+    assert not _allocator_check(spec, {"allocator": "glibc"})["matches"]
+    env = {"allocator": "glibc", "python": "3", "numpy": "2"}
+    record = make_record(spec, [{"repeat": 0, "status": "skipped", "reason": "n/a", "result": None, "environment": env}])
+    assert "allocator tcmalloc requested, but the worker ran on glibc" in table([record])
+
+
+def test_the_stored_calibrations_in_docs_load_and_match_the_readme():
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    files = sorted((root / "docs" / "calibration").glob("*.json"))
+    assert files
+    for path in files:
+        allocator = path.stem.split("-", 1)[1]
+        cal = calibration.load(allocator, str(path))
+        for row in calibration.summary_rows(cal):
+            assert row in readme, row
+
+
+def test_asv_reads_the_allocator_from_the_environment():
+    import subprocess
+    import sys
+
+    code = "import benchmarks._common as c; print(c.ALLOCATOR, c._LoopBenchmark.version.endswith('-tcmalloc'))"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, KERASBENCH_ALLOCATOR="tcmalloc")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env).stdout
+    assert out.split() == ["tcmalloc", "True"]
