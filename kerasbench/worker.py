@@ -292,7 +292,7 @@ def measure(spec, emit, gpu_probe=None):
     objects_after = probes.live_objects()
     environment_now = environment(workload)
     workload.teardown()
-    final = probes.rss_bytes()
+    final = read_rss()  # as the baseline was read
     gpu_final = gpu_probe.read() if gpu_probe is not None else {"alloc": None, "reserved": None}
 
     emit(
