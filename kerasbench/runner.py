@@ -172,8 +172,10 @@ def run_worker(spec, repeat=0, progress=None, poll=0.05):
     partial_rss = []  # kept from progress events, so a stopped worker still shows its curve
 
     def drain():
+        # Only what is queued now: a worker that reports faster than this loop reads must not
+        # keep it from checking the cap and the time limit.
         nonlocal last_iteration, phase
-        while True:
+        for _ in range(events.qsize()):
             try:
                 ev = events.get_nowait()
             except queue.Empty:
@@ -181,8 +183,8 @@ def run_worker(spec, repeat=0, progress=None, poll=0.05):
             kind = ev["event"]
             if kind in ("warmup", "iteration"):
                 phase, last_iteration = kind, ev["iteration"]
-                if "rss" in ev:
-                    partial_rss.append(ev["rss"])
+                if "rss" in ev and kind == "iteration" and ev["iteration"] == len(partial_rss):
+                    partial_rss.append(ev["rss"])  # only while no iteration went unreported
             elif kind == "skip":
                 outcome.update(status="skipped", reason=ev["reason"], environment=ev["environment"])
             elif kind == "done":

@@ -213,6 +213,11 @@ def gpu_probe_for(spec, workload):
     return gpu.GpuProbe(allocator="tensorflow" in sys.modules)
 
 
+# Progress events at most this often (seconds): a loop of microsecond iterations must not flood
+# the runner; TF iterations (tens of ms and more) are all reported.
+EMIT_EVERY = 0.01
+
+
 def measure(spec, emit, gpu_probe=None):
     """Run the protocol for `spec` in this process; `emit(event, **fields)` reports as it goes.
 
@@ -259,6 +264,7 @@ def measure(spec, emit, gpu_probe=None):
     if gpu_probe is not None:
         series["gpu_alloc"], series["gpu_reserved"] = [], []
     loop_start = probes.timer()
+    last_emit = loop_start - EMIT_EVERY
     for k in range(spec.iterations):
         i = spec.warmup + k
         if spec.probes:
@@ -277,10 +283,15 @@ def measure(spec, emit, gpu_probe=None):
                 reading = gpu_probe.read()
                 series["gpu_alloc"].append(reading["alloc"])
                 series["gpu_reserved"].append(reading["reserved"])
-            emit("iteration", iteration=k, rss=rss)
+            if t1 - last_emit >= EMIT_EVERY or k + 1 == spec.iterations:
+                emit("iteration", iteration=k, rss=rss)
+                last_emit = t1
         else:
             workload.iteration(i)
-            emit("iteration", iteration=k)
+            now = probes.timer()
+            if now - last_emit >= EMIT_EVERY or k + 1 == spec.iterations:
+                emit("iteration", iteration=k)
+                last_emit = now
     loop_seconds = probes.timer() - loop_start
     peak_loop = peak.stop()
     gpu_alloc_peak = gpu_probe.peak() if gpu_probe is not None else None
