@@ -14,7 +14,7 @@ import tempfile
 from . import stats
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
 from .errors import UsageError
-from .loops import LOOPS, get_loop
+from .loops import LOOPS, builtin_loops, get_loop
 from .probes import METRICS
 from .profiles import ENV_VAR, PROFILES, get_profile
 from .strategies import STRATEGIES, get_strategy, strategies_for
@@ -34,7 +34,7 @@ def _names(text, registry, kind):
 
 def pairs_for(loops_arg, strategies_arg):
     """(loop, strategy) pairs named on the command line; 'all' means the applicable ones."""
-    loops = _names(loops_arg, LOOPS, "loop")
+    loops = _names(loops_arg, builtin_loops(), "loop")
     for name in loops:
         get_loop(name)
     if loops_arg == "all":
@@ -235,6 +235,10 @@ def cmd_run(args, out):
     from .runner import RunSpec, measure, parse_bytes
 
     profile = get_profile(args.profile)
+    if args.repro and args.loop is None:
+        args.loop = "repro"
+    if args.loop is None:
+        raise UsageError("Which loop? Give --loop NAME (see `kerasbench list`) or --repro FILE (your own loop body).")
     pairs = pairs_for(args.loop, args.strategy)
     if args.strategy == "all" and args.device != "gpu":  # named ones still run, and say why they skip
         pairs = [(loop, s) for loop, s in pairs if not get_strategy(s).needs_gpu] or pairs
@@ -246,10 +250,12 @@ def cmd_run(args, out):
         repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name, batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB),
         probes=not args.no_probes, memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
         time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
-        allocator=args.allocator,
+        allocator=args.allocator, repro=args.repro or "",
     ).validate()
     if args.json:
         _check_writable(args.json)
+    if args.tf:
+        base.python = _python_for_tf(args.config, args.tf)
     progress = Progress(sys.stderr, len(pairs), warmup)
     records = []
     for index, (loop, strategy) in enumerate(pairs, 1):
@@ -262,6 +268,8 @@ def cmd_run(args, out):
         record = measure(spec, progress=progress)
         progress.done(record)
         records.append(record)
+        if spec.repro and record["status"] == "failed":
+            raise UsageError(repro_failure(spec.repro, record))
     out.write(table(records))
     if args.json:
         from . import SCHEMA_VERSION
@@ -269,6 +277,26 @@ def cmd_run(args, out):
         write_json(args.json, {"schema": SCHEMA_VERSION, "records": records})
         out.write(f"wrote {len(records)} record(s) to {args.json}\n")
     return 1 if any(r["status"] == "failed" for r in records) else 0
+
+
+def repro_failure(path, record):
+    """One line for a repro whose code raised in the worker: the file, its line, the exception."""
+    repeat = next((r for r in record["repeats"] if r["status"] == "failed"), {})
+    tail = repeat.get("log_tail") or []
+    where = [line.strip() for line in tail if line.strip().startswith(f'File "{path}"')]
+    line = where[-1].split(", ")[1] if where else ""
+    error = tail[-1].strip() if tail else record["reason"]
+    return f"Repro file {path} failed in the worker{' at ' + line if line else ''}: {error}"
+
+
+def _python_for_tf(config, version, progress=None):
+    """The interpreter of `config`'s asv environment for TF `version` (asv creates it if missing)."""
+    from . import asvconf, releases
+
+    includes = asvconf.includes(config)
+    reqs = releases.requirements_for(version, includes)
+    python, name = asvconf.python_for(config, reqs, progress or (lambda text: sys.stderr.write(f"TF {version}: {text}\n")))
+    return python
 
 
 def cmd_compare(args, out):
@@ -286,6 +314,83 @@ def cmd_compare(args, out):
         out.write(f"wrote {len(cells)} cells ({compare.counts(cells)}) to {args.output}\n")
     else:
         out.write(text)
+    return 0
+
+
+def cmd_triage(args, out):
+    """Bisect TF releases for the first one whose (loop, strategy) behaviour differs from --good."""
+    import dataclasses
+    import shlex
+    import time
+
+    from . import asvconf, releases, triage
+    from .runner import RunSpec, measure
+
+    started = time.monotonic()
+    metric = triage.check_metric(args.metric)
+    loop = "repro" if args.repro else args.loop
+    if loop is None:
+        raise UsageError("What to triage? Give --loop NAME and --strategy NAME, or --repro FILE.")
+    template = RunSpec(loop, args.strategy, iterations=args.iterations, warmup=args.warmup, repeats=args.repeats,
+                       repro=args.repro or "", allocator=args.allocator).validate()
+    if args.json:
+        _check_writable(args.json)
+    includes = asvconf.includes(args.config)
+    versions = releases.candidates(args.good, args.bad, includes, patches=not args.latest_patches)
+    expected = triage.steps_needed(len(versions))
+    sys.stderr.write(f"triage: {len(versions)} releases from {args.good} to {args.bad}: {' '.join(versions)}\n"
+                     f"triage: {loop} × {args.strategy}, {metric}; at most {expected} to measure\n")
+    records, created = {}, []
+
+    def measure_version(version):
+        step = len(records) + 1
+        label = f"[step {step}/≤{expected}] TF {version}"
+
+        def note(text):
+            created.append(version)
+            sys.stderr.write(f"{label}: {text}\n")
+
+        python, env_name = asvconf.python_for(args.config, releases.requirements_for(version, includes), note)
+        spec = dataclasses.replace(template, python=python)
+        progress = Progress(sys.stderr, expected, spec.warmup)
+        progress.start(step, loop, args.strategy, spec.iterations)
+        progress.label = f"{label}: {loop} × {args.strategy}"
+        record = measure(spec, progress=progress)
+        progress.done(record)
+        record["asv_env"] = env_name
+        if spec.repro and record["status"] == "failed":
+            raise UsageError(repro_failure(spec.repro, record))
+        records[version] = record
+        return record
+
+    good, bad = measure_version(versions[0]), measure_version(versions[-1])
+    differ, why = triage.ends_differ(metric, good, bad)
+    sys.stderr.write(f"triage: {versions[-1]} vs {versions[0]}: {why}\n")
+
+    def classify(version):
+        if version == versions[0]:
+            return "good" if differ else "unclear"
+        if version == versions[-1]:
+            return "bad" if differ else "unclear"
+        record = records.get(version) or measure_version(version)
+        verdict, reason = triage.classify(metric, good, bad, record) if record["status"] == "ok" \
+            else ("unclear", f"{record['status']}: {record['reason']}")
+        record["triage"] = {"class": verdict, "why": reason}
+        said = {"good": "like the good end", "bad": "like the bad end", "unclear": "like neither end"}[verdict]
+        sys.stderr.write(f"triage: TF {version} behaves {said}: {reason}\n")
+        return verdict
+
+    outcome = triage.bisect(versions, classify)
+    command = ["kerasbench", "run", "--config", args.config] + (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
+        ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--repeats", str(args.repeats)]
+    out.write(triage.render(outcome, records, metric, loop, args.strategy,
+                            [shlex.join(command + ["--tf", v]) for v in (outcome.last_good, outcome.first_bad) if v],
+                            time.monotonic() - started, len(set(created))))
+    if args.json:
+        from . import SCHEMA_VERSION
+
+        write_json(args.json, {"schema": SCHEMA_VERSION, "triage": triage.summary(outcome, metric), "records": list(records.values())})
+        out.write(f"wrote {len(records)} record(s) to {args.json} (kerasbench compare / report read it)\n")
     return 0
 
 
@@ -396,7 +501,13 @@ def build_parser():
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("run", help="measure (loop shape, strategy) pairs, each in fresh processes")
-    p.add_argument("--loop", required=True, help="loop shape, comma list, or 'all' (see `kerasbench list`)")
+    p.add_argument("--loop", help="loop shape, comma list, or 'all' built-in ones (see `kerasbench list`)")
+    p.add_argument("--repro", metavar="FILE", help="measure your own loop body: a Python file defining "
+                   "iteration(ctx, model) and optionally setup() and build(ctx) (README: Bring your own repro)")
+    p.add_argument("--tf", metavar="VERSION", help="run the workers in the asv environment of this TF release "
+                   "(patch releases too; asv creates it if missing, minutes)")
+    p.add_argument("--config", default="asv.matrix.json", help="asv config whose environments --tf uses "
+                   "(default asv.matrix.json; asv.gpu.json on a GPU machine)")
     p.add_argument("--strategy", default="all",
                    help="strategy, comma list, or 'all' applicable (default; GPU-only ones with --device gpu)")
     p.add_argument("--profile", help="quick, default or full: iterations, warm-up and repeats "
@@ -430,6 +541,25 @@ def build_parser():
     p.add_argument("--changes-only", action="store_true", help="leave out unchanged and n/a cells")
     p.add_argument("--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("triage", help="bisect TF releases for the first whose behaviour differs (asv environments)")
+    p.add_argument("--good", required=True, metavar="VERSION", help="a TF release with the behaviour you expect")
+    p.add_argument("--bad", required=True, metavar="VERSION", help="a TF release with the behaviour that changed")
+    p.add_argument("--loop", help="loop shape (see `kerasbench list`)")
+    p.add_argument("--strategy", default="rebuild_no_clear", help="strategy (default rebuild_no_clear)")
+    p.add_argument("--repro", metavar="FILE", help="triage your own loop body instead of a loop shape")
+    p.add_argument("--metric", default="growth_per_iter", help="what must differ: growth_per_iter (default), "
+                   "peak_loop, retained, train_traces, predict_traces, objects_per_iter, seconds_per_iter")
+    p.add_argument("--iterations", type=int, default=20, help="measured iterations per version (default 20)")
+    p.add_argument("--warmup", type=int, default=3, help="warm-up iterations (default 3)")
+    p.add_argument("--repeats", type=int, default=1, help="fresh workers per version (default 1)")
+    p.add_argument("--latest-patches", action="store_true",
+                   help="only the releases the asv config pins (latest patch per minor), not every patch release")
+    p.add_argument("--config", default="asv.matrix.json", help="asv config with the TF matrix (default asv.matrix.json)")
+    p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
+                   help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
+    p.add_argument("--json", metavar="PATH", help="also write every version's record and the answer to PATH")
+    p.set_defaults(func=cmd_triage)
 
     p = sub.add_parser("calibrate", help="run the controls here: smallest detectable leak, false positives, floor")
     p.add_argument("--allocator", default=DEFAULT_ALLOCATOR, help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")

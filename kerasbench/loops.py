@@ -230,6 +230,22 @@ class Control(_Loop):
             self.kept.append([(self.anchor,) + tail for _ in range(n // self.ITEM_BYTES)])
 
 
+class Repro(_Loop):
+    """A user's own loop body from a Python file (kerasbench.repro): --repro FILE."""
+
+    def setup(self):
+        from .repro import Repro as UserCode
+
+        self.code = UserCode(self.spec.repro)
+        self.code.setup()
+
+    def build(self, i):
+        return self.code.build()
+
+    def run(self, model, i, step):
+        return self.code.iteration(model)
+
+
 @dataclass(frozen=True)
 class LoopShape:
     """A loop from the seeds: what one iteration does, and whether it rebuilds its model by habit."""
@@ -239,6 +255,8 @@ class LoopShape:
     impl: type
     needs_tf: bool = True
     rebuilds: bool = False  # the model a strategy with model="loop" gets: new per iteration or one
+    needs_file: bool = False  # measured only with a user's file (--repro): not in "all" nor in asv
+    counts_steps: bool = True  # its models are _compat's, whose train/predict steps count their traces
 
 
 LOOPS = {
@@ -258,8 +276,15 @@ LOOPS = {
                   Tf1Graph),
         LoopShape("control", "Control loop without TF: nothing, or a leak of known size per iteration.",
                   Control, needs_tf=False),
+        LoopShape("repro", "Your own loop body: setup/build/iteration from a Python file (--repro FILE).",
+                  Repro, rebuilds=True, needs_file=True, counts_steps=False),
     )
 }
+
+
+def builtin_loops():
+    """Names of the loop shapes that need no user file: what `all` and the asv suite cover."""
+    return [name for name, shape in LOOPS.items() if not shape.needs_file]
 
 
 def get_loop(name):

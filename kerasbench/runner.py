@@ -71,6 +71,8 @@ class RunSpec:
     profile: str = ""  # the profile the counts came from, when one did
     device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
     allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
+    repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
+    python: str = ""  # the worker's interpreter, e.g. an asv environment's (kerasbench.envs); "" = this one
 
     def resolve_floor(self):
         """Fill floor and floor_source: the given floor, else this allocator's calibration, else the default."""
@@ -81,8 +83,18 @@ class RunSpec:
         return self.floor
 
     def validate(self):
-        get_loop(self.loop)
+        shape = get_loop(self.loop)
         get_strategy(self.strategy)
+        if shape.needs_file:
+            if not self.repro:
+                raise UsageError(f"Loop {self.loop} measures your own file: give it with --repro FILE (RunSpec.repro).")
+            from . import repro
+
+            self.repro = repro.check(self.repro)
+        elif self.repro:
+            raise UsageError(f"A repro file is measured as loop repro, not {self.loop}. Received: repro={self.repro!r}.")
+        if self.python and not os.access(self.python, os.X_OK):
+            raise UsageError(f"Cannot run the worker interpreter {self.python}: not an executable file.")
         for name in ("iterations", "repeats", "batch_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
@@ -148,7 +160,7 @@ def run_worker(spec, repeat=0, progress=None, poll=0.05):
     log = tempfile.TemporaryFile(mode="w+")
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kerasbench.worker", json.dumps(dataclasses.asdict(spec)), str(write_fd)],
+        [spec.python or sys.executable, "-m", "kerasbench.worker", json.dumps(dataclasses.asdict(spec)), str(write_fd)],
         pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
         env=_worker_env(spec), start_new_session=True,
     )

@@ -10,7 +10,7 @@ from .errors import unknown
 
 # Loop-shape groups a strategy can apply to (names from kerasbench.loops).
 TRAINING = frozenset({"sweep", "kfold", "notebook"})
-REBUILDING = TRAINING | {"inference"}
+REBUILDING = TRAINING | {"inference", "repro"}  # repro: a user's file (kerasbench.repro)
 REUSING = frozenset({"inference", "batch_stream"})
 KERAS = REBUILDING | REUSING | {"tf_data"}
 
@@ -110,7 +110,7 @@ STRATEGIES = {
         Strategy("tf1_reset_default_graph", "TF1: default graph, sess.close(), then reset_default_graph() per iteration.",
                  frozenset({"tf1_graph"}), graph="reset", needs=("tf1",)),
         Strategy("process_isolation", "Each iteration runs in its own spawned process; the parent never imports TF.",
-                 frozenset({"sweep", "kfold", "inference", "tf1_graph"}), model="rebuild", isolate=True,
+                 frozenset({"sweep", "kfold", "inference", "tf1_graph", "repro"}), model="rebuild", isolate=True,
                  graph="explicit"),
         # GPU strategies: the full cleanup pattern (clear_session_del_gc on loops that rebuild, gc only on
         # a reused model), each differing from gpu_growth_on in one knob. They need --device gpu.

@@ -160,7 +160,6 @@ def _gpu_environment():
 def environment(workload=None):
     """What this process actually runs on: interpreter, libraries, CPU, allocator, settings."""
     import numpy
-    import psutil
 
     env = {
         "python": platform.python_version(),
@@ -170,7 +169,7 @@ def environment(workload=None):
         "machine": platform.machine(),
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
-        "memory_total": psutil.virtual_memory().total,
+        "memory_total": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),  # no psutil: asv's TF envs lack it
         "libc": "-".join(platform.libc_ver()),
         "allocator": probes.allocator_in_use(),
         "allocator_requested": workload.spec.allocator if workload else None,
@@ -330,10 +329,11 @@ def measure(spec, emit, gpu_probe=None):
             "gpu_reserved_source": gpu_probe.source if gpu_probe is not None else None,
             "child_gpu_alloc_peaks": workload.child_gpu_alloc_peaks,
             "child_gpu_reserved_peaks": workload.child_gpu_reserved_peaks,
-            "train_traces": probes.traces("train_step"),
-            "predict_traces": probes.traces("predict_step"),
+            # a user's own models (loop repro) have no counting steps: n/a, not 0
+            "train_traces": probes.traces("train_step") if workload.shape.counts_steps else None,
+            "predict_traces": probes.traces("predict_step") if workload.shape.counts_steps else None,
             "function_traces": probes.traces("function"),
-            "models_built": probes.models_built(),
+            "models_built": probes.models_built() if workload.shape.counts_steps else None,
         },
         environment=environment_now,
     )

@@ -1,0 +1,1 @@
+"""Bring-your-own-repro examples: `kerasbench run --repro <file>` (see kerasbench.repro)."""

@@ -1,0 +1,88 @@
+"""Bring your own repro: a user's loop body in a Python file, measured like a built-in loop shape.
+
+The contract (see examples/predict_loop.py and the README):
+
+    def setup():             # optional: runs once per process, before warm-up; returns a context
+        ...                  # (data, paths, anything) handed to build and iteration
+    def build(ctx):          # optional: returns a new model (strategies decide how often it runs)
+        ...
+    def iteration(ctx, model):   # required: one pass of the loop body; return what your code
+        ...                      # would keep (a History, predictions) or None
+
+Strategies compose around it exactly as around the built-in loops: `rebuild_no_clear` calls
+build() every iteration and cleans nothing; `clear_session_del_gc` adds del + clear_session +
+gc.collect; `reuse_model` builds once; `keep_outputs` keeps every return value; and so on.
+
+The file is checked in the parent without running it (parse only: the parent never imports
+TensorFlow); it is executed in the worker, the measured process.
+"""
+
+import ast
+import os
+import runpy
+
+from .errors import UsageError
+
+HOOKS = {  # name: (required, positional parameters)
+    "setup": (False, 0),
+    "build": (False, 1),
+    "iteration": (True, 2),
+}
+SEE = "see the README, 'Bring your own repro'"
+
+
+def check(path):
+    """The absolute path of a readable repro file that defines the contract; UsageError otherwise."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"Cannot read repro file {path}: {getattr(e, 'strerror', None) or e}.") from None
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as e:
+        raise UsageError(f"Repro file {path} is not valid Python: {e.msg} (line {e.lineno}).") from None
+    defined = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for name, (required, arity) in HOOKS.items():
+        node = defined.get(name)
+        if node is None:
+            if required:
+                raise UsageError(f"Repro file {path} does not define {name}(ctx, model), the loop body to repeat; {SEE}.")
+            continue
+        if isinstance(node, ast.AsyncFunctionDef) or not _accepts(node.args, arity):
+            signature = {0: "setup()", 1: "build(ctx)", 2: "iteration(ctx, model)"}[arity]
+            raise UsageError(f"Repro file {path}: {name} must be a plain function {signature}; {SEE}.")
+    return os.path.abspath(path)
+
+
+def _accepts(args, n):
+    """Whether a function with these arguments can be called with n positional ones."""
+    positional = len(args.posonlyargs) + len(args.args)
+    required = positional - len(args.defaults)
+    required_kwonly = sum(default is None for default in args.kw_defaults)
+    return required <= n and (positional >= n or args.vararg is not None) and not required_kwonly
+
+
+class Repro:
+    """The file's hooks, executed in this (the measured) process."""
+
+    def __init__(self, path):
+        namespace = runpy.run_path(path, run_name="kerasbench_repro")
+        self.path = path
+        self._setup = namespace.get("setup")
+        self._build = namespace.get("build")
+        self._iteration = namespace["iteration"]
+        self.ctx = None
+
+    @property
+    def builds(self):
+        return self._build is not None
+
+    def setup(self):
+        self.ctx = self._setup() if self._setup else None
+
+    def build(self):
+        return self._build(self.ctx) if self._build else None
+
+    def iteration(self, model):
+        return self._iteration(self.ctx, model)

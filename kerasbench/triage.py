@@ -1,0 +1,137 @@
+"""Find the first TF release whose memory behaviour differs: bisect over releases in asv's environments.
+
+Each version tried gets an asv environment (kerasbench.asvconf.python_for: created by asv if
+missing, so `asv run --config asv.matrix.json` reuses it) and one measurement of the pair in a
+fresh worker there. A version "behaves like good" when kerasbench.compare.judge calls it unchanged
+against the good version and not unchanged against the bad one, and the other way round; anything
+else is unclear, and the bisection stops there with what it has, rather than guess.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from . import compare
+from .errors import UsageError
+
+CLASSES = ("good", "bad", "unclear")
+
+
+@dataclass
+class Outcome:
+    """The answer of a bisection: the last good and first bad versions (None when unknown)."""
+
+    versions: list
+    tried: dict = field(default_factory=dict)  # version -> class, in the order tried
+    last_good: str = None
+    first_bad: str = None
+    stopped: str = None  # why the bisection ended without an answer
+
+
+def steps_needed(n):
+    """Versions a bisection over n candidates measures: both ends, then one per halving."""
+    return 2 + max(0, math.ceil(math.log2(n - 1))) if n >= 2 else n
+
+
+def bisect(versions, classify):
+    """Bisect `versions` (good end first) with `classify(version) -> 'good' | 'bad' | 'unclear'`.
+
+    The ends are classified against themselves by the caller's function as well: a good end that
+    is not "good" or a bad end that is not "bad" means there is nothing to bisect.
+    """
+    out = Outcome(list(versions))
+    if len(versions) < 2:
+        out.stopped = "fewer than two versions to compare"
+        return out
+
+    def tried(version):
+        out.tried[version] = classify(version)
+        return out.tried[version]
+
+    for end, expected in ((versions[0], "good"), (versions[-1], "bad")):
+        if tried(end) != expected:
+            out.stopped = f"the ends do not differ ({end} is {out.tried[end]}, not {expected})"
+            return out
+    lo, hi = 0, len(versions) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        verdict = tried(versions[mid])
+        if verdict == "good":
+            lo = mid
+        elif verdict == "bad":
+            hi = mid
+        else:
+            out.stopped = f"{versions[mid]} behaves like neither end"
+            break
+    out.last_good, out.first_bad = versions[lo], versions[hi]
+    if out.stopped:  # the change lies somewhere between the nearest good and bad versions tried
+        out.last_good = out.first_bad = None
+        out.stopped += f"; the change is between {versions[lo]} and {versions[hi]}"
+    return out
+
+
+def classify(metric, good, bad, record):
+    """('good' | 'bad' | 'unclear', why) of `record` against the good and bad versions' records."""
+    side = compare._side(record, metric)
+    vs_good, why_good = compare.judge(metric, compare._side(good, metric), side)
+    vs_bad, why_bad = compare.judge(metric, compare._side(bad, metric), side)
+    if vs_good == "unchanged" and vs_bad != "unchanged":
+        return "good", f"like the good end ({why_good})"
+    if vs_bad == "unchanged" and vs_good != "unchanged":
+        return "bad", f"like the bad end ({why_bad})"
+    return "unclear", f"vs good: {vs_good} ({why_good}); vs bad: {vs_bad} ({why_bad})"
+
+
+def ends_differ(metric, good, bad):
+    """(True, why) when the bad end is regressed or improved against the good end."""
+    verdict, why = compare.judge(metric, compare._side(good, metric), compare._side(bad, metric))
+    return verdict in ("regressed", "improved"), f"{verdict}: {why}"
+
+
+def check_metric(metric):
+    if metric not in compare.HEADLINE:
+        raise UsageError(f"Unknown metric for triage. Received: metric={metric!r}. Expected one of: {', '.join(compare.HEADLINE)}.")
+    return metric
+
+
+KIB, MIB = 1024, 1024**2
+
+
+def _evidence(record, metric):
+    """One row of evidence for a version: Keras, growth with CI and verdict, peak, the metric."""
+    s, env = record["summary"], record.get("environment") or {}
+    if record["status"] != "ok":
+        return [env.get("keras") or "?", record["status"], "", "", record["reason"] or ""]
+    growth = "n/a" if s["growth_per_iter"] is None else \
+        f"{s['growth_per_iter'] / KIB:+.0f} [{s['growth_ci_low'] / KIB:+.0f}, {s['growth_ci_high'] / KIB:+.0f}]"
+    value = s.get(metric)
+    shown = "" if metric in ("growth_per_iter", "peak_loop") or value is None else f"{metric} {value:.4g}"
+    return [env.get("keras") or "?", growth, s["verdict"] or "", f"{s['peak_loop'] / MIB:.0f}", shown]
+
+
+def render(outcome, records, metric, loop, strategy, commands, seconds, created):
+    """The answer, the evidence of every version tried (oldest first), and how to reproduce it."""
+    what = f"{loop} × {strategy} ({metric})"
+    if outcome.first_bad:
+        head = (f"Answer: TF {outcome.first_bad} is the first release where {what} behaves like "
+                f"{outcome.versions[-1]}; the last like {outcome.versions[0]} is {outcome.last_good}.")
+    else:
+        head = f"No answer for {what}: {outcome.stopped}."
+    rows = [["TF", "Keras", "KiB/iter [95% CI]", "verdict", "peak MiB", "class", "note"]]
+    for version in sorted(outcome.tried, key=lambda v: tuple(int(p) for p in v.split("."))):
+        keras, growth, verdict, peak, note = _evidence(records[version], metric)
+        rows.append([version, keras, growth, verdict, peak, outcome.tried[version], note])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    table = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    table.insert(1, "  ".join("-" * w for w in widths))
+    untried = len(outcome.versions) - len(outcome.tried)
+    lines = [head, "", *table, "",
+             f"{len(outcome.tried)} of {len(outcome.versions)} releases measured ({untried} skipped by bisection), "
+             f"{created} asv environment(s) created, {seconds / 60:.1f} min.",
+             "Reproduce:", *(f"  {c}" for c in commands)]
+    return "\n".join(lines) + "\n"
+
+
+def summary(outcome, metric):
+    """The answer as JSON-ready data."""
+    return {"metric": metric, "versions": outcome.versions, "tried": outcome.tried, "last_good": outcome.last_good,
+            "first_bad": outcome.first_bad, "stopped": outcome.stopped}

@@ -1,0 +1,179 @@
+"""kerasbench triage: the bisection, the good/bad classification, release pins, and the command end to end."""
+
+import io
+import json
+import math
+import pathlib
+
+import pytest
+
+from kerasbench import releases, triage
+from kerasbench.cli import main
+from kerasbench.errors import UsageError
+
+from test_compare import synthetic
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MATRIX = str(ROOT / "asv.matrix.json")
+PYPI = str(ROOT / "tests" / "fixtures" / "pypi")  # real upload times of a few TF and Keras releases
+KIB = 1024
+
+
+@pytest.fixture(autouse=True)
+def offline_index(monkeypatch):
+    monkeypatch.setenv("KERASBENCH_PYPI", PYPI)
+
+
+def call(argv):
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+# ---------------------------------------------------------------- bisection on a fake version map
+
+
+def run_bisect(behaviour):
+    """Bisect a {version: 'good'|'bad'|'unclear'} map; returns the outcome and the versions asked, in order."""
+    asked = []
+
+    def classify(v):
+        asked.append(v)
+        return behaviour[v]
+
+    return triage.bisect(list(behaviour), classify), asked
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 17, 40])
+def test_bisect_finds_every_change_point_with_the_fewest_versions(n):
+    versions = [f"2.{i}.0" for i in range(n)]
+    for change in range(1, n):  # the first bad version
+        behaviour = {v: "good" if i < change else "bad" for i, v in enumerate(versions)}
+        outcome, asked = run_bisect(behaviour)
+        assert (outcome.last_good, outcome.first_bad) == (versions[change - 1], versions[change])
+        assert len(asked) == len(set(asked)), "no version measured twice"
+        assert len(asked) <= triage.steps_needed(n) == 2 + math.ceil(math.log2(n - 1))
+
+
+def test_bisect_stops_at_a_version_like_neither_end_and_names_the_range():
+    versions = ["2.12.1", "2.13.1", "2.14.1", "2.15.1", "2.16.2"]
+    behaviour = dict(zip(versions, ["good", "good", "unclear", "bad", "bad"]))
+    outcome, asked = run_bisect(behaviour)
+    assert outcome.first_bad is None and outcome.last_good is None
+    assert "2.14.1 behaves like neither end" in outcome.stopped
+    assert "between 2.12.1 and 2.16.2" in outcome.stopped
+
+
+def test_bisect_with_ends_that_do_not_differ_measures_only_the_ends():
+    outcome, asked = run_bisect({"2.12.1": "unclear", "2.15.1": "good", "2.21.0": "unclear"})
+    assert asked == ["2.12.1"] and outcome.first_bad is None and "do not differ" in outcome.stopped
+
+
+def test_bisect_works_for_a_fix_as_well_as_a_regression():
+    # good newer than bad: "which release fixed it" is the same search over a reversed list
+    versions = ["2.21.0", "2.18.1", "2.16.2", "2.15.1", "2.12.1"]
+    outcome, _ = run_bisect(dict(zip(versions, ["good", "good", "good", "bad", "bad"])))
+    assert (outcome.last_good, outcome.first_bad) == ("2.16.2", "2.15.1")
+
+
+# ---------------------------------------------------------------- classification from records
+
+
+def record(version, slope, seed=0):
+    return synthetic(version, slope, repeats=2, n=20, seed=seed)["records"][0]
+
+
+def test_classify_by_growth():
+    good, bad = record("2.12.1", 0), record("2.21.0", 512 * KIB)
+    assert triage.ends_differ("growth_per_iter", good, bad)[0]
+    assert triage.classify("growth_per_iter", good, bad, record("2.15.1", 0, seed=3))[0] == "good"
+    assert triage.classify("growth_per_iter", good, bad, record("2.16.2", 512 * KIB, seed=4))[0] == "bad"
+    assert triage.classify("growth_per_iter", good, bad, record("2.16.1", 256 * KIB, seed=5))[0] == "unclear"
+
+
+def test_equal_ends_do_not_differ():
+    assert not triage.ends_differ("growth_per_iter", record("2.12.1", 0), record("2.21.0", 0, seed=1))[0]
+
+
+def test_unknown_metric_lists_the_valid_ones():
+    with pytest.raises(UsageError, match="Expected one of: growth_per_iter"):
+        triage.check_metric("nope")
+
+
+# ---------------------------------------------------------------- releases and pins
+
+
+def test_candidates_include_patch_releases_only_final_ones_in_range():
+    includes = json.loads("\n".join(l for l in open(MATRIX) if not l.lstrip().startswith("//")))["include"]
+    found = releases.candidates("2.14.1", "2.17.1", includes)
+    assert found == ["2.14.1", "2.15.0", "2.15.1", "2.16.1", "2.16.2", "2.17.0", "2.17.1"]  # no rc, no .post1
+    assert releases.candidates("2.14.1", "2.17.1", includes, patches=False) == ["2.14.1", "2.15.1", "2.16.2", "2.17.1"]
+    assert releases.candidates("2.17.1", "2.14.1", includes, patches=False) == ["2.17.1", "2.16.2", "2.15.1", "2.14.1"]
+
+
+def test_pins_come_from_the_matrix_or_from_the_release_dates():
+    includes = json.loads("\n".join(l for l in open(MATRIX) if not l.lstrip().startswith("//")))["include"]
+    assert releases.requirements_for("2.15.1", includes)["keras"] == "2.15.0"  # the matrix's own entry
+    derived = releases.requirements_for("2.16.1", includes)
+    assert derived["tensorflow-cpu"] == "2.16.1" and derived["keras"] == "3.0.5"  # newest Keras 3 before 2024-03-09
+    assert derived["numpy"] == "1.26.4"  # the same minor's pins
+    assert releases.requirements_for("2.13.0", includes)["keras"].startswith("2.13.")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--good", "2.12.1", "--bad", "9.9.9", "--loop", "sweep"], "Unknown TF version. Received: bad='9.9.9'. Expected one of: 2.12.0"),
+    (["--good", "2.12.1", "--bad", "2.21.0"], "Give --loop NAME"),
+    (["--good", "2.12.1", "--bad", "2.21.0", "--loop", "nope"], "loop='nope'"),
+    (["--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep", "--metric", "nope"], "metric='nope'"),
+    (["--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep", "--config", "missing.json"], "Cannot read asv config missing.json"),
+    (["--good", "2.12.1", "--bad", "2.21.0", "--repro", "missing.py"], "Cannot read repro file missing.py"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    code, out = call(["triage", "--config", MATRIX] + argv)
+    err = capsys.readouterr().err
+    assert code == 2 and out == ""
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_unreadable_index_names_the_file(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("KERASBENCH_PYPI", str(tmp_path))
+    code, _ = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"])
+    assert code == 2 and f"Cannot read the package index {tmp_path}/tensorflow-cpu.json" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the command, with fake environments
+
+
+def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, tmp_path, capsys):
+    """Growth appears in 2.16.1 (Keras 3): every version gets an asv environment and one measurement."""
+    from kerasbench import asvconf, runner
+
+    made, measured = [], []
+
+    def python_for(config, reqs, progress=None):
+        version = reqs["tensorflow-cpu"]
+        made.append((version, reqs["keras"]))
+        progress("creating asv environment (fake)")
+        return f"python-{version}", f"env-{version}"
+
+    def measure(spec, progress=None):
+        version = spec.python.split("-", 1)[1]
+        measured.append(version)
+        slope = 400 * KIB if releases.version_key(version) < (2, 16, 1) else 0
+        return record(version, slope, seed=len(measured))
+
+    monkeypatch.setattr(asvconf, "python_for", python_for)
+    monkeypatch.setattr(runner, "measure", measure)
+    out_json = tmp_path / "triage.json"
+    code, out = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep",
+                      "--strategy", "reuse_model", "--json", str(out_json)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "Answer: TF 2.16.1 is the first release" in out and "the last like 2.12.1 is 2.15.1" in out
+    versions = releases.candidates("2.12.1", "2.21.0", json.loads(
+        "\n".join(l for l in open(MATRIX) if not l.lstrip().startswith("//")))["include"])
+    assert len(measured) == len(set(measured)) <= triage.steps_needed(len(versions))
+    assert dict(made)["2.16.1"] == "3.0.5"
+    assert "kerasbench run --config" in out and "--tf 2.15.1" in out and "--tf 2.16.1" in out
+    assert "[step 1/" in err and "TF 2.12.1" in err
+    saved = json.loads(out_json.read_text())
+    assert saved["triage"]["first_bad"] == "2.16.1" and len(saved["records"]) == len(measured)
