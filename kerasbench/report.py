@@ -13,7 +13,7 @@ import html
 import math
 import os
 
-from . import __version__, compare
+from . import __version__, compare, stats
 from .errors import UsageError
 
 KIB, MIB = 1024, 1024**2
@@ -24,8 +24,9 @@ DEFAULT_OUTPUT = os.path.join(".asv", "html", FILENAME)  # beside the asv dashbo
 class Metric:
     """One number per cell: where it is in the summary, its unit, and compare's verdict (if any)."""
 
-    def __init__(self, key, title, unit, scale, judged=False, log=False):
+    def __init__(self, key, title, unit, scale, judged=False, log=False, span=compare.MIN_RSS):
         self.key, self.title, self.unit, self.scale, self.judged, self.log = key, title, unit, scale, judged, log
+        self.span = span  # differences smaller than this are not worth a colour or a steep line
 
     def text(self, value):
         v = value / self.scale
@@ -33,8 +34,9 @@ class Metric:
         return f"{v:{sign}.1f}" if abs(v) < 10 else f"{v:{sign}.0f}"
 
 
-# growth on a log colour scale: a leak of 8 MiB/iter must not wash out one of 100 KiB/iter
-HEAT = (Metric("growth_per_iter", "Growth per iteration", "KiB/iter", KIB, judged=True, log=True),
+# growth on a log colour scale (1 KiB .. 16 MiB per iteration): a leak of 8 MiB/iter must not wash out
+# one of 100 KiB/iter, and 30 KiB/iter of noise must not look like a leak when nothing else grows
+HEAT = (Metric("growth_per_iter", "Growth per iteration", "KiB/iter", KIB, judged=True, log=True, span=16 * MIB),
         Metric("peak_loop", "Loop peak RSS", "MiB", MIB, judged=True))
 GPU = (Metric("gpu_alloc_peak", "GPU allocator peak", "MiB", MIB),
        Metric("gpu_reserved_peak", "NVML reserved peak", "MiB", MIB))
@@ -87,14 +89,18 @@ def _series(record):
 
 
 def _shade(metric, value, values):
-    """Background colour by magnitude within one table: white (smallest) to deep red (largest)."""
+    """Background colour by magnitude: white (none) to deep red (the largest in the table, or metric.span).
+
+    Growth: log scale from 1 KiB/iteration. Peaks: above the table's smallest, over at least 16 MiB
+    (compare's MIN_RSS), so a table whose peaks differ by a few hundred KiB stays white.
+    """
     if metric.log:
-        top = max([abs(v) for v in values] + [KIB])
-        t = math.log1p(abs(value) / KIB) / math.log1p(top / KIB)
+        top = max([abs(v) for v in values] + [metric.span])
+        t = math.log10(max(abs(value), KIB) / KIB) / math.log10(top / KIB)
         hue = 8 if value >= 0 else 210  # shrinking memory in blue
     else:
         low, high = min(values), max(values)
-        t, hue = ((value - low) / (high - low) if high > low else 0.0), 8
+        t, hue = (value - low) / max(high - low, metric.span), 8
     light = 97 - 47 * t
     return f"background:hsl({hue},70%,{light:.0f}%);color:{'#fff' if light < 62 else '#111'}"
 
@@ -163,10 +169,16 @@ def _num(v):
     return f"{v:g}" if abs(v) < 1e5 else f"{v:.3g}"
 
 
-def plot(lines, xticks, ylabel, title, width=520, height=260):
-    """An SVG line plot. lines: [(name, colour, dash, [(x, y or None)])]; None breaks the line."""
+def plot(lines, xticks, ylabel, title, width=520, height=260, span=0.0):
+    """An SVG line plot. lines: [(name, colour, dash, [(x, y or None)])]; None breaks the line.
+
+    The y axis covers at least `span` around the data, so noise-sized differences stay flat lines.
+    """
     left, right, top, bottom = 58, 12, 26, 34
     ys = [y for _, _, _, pts in lines for _, y in pts if y is not None]
+    if ys and max(ys) - min(ys) < span:
+        middle = (max(ys) + min(ys)) / 2
+        ys += [middle - span / 2, middle + span / 2]
     xs = [x for x, _ in xticks] + [x for _, _, _, pts in lines for x, _ in pts]
     yt = _ticks(min(ys, default=0.0), max(ys, default=1.0))
     y0, y1 = yt[0], yt[-1]
@@ -234,7 +246,8 @@ def _version_plot(metric, loop, strategies, versions, groups):
             v = r["summary"].get(metric.key) if r and r["status"] == "ok" else None
             pts.append((x, v / metric.scale if v is not None and math.isfinite(v) else None))
         lines.append((s, *_style(i), pts))
-    return plot(lines, list(enumerate(versions)), metric.unit, f"{loop}: {metric.title} by TF version")
+    span = (stats.DEFAULT_FLOOR if metric.log else metric.span) / metric.scale  # growth: the default floor
+    return plot(lines, list(enumerate(versions)), metric.unit, f"{loop}: {metric.title} by TF version", span=span)
 
 
 def _curve(record, loop, strategy, version, element_id):
@@ -280,7 +293,7 @@ def _env_rows(groups, versions):
             if not e:
                 return None
             mem = f"{e['memory_total'] / 1024**3:.0f} GiB" if e.get("memory_total") else "?"
-            return f"{e.get('hostname') or '?'}: {e.get('cpu_model')}, {e.get('cpu_count')} cores, {mem}, {e.get('machine')}"
+            return f"{e.get('hostname') or 'host unknown'}: {e.get('cpu_model')}, {e.get('cpu_count')} cores, {mem}, {e.get('machine')}"
 
         def device(r, _):
             e = r.get("environment") or {}
@@ -339,7 +352,7 @@ def _summary(groups, versions, baseline, cells):
     for r in records:
         e = r.get("environment") or {}
         if e:
-            machines.setdefault(e.get("hostname") or "?", f"{e.get('cpu_model')}, {e.get('cpu_count')} cores, "
+            machines.setdefault(e.get("hostname") or "host unknown", f"{e.get('cpu_model')}, {e.get('cpu_count')} cores, "
                                 f"{(e.get('memory_total') or 0) / 1024**3:.0f} GiB RAM")
     loops = sorted({r["loop"] for r in records})
     facts = [
@@ -396,7 +409,8 @@ document.querySelectorAll('td[data-curve]').forEach(function (td) {
 
 HOW_TO_READ = (
     "Each loop shape has a heat-table per metric: a row per cleanup strategy, a column per TF version, darker "
-    "red meaning more memory (growth on a log scale, peak from the table's smallest to its largest). "
+    "red meaning more memory (growth on a log scale from 1 KiB to 16 MiB per iteration; peak above the table's "
+    "smallest, over at least 16 MiB). "
     "The small label is the run's own verdict on its RSS series (grows, flat or inconclusive against the floor); "
     "▲ regressed, ▼ improved, = unchanged and ? inconclusive are compare's verdicts against the baseline version, "
     "and every cell's tooltip says why. Click a cell to see the RSS after each iteration behind it, one line per "
