@@ -332,3 +332,20 @@ def test_report_works_in_headless_chromium(tmp_path):
     assert len(sizes) == 4 and all(w > 100 and h > 100 and lines > 0 for w, h, lines in sizes)
     assert hidden_before and visible_after and box["width"] > 100 and box["height"] > 100
     assert others == 0  # one curve at a time per loop shape
+
+
+def test_kerasbench_publish_writes_the_report_beside_the_dashboard(tmp_path, monkeypatch):
+    import subprocess
+
+    from kerasbench import dashboard
+
+    (tmp_path / "asv.conf.json").write_text('{"version": 1, "html_dir": ".asv/html"}')
+    _tree(tmp_path / ".asv", "box", "0123abcd", payload(TF212), "env-tensorflow-cpu2.12.1")
+    _tree(tmp_path / ".asv", "box", "0123abcd", payload(TF221), "env-tensorflow-cpu2.21.0")
+    (tmp_path / ".asv" / "html").mkdir()  # what asv publish leaves (it is not run here)
+    monkeypatch.delenv("KERASBENCH_RECORDS_DIR", raising=False)
+    monkeypatch.setattr(dashboard.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
+    out = io.StringIO()
+    dashboard.publish(str(tmp_path / "asv.conf.json"), cdn=True, out=out)
+    path = tmp_path / ".asv" / "html" / report.FILENAME
+    assert path.exists() and f"report: {path}" in out.getvalue()
