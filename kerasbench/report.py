@@ -275,51 +275,64 @@ def _curve(record, loop, strategy, version, element_id):
 # ---------------------------------------------------------------- environment
 
 
-def _env_rows(groups, versions):
-    """One row per run (TF version): what it ran on; several values of one field are joined."""
+def _env(key):
+    return lambda r, path: (r.get("environment") or {}).get(key)
+
+
+def _machine(r, path):
+    e = r.get("environment") or {}
+    if not e:
+        return None
+    memory = f"{e['memory_total'] / 1024**3:.0f} GiB" if e.get("memory_total") else "? GiB"
+    return f"{e.get('hostname') or 'host unknown'}: {e.get('cpu_model')}, {e.get('cpu_count')} cores, {memory}, {e.get('machine')}"
+
+
+def _device(r, path):
+    e = r.get("environment") or {}
+    gpus = ", ".join(g.get("name", "?") for g in e.get("gpus") or []) or e.get("gpu_name")
+    parts = [r["spec"].get("device") or e.get("device") or "cpu", f"({gpus})" if gpus else "",
+             f"driver {e['gpu_driver']}" if e.get("gpu_driver") else "", f"CUDA {e['cuda_version']}" if e.get("cuda_version") else ""]
+    return " ".join(p for p in parts if p)
+
+
+def _allocator(r, path):
+    detected = (r.get("environment") or {}).get("allocator")
+    return r["spec"].get("allocator", "glibc") + (f" (detected {detected})" if detected else "")
+
+
+def _profile(r, path):
+    spec = r["spec"]  # records from before profiles were named have none
+    return f"{spec.get('profile') or 'unnamed'}: {spec.get('iterations')} it, {spec.get('warmup')} warm-up, {spec.get('repeats')} rep"
+
+
+def _floor(r, path):
+    floor, source = r["summary"].get("floor"), r["summary"].get("floor_source")
+    if not floor:
+        return None
+    return f"{floor / KIB:g} KiB/iter" + (f" ({source})" if source else "")
+
+
+ENV_COLUMNS = (  # heading, what one record says (a run is every record of one TF version)
+    ("Keras", _env("keras")), ("numpy", _env("numpy")), ("Python", _env("python")), ("machine", _machine),
+    ("device", _device), ("allocator", _allocator), ("profile", _profile), ("floor", _floor),
+    ("kerasbench", _env("kerasbench")), ("commit", lambda r, path: compare._tree_place(path)[1] or "unknown"),
+    ("records", lambda r, path: os.path.dirname(os.path.abspath(path))),
+)
+
+
+def _env_table(groups, versions):
+    """One row per run (TF version): what it ran on; values that differ within a run are joined with ' / '."""
     rows = []
-    for ver in versions:
-        recs = list(groups[ver].values())
-
-        def values(fn):
-            found = [fn(r, path) for r, path in recs]
-            return " / ".join(dict.fromkeys(str(v) for v in found if v not in (None, "", [])) ) or "—"
-
-        def env(key):
-            return lambda r, _: (r.get("environment") or {}).get(key)
-
-        def machine(r, _):
-            e = r.get("environment") or {}
-            if not e:
-                return None
-            mem = f"{e['memory_total'] / 1024**3:.0f} GiB" if e.get("memory_total") else "?"
-            return f"{e.get('hostname') or 'host unknown'}: {e.get('cpu_model')}, {e.get('cpu_count')} cores, {mem}, {e.get('machine')}"
-
-        def device(r, _):
-            e = r.get("environment") or {}
-            gpus = ", ".join(g.get("name", "?") for g in e.get("gpus") or []) or e.get("gpu_name")
-            extra = [f"driver {e['gpu_driver']}" if e.get("gpu_driver") else "", f"CUDA {e['cuda_version']}" if e.get("cuda_version") else ""]
-            return " ".join([r["spec"].get("device") or e.get("device") or "cpu"] + ([f"({gpus})"] if gpus else []) + [x for x in extra if x])
-
-        def allocator(r, _):
-            detected = (r.get("environment") or {}).get("allocator")
-            return f"{r['spec'].get('allocator', 'glibc')}" + (f" (detected {detected})" if detected else "")
-
-        def profile(r, _):
-            sp = r["spec"]
-            return f"{sp.get('profile') or 'unnamed'}: {sp.get('iterations')} it, {sp.get('warmup')} warm-up, {sp.get('repeats')} rep"
-
-        def floor(r, _):
-            f = r["summary"].get("floor")
-            return f"{f / KIB:g} KiB/iter" + (f" ({r['summary']['floor_source']})" if r["summary"].get("floor_source") else "") if f else None
-
-        rows.append([ver, values(env("keras")), values(env("numpy")), values(env("python")), values(machine), values(device),
-                     values(allocator), values(profile), values(floor), values(env("kerasbench")),
-                     values(lambda r, path: compare._tree_place(path)[1]) if any(compare._tree_place(p)[1] for _, p in recs) else "unknown",
-                     f"{len(recs)} pairs in " + values(lambda r, path: os.path.dirname(os.path.abspath(path)))])
-    head = ("TF", "Keras", "numpy", "Python", "machine", "device", "allocator", "profile", "floor", "kerasbench", "commit", "records")
+    for version in versions:
+        recs = list(groups[version].values())
+        row = [version]
+        for heading, fn in ENV_COLUMNS:
+            found = " / ".join(dict.fromkeys(str(v) for v in (fn(r, path) for r, path in recs) if v not in (None, "")))
+            row.append((f"{len(recs)} pairs in " if heading == "records" else "") + (found or "—"))
+        rows.append(row)
+    head = "".join(f"<th>{esc(h)}</th>" for h in ["TF"] + [h for h, _ in ENV_COLUMNS])
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="env"><thead><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<table class="env"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 # ---------------------------------------------------------------- the page
@@ -430,7 +443,7 @@ def _page(paths, groups, versions, baseline, cells, loops, sections):
 <p class="read"><b>How to read it.</b> {esc(HOW_TO_READ)}</p>
 <p>Loop shapes: {nav}</p></header>
 {"".join(sections)}
-<h2>Environment per run</h2>{_env_rows(groups, versions)}
+<h2>Environment per run</h2>{_env_table(groups, versions)}
 <p class="read">Records: {esc(", ".join(paths))}. Generated {now} by kerasbench {__version__}; `kerasbench compare` on the same
 records gives every headline metric as a table.</p>
 <script>{JS}</script></body></html>
