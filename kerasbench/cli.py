@@ -1,5 +1,5 @@
 """The kerasbench command: `list` the registries, `run` pairs and print a table, `compare` TF versions,
-`calibrate` the floor.
+`report` them as an HTML page, `calibrate` the floor.
 
 User mistakes (unknown names, bad values, unwritable paths) print one line and exit 2.
 """
@@ -394,6 +394,16 @@ def cmd_triage(args, out):
     return 0
 
 
+def cmd_report(args, out):
+    from . import report
+
+    if args.output:  # the default folder, .asv/html, is made once the records have been read
+        _check_writable(args.output)
+    path = report.write(args.paths, args.output or report.DEFAULT_OUTPUT, baseline=args.baseline)
+    out.write(f"wrote the HTML report to {path} (one file, works offline)\n")
+    return 0
+
+
 def _ints(text, kind, minimum=1):
     """'30,60' -> [30, 60]; UsageError naming the argument otherwise."""
     try:
@@ -560,6 +570,14 @@ def build_parser():
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
     p.add_argument("--json", metavar="PATH", help="also write every version's record and the answer to PATH")
     p.set_defaults(func=cmd_triage)
+
+    p = sub.add_parser("report", help="the same records as compare, as one self-contained HTML page (heat-tables, plots, curves)")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="records: `kerasbench run --json` files, or folders of them (e.g. .asv/records/<host>)")
+    p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")
+    p.add_argument("--output", metavar="PATH",
+                   help="the HTML file, written atomically (default: .asv/html/kerasbench-report.html, beside the dashboard)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("calibrate", help="run the controls here: smallest detectable leak, false positives, floor")
     p.add_argument("--allocator", default=DEFAULT_ALLOCATOR, help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")

@@ -311,14 +311,20 @@ def _status(record):
     return "missing" if record is None else record.get("status", "?")
 
 
+def pick_baseline(versions, baseline=None):
+    """`baseline` if it is one of `versions` (sorted), None meaning the oldest; else the one-line error."""
+    baseline = versions[0] if baseline is None else baseline
+    if baseline not in versions:
+        raise UsageError(f"Unknown baseline version. Received: baseline={baseline!r}. Expected one of: {', '.join(versions)}.")
+    return baseline
+
+
 def compare(groups, baseline=None, metrics=HEADLINE):
     """The cells of a comparison, regressions first; `baseline` defaults to the oldest version."""
     versions = sorted(groups, key=version_key)
     if len(versions) < 2:
         raise UsageError(f"Only TF {versions[0]} found: compare needs records of two or more TF versions.")
-    baseline = versions[0] if baseline is None else baseline
-    if baseline not in groups:
-        raise UsageError(f"Unknown baseline version. Received: baseline={baseline!r}. Expected one of: {', '.join(versions)}.")
+    baseline = pick_baseline(versions, baseline)
     pairs = sorted({p for g in groups.values() for p in g}, key=_pair_order)
     cells = []
     for loop, strategy in pairs:

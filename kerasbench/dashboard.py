@@ -4,6 +4,8 @@ asv's index.html loads jQuery, flot, bootstrap and friends from public CDNs; on 
 internet (a CI box, a cluster node) the page then shows no graph at all. `kerasbench publish`
 runs `asv publish` and then replaces each CDN link with a local copy taken from the npm registry
 package of the same version (fetched once with `npm pack`, cached in ~/.cache/kerasbench/npm).
+asv publish empties the html folder, so the kerasbench report (report.py) is written again after it
+from the records tree beside the config.
 """
 
 import os
@@ -97,4 +99,8 @@ def publish(config="asv.conf.json", cdn=False, out=sys.stdout):
         out.write(f"published {html} with {n} local asset links (works offline)\n")
     else:
         out.write(f"published {html} (assets from public CDNs)\n")
+    from .report import publish as publish_report  # asv publish emptied html: write the report again
+
+    records = os.environ.get("KERASBENCH_RECORDS_DIR") or os.path.join(os.path.dirname(os.path.abspath(config)), ".asv", "records")
+    publish_report(records, html, out)
     return html
