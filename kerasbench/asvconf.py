@@ -48,31 +48,48 @@ def includes(config):
     return entries
 
 
-def python_for(config, reqs, progress=None):
-    """The interpreter of the asv environment of `config` with exactly `reqs`, created if missing.
-
-    asv names and builds it (`asv run --config <config> -E <name>` reuses the same folder), so
-    kerasbench has no environment manager of its own. The worker runs there with kerasbench on
-    PYTHONPATH (it needs only numpy and TF from the environment).
-    """
+def environment_for(config, reqs):
+    """(asv Config, asv Environment) of `config` with exactly the pins `reqs`; nothing is created."""
     from asv import environment
     from asv.config import Config
 
     load(config)
     conf = Config.load(config)
-    python = next((i.get("python") for i in conf.include if "python" in i), None) or conf.pythons[0]
+    first = conf.include[0] if conf.include else {}
+    entry = {"python": first.get("python") or conf.pythons[0], "req": dict(reqs)}
+    # the config's environment variables (asv.gpu.json: KERASBENCH_DEVICE=gpu) are part of the name
+    entry.update({k: first[k] for k in ("env", "env_nobuild") if k in first})
     # only this environment: exclude everything the (empty) matrix would add, include ours
-    conf.matrix, conf.exclude, conf.include = {}, [{"python": ".*"}], [{"python": python, "req": dict(reqs)}]
-    try:
-        (env,) = environment.get_environments(conf, None, verbose=False)
-    except ValueError:
-        raise UsageError(f"The asv config {config} does not define one environment for {reqs}.") from None
-    executable = os.path.join(env._path, "bin", "python")
+    conf.matrix, conf.exclude, conf.include = {}, [{"python": ".*"}], [entry]
+    found = list(environment.get_environments(conf, None, verbose=False))
+    if len(found) != 1:
+        raise UsageError(f"The asv config {config} does not define one environment for {reqs}.")
+    return conf, found[0]
+
+
+def python_for(config, reqs, progress=None):
+    """(interpreter, name) of the asv environment of `config` with exactly `reqs`, created if missing.
+
+    asv names and builds it (`asv run --config <config> -E <name>` reuses the same folder), so
+    kerasbench has no environment manager of its own. The worker runs there with kerasbench on
+    PYTHONPATH (it needs only numpy and TF from the environment).
+    """
+    conf, env = environment_for(config, reqs)
     if not env.check_presence():
         if progress:
             progress(f"creating asv environment {env.name} (pip installs {len(reqs)} pinned packages, minutes)")
         try:
             env.create()
+            extras = gpu_extras(conf, reqs)
+            if extras:  # asv's matrix drops pip extras: the GPU config installs them with the project
+                env.run_executable("python", ["-m", "pip", "install", *extras])
         except Exception as e:  # asv's own errors: pip's output is in asv's log
             raise UsageError(f"asv could not create environment {env.name}: {e}") from None
-    return executable, env.name
+    return os.path.join(env._path, "bin", "python"), env.name
+
+
+def gpu_extras(conf, reqs):
+    """What a GPU config's install_command adds through kerasbench's `gpu` extra (CUDA wheels, NVML)."""
+    if "[gpu]" not in " ".join(getattr(conf, "install_command", None) or []):
+        return []
+    return [f"tensorflow[and-cuda]=={reqs['tensorflow']}", "nvidia-ml-py"] if "tensorflow" in reqs else []

@@ -332,7 +332,7 @@ def cmd_triage(args, out):
     if loop is None:
         raise UsageError("What to triage? Give --loop NAME and --strategy NAME, or --repro FILE.")
     template = RunSpec(loop, args.strategy, iterations=args.iterations, warmup=args.warmup, repeats=args.repeats,
-                       repro=args.repro or "", allocator=args.allocator).validate()
+                       repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
     if args.json:
         _check_writable(args.json)
     includes = asvconf.includes(args.config)
@@ -382,7 +382,8 @@ def cmd_triage(args, out):
 
     outcome = triage.bisect(versions, classify)
     command = ["kerasbench", "run", "--config", args.config] + (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
-        ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup), "--repeats", str(args.repeats)]
+        ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
+         "--repeats", str(args.repeats), "--device", args.device]
     out.write(triage.render(outcome, records, metric, loop, args.strategy,
                             [shlex.join(command + ["--tf", v]) for v in (outcome.last_good, outcome.first_bad) if v],
                             time.monotonic() - started, len(set(created))))
@@ -563,6 +564,7 @@ def build_parser():
     p.add_argument("--iterations", type=int, default=20, help="measured iterations per version (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up iterations (default 3)")
     p.add_argument("--repeats", type=int, default=1, help="fresh workers per version (default 1)")
+    p.add_argument("--device", default="cpu", help="cpu (default) or gpu (with --config asv.gpu.json on a GPU machine)")
     p.add_argument("--latest-patches", action="store_true",
                    help="only the releases the asv config pins (latest patch per minor), not every patch release")
     p.add_argument("--config", default="asv.matrix.json", help="asv config with the TF matrix (default asv.matrix.json)")

@@ -177,3 +177,17 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
     assert "[step 1/" in err and "TF 2.12.1" in err
     saved = json.loads(out_json.read_text())
     assert saved["triage"]["first_bad"] == "2.16.1" and len(saved["records"]) == len(measured)
+
+
+@pytest.mark.parametrize("config", ["asv.matrix.json", "asv.gpu.json"])
+def test_triage_environments_are_the_ones_asv_run_uses(config):
+    """The same pins give the same asv environment name (and folder) as `asv run --config … -E`."""
+    from kerasbench import asvconf
+
+    path = str(ROOT / config)
+    includes = asvconf.includes(path)
+    for name, reqs in asvconf.environments(path):
+        version = reqs.get("tensorflow-cpu") or reqs["tensorflow"]
+        conf, env = asvconf.environment_for(path, releases.requirements_for(version, includes))
+        assert env.name == name
+        assert bool(asvconf.gpu_extras(conf, reqs)) == (config == "asv.gpu.json")
