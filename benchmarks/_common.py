@@ -9,6 +9,8 @@ TensorFlow, numpy or scipy is imported here.
 import json
 import os
 import platform
+import re
+import subprocess
 import sys
 
 import kerasbench
@@ -29,6 +31,9 @@ TIMEOUT = 4 * 3600
 
 # The metrics tracked for every pair (a subset of kerasbench.METRICS; see README). Each is one
 # asv process per strategy, so the list is short; every record on disk has all of them.
+# Not tracked: tf_alloc_peak, TF's allocator peak on CPU:0, which no CPU build 2.12-2.21 keeps
+# (get_memory_info raises; n/a in every record), so it would only add n/a processes; on a GPU,
+# TF's allocator peak is gpu_alloc_peak.
 TRACKED = (
     "growth_per_iter",
     "growth_ci_low",  # the verdict as a number: above the floor means "grows"
@@ -38,7 +43,6 @@ TRACKED = (
     "predict_traces",
     "seconds_per_iter",
     "objects_per_iter",
-    "tf_alloc_peak",
     # GPU (None, so n/a, on CPU): TF's allocator bytes in use vs what NVML says the process holds
     "gpu_alloc_peak",
     "gpu_reserved_peak",
@@ -69,11 +73,33 @@ def measure_loop(loop):
     return out
 
 
+# The repository these benchmarks were imported from: asv imports benchmark_dir in place.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _asv_context():
+    """(conf dir, commit, environment name) of this asv run.
+
+    asv passes ASV_CONF_DIR, ASV_COMMIT and ASV_ENV_NAME to the environments it creates, but not
+    with --python=same (an "existing" environment gets no ASV_* variables, and setup_cache runs in
+    a temporary folder asv deletes): then the repository's own checkout and interpreter say it.
+    """
+    if os.environ.get("ASV_CONF_DIR"):
+        return os.environ["ASV_CONF_DIR"], os.environ.get("ASV_COMMIT") or "nocommit", os.environ.get("ASV_ENV_NAME", "unknown")
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "nocommit"
+    return ROOT, commit, "existing-py" + re.sub(r"[^A-Za-z0-9.]", "_", sys.executable)
+
+
 def records_dir():
     """Where full records (per-iteration series, environment) go beside asv's results."""
-    base = os.environ.get("KERASBENCH_RECORDS_DIR") or os.path.join(os.environ.get("ASV_CONF_DIR", "."), ".asv", "records")
-    commit = (os.environ.get("ASV_COMMIT") or "nocommit")[:8]
-    return os.path.join(base, platform.node() or "machine", f"{commit}-{os.environ.get('ASV_ENV_NAME', 'unknown')}" + ("" if ALLOCATOR == "glibc" else f"-{ALLOCATOR}"))
+    conf_dir, commit, env_name = _asv_context()
+    base = os.environ.get("KERASBENCH_RECORDS_DIR") or os.path.join(conf_dir, ".asv", "records")
+    suffix = "" if ALLOCATOR == "glibc" else f"-{ALLOCATOR}"
+    return os.path.join(base, platform.node() or "machine", f"{commit[:8]}-{env_name}{suffix}")
 
 
 def save_records(loop, records):
