@@ -13,6 +13,7 @@ import os
 import platform
 import resource
 import sys
+import time
 
 from . import SCHEMA_VERSION, __version__, _compat, allocators, gpu, probes
 from .errors import Skip
@@ -223,6 +224,7 @@ def measure(spec, emit, gpu_probe=None):
 
     `gpu_probe` (a gpu.GpuProbe) replaces the one device gpu would make, e.g. a fake in tests.
     """
+    entered = time.monotonic()  # system-wide on Linux: the runner subtracts its spawn time from it
     workload = Workload(spec)
     trim = allocators.get_allocator(spec.allocator).trim_before_read
 
@@ -232,10 +234,13 @@ def measure(spec, emit, gpu_probe=None):
         return probes.rss_bytes()
 
     try:
+        t0 = probes.timer()
         workload.setup()
+        setup_seconds = probes.timer() - t0
         for w in range(spec.warmup):  # a child of process_isolation may find out it must skip
             workload.iteration(w)
             emit("warmup", iteration=w)
+        warmup_seconds = probes.timer() - t0 - setup_seconds
     except Skip as e:
         emit("skip", reason=str(e), environment=environment(workload))
         return
@@ -305,6 +310,8 @@ def measure(spec, emit, gpu_probe=None):
     workload.teardown()
     final = read_rss()  # as the baseline was read
     gpu_final = gpu_probe.read() if gpu_probe is not None else {"alloc": None, "reserved": None}
+    # Where the worker's time went (kerasbench overhead): the rest of done - entered is protocol.
+    timing = {"entered": entered, "setup_seconds": setup_seconds, "warmup_seconds": warmup_seconds, "done": time.monotonic()}
 
     emit(
         "done",
@@ -334,6 +341,7 @@ def measure(spec, emit, gpu_probe=None):
             "predict_traces": probes.traces("predict_step"),
             "function_traces": probes.traces("function"),
             "models_built": probes.models_built(),
+            "timing": timing,
         },
         environment=environment_now,
     )
