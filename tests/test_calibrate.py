@@ -244,22 +244,6 @@ def test_calibrate_measures_stores_and_shows(tmp_path, monkeypatch, capsys):
     assert code == 0 and "| glibc | 8 |" in shown
 
 
-# --- the overhead command --------------------------------------------------------------------------
-
-def test_overhead_reports_probe_costs_and_ratios(capsys):
-    code, text = call(["overhead", "--runs", "1", "--iterations", "20"])
-    assert code == 0
-    for name in ("rss_bytes", "PeakTracker", "live_objects", "control_noop", "control_leak_native", "on/off"):
-        assert name in text
-
-
-@pytest.mark.parametrize("argv", [["overhead", "--runs", "0"], ["overhead", "--iterations", "1"]])
-def test_overhead_bad_input_is_one_line_exit_2(argv, capsys):
-    assert call(argv)[0] == 2
-    err = capsys.readouterr().err
-    assert "Invalid value" in err and err.count("\n") == 1
-
-
 def test_an_allocator_that_did_not_load_is_flagged():
     from kerasbench.cli import table
     from kerasbench.runner import _allocator_check, make_record
