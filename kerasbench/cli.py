@@ -329,17 +329,23 @@ def cmd_calibrate(args, out):
         os.makedirs(calibration.directory(), exist_ok=True)
     except OSError as e:
         raise UsageError(f"Cannot write calibration to {calibration.directory()}: {e.strerror}.") from None
+    if args.tf_control:
+        import importlib.util
+
+        if importlib.util.find_spec("tensorflow") is None:
+            raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
     _check_writable(calibration.path_for(names[0]))  # fail now, not after minutes of measuring
     cals = []
     for name in names:
         started = time.perf_counter()
-        cells = len(calibration.cells_for(rates, heaps))
+        cells = len(calibration.cells_for(rates, heaps, args.tf_control))
 
         def progress(index, total, heap, rate, run, runs, name=name):
             done = (index - 1) * runs + run
             elapsed = time.perf_counter() - started
             eta = f", ~{elapsed / done * (total * runs - done):.0f} s left" if done else ""
-            text = f"calibrate {name}: [{index}/{total}] {heap} {rate // KIB} KiB/iter, run {run + 1}/{runs}{eta}"
+            what = " × ".join(calibration.TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
+            text = f"calibrate {name}: [{index}/{total}] {what}, run {run + 1}/{runs}{eta}"
             if sys.stderr.isatty():
                 sys.stderr.write("\r\033[K" + text)
             elif run == 0 or run + 1 == runs:
@@ -347,7 +353,8 @@ def cmd_calibrate(args, out):
             sys.stderr.flush()
 
         sys.stderr.write(f"calibrate {name}: {cells} controls × {args.runs} runs × {max(iterations)} iterations\n")
-        series, detected = calibration.measure(name, args.runs, iterations, rates, heaps, args.warmup, progress)
+        series, detected = calibration.measure(name, args.runs, iterations, rates, heaps, args.warmup, progress,
+                                               tf_control=args.tf_control)
         report = calibration.analyze(series, iterations, rates)
         cal = calibration.make_calibration(report, name, detected, args.runs, args.warmup, time.perf_counter() - started)
         path = calibration.save(cal, calibration.path_for(name))
@@ -491,6 +498,9 @@ def build_parser():
     p.add_argument("--rates-kib", default="4,16,64,256", help="leak rates, KiB/iteration (default 4,16,64,256)")
     p.add_argument("--heaps", default="native,python", help="native, python or both (default)")
     p.add_argument("--warmup", type=int, default=2, help="warm-up iterations per worker (default 2)")
+    p.add_argument("--tf-control", action="store_true",
+                   help="also run the TF negative control (inference × reuse_model, ~10 s a worker) and report how "
+                   "often it says `grows` at the chosen floor")
     p.add_argument("--show", action="store_true", help="print the stored calibrations, measure nothing")
     p.set_defaults(func=cmd_calibrate)
 
