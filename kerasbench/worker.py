@@ -53,7 +53,7 @@ class Workload:
         if s.isolate:  # the parent stays free of TF: children do the work
             self.pool = multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1)
             return
-        if self.spec.device == "gpu" and not self.shape.needs_tf:
+        if self.spec.device == "gpu" and not self.shape.needs_tf and not gpu.fake():  # a test's fake GPU: see gpu.py
             raise Skip(f"loop {self.spec.loop} does not use TensorFlow: nothing to run on a GPU")
         if self.shape.needs_tf:
             _compat.tf()
@@ -187,6 +187,8 @@ def environment(workload=None):
             if k.startswith(("TF_", "MALLOC_", "LD_PRELOAD", "OMP_", "KERAS", "CUDA_VISIBLE", "KERASBENCH_"))
         },
     }
+    if workload is not None and workload.spec.device == "gpu":
+        env.update(gpu.driver_details())  # NVML needs no TF: the driver and GPU model even where TF is not loaded
     if "tensorflow" in sys.modules:
         env.update(_compat.versions())
         env.update(_gpu_environment())
