@@ -95,6 +95,7 @@ def asv_tree(tmp_path_factory):
     work = tmp_path_factory.mktemp("asv")
     subprocess.run(["git", "clone", "-q", str(ROOT), str(work / "repo")], check=True)
     repo = work / "repo"
+    subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch, from any branch
     logs = {}
     for machine, extra in MACHINES.items():
         env = dict(os.environ, KERASBENCH_PROFILE="quick", KERASBENCH_RECORDS_DIR=str(work / "records" / machine),

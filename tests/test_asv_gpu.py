@@ -79,6 +79,7 @@ def fake_gpu_run(tmp_path_factory):
     (fakes / "kerasbench_fake_gpu.py").write_text(textwrap.dedent(FAKE_GPU))
     subprocess.run(["git", "clone", "-q", str(ROOT), str(work / "repo")], check=True)
     repo = work / "repo"
+    subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch, from any branch
     env = dict(os.environ, KERASBENCH_PROFILE="quick", KERASBENCH_RECORDS_DIR=str(work / "records"), HOME=str(work),
                KERASBENCH_DEVICE="gpu", ASV_PYTHONPATH=str(fakes), **{TEST_HOOK: "kerasbench_fake_gpu"})
     subprocess.run(["asv", "machine", "--yes", "--machine", "fakegpubox"], cwd=repo, env=env, check=True, capture_output=True)
