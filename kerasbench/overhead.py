@@ -259,7 +259,8 @@ def asv_layer(root=None, profile="quick", progress=None):
         repo = os.path.join(work, "repo")
         subprocess.run(["git", "clone", "-q", root, repo], check=True)
         subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch
-        env = dict(os.environ, HOME=work, KERASBENCH_PROFILE=profile, KERASBENCH_RECORDS_DIR=os.path.join(work, "records"))
+        env = dict(os.environ, HOME=work, KERASBENCH_PROFILE=profile, KERASBENCH_RECORDS_DIR=os.path.join(work, "records"),
+                   ASV_PYTHONPATH=repo)  # the clone's kerasbench, not one installed elsewhere (asv drops PYTHONPATH)
         asv = [sys.executable, "-m", "asv"]
         subprocess.run(asv + ["machine", "--yes", "--machine", "harness"], cwd=repo, env=env, check=True, capture_output=True)
         if progress:

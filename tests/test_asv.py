@@ -98,8 +98,9 @@ def asv_tree(tmp_path_factory):
     subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch, from any branch
     logs = {}
     for machine, extra in MACHINES.items():
+        # ASV_PYTHONPATH: the clone's kerasbench, not one installed elsewhere (asv drops PYTHONPATH)
         env = dict(os.environ, KERASBENCH_PROFILE="quick", KERASBENCH_RECORDS_DIR=str(work / "records" / machine),
-                   HOME=str(work), **extra)
+                   HOME=str(work), ASV_PYTHONPATH=str(repo), **extra)
         subprocess.run(["asv", "machine", "--yes", "--machine", machine], cwd=repo, env=env, check=True, capture_output=True)
         proc = subprocess.run(["asv", "run", "--python=same", "--set-commit-hash", "HEAD", "-b", "^control",
                                "--machine", machine, "--show-stderr"], cwd=repo, env=env, capture_output=True, text=True)

@@ -2,7 +2,8 @@
 
 `asv run --python=same` runs the Control class with KERASBENCH_DEVICE=gpu on a machine without a
 GPU. A temporary folder on the path of every process (ASV_PYTHONPATH: asv hands it to its
-benchmark processes as PYTHONPATH, and the runner passes that on to its workers) holds a fake
+benchmark processes as PYTHONPATH, and the runner passes that on to its workers; the clone comes
+first, so its kerasbench is measured, not an installed one) holds a fake
 `pynvml` (NVML: driver, GPU name, the bytes this pid holds) and a fake-GPU module named by the test
 hook $KERASBENCH_TEST_FAKE_GPU (kerasbench.gpu: TF's allocator statistics, and "a driver is
 present"). The control loop needs no TF, so this takes seconds. The skip path (no GPU: n/a with a
@@ -81,7 +82,7 @@ def fake_gpu_run(tmp_path_factory):
     repo = work / "repo"
     subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch, from any branch
     env = dict(os.environ, KERASBENCH_PROFILE="quick", KERASBENCH_RECORDS_DIR=str(work / "records"), HOME=str(work),
-               KERASBENCH_DEVICE="gpu", ASV_PYTHONPATH=str(fakes), **{TEST_HOOK: "kerasbench_fake_gpu"})
+               KERASBENCH_DEVICE="gpu", ASV_PYTHONPATH=os.pathsep.join([str(repo), str(fakes)]), **{TEST_HOOK: "kerasbench_fake_gpu"})
     subprocess.run(["asv", "machine", "--yes", "--machine", "fakegpubox"], cwd=repo, env=env, check=True, capture_output=True)
     proc = subprocess.run(["asv", "run", "--python=same", "--set-commit-hash", "HEAD", "-b", r"^control\.Control\.track_gpu_",
                            "--machine", "fakegpubox", "--show-stderr"], cwd=repo, env=env, capture_output=True, text=True)
