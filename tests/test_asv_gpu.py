@@ -1,13 +1,13 @@
 """Fake GPU numbers flow through the real asv into its results JSON and our records.
 
 `asv run --python=same` runs the Control class with KERASBENCH_DEVICE=gpu on a machine without a
-GPU. A temporary folder on the path of every process (ASV_PYTHONPATH: asv hands it to its
-benchmark processes as PYTHONPATH, and the runner passes that on to its workers; the clone comes
-first, so its kerasbench is measured, not an installed one) holds a fake
-`pynvml` (NVML: driver, GPU name, the bytes this pid holds) and a fake-GPU module named by the test
-hook $KERASBENCH_TEST_FAKE_GPU (kerasbench.gpu: TF's allocator statistics, and "a driver is
-present"). The control loop needs no TF, so this takes seconds. The skip path (no GPU: n/a with a
-reason) is tested in test_asv.py (machine "gpubox").
+GPU, in a temporary clone. Two fakes sit at the root of the clone, which is on the path of every
+process of the run (ASV_PYTHONPATH for asv's processes, as asv drops PYTHONPATH; the runner puts
+its own checkout on its workers' PYTHONPATH): a fake `pynvml` (NVML: driver, GPU name, the bytes
+this pid holds) and a fake-GPU module named by the test hook $KERASBENCH_TEST_FAKE_GPU
+(kerasbench.gpu: TF's allocator statistics, and "a driver is present"). The control loop needs no
+TF, so this takes seconds. The skip path (no GPU: n/a with a reason) is tested in test_asv.py
+(machine "gpubox").
 """
 
 import json
@@ -74,15 +74,13 @@ def fake_gpu_run(tmp_path_factory):
     if shutil.which("asv") is None:
         pytest.skip("asv is not installed")
     work = tmp_path_factory.mktemp("asv_gpu")
-    fakes = work / "fakes"
-    fakes.mkdir()
-    (fakes / "pynvml.py").write_text(textwrap.dedent(FAKE_PYNVML))
-    (fakes / "kerasbench_fake_gpu.py").write_text(textwrap.dedent(FAKE_GPU))
     subprocess.run(["git", "clone", "-q", str(ROOT), str(work / "repo")], check=True)
     repo = work / "repo"
     subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch, from any branch
+    (repo / "pynvml.py").write_text(textwrap.dedent(FAKE_PYNVML))
+    (repo / "kerasbench_fake_gpu.py").write_text(textwrap.dedent(FAKE_GPU))
     env = dict(os.environ, KERASBENCH_PROFILE="quick", KERASBENCH_RECORDS_DIR=str(work / "records"), HOME=str(work),
-               KERASBENCH_DEVICE="gpu", ASV_PYTHONPATH=os.pathsep.join([str(repo), str(fakes)]), **{TEST_HOOK: "kerasbench_fake_gpu"})
+               KERASBENCH_DEVICE="gpu", ASV_PYTHONPATH=str(repo), **{TEST_HOOK: "kerasbench_fake_gpu"})
     subprocess.run(["asv", "machine", "--yes", "--machine", "fakegpubox"], cwd=repo, env=env, check=True, capture_output=True)
     proc = subprocess.run(["asv", "run", "--python=same", "--set-commit-hash", "HEAD", "-b", r"^control\.Control\.track_gpu_",
                            "--machine", "fakegpubox", "--show-stderr"], cwd=repo, env=env, capture_output=True, text=True)
