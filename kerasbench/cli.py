@@ -5,6 +5,7 @@ User mistakes (unknown names, bad values, unwritable paths) print one line and e
 """
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -329,11 +330,8 @@ def cmd_calibrate(args, out):
         os.makedirs(calibration.directory(), exist_ok=True)
     except OSError as e:
         raise UsageError(f"Cannot write calibration to {calibration.directory()}: {e.strerror}.") from None
-    if args.tf_control:
-        import importlib.util
-
-        if importlib.util.find_spec("tensorflow") is None:
-            raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
+    if args.tf_control and importlib.util.find_spec("tensorflow") is None:
+        raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
     _check_writable(calibration.path_for(names[0]))  # fail now, not after minutes of measuring
     cals = []
     for name in names:
@@ -377,14 +375,9 @@ def cmd_overhead(args, out):
                          f"iterations={args.iterations!r}. Expected runs >= 1 and iterations >= 3.")
     scale_iterations = _ints(args.scale_iterations, "scale-iterations", minimum=3)
     scale_strategies = _ints(args.scale_strategies, "scale-strategies")
-    if args.tf:
-        import importlib.util
-
-        if importlib.util.find_spec("tensorflow") is None:
-            raise UsageError("--tf needs TensorFlow: pip install -e '.[cpu]'.")
+    if args.tf and importlib.util.find_spec("tensorflow") is None:
+        raise UsageError("--tf needs TensorFlow: pip install -e '.[cpu]'.")
     if args.asv:
-        import importlib.util
-
         root = overhead.checkout_root()
         if importlib.util.find_spec("asv") is None:
             raise UsageError("--asv needs asv: pip install asv==0.6.6.")
