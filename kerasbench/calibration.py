@@ -10,6 +10,11 @@ the run saw a rising trend, a CI above zero and at least half the leak. For each
 the stored floor is R_min/2, where R_min is the smallest rate detected in >= 95 % of runs in every
 heap while control_noop says `grows` in <= 5 % of runs at that floor. The analysis below is pure
 (series in, report out); tests feed it simulated series.
+
+With --tf-control it also runs the TF negative control (TF_CONTROL: one model, one input, predict
+every iteration; nothing should grow) and reports how often it says `grows` at the chosen floor and
+at each candidate floor: a TF loop adds glibc's megabyte sawtooth, which the control loop lacks.
+It does not change the stored floor.
 """
 
 import json
@@ -29,6 +34,7 @@ SCHEMA = 1
 DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected
 FALSE_POSITIVE = 0.05  # largest share of control_noop runs allowed to say `grows`
 HEAPS = {"native": "control_leak_native", "python": "control_leak_python"}
+TF_CONTROL = ("inference", "reuse_model")  # the TF negative control: one model, one input, predict; must read flat
 
 
 def directory():
@@ -68,11 +74,38 @@ def false_positive_rate(fits, floor):
     return float(np.mean([stats.verdict(f, floor) == "grows" for f in fits])) if fits else 0.0
 
 
+def candidate_floors(rates):
+    """The floors a calibration can choose (half of each rate) and the default floor."""
+    return sorted({r / 2 for r in rates} | {float(stats.DEFAULT_FLOOR)})
+
+
+def tf_control_stats(series_list, iterations, floor, rates):
+    """How the TF negative control reads at `iterations`: its slopes, and `grows` at `floor` and each candidate floor.
+
+    `floor` is the calibrated floor at that count, or None (then the default, as `kerasbench run` would use).
+    """
+    fits = [stats.fit_growth(s[:iterations]) for s in series_list]
+    used = stats.DEFAULT_FLOOR if floor is None else floor
+    slopes = np.array([f.slope for f in fits], dtype=float)
+    by_floor = {str(int(f)): false_positive_rate(fits, f) for f in candidate_floors(rates)}
+    safe = next((int(f) for f in candidate_floors(rates) if by_floor[str(int(f))] <= FALSE_POSITIVE), None)
+    return {
+        "loop": TF_CONTROL[0], "strategy": TF_CONTROL[1], "runs": len(fits),
+        "median_slope": float(np.nanmedian(slopes)) if len(fits) else None,
+        "max_slope": float(np.nanmax(slopes)) if len(fits) else None,
+        "floor": used, "floor_is_default": floor is None,
+        "false_positive": false_positive_rate(fits, used),
+        "false_positive_by_floor": by_floor,
+        "smallest_safe_floor": safe,  # the smallest candidate where it says `grows` in <= 5 % of runs
+    }
+
+
 def analyze(runs, iterations, rates):
     """The calibration report from `runs` ({heap: {rate: [rss series]}}, heap 'noop' at rate 0).
 
     For each iteration count: every cell's detection rate and slope error, the smallest rate
-    detected in each heap, the noop false-positive rate at each candidate floor, and the floor.
+    detected in each heap, the noop false-positive rate at each candidate floor, and the floor;
+    with heap 'tf' (the TF negative control, rate 0) also how it reads at that floor.
     """
     report = {"iterations": list(iterations), "rates": list(rates), "by_iterations": {}}
     for n in iterations:
@@ -95,6 +128,8 @@ def analyze(runs, iterations, rates):
             "floor": floor,
             "detects": detects,
         }
+        if runs.get("tf", {}).get(0):
+            report["by_iterations"][str(n)]["tf_control"] = tf_control_stats(runs["tf"][0], n, floor, rates)
     return report
 
 
@@ -181,27 +216,32 @@ def make_calibration(report, allocator, detected, runs, warmup, seconds):
 
 # --- measuring ---------------------------------------------------------------------------------
 
-def cells_for(rates, heaps):
-    """(heap, strategy, rate) of every control to run: control_noop first, then each heap's rates."""
-    return [("noop", "control_noop", 0)] + [(h, HEAPS[h], r) for h in heaps for r in rates]
+def cells_for(rates, heaps, tf_control=False):
+    """(heap, strategy, rate) of every control to run: control_noop first, then each heap's rates (then the TF control)."""
+    cells = [("noop", "control_noop", 0)] + [(h, HEAPS[h], r) for h in heaps for r in rates]
+    return cells + ([("tf", TF_CONTROL[1], 0)] if tf_control else [])
 
 
-def measure(allocator, runs, iterations, rates, heaps=tuple(HEAPS), warmup=2, progress=None):
-    """Run every control `runs` times in fresh workers on `allocator`; returns (series by cell, detected allocator)."""
+def measure(allocator, runs, iterations, rates, heaps=tuple(HEAPS), warmup=2, progress=None, tf_control=False):
+    """Run every control `runs` times in fresh workers on `allocator`; returns (series by cell, detected allocator).
+
+    With `tf_control`, the TF negative control too (cell 'tf', rate 0), last.
+    """
     from .runner import RunSpec, run_worker
 
     longest = max(iterations)
     series, detected = {}, None
-    cells = cells_for(rates, heaps)
+    cells = cells_for(rates, heaps, tf_control)
     for index, (heap, strategy, rate) in enumerate(cells, 1):
-        spec = RunSpec("control", strategy, iterations=longest, warmup=warmup, leak_bytes=rate or KIB,
+        loop = TF_CONTROL[0] if heap == "tf" else "control"
+        spec = RunSpec(loop, strategy, iterations=longest, warmup=warmup, leak_bytes=rate or KIB,
                        allocator=allocator, floor=0.0).validate()
         for run in range(runs):
             if progress:
                 progress(index, len(cells), heap, rate, run, runs)
             outcome = run_worker(spec, repeat=run)
             if outcome["status"] != "ok":
-                raise RuntimeError(f"control {strategy} at {rate // KIB} KiB failed: {outcome['reason']}")
+                raise RuntimeError(f"{loop} × {strategy} at {rate // KIB} KiB {outcome['status']}: {outcome['reason']}")
             detected = outcome["environment"]["allocator"]
             series.setdefault(heap, {}).setdefault(rate, []).append(outcome["result"]["series"]["rss"])
     return series, detected
@@ -241,10 +281,31 @@ DETAIL_HEADER = ("| allocator | iterations | heap | leak KiB/iter | runs `grows`
                  "median error | 95th pct. of abs. error |\n|---|---|---|---|---|---|---|---|")
 
 
+def tf_control_rows(cal):
+    """One markdown row per iteration count of the TF negative control, where it was measured."""
+    rows = []
+    for n, r in cal["report"]["by_iterations"].items():
+        t = r.get("tf_control")
+        if t:
+            default = " (default)" if t["floor_is_default"] else ""
+            by_floor = ", ".join(f"{int(f) // KIB}: {v:.0%}" for f, v in t["false_positive_by_floor"].items())
+            rows.append(f"| {cal['allocator']} | {n} | {t['runs']} | {t['median_slope'] / KIB:+.1f} | {t['max_slope'] / KIB:+.1f} | "
+                        f"{_kib(t['floor'])}{default} | {t['false_positive']:.0%} | {by_floor} | {_kib(t['smallest_safe_floor'])} |")
+    return rows
+
+
+TF_CONTROL_HEADER = (f"| allocator | iterations | runs of `{TF_CONTROL[0]}` × `{TF_CONTROL[1]}` | median slope KiB/iter | "
+                     "largest slope | floor (KiB/iter) | `grows` at that floor | `grows` at each floor (KiB/iter) | "
+                     "smallest floor with ≤ 5 % |\n|---|---|---|---|---|---|---|---|---|")
+
+
 def render(cals):
     """Markdown tables of one or more stored calibrations (what `kerasbench calibrate` prints)."""
     lines = [SUMMARY_HEADER] + [row for cal in cals for row in summary_rows(cal)]
     lines += ["", DETAIL_HEADER] + [row for cal in cals for row in detail_rows(cal)]
+    tf_rows = [row for cal in cals for row in tf_control_rows(cal)]
+    if tf_rows:
+        lines += ["", "TF negative control (one model, one input; should read flat):", "", TF_CONTROL_HEADER] + tf_rows
     lines.append("")
     for cal in cals:
         lines.append(f"{cal['allocator']} (detected {cal['allocator_detected']}) on {cal['host']}: {cal['runs']} runs per cell, "

@@ -5,6 +5,7 @@ User mistakes (unknown names, bad values, unwritable paths) print one line and e
 """
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -445,17 +446,20 @@ def cmd_calibrate(args, out):
         os.makedirs(calibration.directory(), exist_ok=True)
     except OSError as e:
         raise UsageError(f"Cannot write calibration to {calibration.directory()}: {e.strerror}.") from None
+    if args.tf_control and importlib.util.find_spec("tensorflow") is None:
+        raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
     _check_writable(calibration.path_for(names[0]))  # fail now, not after minutes of measuring
     cals = []
     for name in names:
         started = time.perf_counter()
-        cells = len(calibration.cells_for(rates, heaps))
+        cells = len(calibration.cells_for(rates, heaps, args.tf_control))
 
         def progress(index, total, heap, rate, run, runs, name=name):
             done = (index - 1) * runs + run
             elapsed = time.perf_counter() - started
             eta = f", ~{elapsed / done * (total * runs - done):.0f} s left" if done else ""
-            text = f"calibrate {name}: [{index}/{total}] {heap} {rate // KIB} KiB/iter, run {run + 1}/{runs}{eta}"
+            what = " × ".join(calibration.TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
+            text = f"calibrate {name}: [{index}/{total}] {what}, run {run + 1}/{runs}{eta}"
             if sys.stderr.isatty():
                 sys.stderr.write("\r\033[K" + text)
             elif run == 0 or run + 1 == runs:
@@ -463,7 +467,8 @@ def cmd_calibrate(args, out):
             sys.stderr.flush()
 
         sys.stderr.write(f"calibrate {name}: {cells} controls × {args.runs} runs × {max(iterations)} iterations\n")
-        series, detected = calibration.measure(name, args.runs, iterations, rates, heaps, args.warmup, progress)
+        series, detected = calibration.measure(name, args.runs, iterations, rates, heaps, args.warmup, progress,
+                                               tf_control=args.tf_control)
         report = calibration.analyze(series, iterations, rates)
         cal = calibration.make_calibration(report, name, detected, args.runs, args.warmup, time.perf_counter() - started)
         path = calibration.save(cal, calibration.path_for(name))
@@ -476,15 +481,63 @@ def cmd_calibrate(args, out):
 
 
 def cmd_overhead(args, out):
-    from . import overhead
+    import time
+
+    from . import SCHEMA_VERSION, overhead
+    from .profiles import get_profile
 
     if args.runs < 1 or args.iterations < 3:
         raise UsageError(f"Invalid value for argument `runs` or `iterations`. Received: runs={args.runs!r}, "
                          f"iterations={args.iterations!r}. Expected runs >= 1 and iterations >= 3.")
+    scale_iterations = _ints(args.scale_iterations, "scale-iterations", minimum=3)
+    scale_strategies = _ints(args.scale_strategies, "scale-strategies")
+    if args.tf and importlib.util.find_spec("tensorflow") is None:
+        raise UsageError("--tf needs TensorFlow: pip install -e '.[cpu]'.")
+    if args.asv:
+        root = overhead.checkout_root()
+        if importlib.util.find_spec("asv") is None:
+            raise UsageError("--asv needs asv: pip install asv==0.6.6.")
+        if not (os.path.isdir(os.path.join(root, ".git")) or os.path.isfile(os.path.join(root, ".git"))) \
+                or not os.path.isfile(os.path.join(root, "asv.conf.json")):
+            raise UsageError(f"--asv needs kerasbench run from a git checkout with asv.conf.json; {root} is not one.")
+    if args.json:
+        _check_writable(args.json)
+
+    def progress(text):
+        sys.stderr.write(f"overhead: {text}\n")
+        sys.stderr.flush()
+
+    report = {"schema": SCHEMA_VERSION, "cpu_count": os.cpu_count(), "load_before": list(os.getloadavg())}
+    started = time.perf_counter()
+    progress("probe reads in this process")
     costs = overhead.probe_costs()
-    sys.stderr.write(f"overhead: control workers, probes on and off, {args.runs} run(s) each\n")
+    progress(f"control workers, probes on and off, {args.runs} run(s) each")
     rows = overhead.loop_overhead(args.runs, args.iterations)
-    out.write(overhead.render(costs, rows, args.iterations))
+    text = overhead.render(costs, rows, args.iterations)
+    report.update(probe_costs=costs, probes=rows, probe_iterations=args.iterations)
+
+    profile = get_profile("default")  # the counts `kerasbench run` and asv use
+    progress(f"suite: the control pairs through runner.measure ({profile.iterations} iterations, {profile.warmup} warm-up)")
+    records, wall = overhead.run_suite([("control", s) for s in overhead.CONTROLS], profile.iterations, profile.warmup, progress)
+    report["suite"] = overhead.suite_summary(records, wall)
+    text += "\n" + overhead.render_suite("control suite", report["suite"])
+    if args.tf:
+        progress(f"suite: {' × '.join(overhead.TF_PAIR)} (TensorFlow)")
+        records, wall = overhead.run_suite([overhead.TF_PAIR], profile.iterations, profile.warmup, progress)
+        report["tf_suite"] = overhead.suite_summary(records, wall)
+        text += "\n" + overhead.render_suite("TF pair", report["tf_suite"])
+    if args.asv:
+        report["asv"] = overhead.asv_layer(progress=progress)
+        text += "\n" + overhead.render_asv(report["asv"])
+    report["scaling"] = overhead.scaling(scale_iterations, scale_strategies, runs=args.runs, progress=progress)
+    text += "\n" + overhead.render_scaling(report["scaling"])
+    report.update(seconds=time.perf_counter() - started, load_after=list(os.getloadavg()))
+    text += (f"\n{report['seconds']:.0f} s on {report['cpu_count']} cores; load average (1 min) "
+             f"{report['load_before'][0]:.2f} before, {report['load_after'][0]:.2f} after\n")
+    out.write(text)
+    if args.json:
+        write_json(args.json, report)
+        out.write(f"wrote {args.json}\n")
     return 0
 
 
@@ -588,12 +641,20 @@ def build_parser():
     p.add_argument("--rates-kib", default="4,16,64,256", help="leak rates, KiB/iteration (default 4,16,64,256)")
     p.add_argument("--heaps", default="native,python", help="native, python or both (default)")
     p.add_argument("--warmup", type=int, default=2, help="warm-up iterations per worker (default 2)")
+    p.add_argument("--tf-control", action="store_true",
+                   help="also run the TF negative control (inference × reuse_model, ~10 s a worker) and report how "
+                   "often it says `grows` at the chosen floor")
     p.add_argument("--show", action="store_true", help="print the stored calibrations, measure nothing")
     p.set_defaults(func=cmd_calibrate)
 
-    p = sub.add_parser("overhead", help="what the harness costs: probe reads, and probes on vs off on the control loop")
-    p.add_argument("--runs", type=int, default=3, help="fresh workers per setting (default 3)")
-    p.add_argument("--iterations", type=int, default=300, help="control-loop iterations per worker (default 300)")
+    p = sub.add_parser("overhead", help="what the harness costs: probes, the suite vs bare work, asv, scaling (minutes)")
+    p.add_argument("--runs", type=int, default=3, help="fresh workers per probe setting, passes over the scaling grid (default 3)")
+    p.add_argument("--iterations", type=int, default=300, help="control-loop iterations per probes on/off worker (default 300)")
+    p.add_argument("--tf", action="store_true", help="also time one TF pair (inference × reuse_model) through the runner")
+    p.add_argument("--asv", action="store_true", help="also time `asv run --python=same` of the Control class (a temporary clone)")
+    p.add_argument("--scale-iterations", default="10,20,40", help="iteration counts of the scaling grid (default 10,20,40)")
+    p.add_argument("--scale-strategies", default="1,2,4", help="numbers of control strategies of the scaling grid (default 1,2,4)")
+    p.add_argument("--json", metavar="PATH", help="also write every figure to PATH (atomically)")
     p.set_defaults(func=cmd_overhead)
 
     p = sub.add_parser("publish", help="asv publish, with the dashboard's scripts copied locally (works offline)")

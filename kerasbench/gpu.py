@@ -3,13 +3,33 @@
 NVML (the `pynvml` module of nvidia-ml-py) is imported on first use; every reader returns None
 where NVML or a GPU is unavailable, so nothing here fails on a CPU machine. TensorFlow is only
 touched through kerasbench._compat, and only when the caller says it is loaded.
+
+Test hook (tests only; tests/test_asv_gpu.py): $KERASBENCH_TEST_FAKE_GPU names an importable module
+that stands in for a GPU in every process of a run, asv's included. With it set, `driver_present()`
+is true, GpuProbe reads TF's allocator statistics from the module (`memory_info(device)` ->
+{'current', 'peak'} bytes, `reset_memory_stats(device)`) instead of TF, and a loop without TF may
+run on device gpu (kerasbench.worker). NVML is faked apart from it, by a `pynvml` module earlier
+on the path. Never set it for a measurement.
 """
 
+import importlib
 import os
 
 DEVICE = "GPU:0"  # the first GPU TF sees: the first of CUDA_VISIBLE_DEVICES
 
 _NVML = {}  # "module": the initialised pynvml module, or None once it failed
+TEST_HOOK = "KERASBENCH_TEST_FAKE_GPU"
+
+
+def fake():
+    """The test hook's fake-GPU module, or None (always, outside tests)."""
+    name = os.environ.get(TEST_HOOK)
+    return importlib.import_module(name) if name else None
+
+
+def driver_present():
+    """Whether an NVIDIA driver is loaded, without importing TF or NVML (or a test's fake GPU is set)."""
+    return bool(os.environ.get(TEST_HOOK)) or os.path.exists("/proc/driver/nvidia/version")
 
 
 def nvml():
@@ -88,13 +108,17 @@ class GpuProbe:
 
     def reset(self):
         """Start a phase: TF's peak counter back to the current bytes (reset_memory_stats)."""
-        if self.allocator:
+        if fake():
+            fake().reset_memory_stats(self.device)
+        elif self.allocator:
             from . import _compat
 
             _compat.reset_tf_memory_stats(self.device)
 
     def memory_info(self):
         """TF allocator {'current', 'peak'} bytes on the GPU, or None."""
+        if fake():
+            return fake().memory_info(self.device)
         if not self.allocator:
             return None
         from . import _compat

@@ -1,11 +1,25 @@
-"""What the harness costs: one read of each probe, and probes on vs off on the control loop.
+"""What the harness costs (`kerasbench overhead`), each part measured in one run.
 
-Probe reads are timed in this process (no TF loaded, so live_objects is cheap here: in a TF
-process it walks far more objects). The loop comparison runs control workers with
-RunSpec.probes on and off, each in fresh processes, and compares their loop time to the wall
-time of the whole worker (interpreter start, imports, protocol).
+1. Probes: one read of each probe, timed in this process (no TF loaded, so live_objects is cheap
+   here: in a TF process it walks far more objects), and the control loop in fresh workers with
+   RunSpec.probes on and off.
+2. The suite: pairs run through runner.measure, as `kerasbench run` does; the wall time of the run
+   against the workers' bare work (warm-up + iterations) and their worker_seconds, and where the
+   rest went (`breakdown`).
+3. The asv layer (optional): `asv run --python=same` on the Control class in a temporary clone;
+   asv's wall time against the workers', and the cost of each short track_ process.
+4. Scaling: suite wall time over iteration counts and numbers of strategies, with a linear fit
+   (`fit_scaling`): fixed + per strategy (a fresh worker) + per pair-iteration.
+
+The analysis functions are pure (timings in, numbers out); tests feed them synthetic timings.
 """
 
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -68,7 +82,7 @@ def loop_overhead(runs=3, iterations=300, strategies=("control_noop", "control_l
 
 
 def render(costs, rows, iterations):
-    """Two plain-text tables: probe read costs, and the loop with probes on vs off."""
+    """Two markdown tables: probe read costs, and the loop with probes on vs off."""
     lines = ["| probe | µs per read | when |", "|---|---|---|"]
     lines += [f"| `{name}` | {costs[name] * 1e6:.1f} | {PROBES[name][1]} |" for name in costs]
     lines += ["", f"| control loop ({iterations} iterations) | µs/iter probes off | µs/iter probes on | on/off | "
@@ -77,3 +91,229 @@ def render(costs, rows, iterations):
         lines.append(f"| `{r['strategy']}` | {r['loop_off'] * 1e6:.1f} | {r['loop_on'] * 1e6:.1f} | {r['ratio']:.1f}× | "
                      f"{r['added_per_iter'] * 1e6:+.1f} | {r['wall_on']:.2f} | {r['loop_total_on'] / r['wall_on']:.1%} |")
     return "\n".join(lines) + "\n"
+
+
+# --- the suite: wall time vs bare work -----------------------------------------------------------
+
+CONTROLS = ("control_noop", "control_leak_native", "control_leak_python")
+TF_PAIR = ("inference", "reuse_model")  # the cheapest TF pair: one model, predict on one input
+
+# Where a suite's wall time goes; together they add up to it (see breakdown).
+PARTS = {
+    "start": "interpreter start + imports (spawn to the worker's protocol)",
+    "setup": "loop setup (TF import, data, first model)",
+    "work": "bare work: warm-up + measured iterations",
+    "probes": "probes between iterations (RSS, trace counters, progress lines)",
+    "protocol": "protocol: GC barriers, object counts, environment, teardown, final reading",
+    "exit": "result message, process exit, runner polling",
+    "runner": "runner between workers (validate, summarize)",
+}
+
+
+def breakdown(outcomes, wall):
+    """{part of PARTS: seconds} of a suite that took `wall` seconds and ran these worker outcomes.
+
+    Per worker: start = spawn to measure(); then setup, warm-up, the loop (iteration bodies are
+    bare work, the rest of the loop is probes), the protocol (the rest until the result), and exit
+    (the result message, process exit and the runner noticing). `runner` is wall minus the workers.
+    """
+    parts = dict.fromkeys(PARTS, 0.0)
+    for o in outcomes:
+        r = o["result"]
+        t = r["timing"]
+        bodies = sum(r["series"]["seconds"]) if r["series"]["seconds"] else r["loop_seconds"]  # probes off: no series
+        parts["start"] += o["start_seconds"]
+        parts["setup"] += t["setup_seconds"]
+        parts["work"] += t["warmup_seconds"] + bodies
+        parts["probes"] += r["loop_seconds"] - bodies
+        parts["protocol"] += (t["done"] - t["entered"]) - t["setup_seconds"] - t["warmup_seconds"] - r["loop_seconds"]
+        parts["exit"] += o["exit_seconds"]
+    parts["runner"] = wall - sum(o["worker_seconds"] for o in outcomes)
+    return parts
+
+
+def _ratio(a, b):
+    return a / b if b else None
+
+
+def suite_summary(records, wall):
+    """Wall time of a suite against its workers' bare work and worker_seconds, with the breakdown."""
+    outcomes = [o for rec in records for o in rec["repeats"] if o.get("result")]
+    parts = breakdown(outcomes, wall)
+    worker = sum(o["worker_seconds"] for o in outcomes)
+    return {
+        "pairs": [f"{rec['loop']} × {rec['strategy']}" for rec in records],
+        "workers": len(outcomes),
+        "wall": wall,
+        "bare_work": parts["work"],
+        "worker_seconds": worker,
+        "wall_over_bare": _ratio(wall, parts["work"]),
+        "wall_over_worker": _ratio(wall, worker),
+        "worker_over_bare": _ratio(worker, parts["work"]),
+        "parts": parts,
+    }
+
+
+def run_suite(pairs, iterations, warmup, progress=None):
+    """Measure each (loop, strategy) once through runner.measure; returns (records, wall seconds)."""
+    from .runner import RunSpec, measure
+
+    records = []
+    started = time.perf_counter()
+    for index, (loop, strategy) in enumerate(pairs, 1):
+        if progress:
+            progress(f"[{index}/{len(pairs)}] {loop} × {strategy}, {iterations} iterations")
+        spec = RunSpec(loop, strategy, iterations=iterations, warmup=warmup, floor=0.0, memory_cap=4 * 1024**3)
+        record = measure(spec)
+        if record["status"] != "ok":
+            raise RuntimeError(f"{loop} × {strategy}: {record['status']}: {record['reason']}")
+        records.append(record)
+    return records, time.perf_counter() - started
+
+
+# --- scaling -------------------------------------------------------------------------------------
+
+def scaling_pairs(count):
+    """`count` control pairs, cycling through the control strategies (4 = all three, then control_noop)."""
+    return [("control", s) for s in itertools.islice(itertools.cycle(CONTROLS), count)]
+
+
+def fit_scaling(points):
+    """Least-squares fit of wall = fixed + per_strategy × S + per_iteration × S × N over `points`.
+
+    `points`: [{"strategies": S, "iterations": N, "wall": seconds}, ...]. Each strategy is a fresh
+    worker (per_strategy) that runs N iterations (per_iteration, per pair). Returns the three
+    coefficients, R² and the largest residual.
+    """
+    s = np.array([p["strategies"] for p in points], dtype=float)
+    n = np.array([p["iterations"] for p in points], dtype=float)
+    y = np.array([p["wall"] for p in points], dtype=float)
+    design = np.column_stack([np.ones_like(s), s, s * n])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    residuals = y - design @ coef
+    total = float(np.sum((y - y.mean()) ** 2))
+    return {
+        "fixed": float(coef[0]),
+        "per_strategy": float(coef[1]),
+        "per_iteration": float(coef[2]),
+        "r2": 1 - float(np.sum(residuals**2)) / total if total else None,
+        "max_residual": float(np.max(np.abs(residuals))),
+        "points": len(points),
+    }
+
+
+def scaling(iteration_counts, strategy_counts, runs=1, warmup=2, progress=None):
+    """Suite wall time over the grid of iteration counts × numbers of control strategies, `runs` times each."""
+    points = []
+    grid = [(n, k) for n in iteration_counts for k in strategy_counts]
+    for run in range(runs):
+        for index, (n, k) in enumerate(grid, 1):
+            if progress:
+                progress(f"scaling run {run + 1}/{runs} [{index}/{len(grid)}]: {k} strategies × {n} iterations")
+            records, wall = run_suite(scaling_pairs(k), n, warmup)
+            summary = suite_summary(records, wall)
+            points.append({"iterations": n, "strategies": k, "wall": wall,
+                           "worker_seconds": summary["worker_seconds"], "bare_work": summary["bare_work"]})
+    return {"points": points, "fit": fit_scaling(points)}
+
+
+# --- the asv layer -------------------------------------------------------------------------------
+
+def checkout_root():
+    """The folder holding this kerasbench package, asv.conf.json and benchmarks/ (a git checkout)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def asv_summary(wall, setup_cache, worker_seconds, processes):
+    """asv's wall time against the workers' and the cost of each track_ process.
+
+    `setup_cache`: seconds asv spent in setup_cache (which runs the workers); `processes`: how many
+    benchmark processes asv spawned (one per track_ method and parameter).
+    """
+    return {
+        "wall": wall,
+        "setup_cache": setup_cache,
+        "worker_seconds": worker_seconds,
+        "track_processes": processes,
+        "wall_over_worker": _ratio(wall, worker_seconds),
+        "setup_cache_over_worker": _ratio(setup_cache, worker_seconds),
+        "per_process": _ratio(wall - setup_cache, processes),
+    }
+
+
+def results_counts(results):
+    """(seconds in setup_cache, number of benchmark processes) from one asv results JSON (a dict)."""
+    setup = sum(v for k, v in results.get("durations", {}).items() if k.startswith("<setup_cache"))
+    columns = results["result_columns"]
+    processes = 0
+    for row in results["results"].values():
+        params = row[columns.index("params")] if "params" in columns and len(row) > columns.index("params") else []
+        processes += int(np.prod([len(p) for p in params])) if params else 1
+    return setup, processes
+
+
+def asv_layer(root=None, profile="quick", progress=None):
+    """`asv run --python=same` of the Control class in a temporary clone of `root`; returns asv_summary plus the log."""
+    root = root or checkout_root()
+    with tempfile.TemporaryDirectory(prefix="kerasbench-asv-") as work:
+        repo = os.path.join(work, "repo")
+        subprocess.run(["git", "clone", "-q", root, repo], check=True)
+        subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch
+        env = dict(os.environ, HOME=work, KERASBENCH_PROFILE=profile, KERASBENCH_RECORDS_DIR=os.path.join(work, "records"),
+                   ASV_PYTHONPATH=repo)  # the clone's kerasbench, not one installed elsewhere (asv drops PYTHONPATH)
+        asv = [sys.executable, "-m", "asv"]
+        subprocess.run(asv + ["machine", "--yes", "--machine", "harness"], cwd=repo, env=env, check=True, capture_output=True)
+        if progress:
+            progress(f"asv run --python=same -b ^control in a clone of {root} ({profile} profile)")
+        started = time.perf_counter()
+        proc = subprocess.run(asv + ["run", "--python=same", "--set-commit-hash", "HEAD", "-b", "^control",
+                                     "--machine", "harness"], cwd=repo, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise RuntimeError(f"asv run failed (exit {proc.returncode}): {(proc.stdout + proc.stderr)[-2000:]}")
+        results_dir = os.path.join(repo, ".asv", "results", "harness")
+        names = [n for n in os.listdir(results_dir) if n not in ("machine.json", "benchmarks.json")]
+        with open(os.path.join(results_dir, names[0])) as f:
+            setup, processes = results_counts(json.load(f))
+        worker = 0.0
+        for folder, _, files in os.walk(os.path.join(work, "records")):
+            for name in files:
+                with open(os.path.join(folder, name)) as f:
+                    worker += sum(o["worker_seconds"] for rec in json.load(f)["records"] for o in rec["repeats"])
+    return {**asv_summary(wall, setup, worker, processes), "profile": profile}
+
+
+# --- rendering -----------------------------------------------------------------------------------
+
+def _x(v):
+    return "n/a" if v is None else f"{v:.1f}×"
+
+
+def render_suite(name, s):
+    """The suite's ratios and where its wall time went, as markdown."""
+    lines = [f"{name}: {s['workers']} workers ({', '.join(s['pairs'])}), wall {s['wall']:.2f} s",
+             "", "| wall / bare work | wall / Σ worker_seconds | Σ worker_seconds / bare work |", "|---|---|---|",
+             f"| {_x(s['wall_over_bare'])} | {s['wall_over_worker']:.3f}× | {_x(s['worker_over_bare'])} |",
+             "", "| where the wall time went | seconds | share of wall |", "|---|---|---|"]
+    lines += [f"| {PARTS[k]} | {v:.3f} | {v / s['wall']:.1%} |" for k, v in s["parts"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def render_scaling(sc):
+    f = sc["fit"]
+    r2 = "n/a" if f["r2"] is None else f"{f['r2']:.3f}"
+    lines = ["| strategies | iterations | suite wall s | Σ worker_seconds | bare work s |", "|---|---|---|---|---|"]
+    lines += [f"| {p['strategies']} | {p['iterations']} | {p['wall']:.2f} | {p['worker_seconds']:.2f} | {p['bare_work']:.4f} |"
+              for p in sc["points"]]
+    lines += ["", "| fit: wall = fixed + per strategy × S + per iteration × S × N | fixed s | per strategy s | "
+              "per pair-iteration ms | R² | largest residual s |", "|---|---|---|---|---|---|",
+              f"| {f['points']} points | {f['fixed']:+.3f} | {f['per_strategy']:.3f} | {f['per_iteration'] * 1e3:.3f} | "
+              f"{r2} | {f['max_residual']:.3f} |"]
+    return "\n".join(lines) + "\n"
+
+
+def render_asv(a):
+    return ("| asv wall s | setup_cache s | Σ worker_seconds | asv wall / Σ worker_seconds | track processes | "
+            "per process s ((wall − setup_cache) / processes) |\n|---|---|---|---|---|---|\n"
+            f"| {a['wall']:.1f} | {a['setup_cache']:.1f} | {a['worker_seconds']:.1f} | {_x(a['wall_over_worker'])} | "
+            f"{a['track_processes']} | {a['per_process']:.2f} |\n")

@@ -158,7 +158,7 @@ def run_worker(spec, repeat=0, progress=None, poll=0.05):
 
     read_fd, write_fd = os.pipe()
     log = tempfile.TemporaryFile(mode="w+")
-    started = time.perf_counter()
+    started, spawned = time.perf_counter(), time.monotonic()
     proc = subprocess.Popen(
         [spec.python or sys.executable, "-m", "kerasbench.worker", json.dumps(dataclasses.asdict(spec)), str(write_fd)],
         pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -222,6 +222,10 @@ def run_worker(spec, repeat=0, progress=None, poll=0.05):
     drain()
     outcome["worker_seconds"] = time.perf_counter() - started
     outcome["max_tree_rss"] = max_tree_rss
+    timing = (outcome["result"] or {}).get("timing")
+    if timing:  # interpreter start + imports before the protocol; exit + this loop's polling after it
+        outcome["start_seconds"] = timing["entered"] - spawned
+        outcome["exit_seconds"] = outcome["worker_seconds"] - (timing["done"] - spawned)
     if stopped:
         where = "before the first iteration" if last_iteration is None else f"at {phase} iteration {last_iteration + 1}"
         outcome.update(status="stopped", reason=f"stopped: {stopped} {where}", partial_rss=partial_rss)

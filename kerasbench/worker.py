@@ -13,6 +13,7 @@ import os
 import platform
 import resource
 import sys
+import time
 
 from . import SCHEMA_VERSION, __version__, _compat, allocators, gpu, probes
 from .errors import Skip
@@ -52,7 +53,7 @@ class Workload:
         if s.isolate:  # the parent stays free of TF: children do the work
             self.pool = multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1)
             return
-        if self.spec.device == "gpu" and not self.shape.needs_tf:
+        if self.spec.device == "gpu" and not self.shape.needs_tf and not gpu.fake():  # a test's fake GPU: see gpu.py
             raise Skip(f"loop {self.spec.loop} does not use TensorFlow: nothing to run on a GPU")
         if self.shape.needs_tf:
             _compat.tf()
@@ -185,6 +186,8 @@ def environment(workload=None):
             if k.startswith(("TF_", "MALLOC_", "LD_PRELOAD", "OMP_", "KERAS", "CUDA_VISIBLE", "KERASBENCH_"))
         },
     }
+    if workload is not None and workload.spec.device == "gpu":
+        env.update(gpu.driver_details())  # NVML needs no TF: the driver and GPU model even where TF is not loaded
     if "tensorflow" in sys.modules:
         env.update(_compat.versions())
         env.update(_gpu_environment())
@@ -222,6 +225,7 @@ def measure(spec, emit, gpu_probe=None):
 
     `gpu_probe` (a gpu.GpuProbe) replaces the one device gpu would make, e.g. a fake in tests.
     """
+    entered = time.monotonic()  # system-wide on Linux: the runner subtracts its spawn time from it
     workload = Workload(spec)
     trim = allocators.get_allocator(spec.allocator).trim_before_read
 
@@ -231,10 +235,13 @@ def measure(spec, emit, gpu_probe=None):
         return probes.rss_bytes()
 
     try:
+        t0 = probes.timer()
         workload.setup()
+        setup_seconds = probes.timer() - t0
         for w in range(spec.warmup):  # a child of process_isolation may find out it must skip
             workload.iteration(w)
             emit("warmup", iteration=w)
+        warmup_seconds = probes.timer() - t0 - setup_seconds
     except Skip as e:
         emit("skip", reason=str(e), environment=environment(workload))
         return
@@ -304,6 +311,8 @@ def measure(spec, emit, gpu_probe=None):
     workload.teardown()
     final = read_rss()  # as the baseline was read
     gpu_final = gpu_probe.read() if gpu_probe is not None else {"alloc": None, "reserved": None}
+    # Where the worker's time went (kerasbench overhead): the rest of done - entered is protocol.
+    timing = {"entered": entered, "setup_seconds": setup_seconds, "warmup_seconds": warmup_seconds, "done": time.monotonic()}
 
     emit(
         "done",
@@ -334,6 +343,7 @@ def measure(spec, emit, gpu_probe=None):
             "predict_traces": probes.traces("predict_step") if workload.shape.counts_steps else None,
             "function_traces": probes.traces("function"),
             "models_built": probes.models_built() if workload.shape.counts_steps else None,
+            "timing": timing,
         },
         environment=environment_now,
     )

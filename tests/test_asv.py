@@ -96,9 +96,11 @@ def asv_tree(tmp_path_factory):
     work = tmp_path_factory.mktemp("asv")
     subprocess.run(["git", "clone", "-q", str(ROOT), str(work / "repo")], check=True)
     repo = work / "repo"
+    subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch, from any branch
     logs = {}
     for machine, extra in MACHINES.items():
-        env = dict(os.environ, KERASBENCH_PROFILE="quick", HOME=str(work), **extra)
+        # ASV_PYTHONPATH: the clone's kerasbench, not one installed elsewhere (asv drops PYTHONPATH)
+        env = dict(os.environ, KERASBENCH_PROFILE="quick", HOME=str(work), ASV_PYTHONPATH=str(repo), **extra)
         env.pop("KERASBENCH_RECORDS_DIR", None)
         if machine != "cpubox":  # cpubox writes where a user's run does: <repo>/.asv/records
             env["KERASBENCH_RECORDS_DIR"] = str(work / "records" / machine)

@@ -244,22 +244,6 @@ def test_calibrate_measures_stores_and_shows(tmp_path, monkeypatch, capsys):
     assert code == 0 and "| glibc | 8 |" in shown
 
 
-# --- the overhead command --------------------------------------------------------------------------
-
-def test_overhead_reports_probe_costs_and_ratios(capsys):
-    code, text = call(["overhead", "--runs", "1", "--iterations", "20"])
-    assert code == 0
-    for name in ("rss_bytes", "PeakTracker", "live_objects", "control_noop", "control_leak_native", "on/off"):
-        assert name in text
-
-
-@pytest.mark.parametrize("argv", [["overhead", "--runs", "0"], ["overhead", "--iterations", "1"]])
-def test_overhead_bad_input_is_one_line_exit_2(argv, capsys):
-    assert call(argv)[0] == 2
-    err = capsys.readouterr().err
-    assert "Invalid value" in err and err.count("\n") == 1
-
-
 def test_an_allocator_that_did_not_load_is_flagged():
     from kerasbench.cli import table
     from kerasbench.runner import _allocator_check, make_record
@@ -295,3 +279,63 @@ def test_asv_reads_the_allocator_from_the_environment():
     env = dict(os.environ, KERASBENCH_ALLOCATOR="tcmalloc")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env).stdout
     assert out.split() == ["tcmalloc", "True"]
+
+
+# --- the TF negative control -----------------------------------------------------------------------
+
+def test_tf_control_false_positives_at_the_chosen_floor():
+    runs = simulated_runs(noise=0.5 * KIB, hidden_below=64 * KIB)  # glibc-like: floor 32 KiB
+    # a TF loop whose RSS drifts 40 KiB an iteration in half of the runs (glibc's sawtooth settling)
+    runs["tf"] = {0: simulate(40 * KIB, 0.5 * KIB, runs=10, seed=7) + simulate(0, 0.5 * KIB, runs=10, seed=8)}
+    r = calibration.analyze(runs, [30], RATES)["by_iterations"]["30"]
+    t = r["tf_control"]
+    assert r["floor"] == 32 * KIB and t["floor"] == 32 * KIB and not t["floor_is_default"]
+    assert t["runs"] == 20 and t["false_positive"] == 0.5
+    assert t["false_positive_by_floor"][str(64 * KIB)] == 0.0 and t["false_positive_by_floor"][str(2 * KIB)] == 0.5
+    assert t["smallest_safe_floor"] == 64 * KIB
+    assert r["false_positive"][str(64 * KIB)] == 0.0  # control_noop's own rate is unchanged
+
+
+def test_tf_control_uses_the_default_floor_when_nothing_was_detected():
+    runs = simulated_runs(noise=0.5 * KIB, hidden_below=10**9)
+    runs["tf"] = {0: simulate(0, 0.5 * KIB, runs=5, seed=3)}
+    t = calibration.analyze(runs, [30], RATES)["by_iterations"]["30"]["tf_control"]
+    assert t["floor_is_default"] and t["floor"] == stats.DEFAULT_FLOOR and t["false_positive"] == 0.0
+    assert "tf_control" not in calibration.analyze(simulated_runs(0.5 * KIB), [30], RATES)["by_iterations"]["30"]
+
+
+def test_tf_control_is_a_registered_pair_with_one_model_and_one_input():
+    from kerasbench import LOOPS, STRATEGIES
+
+    loop, strategy = calibration.TF_CONTROL
+    s = STRATEGIES[strategy]
+    assert loop in s.applies_to and LOOPS[loop].needs_tf
+    assert s.model == "reuse" and s.batch_sizes == "stable" and not s.function_in_loop and not s.keep_outputs
+    assert calibration.cells_for([KIB], ["native"], tf_control=True)[-1] == ("tf", strategy, 0)
+
+
+def test_calibrate_renders_the_tf_control(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+
+    def fake_measure(allocator, runs, iterations, rates, heaps, warmup, progress, tf_control=False):
+        assert tf_control
+        series = simulated_runs(noise=0.5 * KIB, heaps=heaps)
+        series["tf"] = {0: simulate(0, 0.5 * KIB, runs=runs, seed=5)}
+        return series, "glibc"
+
+    monkeypatch.setattr(calibration, "measure", fake_measure)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: object())
+    code, text = call(["calibrate", "--runs", "3", "--iterations", "30", "--tf-control"])
+    assert code == 0 and "TF negative control" in text
+    assert "| glibc | 30 | 3 |" in text
+    assert calibration.load("glibc")["report"]["by_iterations"]["30"]["tf_control"]["runs"] == 3
+
+
+@pytest.mark.tf
+def test_calibrate_runs_the_tf_control_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    code, text = call(["calibrate", "--runs", "1", "--iterations", "4", "--rates-kib", "1024", "--heaps", "native",
+                       "--warmup", "1", "--tf-control"])
+    assert code == 0, text
+    t = calibration.load("glibc")["report"]["by_iterations"]["4"]["tf_control"]
+    assert t["runs"] == 1 and t["loop"] == "inference" and t["median_slope"] is not None

@@ -330,3 +330,26 @@ def test_readme_gpu_section_commands_name_real_strategies_and_metrics(monkeypatc
     from benchmarks._common import TRACKED
 
     assert [m for m in TRACKED if m.startswith("gpu_")] == ["gpu_alloc_peak", "gpu_reserved_peak"]
+
+
+def test_fake_gpu_hook_stands_in_for_tf_and_the_driver(device, monkeypatch):
+    """$KERASBENCH_TEST_FAKE_GPU (tests only): a module replaces TF's GPU statistics, and the control loop runs on gpu."""
+    hook = types.ModuleType("fake_gpu_hook")
+    hook.memory_info = lambda d: {"current": 3 * MIB, "peak": 7 * MIB}
+    hook.reset_memory_stats = lambda d: device.calls.append(("hook reset", d))
+    monkeypatch.setitem(sys.modules, "fake_gpu_hook", hook)
+    spec = RunSpec("control", "control_noop", iterations=4, warmup=1, device="gpu").validate()
+    assert [e for e, _ in measure_in_process(spec)][-1] == "skip"  # without the hook: nothing to run on a GPU
+    monkeypatch.setenv(gpu.TEST_HOOK, "fake_gpu_hook")
+    assert gpu.driver_present()
+    events = measure_in_process(spec)
+    (_, fields), = [e for e in events if e[0] == "done"]
+    assert fields["result"]["gpu_alloc_peak"] == 7 * MIB and fields["result"]["series"]["gpu_alloc"] == [3 * MIB] * 4
+    assert ("hook reset", "GPU:0") in device.calls and ("get_memory_info", "GPU:0") not in device.calls
+    assert fields["environment"]["gpu_driver"] == "550.54.15"  # NVML, without TF
+
+
+def test_without_the_hook_no_driver_means_no_gpu(monkeypatch):
+    monkeypatch.delenv(gpu.TEST_HOOK, raising=False)
+    assert gpu.fake() is None
+    assert gpu.driver_present() == os.path.exists("/proc/driver/nvidia/version")
