@@ -386,7 +386,7 @@ def cmd_triage(args, out):
         ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
          "--repeats", str(args.repeats), "--device", args.device]
     out.write(triage.render(outcome, records, metric, loop, args.strategy,
-                            [shlex.join(command + ["--tf", v]) for v in (outcome.last_good, outcome.first_bad) if v],
+                            [shlex.join(command + ["--tf", v]) for v in outcome.bracket],
                             time.monotonic() - started, len(set(created))))
     if args.json:
         from . import SCHEMA_VERSION

@@ -2,9 +2,12 @@
 
 Each version tried gets an asv environment (kerasbench.asvconf.python_for: created by asv if
 missing, so `asv run --config asv.matrix.json` reuses it) and one measurement of the pair in a
-fresh worker there. A version "behaves like good" when kerasbench.compare.judge calls it unchanged
-against the good version and not unchanged against the bad one, and the other way round; anything
-else is unclear, and the bisection stops there with what it has, rather than guess.
+fresh worker there. The change is what kerasbench.compare.judge says of the bad end against the
+good one (regressed or improved). A version "behaves like good" when judge calls it unchanged
+against the good end, and "like bad" when judge finds the same change in it (a version that grows
+by 4.0 MiB/iteration where the bad end grows by 3.6 has the regression too); anything else
+(inconclusive, or the opposite change) is unclear, and the bisection stops there with the range
+it narrowed the change to, rather than guess.
 """
 
 import math
@@ -25,6 +28,7 @@ class Outcome:
     last_good: str = None
     first_bad: str = None
     stopped: str = None  # why the bisection ended without an answer
+    bracket: tuple = ()  # the nearest good and bad versions measured: the change lies between them
 
 
 def steps_needed(n):
@@ -62,23 +66,23 @@ def bisect(versions, classify):
         else:
             out.stopped = f"{versions[mid]} behaves like neither end"
             break
-    out.last_good, out.first_bad = versions[lo], versions[hi]
+    out.bracket = (versions[lo], versions[hi])
     if out.stopped:  # the change lies somewhere between the nearest good and bad versions tried
-        out.last_good = out.first_bad = None
         out.stopped += f"; the change is between {versions[lo]} and {versions[hi]}"
+    else:
+        out.last_good, out.first_bad = out.bracket
     return out
 
 
 def classify(metric, good, bad, record):
-    """('good' | 'bad' | 'unclear', why) of `record` against the good and bad versions' records."""
-    side = compare._side(record, metric)
-    vs_good, why_good = compare.judge(metric, compare._side(good, metric), side)
-    vs_bad, why_bad = compare.judge(metric, compare._side(bad, metric), side)
-    if vs_good == "unchanged" and vs_bad != "unchanged":
-        return "good", f"like the good end ({why_good})"
-    if vs_bad == "unchanged" and vs_good != "unchanged":
-        return "bad", f"like the bad end ({why_bad})"
-    return "unclear", f"vs good: {vs_good} ({why_good}); vs bad: {vs_bad} ({why_bad})"
+    """('good' | 'bad' | 'unclear', why) of `record`: unchanged against the good end, or the same change as the bad end."""
+    change, _ = compare.judge(metric, compare._side(good, metric), compare._side(bad, metric))
+    verdict, why = compare.judge(metric, compare._side(good, metric), compare._side(record, metric))
+    if verdict == "unchanged":
+        return "good", why
+    if verdict == change:
+        return "bad", f"{verdict} like the bad end: {why}"
+    return "unclear", f"{verdict} against the good end ({why}), where the bad end is {change}"
 
 
 def ends_differ(metric, good, bad):

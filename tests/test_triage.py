@@ -60,7 +60,7 @@ def test_bisect_stops_at_a_version_like_neither_end_and_names_the_range():
     outcome, asked = run_bisect(behaviour)
     assert outcome.first_bad is None and outcome.last_good is None
     assert "2.14.1 behaves like neither end" in outcome.stopped
-    assert "between 2.12.1 and 2.16.2" in outcome.stopped
+    assert "between 2.12.1 and 2.16.2" in outcome.stopped and outcome.bracket == ("2.12.1", "2.16.2")
 
 
 def test_bisect_with_ends_that_do_not_differ_measures_only_the_ends():
@@ -87,7 +87,11 @@ def test_classify_by_growth():
     assert triage.ends_differ("growth_per_iter", good, bad)[0]
     assert triage.classify("growth_per_iter", good, bad, record("2.15.1", 0, seed=3))[0] == "good"
     assert triage.classify("growth_per_iter", good, bad, record("2.16.2", 512 * KIB, seed=4))[0] == "bad"
-    assert triage.classify("growth_per_iter", good, bad, record("2.16.1", 256 * KIB, seed=5))[0] == "unclear"
+    # the same regression, larger or smaller than at the bad end, is still the regression
+    assert triage.classify("growth_per_iter", good, bad, record("2.16.1", 768 * KIB, seed=5))[0] == "bad"
+    assert triage.classify("growth_per_iter", good, bad, record("2.17.1", 256 * KIB, seed=6))[0] == "bad"
+    # the opposite change, or one compare cannot call, is neither
+    assert triage.classify("growth_per_iter", bad, good, record("2.18.1", 1024 * KIB, seed=7))[0] == "unclear"
 
 
 def test_equal_ends_do_not_differ():
