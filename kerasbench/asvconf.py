@@ -74,8 +74,11 @@ def python_for(config, reqs, progress=None):
     kerasbench has no environment manager of its own. The worker runs there with kerasbench on
     PYTHONPATH (it needs only numpy and TF from the environment).
     """
+    import time
+
     conf, env = environment_for(config, reqs)
     if not env.check_presence():
+        started = time.monotonic()
         if progress:
             progress(f"creating asv environment {env.name} (pip installs {len(reqs)} pinned packages, minutes)")
         try:
@@ -85,6 +88,8 @@ def python_for(config, reqs, progress=None):
                 env.run_executable("python", ["-m", "pip", "install", *extras])
         except Exception as e:  # asv's own errors: pip's output is in asv's log
             raise UsageError(f"asv could not create environment {env.name}: {e}") from None
+        if progress:
+            progress(f"environment ready in {time.monotonic() - started:.0f} s")
     return os.path.join(env._path, "bin", "python"), env.name
 
 
