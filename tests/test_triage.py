@@ -195,3 +195,23 @@ def test_triage_environments_are_the_ones_asv_run_uses(config):
         conf, env = asvconf.environment_for(path, releases.requirements_for(version, includes))
         assert env.name == name
         assert bool(asvconf.gpu_extras(conf, reqs)) == (config == "asv.gpu.json")
+
+
+def test_run_tf_runs_the_worker_with_that_environments_python(monkeypatch, tmp_path, capsys):
+    """`kerasbench run --tf V` asks asv for V's environment and starts the workers with its interpreter."""
+    import sys
+
+    from kerasbench import asvconf
+
+    asked = []
+
+    def python_for(config, reqs, progress=None):
+        asked.append(reqs["tensorflow-cpu"])
+        return sys.executable, "env"
+
+    monkeypatch.setattr(asvconf, "python_for", python_for)
+    out_json = tmp_path / "run.json"
+    code, _ = call(["run", "--config", MATRIX, "--tf", "2.16.1", "--loop", "control", "--strategy", "control_noop",
+                    "--iterations", "3", "--warmup", "0", "--json", str(out_json)])
+    assert code == 0 and asked == ["2.16.1"]
+    assert json.loads(out_json.read_text())["records"][0]["spec"]["python"] == sys.executable
