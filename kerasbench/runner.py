@@ -72,7 +72,7 @@ class RunSpec:
     device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
     allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
     repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
-    python: str = ""  # the worker's interpreter, e.g. an asv environment's (kerasbench.envs); "" = this one
+    python: str = ""  # the worker's interpreter, e.g. an asv environment's (asvconf.python_for); "" = this one
 
     def resolve_floor(self):
         """Fill floor and floor_source: the given floor, else this allocator's calibration, else the default."""
