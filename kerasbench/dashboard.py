@@ -54,6 +54,13 @@ def _tarball(spec, cache):
     return path
 
 
+def _all_cached(cache=None):
+    """Whether every npm package the pages need was already packed into the cache."""
+    cache = cache or cache_dir()
+    specs = {spec for spec, _ in ASSETS.values()}
+    return all(os.path.exists(os.path.join(cache, "{}-{}.tgz".format(*spec.rsplit("@", 1)))) for spec in specs)
+
+
 def localize(html_dir, cache=None):
     """Copy every CDN asset of asv's pages into html_dir/vendor/ and point the pages at the copies."""
     cache = cache or cache_dir()
@@ -94,6 +101,11 @@ def publish(config="asv.conf.json", cdn=False, out=sys.stdout):
     proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", config], capture_output=True, text=True)
     if proc.returncode != 0:
         raise UsageError(f"asv publish failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    if not cdn and shutil.which("npm") is None and not _all_cached():
+        # a fresh machine without Node.js still gets its dashboard, just not an offline one
+        out.write("npm not found: the dashboard keeps asv's CDN links (a browser needs the network to draw it); "
+                  "install Node.js (npm) and publish again for an offline copy\n")
+        cdn = True
     if not cdn:
         n = localize(html)
         out.write(f"published {html} with {n} local asset links (works offline)\n")

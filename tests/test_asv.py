@@ -261,3 +261,21 @@ def test_envs_lists_matrix_environments():
     assert len(envs) == 10
     [(name, reqs)] = environments(str(ROOT / "asv.matrix.json"), tf="2.15.1")
     assert "tensorflow-cpu2.15.1" in name and reqs["keras"] == "2.15.0"
+
+
+def test_publish_without_npm_keeps_the_cdn_links_and_succeeds(asv_tree, tmp_path, monkeypatch):
+    """A fresh machine has Python and pip, not Node.js: the quick start's publish must still work."""
+    import io
+
+    from kerasbench import dashboard
+
+    repo, work, _ = asv_tree
+    monkeypatch.setenv("HOME", str(work))
+    monkeypatch.setenv("KERASBENCH_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(dashboard.shutil, "which", lambda name: None)
+    monkeypatch.chdir(repo)
+    out = io.StringIO()
+    html = dashboard.publish("asv.conf.json", out=out)
+    assert "npm not found" in out.getvalue()
+    page = (pathlib.Path(html) / "index.html").read_text()
+    assert "https://code.jquery.com/jquery-3.3.1.min.js" in page and "vendor/" not in page
