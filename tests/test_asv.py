@@ -279,3 +279,14 @@ def test_publish_without_npm_keeps_the_cdn_links_and_succeeds(asv_tree, tmp_path
     assert "npm not found" in out.getvalue()
     page = (pathlib.Path(html) / "index.html").read_text()
     assert "https://code.jquery.com/jquery-3.3.1.min.js" in page and "vendor/" not in page
+
+
+def test_cpu_extra_installs_what_asv_conf_json_says():
+    """`asv run --python=same` labels results with asv.conf.json's pins, not with what is installed:
+    the quick start's `pip install -e '.[cpu]'` must install exactly those."""
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["cpu"]
+    pinned = dict(item.split("==") for item in extra)
+    conf = {name.removeprefix("pip+"): versions[0] for name, versions in _conf("asv.conf.json")["matrix"]["req"].items()}
+    assert pinned == conf
