@@ -290,3 +290,11 @@ def test_cpu_extra_installs_what_asv_conf_json_says():
     pinned = dict(item.split("==") for item in extra)
     conf = {name.removeprefix("pip+"): versions[0] for name, versions in _conf("asv.conf.json")["matrix"]["req"].items()}
     assert pinned == conf
+
+
+@pytest.mark.parametrize("name", ["asv.conf.json", "asv.matrix.json", "asv.gpu.json"])
+def test_configs_build_only_the_project_wheel(name):
+    """asv 0.6's default build leaves every dependency's wheel beside ours and then refuses to choose."""
+    conf = _conf(name)
+    assert all("--no-deps" in cmd for cmd in conf["build_command"])
+    assert not any("--force-reinstall" in cmd for cmd in conf["install_command"])  # would re-resolve the pins
