@@ -219,6 +219,12 @@ def write_json(path, payload):
     write_text(path, json.dumps(payload, indent=1, allow_nan=True))
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text(path, text):
     """Write `text` atomically: a temp file in the same folder, then rename."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -226,6 +232,7 @@ def write_text(path, text):
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide a report from a web server or a colleague
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

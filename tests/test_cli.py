@@ -113,3 +113,15 @@ def test_sparkline_shows_the_shape():
     assert sparkline([5] * 4) == "▁▁▁▁"
     assert len(sparkline(list(range(100)), width=16)) <= 16
     assert sparkline([]) == "n/a"
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    from kerasbench.cli import write_text
+
+    old = os.umask(0o022)
+    try:
+        write_text(str(tmp_path / "out.html"), "<p>report</p>")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.html").stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["out.html"]  # no temp file left behind
