@@ -203,7 +203,9 @@ def test_record_shows_requested_and_detected_allocator(name):
     a = allocators.ALLOCATORS[name]
     if a.preload and not os.path.exists(a.preload):
         pytest.skip(f"apt-get install {a.package}")
-    record = measure(RunSpec("control", "control_leak_native", iterations=10, warmup=1, leak_bytes=256 * KIB,
+    # 40 iterations, not 10: jemalloc purges dirty pages on a timer (dirty_decay_ms), and one purge during
+    # a 10-iteration loop on a loaded CI machine cut the slope by 11 % (233984 vs 262144 bytes/iteration)
+    record = measure(RunSpec("control", "control_leak_native", iterations=40, warmup=1, leak_bytes=256 * KIB,
                              allocator=name, floor=64 * KIB))
     assert record["status"] == "ok"
     assert record["allocator"] == {"requested": name, "detected": a.detects, "matches": True}
