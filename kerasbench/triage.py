@@ -16,9 +16,6 @@ from dataclasses import dataclass, field
 from . import compare
 from .errors import UsageError
 
-CLASSES = ("good", "bad", "unclear")
-
-
 @dataclass
 class Outcome:
     """The answer of a bisection: the last good and first bad versions (None when unknown)."""
@@ -54,6 +51,7 @@ def bisect(versions, classify):
     for end, expected in ((versions[0], "good"), (versions[-1], "bad")):
         if tried(end) != expected:
             out.stopped = f"the ends do not differ ({end} is {out.tried[end]}, not {expected})"
+            out.bracket = (versions[0], versions[-1])
             return out
     lo, hi = 0, len(versions) - 1
     while hi - lo > 1:
