@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import clone_for_asv
 
 from kerasbench import METRICS, SCHEMA_VERSION, strategies_for
 from kerasbench.loops import builtin_loops
@@ -91,12 +92,7 @@ MACHINES = {
 
 @pytest.fixture(scope="module")
 def asv_tree(tmp_path_factory):
-    if shutil.which("asv") is None:
-        pytest.skip("asv is not installed")
-    work = tmp_path_factory.mktemp("asv")
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(work / "repo")], check=True)
-    repo = work / "repo"
-    subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch, from any branch
+    work, repo = clone_for_asv(tmp_path_factory, "asv")
     logs = {}
     for machine, extra in MACHINES.items():
         # ASV_PYTHONPATH: the clone's kerasbench, not one installed elsewhere (asv drops PYTHONPATH)

@@ -13,11 +13,11 @@ TF, so this takes seconds. The skip path (no GPU: n/a with a reason) is tested i
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import textwrap
 
 import pytest
+from conftest import clone_for_asv
 
 from kerasbench import strategies_for
 from kerasbench.gpu import TEST_HOOK
@@ -71,12 +71,7 @@ PARAMS = [[repr(s) for s in strategies_for("control")]]
 
 @pytest.fixture(scope="module")
 def fake_gpu_run(tmp_path_factory):
-    if shutil.which("asv") is None:
-        pytest.skip("asv is not installed")
-    work = tmp_path_factory.mktemp("asv_gpu")
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(work / "repo")], check=True)
-    repo = work / "repo"
-    subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch, from any branch
+    work, repo = clone_for_asv(tmp_path_factory, "asv_gpu")
     (repo / "pynvml.py").write_text(textwrap.dedent(FAKE_PYNVML))
     (repo / "kerasbench_fake_gpu.py").write_text(textwrap.dedent(FAKE_GPU))
     env = dict(os.environ, KERASBENCH_PROFILE="quick", KERASBENCH_RECORDS_DIR=str(work / "records"), HOME=str(work),
