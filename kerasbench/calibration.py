@@ -17,37 +17,19 @@ at each candidate floor: a TF loop adds glibc's megabyte sawtooth, which the con
 It does not change the stored floor.
 """
 
-import json
-import os
 import platform
-import tempfile
 import time
 
 import numpy as np
 
 from . import stats
-from .errors import UsageError
+from .floors import SCHEMA
+from .units import KIB
 
-KIB = 1024
-ENV_VAR = "KERASBENCH_CALIBRATION"  # a folder of <host>-<allocator>.json files
-SCHEMA = 1
 DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected
 FALSE_POSITIVE = 0.05  # largest share of control_noop runs allowed to say `grows`
 HEAPS = {"native": "control_leak_native", "python": "control_leak_python"}
 TF_CONTROL = ("inference", "reuse_model")  # the TF negative control: one model, one input, predict; must read flat
-
-
-def directory():
-    """Where calibrations live: $KERASBENCH_CALIBRATION, else ~/.cache/kerasbench/calibration."""
-    if os.environ.get(ENV_VAR):
-        return os.environ[ENV_VAR]
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "kerasbench", "calibration")
-
-
-def path_for(allocator, host=None):
-    """The calibration file of `allocator` on `host` (this machine by default)."""
-    return os.path.join(directory(), f"{host or platform.node() or 'machine'}-{allocator}.json")
 
 
 # --- analysis (pure) ---------------------------------------------------------------------------
@@ -131,71 +113,6 @@ def analyze(runs, iterations, rates):
         if runs.get("tf", {}).get(0):
             report["by_iterations"][str(n)]["tf_control"] = tf_control_stats(runs["tf"][0], n, floor, rates)
     return report
-
-
-# --- storage -----------------------------------------------------------------------------------
-
-def save(calibration, path):
-    """Write `calibration` (a dict) to `path` atomically: a temp file in the same folder, then rename."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kerasbench-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(calibration, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return path
-
-
-def load(allocator, path=None):
-    """The stored calibration of `allocator` here, None if there is none; UsageError if the file is bad."""
-    path = path or path_for(allocator)
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise UsageError(f"Bad calibration file {path}: {e}. Delete it or run `kerasbench calibrate --allocator {allocator}`.") from None
-    problem = _problem(data, allocator)
-    if problem:
-        raise UsageError(f"Bad calibration file {path}: {problem}. Delete it or run `kerasbench calibrate --allocator {allocator}`.")
-    return data
-
-
-def _problem(data, allocator):
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        return f"expected a JSON object with schema {SCHEMA}"
-    if data.get("allocator") != allocator:
-        return f"it is for allocator {data.get('allocator')!r}, not {allocator!r}"
-    floors = data.get("floors")
-    if not isinstance(floors, dict) or not floors:
-        return "no floors"
-    for n, floor in floors.items():
-        if not str(n).isdigit() or not (floor is None or (isinstance(floor, (int, float)) and floor >= 0)):
-            return f"bad floor {n!r}: {floor!r}"
-    return None
-
-
-def floor_for(allocator, iterations, default=stats.DEFAULT_FLOOR):
-    """(floor in bytes/iteration, where it came from) for a run of `iterations` on `allocator`.
-
-    Uses the stored floor of the largest calibrated iteration count <= `iterations` (else the
-    smallest count); the default when there is no calibration or it detected nothing at that count.
-    """
-    path = path_for(allocator)
-    data = load(allocator, path)
-    if data is None:
-        return default, f"default (no calibration for {allocator} at {path})"
-    counts = sorted(int(n) for n in data["floors"])
-    n = max([c for c in counts if c <= iterations] or counts[:1])
-    floor = data["floors"][str(n)]
-    if floor is None:
-        return default, f"default (calibration {path} detected no tested rate at {n} iterations)"
-    return float(floor), f"calibration {path} ({n} iterations)"
 
 
 def make_calibration(report, allocator, detected, runs, warmup, seconds):

@@ -6,13 +6,12 @@ User mistakes (unknown names, bad values, unwritable paths) print one line and e
 
 import argparse
 import importlib.util
-import json
-import math
 import os
 import sys
-import tempfile
 
 from . import stats
+from .console import Progress, run_table
+from .files import check_writable, write_json, write_text
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
 from .errors import UsageError
 from .loops import LOOPS, builtin_loops, get_loop
@@ -20,7 +19,7 @@ from .probes import METRICS
 from .profiles import ENV_VAR, PROFILES, get_profile
 from .strategies import STRATEGIES, get_strategy, strategies_for
 
-KIB, MIB = 1024, 1024**2
+from .units import KIB
 
 
 def _names(text, registry, kind):
@@ -73,174 +72,9 @@ def cmd_list(args, out):
     return 0
 
 
-class Progress:
-    """One status line on stderr: redrawn in place on a terminal, a line per phase otherwise."""
-
-    def __init__(self, stream, total_pairs, warmup):
-        self.stream, self.total, self.warmup = stream, total_pairs, warmup
-        self.tty = stream.isatty()
-        self.label = ""
-        self.iterations = 0
-
-    def start(self, index, loop, strategy, iterations):
-        self.iterations = iterations
-        self.label = f"[{index}/{self.total}] {loop} × {strategy}"
-        self._show(f"{self.label}: starting a fresh worker", force=True)
-
-    def __call__(self, ev):
-        kind = ev["event"]
-        if kind == "warmup":
-            text = f"{self.label} r{ev['repeat'] + 1}: warm-up {ev['iteration'] + 1}/{self.warmup}"
-            self._show(text, force=ev["iteration"] == 0)
-        elif kind == "iteration":
-            k = ev["iteration"] + 1
-            rss = f"  rss {ev['rss'] / MIB:.0f} MiB" if "rss" in ev else ""
-            text = f"{self.label} r{ev['repeat'] + 1}: iteration {k}/{self.iterations}{rss}"
-            self._show(text, force=k == 1 or k == self.iterations or k % max(1, self.iterations // 4) == 0)
-
-    def _show(self, text, force=False):
-        if self.tty:
-            self.stream.write("\r\033[K" + text)
-        elif force:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def done(self, record):
-        s = record["summary"]
-        if record["status"] == "ok":
-            text = f"{self.label}: {s['verdict']}, {_kib(s['growth_per_iter'])} KiB/iteration"
-        else:
-            text = f"{self.label}: {record['status']}: {record['reason']}"
-        if self.tty:
-            self.stream.write("\r\033[K")
-        self.stream.write(text + "\n")
-        self.stream.flush()
-
-
-def _kib(v):
-    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v / KIB:+.1f}"
-
-
-def _mib(v):
-    return "n/a" if v is None else f"{v / MIB:.1f}"
-
-
-def _num(v, fmt="{:.0f}"):
-    return "n/a" if v is None else fmt.format(v)
-
-
-SPARKS = "▁▂▃▄▅▆▇█"
-
-
-def sparkline(values, width=16):
-    """The shape of a series in one line of block characters (min to max of the series)."""
-    if not values:
-        return "n/a"
-    step = max(1, -(-len(values) // width))
-    points = [max(values[i : i + step]) for i in range(0, len(values), step)]
-    low, high = min(points), max(points)
-    if high == low:
-        return SPARKS[0] * len(points)
-    return "".join(SPARKS[int((v - low) / (high - low) * (len(SPARKS) - 1))] for v in points)
-
-
-def _curve(record):
-    repeats = [r for r in record["repeats"] if r.get("result") or r.get("partial_rss")]
-    if not repeats:
-        return "n/a"
-    r = repeats[0]
-    return sparkline(r["result"]["series"]["rss"] if r.get("result") else r["partial_rss"])
-
-
-COLUMNS = (
-    ("loop", lambda r, s: r["loop"]),
-    ("strategy", lambda r, s: r["strategy"]),
-    ("verdict", lambda r, s: s["verdict"] if r["status"] == "ok" else r["status"]),
-    ("RSS per iteration", lambda r, s: _curve(r)),
-    ("KiB/iter", lambda r, s: _kib(s["growth_per_iter"])),
-    ("95% CI", lambda r, s: "n/a" if s["growth_ci_low"] is None else f"[{_kib(s['growth_ci_low'])}, {_kib(s['growth_ci_high'])}]"),
-    ("peak MiB", lambda r, s: _mib(s["peak_loop"])),
-    ("retained MiB", lambda r, s: "n/a" if s["retained"] is None else f"{s['retained'] / MIB:+.1f}"),
-    ("traces t/p/f", lambda r, s: "n/a" if s["train_traces"] is None else
-        f"{s['train_traces']:.0f}/{s['predict_traces']:.0f}/{s['function_traces']:.0f}"),
-    ("models", lambda r, s: _num(s["models_built"])),
-    ("obj/iter", lambda r, s: _num(s["objects_per_iter"], "{:+.0f}")),
-    ("graph ops", lambda r, s: _num(s["graph_ops"])),
-    ("s/iter", lambda r, s: _num(s["seconds_per_iter"], "{:.3f}")),
-)
-
-
-GPU_COLUMNS = (  # shown when a record ran on device gpu: allocator bytes in use beside NVML's reservation
-    ("GPU alloc MiB", lambda r, s: _mib(s.get("gpu_alloc_peak"))),
-    ("GPU NVML MiB", lambda r, s: _mib(s.get("gpu_reserved_peak"))),
-)
-
-
-def table(records):
-    """A plain-text table of records, one row each, plus the reasons of skips and stops."""
-    columns = COLUMNS
-    if any(r["spec"].get("device") == "gpu" for r in records):
-        columns = COLUMNS[:-1] + GPU_COLUMNS + COLUMNS[-1:]
-    rows = [[name for name, _ in columns]]
-    rows += [[fn(r, r["summary"]) for _, fn in columns] for r in records]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    notes = [f"{r['loop']} × {r['strategy']}: {r['reason']}" for r in records if r["status"] != "ok"]
-    if records and records[0]["environment"]:
-        env = records[0]["environment"]
-        lines.append(
-            f"\nTF {env.get('tensorflow')}, Keras {env.get('keras')}, Python {env['python']}, numpy {env['numpy']}, "
-            f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})"
-        )
-    floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given"): None for r in records if r["summary"].get("floor") is not None}
-    for floor, source in floors:
-        lines.append(f"floor {floor / KIB:g} KiB/iteration, from {source}")
-    notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, but the worker ran on "
-              f"{r['allocator']['detected']}" for r in records if not r.get("allocator", {}).get("matches", True)]
-    return "\n".join(lines + notes) + "\n"
-
-
-def _check_writable(path):
-    """Fail now, not after an hour of measuring, if `path` cannot be written."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise UsageError(f"Cannot write results to {path}: it is a directory.")
-    if not os.path.isdir(directory):
-        raise UsageError(f"Cannot write results to {path}: folder {directory} does not exist.")
-    try:
-        tempfile.TemporaryFile(dir=directory).close()
-    except OSError as e:
-        raise UsageError(f"Cannot write results to {path}: {e.strerror}.") from None
-
-
-def write_json(path, payload):
-    """Write atomically: a temp file in the same folder, then rename."""
-    write_text(path, json.dumps(payload, indent=1, allow_nan=True))
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_text(path, text):
-    """Write `text` atomically: a temp file in the same folder, then rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kerasbench-", suffix=os.path.splitext(path)[1] or ".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide a report from a web server or a colleague
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def cmd_run(args, out):
-    from .runner import RunSpec, measure, parse_bytes
+    from .runner import RunSpec, measure
+    from .units import parse_bytes
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
@@ -261,7 +95,7 @@ def cmd_run(args, out):
         allocator=args.allocator, repro=args.repro or "",
     ).validate()
     if args.json:
-        _check_writable(args.json)
+        check_writable(args.json)
     if args.tf:
         base.python = _python_for_tf(args.config, args.tf)
     progress = Progress(sys.stderr, len(pairs), warmup)
@@ -278,7 +112,7 @@ def cmd_run(args, out):
         records.append(record)
         if spec.repro and record["status"] == "failed":
             raise UsageError(repro_failure(spec.repro, record))
-    out.write(table(records))
+    out.write(run_table(records))
     if args.json:
         from . import SCHEMA_VERSION
 
@@ -311,7 +145,7 @@ def cmd_compare(args, out):
     from . import compare
 
     if args.output:
-        _check_writable(args.output)
+        check_writable(args.output)
     groups = compare.group(compare.load(args.paths))
     cells = compare.compare(groups, baseline=args.baseline)
     if args.changes_only:
@@ -342,7 +176,7 @@ def cmd_triage(args, out):
     template = RunSpec(loop, args.strategy, iterations=args.iterations, warmup=args.warmup, repeats=args.repeats,
                        repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
     if args.json:
-        _check_writable(args.json)
+        check_writable(args.json)
     includes = asvconf.includes(args.config)
     versions = releases.candidates(args.good, args.bad, includes, patches=not args.latest_patches)
     expected = triage.steps_needed(len(versions))
@@ -407,7 +241,7 @@ def cmd_report(args, out):
     from . import report
 
     if args.output:  # the default folder, .asv/html, is made once the records have been read
-        _check_writable(args.output)
+        check_writable(args.output)
     path = report.write(args.paths, args.output or report.DEFAULT_OUTPUT, baseline=args.baseline)
     out.write(f"wrote the HTML report to {path} (one file, works offline)\n")
     return 0
@@ -427,13 +261,13 @@ def _ints(text, kind, minimum=1):
 def cmd_calibrate(args, out):
     import time
 
-    from . import calibration
+    from . import calibration, floors
     from .allocators import require
 
     names = _names(args.allocator, ALLOCATORS, "allocator")
     if args.show:
-        found = [c for c in (calibration.load(n) for n in names) if c]
-        out.write(calibration.render(found) if found else f"no stored calibration in {calibration.directory()}\n")
+        found = [c for c in (floors.load(n) for n in names) if c]
+        out.write(calibration.render(found) if found else f"no stored calibration in {floors.directory()}\n")
         return 0
     for name in names:
         require(name)
@@ -450,12 +284,12 @@ def cmd_calibrate(args, out):
 
             raise unknown("heap", h, calibration.HEAPS)
     try:
-        os.makedirs(calibration.directory(), exist_ok=True)
+        os.makedirs(floors.directory(), exist_ok=True)
     except OSError as e:
-        raise UsageError(f"Cannot write calibration to {calibration.directory()}: {e.strerror}.") from None
+        raise UsageError(f"Cannot write calibration to {floors.directory()}: {e.strerror}.") from None
     if args.tf_control and importlib.util.find_spec("tensorflow") is None:
         raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
-    _check_writable(calibration.path_for(names[0]))  # fail now, not after minutes of measuring
+    check_writable(floors.path_for(names[0]))  # fail now, not after minutes of measuring
     cals = []
     for name in names:
         started = time.perf_counter()
@@ -478,7 +312,7 @@ def cmd_calibrate(args, out):
                                                tf_control=args.tf_control)
         report = calibration.analyze(series, iterations, rates)
         cal = calibration.make_calibration(report, name, detected, args.runs, args.warmup, time.perf_counter() - started)
-        path = calibration.save(cal, calibration.path_for(name))
+        path = floors.save(cal, floors.path_for(name))
         if sys.stderr.isatty():
             sys.stderr.write("\n")
         sys.stderr.write(f"calibrate {name}: wrote {path}\n")
@@ -508,7 +342,7 @@ def cmd_overhead(args, out):
                 or not os.path.isfile(os.path.join(root, "asv.conf.json")):
             raise UsageError(f"--asv needs kerasbench run from a git checkout with asv.conf.json; {root} is not one.")
     if args.json:
-        _check_writable(args.json)
+        check_writable(args.json)
 
     def progress(text):
         sys.stderr.write(f"overhead: {text}\n")

@@ -17,6 +17,7 @@ import tarfile
 
 from .asvconf import html_dir_of
 from .errors import UsageError
+from .files import write_text
 
 # CDN address in asv 0.6's index.html -> (npm package@version, file inside the package).
 ASSETS = {
@@ -89,9 +90,7 @@ def localize(html_dir, cache=None):
         # The CDN tags carry subresource-integrity hashes of the CDN's (minified) files; the local
         # copies are the npm package's own files, so their hashes differ: drop the attribute.
         text = re.sub(r'((?:src|href)="vendor/[^"]*")\s+integrity="[^"]*"', r"\1", text)
-        with open(path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
+        write_text(path, text, "the dashboard")
     return replaced
 
 

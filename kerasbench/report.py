@@ -15,8 +15,9 @@ import os
 
 from . import __version__, compare, stats
 from .errors import UsageError
+from .files import write_text
 
-KIB, MIB = 1024, 1024**2
+from .units import KIB, MIB
 FILENAME = "kerasbench-report.html"
 DEFAULT_OUTPUT = os.path.join(".asv", "html", FILENAME)  # beside the asv dashboard of `kerasbench publish`
 
@@ -455,8 +456,6 @@ records gives every headline metric as a table.</p>
 
 def write(paths, output=DEFAULT_OUTPUT, baseline=None):
     """Build the report and write it atomically to `output` (its folder made if missing)."""
-    from .cli import write_text
-
     text = build(paths, baseline)  # every input error is raised here, before anything is written
     folder = os.path.dirname(os.path.abspath(output))
     try:

@@ -18,29 +18,14 @@ import time
 
 import numpy as np
 
-from . import SCHEMA_VERSION, allocators, calibration, stats
+from . import SCHEMA_VERSION, allocators, floors, stats
 from .errors import UsageError, unknown
+from .units import GIB, KIB, parse_bytes
 from .loops import get_loop
 from .probes import METRICS
 from .strategies import get_strategy
 
-KIB, MIB, GIB = 1024, 1024**2, 1024**3
 DEVICES = ("cpu", "gpu")
-_UNITS = {"": 1, "B": 1, "K": KIB, "KB": KIB, "KIB": KIB, "M": MIB, "MB": MIB, "MIB": MIB, "G": GIB, "GB": GIB, "GIB": GIB}
-
-
-def parse_bytes(text):
-    """'4GiB', '512MiB', '1.5G' or a plain number of bytes -> int bytes; UsageError otherwise."""
-    s = str(text).strip().upper().replace(" ", "")
-    number = s.rstrip("KMGIB")
-    unit = s[len(number):]
-    try:
-        value = float(number) * _UNITS[unit]
-    except (ValueError, KeyError):
-        raise UsageError(f"Invalid size. Received: {text!r}. Expected a number with an optional unit, e.g. 4GiB, 512MiB.") from None
-    if value <= 0:
-        raise UsageError(f"Invalid size. Received: {text!r}. Expected a positive size.")
-    return int(value)
 
 
 def default_memory_cap():
@@ -77,7 +62,7 @@ class RunSpec:
     def resolve_floor(self):
         """Fill floor and floor_source: the given floor, else this allocator's calibration, else the default."""
         if self.floor is None:
-            self.floor, self.floor_source = calibration.floor_for(self.allocator, self.iterations)
+            self.floor, self.floor_source = floors.floor_for(self.allocator, self.iterations)
         elif not self.floor_source:
             self.floor_source = "given (--floor-kib or RunSpec.floor)"
         return self.floor

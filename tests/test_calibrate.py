@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from kerasbench import RunSpec, UsageError, allocators, calibration, measure, stats
+from kerasbench import RunSpec, UsageError, allocators, calibration, floors, measure, stats
 from kerasbench.cli import main
 
 KIB, MIB = 1024, 1024**2
@@ -104,24 +104,24 @@ def fake_calibration(allocator="glibc", floors=None):
 def test_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
     cal = fake_calibration()
-    path = calibration.save(cal, calibration.path_for("glibc"))
+    path = floors.save(cal, floors.path_for("glibc"))
     assert os.path.dirname(path) == str(tmp_path) and path.endswith("-glibc.json")
     assert [p for p in os.listdir(tmp_path)] == [os.path.basename(path)]  # no temp file left behind
-    assert calibration.load("glibc") == json.loads(json.dumps(cal))
-    assert calibration.load("tcmalloc") is None
+    assert floors.load("glibc") == json.loads(json.dumps(cal))
+    assert floors.load("tcmalloc") is None
     assert "glibc" in calibration.render([cal]) and "| glibc | 60 |" in calibration.render([cal])
 
 
 def test_floor_for_picks_the_count(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    assert calibration.floor_for("glibc", 30)[0] == stats.DEFAULT_FLOOR
-    assert "default (no calibration" in calibration.floor_for("glibc", 30)[1]
-    calibration.save(fake_calibration(floors={"30": 128 * KIB, "60": 32 * KIB, "100": None}), calibration.path_for("glibc"))
-    assert calibration.floor_for("glibc", 10)[0] == 128 * KIB  # fewer than calibrated: the smallest count's
-    assert calibration.floor_for("glibc", 45)[0] == 128 * KIB
-    floor, source = calibration.floor_for("glibc", 60)
+    assert floors.floor_for("glibc", 30)[0] == stats.DEFAULT_FLOOR
+    assert "default (no calibration" in floors.floor_for("glibc", 30)[1]
+    floors.save(fake_calibration(floors={"30": 128 * KIB, "60": 32 * KIB, "100": None}), floors.path_for("glibc"))
+    assert floors.floor_for("glibc", 10)[0] == 128 * KIB  # fewer than calibrated: the smallest count's
+    assert floors.floor_for("glibc", 45)[0] == 128 * KIB
+    floor, source = floors.floor_for("glibc", 60)
     assert floor == 32 * KIB and "calibration" in source and "(60 iterations)" in source
-    floor, source = calibration.floor_for("glibc", 500)
+    floor, source = floors.floor_for("glibc", 500)
     assert floor == stats.DEFAULT_FLOOR and "detected no tested rate at 100" in source
 
 
@@ -130,17 +130,17 @@ def test_floor_for_picks_the_count(tmp_path, monkeypatch):
                                      '{"schema": 1, "allocator": "glibc", "floors": {"30": -5}}'])
 def test_bad_file_is_a_usage_error_naming_it(tmp_path, monkeypatch, content):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    path = calibration.path_for("glibc")
+    path = floors.path_for("glibc")
     with open(path, "w") as f:
         f.write(content)
     with pytest.raises(UsageError) as e:
-        calibration.load("glibc")
+        floors.load("glibc")
     assert path in str(e.value) and "Bad calibration file" in str(e.value)
 
 
 def test_bad_file_makes_run_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    path = calibration.path_for("glibc")
+    path = floors.path_for("glibc")
     with open(path, "w") as f:
         f.write("{truncated")
     code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3"])
@@ -156,16 +156,16 @@ def test_verdict_follows_the_stored_floor(tmp_path, monkeypatch):
     spec = dict(loop="control", strategy="control_leak_python", iterations=30, warmup=2, leak_bytes=32 * KIB)
     default = measure(RunSpec(**spec))
     assert default["summary"]["floor"] == stats.DEFAULT_FLOOR and default["summary"]["verdict"] != "grows"
-    calibration.save(fake_calibration(floors={"30": 8 * KIB}), calibration.path_for("glibc"))
+    floors.save(fake_calibration(floors={"30": 8 * KIB}), floors.path_for("glibc"))
     calibrated = measure(RunSpec(**spec))
     assert calibrated["summary"]["floor"] == 8 * KIB and calibrated["summary"]["verdict"] == "grows"
-    assert calibration.path_for("glibc") in calibrated["summary"]["floor_source"]
+    assert floors.path_for("glibc") in calibrated["summary"]["floor_source"]
     # summarize alone (what asv reads) follows the stored floor too, and so does the table footer
-    from kerasbench.cli import table
+    from kerasbench.console import run_table as table
     from kerasbench.runner import summarize
 
     assert summarize(default["repeats"], RunSpec(**spec))["verdict"] == "grows"
-    assert f"floor 8 KiB/iteration, from calibration {calibration.path_for('glibc')}" in table([calibrated])
+    assert f"floor 8 KiB/iteration, from calibration {floors.path_for('glibc')}" in table([calibrated])
 
 
 # --- allocators ------------------------------------------------------------------------------------
@@ -239,7 +239,7 @@ def test_calibrate_measures_stores_and_shows(tmp_path, monkeypatch, capsys):
     assert code == 0 and "| glibc | 8 | 512 |" in text
     err = capsys.readouterr().err
     assert "run 2/2" in err and "wrote" in err  # progress on stderr
-    cal = calibration.load("glibc")
+    cal = floors.load("glibc")
     assert cal["runs"] == 2 and set(cal["floors"]) == {"5", "8"}
     assert cal["floors"]["8"] == 256 * KIB  # a 512 KiB/iteration leak is seen at once
     code, shown = call(["calibrate", "--show"])
@@ -247,7 +247,7 @@ def test_calibrate_measures_stores_and_shows(tmp_path, monkeypatch, capsys):
 
 
 def test_an_allocator_that_did_not_load_is_flagged():
-    from kerasbench.cli import table
+    from kerasbench.console import run_table as table
     from kerasbench.runner import _allocator_check, make_record
 
     spec = RunSpec("control", "control_noop", allocator="tcmalloc", floor=64 * KIB)
@@ -267,7 +267,7 @@ def test_the_stored_calibrations_in_docs_load_and_match_the_readme():
     assert files
     for path in files:
         allocator = path.stem.split("-", 1)[1]
-        cal = calibration.load(allocator, str(path))
+        cal = floors.load(allocator, str(path))
         for row in calibration.summary_rows(cal):
             assert row in readme, row
 
@@ -330,7 +330,7 @@ def test_calibrate_renders_the_tf_control(monkeypatch, tmp_path, capsys):
     code, text = call(["calibrate", "--runs", "3", "--iterations", "30", "--tf-control"])
     assert code == 0 and "TF negative control" in text
     assert "| glibc | 30 | 3 |" in text
-    assert calibration.load("glibc")["report"]["by_iterations"]["30"]["tf_control"]["runs"] == 3
+    assert floors.load("glibc")["report"]["by_iterations"]["30"]["tf_control"]["runs"] == 3
 
 
 @pytest.mark.tf
@@ -339,5 +339,5 @@ def test_calibrate_runs_the_tf_control_end_to_end(tmp_path, monkeypatch):
     code, text = call(["calibrate", "--runs", "1", "--iterations", "4", "--rates-kib", "1024", "--heaps", "native",
                        "--warmup", "1", "--tf-control"])
     assert code == 0, text
-    t = calibration.load("glibc")["report"]["by_iterations"]["4"]["tf_control"]
+    t = floors.load("glibc")["report"]["by_iterations"]["4"]["tf_control"]
     assert t["runs"] == 1 and t["loop"] == "inference" and t["median_slope"] is not None

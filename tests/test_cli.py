@@ -107,7 +107,7 @@ def test_asv_helpers_bad_input(argv, needle, capsys):
 
 
 def test_sparkline_shows_the_shape():
-    from kerasbench.cli import sparkline
+    from kerasbench.console import sparkline
 
     assert sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
     assert sparkline([5] * 4) == "▁▁▁▁"
@@ -116,7 +116,7 @@ def test_sparkline_shows_the_shape():
 
 
 def test_written_files_get_the_usual_permissions(tmp_path):
-    from kerasbench.cli import write_text
+    from kerasbench.files import write_text
 
     old = os.umask(0o022)
     try:

@@ -13,7 +13,8 @@ import types
 import pytest
 
 from kerasbench import LOOPS, METRICS, STRATEGIES, _compat, gpu, loops, runner, worker
-from kerasbench.runner import MIB, RunSpec, summarize
+from kerasbench.runner import RunSpec, summarize
+from kerasbench.units import MIB
 
 GPU_STRATEGIES = ["gpu_growth_off", "gpu_growth_on", "gpu_malloc_async", "gpu_jit_compile"]
 GPU_METRICS = ["gpu_alloc_peak", "gpu_alloc_growth_per_iter", "gpu_reserved_peak", "gpu_retained", "gpu_reserved_retained"]
@@ -300,7 +301,7 @@ def test_run_all_leaves_gpu_strategies_to_device_gpu(monkeypatch):
 
 
 def test_table_shows_gpu_columns_for_gpu_records():
-    from kerasbench.cli import table
+    from kerasbench.console import run_table as table
 
     spec = RunSpec("control", "control_noop", iterations=4, device="gpu")
     summary = summarize([], spec)

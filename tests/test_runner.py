@@ -3,7 +3,7 @@
 import pytest
 
 from kerasbench import RunSpec, UsageError, measure
-from kerasbench.runner import GIB, KIB, MIB, parse_bytes
+from kerasbench.units import GIB, KIB, MIB, parse_bytes
 
 
 def run(strategy, **kwargs):

@@ -1,0 +1,156 @@
+"""What kerasbench prints: progress on stderr, text tables, sparklines, the run table.
+
+One text-table renderer (`text_table`) serves the run table, compare and triage.
+"""
+
+import math
+from typing import Any, Callable, Iterable, Sequence, TextIO
+
+from .units import KIB, MIB
+
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def text_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list:
+    """Lines of a plain-text table: columns padded to their widest cell, a dashed rule under the header."""
+    rows = [list(header)] + [list(row) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def sparkline(values: Sequence[float], width: int = 16) -> str:
+    """The shape of a series in one line of block characters (min to max of the series)."""
+    if not values:
+        return "n/a"
+    step = max(1, -(-len(values) // width))
+    points = [max(values[i : i + step]) for i in range(0, len(values), step)]
+    low, high = min(points), max(points)
+    if high == low:
+        return SPARKS[0] * len(points)
+    return "".join(SPARKS[int((v - low) / (high - low) * (len(SPARKS) - 1))] for v in points)
+
+
+def kib(v: Any) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v / KIB:+.1f}"
+
+
+def mib(v: Any) -> str:
+    return "n/a" if v is None else f"{v / MIB:.1f}"
+
+
+def number(v: Any, fmt: str = "{:.0f}") -> str:
+    return "n/a" if v is None else fmt.format(v)
+
+
+class Progress:
+    """One status line on stderr: redrawn in place on a terminal, a line per phase otherwise."""
+
+    def __init__(self, stream: TextIO, total_pairs: int, warmup: int):
+        self.stream, self.total, self.warmup = stream, total_pairs, warmup
+        self.tty = stream.isatty()
+        self.label = ""
+        self.iterations = 0
+
+    def start(self, index: int, loop: str, strategy: str, iterations: int) -> None:
+        self.iterations = iterations
+        self.label = f"[{index}/{self.total}] {loop} × {strategy}"
+        self._show(f"{self.label}: starting a fresh worker", force=True)
+
+    def __call__(self, ev: dict) -> None:
+        kind = ev["event"]
+        if kind == "warmup":
+            text = f"{self.label} r{ev['repeat'] + 1}: warm-up {ev['iteration'] + 1}/{self.warmup}"
+            self._show(text, force=ev["iteration"] == 0)
+        elif kind == "iteration":
+            k = ev["iteration"] + 1
+            rss = f"  rss {ev['rss'] / MIB:.0f} MiB" if "rss" in ev else ""
+            text = f"{self.label} r{ev['repeat'] + 1}: iteration {k}/{self.iterations}{rss}"
+            self._show(text, force=k == 1 or k == self.iterations or k % max(1, self.iterations // 4) == 0)
+
+    def _show(self, text: str, force: bool = False) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K" + text)
+        elif force:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def done(self, record: dict) -> None:
+        s = record["summary"]
+        if record["status"] == "ok":
+            text = f"{self.label}: {s['verdict']}, {kib(s['growth_per_iter'])} KiB/iteration"
+        else:
+            text = f"{self.label}: {record['status']}: {record['reason']}"
+        if self.tty:
+            self.stream.write("\r\033[K")
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def status_line(stream: TextIO, text: str, final: bool = False) -> None:
+    """A progress line that redraws in place on a terminal; off a terminal only the `final` ones are written."""
+    if stream.isatty():
+        stream.write("\r\033[K" + text + ("\n" if final else ""))
+    elif final:
+        stream.write(text + "\n")
+    stream.flush()
+
+
+# ---------------------------------------------------------------- the run table
+
+
+def _curve(record: dict) -> str:
+    repeats = [r for r in record["repeats"] if r.get("result") or r.get("partial_rss")]
+    if not repeats:
+        return "n/a"
+    r = repeats[0]
+    return sparkline(r["result"]["series"]["rss"] if r.get("result") else r["partial_rss"])
+
+
+Column = Callable[[dict, dict], str]
+
+COLUMNS: tuple = (
+    ("loop", lambda r, s: r["loop"]),
+    ("strategy", lambda r, s: r["strategy"]),
+    ("verdict", lambda r, s: s["verdict"] if r["status"] == "ok" else r["status"]),
+    ("RSS per iteration", lambda r, s: _curve(r)),
+    ("KiB/iter", lambda r, s: kib(s["growth_per_iter"])),
+    ("95% CI", lambda r, s: "n/a" if s["growth_ci_low"] is None
+        else f"[{kib(s['growth_ci_low'])}, {kib(s['growth_ci_high'])}]"),
+    ("peak MiB", lambda r, s: mib(s["peak_loop"])),
+    ("retained MiB", lambda r, s: "n/a" if s["retained"] is None else f"{s['retained'] / MIB:+.1f}"),
+    ("traces t/p/f", lambda r, s: "n/a" if s["train_traces"] is None else
+        f"{s['train_traces']:.0f}/{s['predict_traces']:.0f}/{s['function_traces']:.0f}"),
+    ("models", lambda r, s: number(s["models_built"])),
+    ("obj/iter", lambda r, s: number(s["objects_per_iter"], "{:+.0f}")),
+    ("graph ops", lambda r, s: number(s["graph_ops"])),
+    ("s/iter", lambda r, s: number(s["seconds_per_iter"], "{:.3f}")),
+)
+
+GPU_COLUMNS: tuple = (  # shown when a record ran on device gpu: allocator bytes in use beside NVML's reservation
+    ("GPU alloc MiB", lambda r, s: mib(s.get("gpu_alloc_peak"))),
+    ("GPU NVML MiB", lambda r, s: mib(s.get("gpu_reserved_peak"))),
+)
+
+
+def run_table(records: list) -> str:
+    """A plain-text table of records, one row each, plus the reasons of skips and stops."""
+    columns = COLUMNS
+    if any(r["spec"].get("device") == "gpu" for r in records):
+        columns = COLUMNS[:-1] + GPU_COLUMNS + COLUMNS[-1:]
+    lines = text_table([name for name, _ in columns], ([fn(r, r["summary"]) for _, fn in columns] for r in records))
+    notes = [f"{r['loop']} × {r['strategy']}: {r['reason']}" for r in records if r["status"] != "ok"]
+    if records and records[0]["environment"]:
+        env = records[0]["environment"]
+        lines.append(
+            f"\nTF {env.get('tensorflow')}, Keras {env.get('keras')}, Python {env['python']}, numpy {env['numpy']}, "
+            f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})"
+        )
+    floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given"): None
+              for r in records if r["summary"].get("floor") is not None}
+    for floor, source in floors:
+        lines.append(f"floor {floor / KIB:g} KiB/iteration, from {source}")
+    notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, but the worker ran on "
+              f"{r['allocator']['detected']}" for r in records if not r.get("allocator", {}).get("matches", True)]
+    return "\n".join(lines + notes) + "\n"

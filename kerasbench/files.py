@@ -1,0 +1,88 @@
+"""Writing results: every file kerasbench writes goes through here.
+
+A write is atomic (a uniquely named temp file in the target's folder, then a rename), so a reader
+never sees half a file and an interrupted write leaves the old one in place. A path that exists
+must be a regular file (or a link to one, whose target is written): a device, a FIFO or a folder
+given as an output is refused, never replaced. `check_writable` says so before an hour of
+measuring, not after it.
+"""
+
+import json
+import os
+import stat
+import tempfile
+from typing import Any
+
+from .errors import UsageError
+
+
+def _target(path: str) -> str:
+    """The file a write to `path` replaces: a symlink's target, so the link itself stays a link."""
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
+def _refuse_special(path: str, what: str) -> None:
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise UsageError(f"Cannot write {what} to {path}: {e.strerror}.") from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"Cannot write {what} to {path}: it is a directory.")
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"Cannot write {what} to {path}: it exists and is not a regular file.")
+
+
+def check_writable(path: str, what: str = "results") -> None:
+    """Fail now, with a one-line UsageError, if `path` cannot be written."""
+    target = _target(path)
+    _refuse_special(target, what)
+    directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(directory):
+        raise UsageError(f"Cannot write {what} to {path}: folder {directory} does not exist.")
+    try:
+        tempfile.TemporaryFile(dir=directory).close()
+    except OSError as e:
+        raise UsageError(f"Cannot write {what} to {path}: {e.strerror}.") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text(path: str, text: str, what: str = "results") -> str:
+    """Write `text` to `path` atomically; returns `path`. An existing file keeps its permissions."""
+    target = _target(path)
+    _refuse_special(target, what)
+    directory = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kerasbench-", suffix=os.path.splitext(target)[1] or ".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()  # mkstemp's 0600 would hide a report from a web server or a colleague
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
+
+
+def write_json(path: str, payload: Any, what: str = "results") -> str:
+    """`payload` as indented JSON, written atomically."""
+    return write_text(path, json.dumps(payload, indent=1, allow_nan=True), what)
+
+
+def make_folder(path: str, what: str = "results") -> str:
+    """`path` as a folder (made with its parents if missing); UsageError if that cannot be."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"Cannot write {what} to {path}: {e.strerror}.") from None
+    return path
