@@ -151,6 +151,7 @@ def run_table(records: list) -> str:
               for r in records if r["summary"].get("floor") is not None}
     for floor, source in floors:
         lines.append(f"floor {floor / KIB:g} KiB/iteration, from {source}")
-    notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, but the worker ran on "
-              f"{r['allocator']['detected']}" for r in records if not r.get("allocator", {}).get("matches", True)]
+    notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, "
+              f"but the worker ran on {r['allocator']['detected']}"
+              for r in records if not r.get("allocator", {}).get("matches", True)]
     return "\n".join(lines + notes) + "\n"

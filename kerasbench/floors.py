@@ -9,6 +9,7 @@ that fits, else the default. This module only reads and writes those files: it r
 import json
 import os
 import platform
+from typing import Any, Optional, Tuple
 
 from . import stats
 from .errors import UsageError
@@ -18,7 +19,7 @@ ENV_VAR = "KERASBENCH_CALIBRATION"  # a folder of <host>-<allocator>.json files
 SCHEMA = 1
 
 
-def directory():
+def directory() -> str:
     """Where calibrations live: $KERASBENCH_CALIBRATION, else ~/.cache/kerasbench/calibration."""
     if os.environ.get(ENV_VAR):
         return os.environ[ENV_VAR]
@@ -26,7 +27,7 @@ def directory():
     return os.path.join(cache, "kerasbench", "calibration")
 
 
-def path_for(allocator, host=None):
+def path_for(allocator: str, host: Optional[str] = None) -> str:
     """The calibration file of `allocator` on `host` (this machine by default)."""
     return os.path.join(directory(), f"{host or platform.node() or 'machine'}-{allocator}.json")
 
@@ -37,7 +38,7 @@ def save(calibration: dict, path: str) -> str:
     return write_json(path, calibration, "calibration")
 
 
-def load(allocator, path=None):
+def load(allocator: str, path: Optional[str] = None) -> Optional[dict]:
     """The stored calibration of `allocator` here, None if there is none; UsageError if the file is bad."""
     path = path or path_for(allocator)
     try:
@@ -46,14 +47,16 @@ def load(allocator, path=None):
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:
-        raise UsageError(f"Bad calibration file {path}: {e}. Delete it or run `kerasbench calibrate --allocator {allocator}`.") from None
-    problem = _problem(data, allocator)
-    if problem:
-        raise UsageError(f"Bad calibration file {path}: {problem}. Delete it or run `kerasbench calibrate --allocator {allocator}`.")
-    return data
+        problem = str(e)
+    else:
+        problem = _problem(data, allocator)
+        if not problem:
+            return data
+    raise UsageError(f"Bad calibration file {path}: {problem}. "
+                     f"Delete it or run `kerasbench calibrate --allocator {allocator}`.")
 
 
-def _problem(data, allocator):
+def _problem(data: Any, allocator: str) -> Optional[str]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         return f"expected a JSON object with schema {SCHEMA}"
     if data.get("allocator") != allocator:
@@ -67,7 +70,7 @@ def _problem(data, allocator):
     return None
 
 
-def floor_for(allocator, iterations, default=stats.DEFAULT_FLOOR):
+def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FLOOR) -> Tuple[float, str]:
     """(floor in bytes/iteration, where it came from) for a run of `iterations` on `allocator`.
 
     Uses the stored floor of the largest calibrated iteration count <= `iterations` (else the

@@ -7,6 +7,7 @@ rule out a slope of the floor's size. Anything else is `inconclusive`: run more 
 """
 
 from dataclasses import asdict, dataclass
+from typing import Iterable, Sequence, Tuple
 
 import numpy as np
 
@@ -28,11 +29,11 @@ class Fit:
     p_trend: float
     n: int
 
-    def as_dict(self):
+    def as_dict(self) -> dict:
         return asdict(self)
 
 
-def fit_growth(values, confidence=1 - ALPHA):
+def fit_growth(values: Sequence[float], confidence: float = 1 - ALPHA) -> Fit:
     """Theil-Sen slope of `values` against their index, with a `confidence` interval.
 
     The trend p-value is Kendall's tau between index and value (the Mann-Kendall test).
@@ -54,7 +55,7 @@ def fit_growth(values, confidence=1 - ALPHA):
     return Fit(float(slope), float(low), float(high), p, n)
 
 
-def verdict(fit, floor=DEFAULT_FLOOR):
+def verdict(fit: Fit, floor: float = DEFAULT_FLOOR) -> str:
     """'grows', 'flat' or 'inconclusive' for one fit, given the smallest slope worth calling a leak."""
     if not np.isfinite(fit.slope):
         return "inconclusive"
@@ -65,7 +66,7 @@ def verdict(fit, floor=DEFAULT_FLOOR):
     return "inconclusive"
 
 
-def combine(fits, floor=DEFAULT_FLOOR):
+def combine(fits: Iterable[Fit], floor: float = DEFAULT_FLOOR) -> Tuple[Fit, str]:
     """One fit and verdict from repeats in fresh processes.
 
     The slope is the median of the repeats'; the interval spans all of theirs (conservative);

@@ -3,7 +3,8 @@
 from .errors import UsageError
 
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
-_UNITS = {"": 1, "B": 1, "K": KIB, "KB": KIB, "KIB": KIB, "M": MIB, "MB": MIB, "MIB": MIB, "G": GIB, "GB": GIB, "GIB": GIB}
+_UNITS = {"": 1, "B": 1, "K": KIB, "KB": KIB, "KIB": KIB, "M": MIB, "MB": MIB, "MIB": MIB,
+          "G": GIB, "GB": GIB, "GIB": GIB}
 
 
 def parse_bytes(text: str) -> int:
