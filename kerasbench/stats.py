@@ -16,6 +16,10 @@ import numpy as np
 # need more iterations or a quieter allocator (`kerasbench calibrate` measures and stores a floor).
 DEFAULT_FLOOR = 64 * 1024
 ALPHA = 0.05
+# Theil-Sen keeps every pairwise slope: n points cost n(n-1)/2 of them (10,000 iterations: 2.5 GB in
+# the parent). Longer series are fitted through the medians of MAX_POINTS equal bins instead, which
+# keeps the fit under ~50 MB at any length; series up to MAX_POINTS are fitted exactly as they are.
+MAX_POINTS = 1000
 VERDICTS = ("grows", "flat", "inconclusive")
 
 
@@ -46,13 +50,23 @@ def fit_growth(values: Sequence[float], confidence: float = 1 - ALPHA) -> Fit:
         return Fit(nan, nan, nan, nan, n)
     from scipy import stats  # here, not at the top: workers import this module and never fit (scipy costs seconds)
 
-    x = np.arange(n, dtype=float)
+    x, y = _binned(y)
     slope, _, low, high = stats.theilslopes(y, x, alpha=confidence)
     if np.ptp(y) == 0:
         p = 1.0
     else:
         p = float(stats.kendalltau(x, y).pvalue)
     return Fit(float(slope), float(low), float(high), p, n)
+
+
+def _binned(y: np.ndarray, points: int = MAX_POINTS) -> Tuple[np.ndarray, np.ndarray]:
+    """(x, y) of the series, or of the medians of `points` equal bins (x at each bin's centre) when it is longer."""
+    n = len(y)
+    if n <= points:
+        return np.arange(n, dtype=float), y
+    edges = np.linspace(0, n, points + 1).astype(int)
+    x = (edges[:-1] + edges[1:] - 1) / 2.0
+    return x, np.array([np.median(y[a:b]) for a, b in zip(edges[:-1], edges[1:])])
 
 
 def verdict(fit: Fit, floor: float = DEFAULT_FLOOR) -> str:

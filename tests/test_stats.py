@@ -89,3 +89,31 @@ def test_interval_covers_the_truth_about_95_percent_of_the_time():
         fit = stats.fit_growth(1000 * np.arange(40) + rng.normal(0, 5000, 40))
         covered += fit.low <= 1000 <= fit.high
     assert covered >= 180
+
+
+def test_long_series_fit_in_bounded_memory():
+    """100,000 iterations: the fit stays under 100 MB (exact Theil-Sen would need ~250 GB) and finds the slope."""
+    import tracemalloc
+
+    rng = np.random.default_rng(7)
+    n = 100_000
+    series = 500 * MIB + 4 * KIB * np.arange(n) + rng.normal(0, 256 * KIB, n)
+    tracemalloc.start()
+    fit = stats.fit_growth(series)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 100 * MIB, peak
+    assert fit.n == n
+    assert abs(fit.slope - 4 * KIB) < 0.01 * 4 * KIB
+    assert fit.low < 4 * KIB < fit.high
+    assert stats.verdict(fit, floor=2 * KIB) == "grows"
+
+
+def test_series_up_to_the_bin_limit_are_fitted_exactly():
+    from scipy.stats import theilslopes
+
+    rng = np.random.default_rng(8)
+    series = 1000 * np.arange(stats.MAX_POINTS) + rng.normal(0, 5000, stats.MAX_POINTS)
+    slope, _, low, high = theilslopes(series, np.arange(stats.MAX_POINTS, dtype=float), alpha=0.95)
+    fit = stats.fit_growth(series)
+    assert (fit.slope, fit.low, fit.high) == (slope, low, high)
