@@ -236,7 +236,7 @@ def test_gpu_config_matches_the_cpu_pins_and_the_readme():
     conf = _conf("asv.gpu.json")
     assert conf["results_dir"] == _conf("asv.conf.json")["results_dir"]  # one results tree
     assert "[gpu]" in conf["install_command"][0]
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "asv.md").read_text()
     section = readme.split("### On a GPU machine", 1)[1].split("\n## ", 1)[0]
     for tf, req in gpu.items():
         assert {k: v for k, v in req.items() if k != "tensorflow"} == \

@@ -318,7 +318,7 @@ def test_readme_gpu_section_commands_name_real_strategies_and_metrics(monkeypatc
 
     root = Path(__file__).resolve().parent.parent
     monkeypatch.syspath_prepend(str(root))
-    readme = (root / "README.md").read_text()
+    readme = (root / "docs" / "asv.md").read_text()
     section = readme.split("### On a GPU machine", 1)[1].split("\n## ", 1)[0]
     assert "future work" not in section
     commands = [line for block in re.findall(r"```sh\n(.*?)\n```", section, re.S) for line in block.splitlines()]
