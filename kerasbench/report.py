@@ -15,7 +15,7 @@ import datetime
 import html
 import math
 import os
-from typing import Any, List, Optional, Sequence, TextIO
+from typing import Any, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__, compare, stats
 from .errors import UsageError
@@ -173,7 +173,8 @@ def _num(v):
     return f"{v:g}" if abs(v) < 1e5 else f"{v:.3g}"
 
 
-def plot(lines, xticks, ylabel, title, width=520, height=260, span=0.0):
+def plot(lines: Sequence[tuple], xticks: Sequence[Tuple[float, str]], ylabel: str, title: str, width: int = 520,
+         height: int = 260, span: float = 0.0) -> str:
     """An SVG line plot. lines: [(name, colour, dash, [(x, y or None)])]; None breaks the line.
 
     The y axis covers at least `span` around the data, so noise-sized differences stay flat lines.
