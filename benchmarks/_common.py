@@ -6,16 +6,16 @@ per track_ method and parameter; those only read the cached summaries, so keep t
 TensorFlow, numpy or scipy is imported here.
 """
 
-import json
 import os
-import platform
 import re
 import subprocess
 import sys
 
 import kerasbench
-from kerasbench.probes import METRICS
+from kerasbench import allocators
+from kerasbench.metrics import METRICS
 from kerasbench.profiles import get_profile
+from kerasbench.record import records_payload, records_root, run_folder, save_records
 from kerasbench.strategies import get_strategy, strategies_for
 
 PROFILE = get_profile()  # KERASBENCH_PROFILE=quick|default|full, shared with the CLI
@@ -25,28 +25,13 @@ PROFILE = get_profile()  # KERASBENCH_PROFILE=quick|default|full, shared with th
 DEVICE = os.environ.get("KERASBENCH_DEVICE", "cpu")
 # The allocator, the same way: KERASBENCH_ALLOCATOR=tcmalloc asv run ... (kerasbench.allocators);
 # the floor follows that allocator's stored calibration (kerasbench calibrate), else the default.
-ALLOCATOR = os.environ.get("KERASBENCH_ALLOCATOR", "glibc")
+ALLOCATOR = os.environ.get(allocators.ENV_VAR, allocators.DEFAULT)
 # The setup_cache of one loop shape runs all of its strategies: allow for the slowest profile.
 TIMEOUT = 4 * 3600
 
-# The metrics tracked for every pair (a subset of kerasbench.METRICS; see README). Each is one
-# asv process per strategy, so the list is short; every record on disk has all of them.
-# Not tracked: tf_alloc_peak, TF's allocator peak on CPU:0, which no CPU build 2.12-2.21 keeps
-# (get_memory_info raises; n/a in every record), so it would only add n/a processes; on a GPU,
-# TF's allocator peak is gpu_alloc_peak.
-TRACKED = (
-    "growth_per_iter",
-    "growth_ci_low",  # the verdict as a number: above the floor means "grows"
-    "peak_loop",
-    "retained",
-    "train_traces",
-    "predict_traces",
-    "seconds_per_iter",
-    "objects_per_iter",
-    # GPU (None, so n/a, on CPU): TF's allocator bytes in use vs what NVML says the process holds
-    "gpu_alloc_peak",
-    "gpu_reserved_peak",
-)
+# The metrics asv tracks on every loop shape: those kerasbench.metrics marks `tracked` (see README).
+# Each is one asv process per strategy, so the list is short; every record on disk has all metrics.
+TRACKED = tuple(m.name for m in METRICS.values() if m.tracked and not m.tracked_loops)
 
 
 def _gpu_driver_present():
@@ -56,7 +41,7 @@ def _gpu_driver_present():
     return driver_present()
 
 
-def measure_loop(loop):
+def measure_loop(loop: str) -> dict:
     """Run every strategy of `loop` on DEVICE, each in fresh workers; return {strategy: small dict}."""
     from kerasbench.runner import RunSpec, measure
 
@@ -67,11 +52,12 @@ def measure_loop(loop):
     for strategy in strategies_for(loop):
         spec = RunSpec(loop, strategy, iterations=PROFILE.iterations_for(get_strategy(strategy)), warmup=PROFILE.warmup,
                        repeats=PROFILE.repeats, profile=PROFILE.name, device=DEVICE, allocator=ALLOCATOR)
-        print(f"kerasbench: {loop} × {strategy} on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile)", file=sys.stderr, flush=True)
+        print(f"kerasbench: {loop} × {strategy} on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile)", file=sys.stderr,
+              flush=True)
         record = measure(spec)
         records.append(record)
         out[strategy] = {k: record[k] for k in ("status", "reason", "summary")}
-    save_records(loop, records)
+    save_records(records_dir(), loop, records_payload(records, profile=PROFILE.name))
     return out
 
 
@@ -87,7 +73,8 @@ def _asv_context():
     a temporary folder asv deletes): then the repository's own checkout and interpreter say it.
     """
     if os.environ.get("ASV_CONF_DIR"):
-        return os.environ["ASV_CONF_DIR"], os.environ.get("ASV_COMMIT") or "nocommit", os.environ.get("ASV_ENV_NAME", "unknown")
+        env_name = os.environ.get("ASV_ENV_NAME", "unknown")
+        return os.environ["ASV_CONF_DIR"], os.environ.get("ASV_COMMIT") or "nocommit", env_name
     try:
         commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True,
                                 check=True).stdout.strip()
@@ -96,33 +83,48 @@ def _asv_context():
     return ROOT, commit, "existing-py" + re.sub(r"[^A-Za-z0-9.]", "_", sys.executable)
 
 
-def records_dir():
+def records_dir() -> str:
     """Where full records (per-iteration series, environment) go beside asv's results."""
     conf_dir, commit, env_name = _asv_context()
-    base = os.environ.get("KERASBENCH_RECORDS_DIR") or os.path.join(conf_dir, ".asv", "records")
-    suffix = "" if ALLOCATOR == "glibc" else f"-{ALLOCATOR}"
-    return os.path.join(base, platform.node() or "machine", f"{commit[:8]}-{env_name}{suffix}")
+    return run_folder(records_root(conf_dir), commit, env_name, ALLOCATOR)
 
 
-def save_records(loop, records):
-    path = os.path.join(records_dir(), f"{loop}.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"schema": kerasbench.SCHEMA_VERSION, "profile": PROFILE.name, "records": records}, f)
-    os.replace(tmp, path)
+def _tracker(metric):
+    def track(self, records, strategy):
+        value = records[strategy]["summary"][metric.name]
+        return float("nan") if value is None else float(value)
+
+    track.__name__ = "track_" + metric.name
+    track.unit = metric.unit
+    return track
+
+
+def params_for(loop: str) -> list:
+    return [strategies_for(loop)]
 
 
 class _LoopBenchmark:
-    """Base of one class per loop shape; subclasses set `params` and declare `setup_cache`."""
+    """Base of one class per loop shape: `class Sweep(_LoopBenchmark, loop="sweep")`, declaring its `setup_cache`.
+
+    The loop shape gives the params (its strategies) and a track_<metric> method for every metric
+    asv tracks on it (kerasbench.metrics): a new tracked metric needs no edit here.
+    """
 
     param_names = ["strategy"]
     # asv hashes only this file's source, not kerasbench's: tie results to the measurement schema
     # and the profile, so results that are not comparable are never plotted as one line (asv
     # shows only results whose version matches the last discovery: publish one profile at a time).
     # A non-default allocator is part of the version too: its numbers are another series.
-    version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}" + ("" if ALLOCATOR == "glibc" else f"-{ALLOCATOR}")
+    version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}" + (
+        "" if ALLOCATOR == allocators.DEFAULT else f"-{ALLOCATOR}")
     timeout = TIMEOUT
+
+    def __init_subclass__(cls, loop: str, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.params = params_for(loop)
+        for metric in METRICS.values():
+            if metric.tracked_on(loop):
+                setattr(cls, "track_" + metric.name, _tracker(metric))
 
     def setup(self, records, strategy):
         record = records[strategy]
@@ -130,21 +132,3 @@ class _LoopBenchmark:
             raise NotImplementedError(record["reason"])  # asv shows n/a
         if record["status"] != "ok":
             raise RuntimeError(record["reason"])  # asv shows failed, with this reason in its log
-
-
-def _tracker(name):
-    def track(self, records, strategy):
-        value = records[strategy]["summary"][name]
-        return float("nan") if value is None else float(value)
-
-    track.__name__ = "track_" + name
-    track.unit = METRICS[name].unit
-    return track
-
-
-for _name in TRACKED:
-    setattr(_LoopBenchmark, "track_" + _name, _tracker(_name))
-
-
-def params_for(loop):
-    return [strategies_for(loop)]

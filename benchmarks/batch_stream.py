@@ -4,11 +4,10 @@ The *_on_batch paths retrace on new batch sizes (tensorflow#34907); Keras 3's
 reduce_retracing caps that, the plain tf.function does not.
 """
 
-from ._common import TIMEOUT, _LoopBenchmark, measure_loop, params_for
+from ._common import TIMEOUT, _LoopBenchmark, measure_loop
 
 
-class BatchStream(_LoopBenchmark):
-    params = params_for("batch_stream")
+class BatchStream(_LoopBenchmark, loop="batch_stream"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.

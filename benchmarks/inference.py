@@ -4,11 +4,10 @@ varying_batch_shapes and function_in_loop are the retracing cases; keep_outputs 
 prediction alive.
 """
 
-from ._common import TIMEOUT, _LoopBenchmark, measure_loop, params_for
+from ._common import TIMEOUT, _LoopBenchmark, measure_loop
 
 
-class Inference(_LoopBenchmark):
-    params = params_for("inference")
+class Inference(_LoopBenchmark, loop="inference"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.

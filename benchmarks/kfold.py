@@ -3,11 +3,10 @@
 Same strategies as the sweep, on a loop whose data changes shape-preservingly per fold.
 """
 
-from ._common import TIMEOUT, _LoopBenchmark, measure_loop, params_for
+from ._common import TIMEOUT, _LoopBenchmark, measure_loop
 
 
-class KFold(_LoopBenchmark):
-    params = params_for("kfold")
+class KFold(_LoopBenchmark, loop="kfold"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.

@@ -3,11 +3,10 @@
 The namespace keeps `model`, `history` and `preds` alive between runs, as a kernel does.
 """
 
-from ._common import TIMEOUT, _LoopBenchmark, measure_loop, params_for
+from ._common import TIMEOUT, _LoopBenchmark, measure_loop
 
 
-class Notebook(_LoopBenchmark):
-    params = params_for("notebook")
+class Notebook(_LoopBenchmark, loop="notebook"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.

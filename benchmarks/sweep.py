@@ -4,11 +4,10 @@ The strategies that rebuild a model show what each cleanup call buys; reuse_mode
 process_isolation are the two ways out the seeds recommend.
 """
 
-from ._common import TIMEOUT, _LoopBenchmark, measure_loop, params_for
+from ._common import TIMEOUT, _LoopBenchmark, measure_loop
 
 
-class Sweep(_LoopBenchmark):
-    params = params_for("sweep")
+class Sweep(_LoopBenchmark, loop="sweep"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.

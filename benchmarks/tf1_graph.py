@@ -2,11 +2,10 @@
 reset_default_graph and sess.close (tensorflow#31419).
 """
 
-from ._common import TIMEOUT, _LoopBenchmark, _tracker, measure_loop, params_for
+from ._common import TIMEOUT, _LoopBenchmark, measure_loop
 
 
-class Tf1Graph(_LoopBenchmark):
-    params = params_for("tf1_graph")
+class Tf1Graph(_LoopBenchmark, loop="tf1_graph"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.
@@ -15,4 +14,3 @@ class Tf1Graph(_LoopBenchmark):
 
     setup_cache.timeout = TIMEOUT
 
-    track_graph_ops = _tracker("graph_ops")

@@ -1,11 +1,10 @@
 """Input pipelines: model.fit on one reused tf.data pipeline, or a new one every iteration.
 """
 
-from ._common import TIMEOUT, _LoopBenchmark, measure_loop, params_for
+from ._common import TIMEOUT, _LoopBenchmark, measure_loop
 
 
-class TfData(_LoopBenchmark):
-    params = params_for("tf_data")
+class TfData(_LoopBenchmark, loop="tf_data"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.

@@ -8,11 +8,7 @@ import importlib
 
 __version__ = "0.1.0"
 
-# Bump when what a record measures or means changes: asv benchmark versions follow it, so asv
-# notices that results from before and after are not comparable.
-SCHEMA_VERSION = 1
-
-_EXPORTS = {
+_EXPORTS = {  # public name: the module that defines it (imported on first use)
     "ALLOCATORS": "allocators",
     "CLEANUPS": "strategies",
     "STRATEGIES": "strategies",
@@ -20,9 +16,10 @@ _EXPORTS = {
     "strategies_for": "strategies",
     "LOOPS": "loops",
     "get_loop": "loops",
-    "METRICS": "probes",
+    "METRICS": "metrics",
     "PROFILES": "profiles",
     "get_profile": "profiles",
+    "SCHEMA_VERSION": "record",
     "RunSpec": "runner",
     "measure": "runner",
     "fit_growth": "stats",
@@ -31,14 +28,14 @@ _EXPORTS = {
     "UsageError": "errors",
 }
 
-__all__ = sorted(_EXPORTS) + ["SCHEMA_VERSION", "__version__"]
+__all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-def __getattr__(name):
+def __getattr__(name: str):
     if name in _EXPORTS:
         return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     raise AttributeError(f"module 'kerasbench' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list:
     return __all__

@@ -22,142 +22,48 @@ seconds_per_iter  timings are noisy: unchanged within a 1.5x band; regressed / i
 A cell whose record is missing, not ok, or lacks the metric is n/a. Regressions come first.
 """
 
+from __future__ import annotations
+
 import csv
 import io
 import json
 import math
-import os
-import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import SCHEMA_VERSION, stats
+from . import stats
+from .console import text_table
 from .errors import UsageError
+from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, growth_fit, headline_metrics
+from .record import SCHEMA_VERSION, Record
+from .releases import version_key
+from .units import KIB
 
-KIB, MIB = 1024, 1024**2
-HEADLINE = ("growth_per_iter", "peak_loop", "retained", "train_traces", "predict_traces",
-            "seconds_per_iter", "objects_per_iter")
 VERDICTS = ("regressed", "improved", "inconclusive", "unchanged", "n/a")  # also the output order
 FORMATS = ("table", "markdown", "json", "csv")
-MIN_RSS = 16 * MIB  # smallest peak/retained difference worth reporting
-MIN_OBJECTS = 25  # objects/iteration
 NOISE_K = 3.0  # a difference must be this many times the measured noise
-TIME_BAND = 1.5  # timing ratios within [1/1.5, 1.5] are noise
 ALPHA = 0.05
-RECORD_KEYS = {"loop", "strategy", "spec", "status", "repeats", "summary"}
-MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "memory_total")
-_TREE_DIR = re.compile(r"^(?P<commit>[0-9a-f]{8}|nocommit)-(?P<env>.+)$")
-_ENV_TF = re.compile(r"tensorflow(?:-cpu)?(\d+\.\d+(?:\.\d+)?)")
+
+Groups = Dict[str, Dict[Tuple[str, str], Tuple[Record, str]]]  # {version: {(loop, strategy): (record, path)}}
+Side = Dict[str, Any]  # what one version contributes to a cell (see _side)
+Cell = Dict[str, Any]  # one row of the comparison (FIELDS)
 
 
-def version_key(v):
-    """'2.12.1' -> (2, 12, 1) for sorting; non-numeric parts sort last."""
-    return tuple(int(p) if p.isdigit() else math.inf for p in re.split(r"[.+-]", str(v)))
-
-
-# ---------------------------------------------------------------- loading
-
-
-def _json_files(paths):
-    """(path, named) for every path given and every *.json under a folder given."""
-    found = []
-    for path in paths:
-        if os.path.isdir(path):
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found += [(os.path.join(root, f), False) for f in sorted(files) if f.endswith(".json") and not f.startswith(".")]
-        elif os.path.exists(path):
-            found.append((path, True))
-        else:
-            raise UsageError(f"Cannot read records from {path}: no such file or folder.")
-    return found
-
-
-def _read(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except OSError as e:
-        raise UsageError(f"Cannot read records from {path}: {e.strerror}.") from None
-    except ValueError as e:  # truncated or corrupt
-        raise UsageError(f"Cannot parse records file {path}: {e} (truncated or corrupt JSON?).") from None
-
-
-def _tree_place(path):
-    """(host, commit8, env name) when `path` sits in a .asv/records tree, else Nones."""
-    folder = os.path.dirname(os.path.abspath(path))
-    m = _TREE_DIR.match(os.path.basename(folder))
-    if not m:
-        return None, None, None
-    return os.path.basename(os.path.dirname(folder)), m["commit"], m["env"]
-
-
-def load(paths):
-    """Every usable record under `paths` as [(record, path, tf_version)], checked for consistency."""
-    out, schema, machine, commit = [], None, None, None
-    for path, named in _json_files(paths):
-        payload = _read(path)
-        if not (isinstance(payload, dict) and isinstance(payload.get("records"), list)):
-            if named:
-                raise UsageError(f"Not a kerasbench records file: {path} (expected an object with a 'records' list).")
-            continue  # e.g. asv's own JSON files in a .asv tree
-        host, file_commit, env_name = _tree_place(path)
-        versions = {(r.get("environment") or {}).get("tensorflow") for r in payload["records"] if isinstance(r, dict)} - {None}
-        for record in payload["records"]:
-            if not isinstance(record, dict) or not RECORD_KEYS <= set(record):
-                raise UsageError(f"Not a kerasbench record in {path}: expected the keys {', '.join(sorted(RECORD_KEYS))}.")
-            found = record.get("schema", payload.get("schema"))
-            if schema is None:
-                schema = (found, path)
-            elif found != schema[0]:
-                raise UsageError(f"Mixed schema versions: {path} has schema {found}, {schema[1]} has schema {schema[0]}.")
-            if found != SCHEMA_VERSION:
-                raise UsageError(f"Unsupported records schema {found} in {path}: this kerasbench reads schema {SCHEMA_VERSION}.")
-            env = dict(record.get("environment") or {})
-            if host and not env.get("hostname"):
-                env["hostname"] = host
-            version = env.get("tensorflow")
-            if version is None and len(versions) == 1:
-                version = next(iter(versions))  # e.g. the control loop, which never imports TF
-            if version is None and env_name and _ENV_TF.search(env_name):
-                version = _ENV_TF.search(env_name)[1]
-            if version is None:
-                continue
-            if record.get("environment"):
-                ident = {k: env.get(k) for k in MACHINE_KEYS}
-                if machine is None:
-                    machine = (ident, path)
-                else:
-                    diff = [k for k in MACHINE_KEYS if ident[k] is not None and machine[0][k] is not None and ident[k] != machine[0][k]]
-                    if diff:
-                        k = diff[0]
-                        raise UsageError(f"Records from different machines: {path} has {k} {ident[k]!r}, "
-                                         f"{machine[1]} has {machine[0][k]!r}.")
-                    machine[0].update({k: v for k, v in ident.items() if machine[0][k] is None})
-            if file_commit:
-                if commit is None:
-                    commit = (file_commit, path)
-                elif file_commit != commit[0]:
-                    raise UsageError(f"Records from different commits: {path} is from {file_commit}, {commit[1]} from {commit[0]}.")
-            out.append((record, path, str(version)))
-    if not out:
-        raise UsageError(f"No records with a TensorFlow version found in {', '.join(paths)}.")
-    return out
-
-
-def group(loaded):
+def group(loaded: Sequence[Tuple[Record, str, str]]) -> Groups:
     """{version: {(loop, strategy): (record, path)}}; a pair measured twice for one version is an error."""
-    groups = {}
+    groups: Groups = {}
     for record, path, version in loaded:
         key = (record["loop"], record["strategy"])
         pairs = groups.setdefault(version, {})
         if key in pairs:
-            raise UsageError(f"Duplicate record for TF {version} {key[0]} × {key[1]}: in {path} and in {pairs[key][1]}.")
+            raise UsageError(f"Duplicate record for TF {version} {key[0]} × {key[1]}: "
+                             f"in {path} and in {pairs[key][1]}.")
         pairs[key] = (record, path)
     return groups
 
 
-# ---------------------------------------------------------------- per-metric rules
+# ---------------------------------------------------------------- per-metric rules (declared in kerasbench.metrics)
 
 
 def _results(record):
@@ -187,44 +93,37 @@ def _nanmax(*values):
     return max(values) if values else float("nan")
 
 
-def _per_repeat(metric, res, n):
-    if metric == "peak_loop":
-        return res["peak_loop_rss"]
-    if metric == "retained":
-        return res["final_rss"] - res["baseline_rss"]
-    if metric == "objects_per_iter":
-        return (res["objects_after"] - res["objects_before"]) / n
-    return res.get(metric)
-
-
-def _side(record, metric):
-    """What one version contributes to a cell: value, per-repeat values, noise, fit, series."""
+def cell_side(record: Optional[Record], metric: str) -> Side:
+    """What one version contributes to a cell: value, per-repeat values, and what its rule reads (noise, fit, times)."""
     results = _results(record)
     value = record["summary"].get(metric) if results else None
     side = {"value": value, "repeats": len(results)}
     if value is None:
         return side
+    spec, rule = METRICS[metric], METRICS[metric].compare
     n = record["spec"]["iterations"]
-    side["per_repeat"] = [_per_repeat(metric, r, n) for r in results] if metric != "growth_per_iter" else None
+    side["per_repeat"] = [spec.per_repeat(r, n) for r in results] if spec.per_repeat else None
     floor = record["summary"].get("floor") or stats.DEFAULT_FLOOR
-    if metric == "growth_per_iter":
-        fit, verdict = stats.combine([stats.fit_growth(r["series"]["rss"]) for r in results], floor)
+    if isinstance(rule, SlopeCI):
+        fit, verdict = growth_fit(results, floor)
         side.update(low=fit.low, high=fit.high, verdict=verdict, floor=floor)
-    elif metric in ("peak_loop", "retained"):
-        series_sd = float(np.nanmedian([_residual_sd(r["series"]["rss"]) for r in results])) \
-            if any(len(r["series"]["rss"]) >= 3 for r in results) else float("nan")
-        side.update(noise=_nanmax(_spread(side["per_repeat"]), series_sd))
-    elif metric == "objects_per_iter":
-        side.update(noise=_spread(side["per_repeat"]))
-    elif metric == "seconds_per_iter":
+    elif isinstance(rule, Magnitude):
+        noise = _spread(side["per_repeat"])
+        if rule.series_noise:
+            series_sd = float(np.nanmedian([_residual_sd(r["series"]["rss"]) for r in results])) \
+                if any(len(r["series"]["rss"]) >= 3 for r in results) else float("nan")
+            noise = _nanmax(noise, series_sd)
+        side.update(noise=noise)
+    elif isinstance(rule, TimingBand):
         side.update(seconds=[s for r in results for s in r["series"].get("seconds") or []])
     return side
 
 
-def _growth(base, new):
+def _slope_ci(base, new):
     floor = max(base["floor"], new["floor"])
     diff = new["value"] - base["value"]
-    ci = f"CI [{new['low'] / KIB:+.0f}, {new['high'] / KIB:+.0f}] vs [{base['low'] / KIB:+.0f}, {base['high'] / KIB:+.0f}] KiB/iter"
+    ci = (f"CI [{new['low'] / KIB:+.0f}, {new['high'] / KIB:+.0f}] vs "
+          f"[{base['low'] / KIB:+.0f}, {base['high'] / KIB:+.0f}] KiB/iter")
     if not all(np.isfinite([base["low"], base["high"], new["low"], new["high"]])):
         return "inconclusive", "too few iterations for a slope CI"
     if new["low"] > base["high"] and diff > floor:
@@ -236,16 +135,17 @@ def _growth(base, new):
     return "inconclusive", f"{ci}; verdicts {base['verdict']} / {new['verdict']}"
 
 
-def _magnitude(base, new, minimum, fmt):
+def _magnitude(base, new, rule):
     diff = new["value"] - base["value"]
     noise = math.hypot(base.get("noise", float("nan")), new.get("noise", float("nan")))
+    fmt, minimum = rule.difference, rule.minimum
     size = fmt(abs(diff)).lstrip("+")
     if abs(diff) < minimum:
         return "unchanged", f"difference {fmt(diff)} below the minimum {fmt(minimum).lstrip('+')}"
     if not np.isfinite(noise):
-        if minimum != MIN_OBJECTS:
+        if not rule.face_value_alone:
             return "inconclusive", f"difference {fmt(diff)}, noise unknown (one repeat, too few iterations)"
-        verdict = "regressed" if diff > 0 else "improved"  # object counts of one repeat: taken at face value
+        verdict = "regressed" if diff > 0 else "improved"  # e.g. object counts of one repeat: taken at face value
         return verdict, f"difference {fmt(diff)} ≥ the minimum {fmt(minimum).lstrip('+')} (one repeat: no spread)"
     if abs(diff) >= NOISE_K * noise:
         return ("regressed" if diff > 0 else "improved"), \
@@ -253,53 +153,45 @@ def _magnitude(base, new, minimum, fmt):
     return "inconclusive", f"difference {size} within {NOISE_K:g}× noise {fmt(noise).lstrip('+')}"
 
 
-def _traces(base, new):
+def _exact_count(base, new, unit):
     for side in (base, new):
         if len(set(side["per_repeat"])) > 1:
             return "inconclusive", f"repeats disagree: {sorted(set(side['per_repeat']))}"
     b, n = int(base["value"]), int(new["value"])
     if n == b:
-        return "unchanged", f"{n} traces in both"
-    return ("regressed" if n > b else "improved"), f"{b} -> {n} traces"
+        return "unchanged", f"{n} {unit} in both"
+    return ("regressed" if n > b else "improved"), f"{b} -> {n} {unit}"
 
 
-def _seconds(base, new):
+def _timing_band(base, new, band):
     from scipy.stats import mannwhitneyu
 
     ratio = new["value"] / base["value"] if base["value"] else float("inf")
-    if 1 / TIME_BAND < ratio < TIME_BAND:
-        return "unchanged", f"ratio {ratio:.2f} within the {TIME_BAND:g}x noise band"
-    worse = ratio >= TIME_BAND
+    if 1 / band < ratio < band:
+        return "unchanged", f"ratio {ratio:.2f} within the {band:g}x noise band"
+    worse = ratio >= band
     if len(base["seconds"]) and len(new["seconds"]):
         p = float(mannwhitneyu(new["seconds"], base["seconds"], alternative="greater" if worse else "less").pvalue)
         if p < ALPHA:
-            return ("regressed" if worse else "improved"), f"ratio {ratio:.2f}, per-iteration times separated (p={p:.3f})"
+            verdict = "regressed" if worse else "improved"
+            return verdict, f"ratio {ratio:.2f}, per-iteration times separated (p={p:.3f})"
         return "inconclusive", f"ratio {ratio:.2f}, but per-iteration times overlap (p={p:.2f})"
     return "inconclusive", f"ratio {ratio:.2f}, no per-iteration times"
 
 
-def _mib(v):
-    return f"{v / MIB:+.1f} MiB"
-
-
-def _objs(v):
-    return f"{v:+.0f} obj/iter"
-
-
-def judge(metric, base, new):
-    """(verdict, why) for one cell, from the two versions' sides (see _side)."""
+def judge(metric: str, base: Side, new: Side) -> Tuple[str, str]:
+    """(verdict, why) for one cell, from the two versions' sides (see cell_side), by the metric's compare rule."""
     if base["value"] is None or new["value"] is None:
         return "n/a", "no value" + (" for the baseline" if base["value"] is None else "")
-    if metric == "growth_per_iter":
-        return _growth(base, new)
-    if metric in ("peak_loop", "retained"):
-        return _magnitude(base, new, MIN_RSS, _mib)
-    if metric == "objects_per_iter":
-        return _magnitude(base, new, MIN_OBJECTS, _objs)
-    if metric in ("train_traces", "predict_traces"):
-        return _traces(base, new)
-    if metric == "seconds_per_iter":
-        return _seconds(base, new)
+    rule = METRICS[metric].compare if metric in METRICS else None
+    if isinstance(rule, SlopeCI):
+        return _slope_ci(base, new)
+    if isinstance(rule, Magnitude):
+        return _magnitude(base, new, rule)
+    if isinstance(rule, ExactCount):
+        return _exact_count(base, new, METRICS[metric].unit)
+    if isinstance(rule, TimingBand):
+        return _timing_band(base, new, rule.band)
     raise ValueError(metric)
 
 
@@ -311,51 +203,55 @@ def _status(record):
     return "missing" if record is None else record.get("status", "?")
 
 
-def pick_baseline(versions, baseline=None):
+def pick_baseline(versions: Sequence[str], baseline: Optional[str] = None) -> str:
     """`baseline` if it is one of `versions` (sorted), None meaning the oldest; else the one-line error."""
     baseline = versions[0] if baseline is None else baseline
     if baseline not in versions:
-        raise UsageError(f"Unknown baseline version. Received: baseline={baseline!r}. Expected one of: {', '.join(versions)}.")
+        raise UsageError(f"Unknown baseline version. Received: baseline={baseline!r}. "
+                         f"Expected one of: {', '.join(versions)}.")
     return baseline
 
 
-def compare(groups, baseline=None, metrics=HEADLINE):
-    """The cells of a comparison, regressions first; `baseline` defaults to the oldest version."""
+def compare(groups: Groups, baseline: Optional[str] = None, metrics: Optional[Sequence[str]] = None) -> List[Cell]:
+    """The cells of a comparison, regressions first; by default against the oldest version, on the headline metrics."""
+    metrics = headline_metrics() if metrics is None else metrics
     versions = sorted(groups, key=version_key)
     if len(versions) < 2:
         raise UsageError(f"Only TF {versions[0]} found: compare needs records of two or more TF versions.")
     baseline = pick_baseline(versions, baseline)
-    pairs = sorted({p for g in groups.values() for p in g}, key=_pair_order)
+    pairs = sorted({p for g in groups.values() for p in g}, key=pair_order)
     cells = []
     for loop, strategy in pairs:
         base_rec = groups[baseline].get((loop, strategy), (None, None))[0]
         for metric in metrics:
-            base = _side(base_rec, metric) if base_rec else {"value": None, "repeats": 0}
+            base = cell_side(base_rec, metric) if base_rec else {"value": None, "repeats": 0}
             for version in versions:
                 if version == baseline:
                     continue
                 rec = groups[version].get((loop, strategy), (None, None))[0]
-                new = _side(rec, metric) if rec else {"value": None, "repeats": 0}
+                new = cell_side(rec, metric) if rec else {"value": None, "repeats": 0}
                 verdict, why = judge(metric, base, new)
                 if verdict == "n/a" and (_status(base_rec) != "ok" or _status(rec) != "ok"):
                     why = f"status {_status(base_rec)} / {_status(rec)}"
                 bv, nv = _finite(base["value"]), _finite(new["value"])
+                noise = math.hypot(base["noise"], new["noise"]) if "noise" in base and "noise" in new else None
                 cells.append({
-                    "loop": loop, "strategy": strategy, "metric": metric, "unit": UNITS[metric][0],
+                    "loop": loop, "strategy": strategy, "metric": metric, "unit": METRICS[metric].unit,
                     "baseline": baseline, "version": version, "baseline_value": bv, "value": nv,
                     "ratio": nv / bv if bv not in (None, 0) and nv is not None else None,
                     "verdict": verdict, "why": why,
                     "baseline_repeats": base["repeats"], "repeats": new["repeats"],
                     "baseline_ci_low": _finite(base.get("low")), "baseline_ci_high": _finite(base.get("high")),
                     "ci_low": _finite(new.get("low")), "ci_high": _finite(new.get("high")),
-                    "noise": _finite(math.hypot(base["noise"], new["noise"])) if "noise" in base and "noise" in new else None,
+                    "noise": _finite(noise),
                 })
     order = {v: i for i, v in enumerate(VERDICTS)}
     cells.sort(key=lambda c: order[c["verdict"]])  # stable: within a verdict, registry order
     return cells
 
 
-def _pair_order(pair):
+def pair_order(pair: Tuple[str, str]) -> tuple:
+    """Sort key of a (loop, strategy) pair: registry order, unknown names last."""
     from .loops import LOOPS
     from .strategies import STRATEGIES
 
@@ -366,48 +262,37 @@ def _pair_order(pair):
 
 # ---------------------------------------------------------------- output
 
-UNITS = {  # metric: (unit, formatter for humans)
-    "growth_per_iter": ("bytes/iteration", lambda v: f"{v / KIB:+.0f} KiB/it"),
-    "peak_loop": ("bytes", lambda v: f"{v / MIB:.1f} MiB"),
-    "retained": ("bytes", lambda v: f"{v / MIB:+.1f} MiB"),
-    "train_traces": ("traces", lambda v: f"{v:.0f}"),
-    "predict_traces": ("traces", lambda v: f"{v:.0f}"),
-    "seconds_per_iter": ("seconds", lambda v: f"{v:.3f} s"),
-    "objects_per_iter": ("objects/iteration", lambda v: f"{v:+.0f}/it"),
-}
 FIELDS = ("loop", "strategy", "metric", "unit", "baseline", "version", "baseline_value", "value", "ratio",
-          "verdict", "why", "baseline_repeats", "repeats", "baseline_ci_low", "baseline_ci_high", "ci_low", "ci_high", "noise")
+          "verdict", "why", "baseline_repeats", "repeats", "baseline_ci_low", "baseline_ci_high", "ci_low", "ci_high",
+          "noise")
 COLUMNS = ("loop", "strategy", "metric", "baseline", "value", "ratio", "verdict", "why")
 
 
 def _rows(cells):
     rows = []
     for c in cells:
-        fmt = UNITS[c["metric"]][1]
+        show = METRICS[c["metric"]].show
         rows.append([
             c["loop"], c["strategy"], c["metric"],
-            f"{c['baseline']}: " + ("n/a" if c["baseline_value"] is None else fmt(c["baseline_value"])),
-            f"{c['version']}: " + ("n/a" if c["value"] is None else fmt(c["value"])),
+            f"{c['baseline']}: " + ("n/a" if c["baseline_value"] is None else show(c["baseline_value"])),
+            f"{c['version']}: " + ("n/a" if c["value"] is None else show(c["value"])),
             "n/a" if c["ratio"] is None else f"{c['ratio']:.2f}x",
             c["verdict"], c["why"],
         ])
     return rows
 
 
-def counts(cells):
+def counts(cells: Sequence[Cell]) -> str:
+    """'2 regressed, 5 unchanged': how many cells got each verdict."""
     found = {v: sum(c["verdict"] == v for c in cells) for v in VERDICTS}
     return ", ".join(f"{n} {v}" for v, n in found.items() if n)
 
 
-def render_table(cells, context):
-    rows = [list(COLUMNS)] + _rows(cells)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines + ["", context, counts(cells)]) + "\n"
+def render_table(cells: Sequence[Cell], context: str) -> str:
+    return "\n".join(text_table(COLUMNS, _rows(cells)) + ["", context, counts(cells)]) + "\n"
 
 
-def render_markdown(cells, context):
+def render_markdown(cells: Sequence[Cell], context: str) -> str:
     def esc(s):
         return s.replace("|", "\\|")
 
@@ -416,11 +301,12 @@ def render_markdown(cells, context):
     return "\n".join([f"**kerasbench compare**: {counts(cells)}", "", context, ""] + lines) + "\n"
 
 
-def render_json(cells, context, meta):
-    return json.dumps({"schema": SCHEMA_VERSION, **meta, "context": context, "cells": cells}, indent=1, allow_nan=False) + "\n"
+def render_json(cells: Sequence[Cell], context: str, meta: Dict[str, Any]) -> str:
+    payload = {"schema": SCHEMA_VERSION, **meta, "context": context, "cells": cells}
+    return json.dumps(payload, indent=1, allow_nan=False) + "\n"
 
 
-def render_csv(cells):
+def render_csv(cells: Sequence[Cell]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
     writer.writeheader()
@@ -428,7 +314,7 @@ def render_csv(cells):
     return buf.getvalue()
 
 
-def describe(groups):
+def describe(groups: Groups) -> str:
     """One line per version: what it ran on (TF, Keras, Python, numpy, profile/iterations/repeats)."""
     lines, weak = [], False
     for version in sorted(groups, key=version_key):
@@ -445,7 +331,7 @@ def describe(groups):
     return "\n".join(lines)
 
 
-def render(cells, groups, fmt):
+def render(cells: Sequence[Cell], groups: Groups, fmt: str) -> str:
     """The comparison as text in `fmt` (one of FORMATS)."""
     context = describe(groups)
     if fmt == "table":

@@ -6,6 +6,7 @@ One text-table renderer (`text_table`) serves the run table, compare and triage.
 import math
 from typing import Any, Callable, Iterable, Sequence, TextIO
 
+from .metrics import METRICS
 from .units import KIB, MIB
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -100,7 +101,7 @@ def status_line(stream: TextIO, text: str, final: bool = False) -> None:
 # ---------------------------------------------------------------- the run table
 
 
-def _curve(record: dict) -> str:
+def _rss_sparkline(record: dict) -> str:
     repeats = [r for r in record["repeats"] if r.get("result") or r.get("partial_rss")]
     if not repeats:
         return "n/a"
@@ -110,35 +111,24 @@ def _curve(record: dict) -> str:
 
 Column = Callable[[dict, dict], str]
 
+# The record's own columns; each metric with a run column in kerasbench.metrics follows, in registry order.
 COLUMNS: tuple = (
     ("loop", lambda r, s: r["loop"]),
     ("strategy", lambda r, s: r["strategy"]),
     ("verdict", lambda r, s: s["verdict"] if r["status"] == "ok" else r["status"]),
-    ("RSS per iteration", lambda r, s: _curve(r)),
-    ("KiB/iter", lambda r, s: kib(s["growth_per_iter"])),
-    ("95% CI", lambda r, s: "n/a" if s["growth_ci_low"] is None
-        else f"[{kib(s['growth_ci_low'])}, {kib(s['growth_ci_high'])}]"),
-    ("peak MiB", lambda r, s: mib(s["peak_loop"])),
-    ("retained MiB", lambda r, s: "n/a" if s["retained"] is None else f"{s['retained'] / MIB:+.1f}"),
-    ("traces t/p/f", lambda r, s: "n/a" if s["train_traces"] is None else
-        f"{s['train_traces']:.0f}/{s['predict_traces']:.0f}/{s['function_traces']:.0f}"),
-    ("models", lambda r, s: number(s["models_built"])),
-    ("obj/iter", lambda r, s: number(s["objects_per_iter"], "{:+.0f}")),
-    ("graph ops", lambda r, s: number(s["graph_ops"])),
-    ("s/iter", lambda r, s: number(s["seconds_per_iter"], "{:.3f}")),
+    ("RSS per iteration", lambda r, s: _rss_sparkline(r)),
 )
 
-GPU_COLUMNS: tuple = (  # shown when a record ran on device gpu: allocator bytes in use beside NVML's reservation
-    ("GPU alloc MiB", lambda r, s: mib(s.get("gpu_alloc_peak"))),
-    ("GPU NVML MiB", lambda r, s: mib(s.get("gpu_reserved_peak"))),
-)
+
+def _columns(gpu: bool) -> list:
+    """(heading, cell text of (record, summary)) of the run table: the metrics' GPU columns only when `gpu`."""
+    return list(COLUMNS) + [(m.column.heading, lambda r, s, text=m.column.text: text(s)) for m in METRICS.values()
+                            if m.column and (gpu or not m.column.gpu_only)]
 
 
 def run_table(records: list) -> str:
     """A plain-text table of records, one row each, plus the reasons of skips and stops."""
-    columns = COLUMNS
-    if any(r["spec"].get("device") == "gpu" for r in records):
-        columns = COLUMNS[:-1] + GPU_COLUMNS + COLUMNS[-1:]
+    columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in records))
     lines = text_table([name for name, _ in columns], ([fn(r, r["summary"]) for _, fn in columns] for r in records))
     notes = [f"{r['loop']} × {r['strategy']}: {r['reason']}" for r in records if r["status"] != "ok"]
     if records and records[0]["environment"]:

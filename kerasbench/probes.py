@@ -11,7 +11,6 @@ import gc
 import os
 import threading
 import time
-from dataclasses import dataclass
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
@@ -142,44 +141,3 @@ def allocator_in_use():
 
 def timer():
     return time.perf_counter()
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One summary number of a record: its key, unit, and what it means."""
-
-    name: str
-    unit: str
-    description: str
-
-
-# The summary of every record carries these keys (None where a probe does not apply).
-METRICS = {
-    m.name: m
-    for m in (
-        Metric("growth_per_iter", "bytes/iteration", "RSS growth per iteration: Theil-Sen slope over the measured loop"),
-        Metric("growth_ci_low", "bytes/iteration", "lower bound of the slope's 95% confidence interval"),
-        Metric("growth_ci_high", "bytes/iteration", "upper bound of the slope's 95% confidence interval"),
-        Metric("peak_loop", "bytes", "peak RSS during the measured loop (VmHWM reset after warm-up)"),
-        Metric("peak_over_baseline", "bytes", "peak RSS of the loop minus the post-warm-up baseline"),
-        Metric("retained", "bytes", "RSS after the loop and a full cleanup, minus the baseline"),
-        Metric("train_traces", "traces", "traces of train_step, warm-up included"),
-        Metric("predict_traces", "traces", "traces of predict_step, warm-up included"),
-        Metric("function_traces", "traces", "traces of tf.functions the loop defines itself"),
-        Metric("models_built", "models", "models built and compiled, warm-up included"),
-        Metric("graph_build_seconds", "seconds", "time TF spent building tf.function graphs in the loop"),
-        Metric("objects_per_iter", "objects/iteration", "growth of GC-tracked Python objects per iteration"),
-        Metric("graph_ops", "ops", "operations in the TF1 default graph at the end of the loop"),
-        Metric("graph_ops_per_iter", "ops/iteration", "growth of the TF1 default graph per iteration"),
-        Metric("tf_alloc_peak", "bytes", "TF allocator peak bytes in the loop (get_memory_info), where TF keeps it"),
-        Metric("child_peak", "bytes", "largest peak RSS of a child process (process isolation)"),
-        Metric("gpu_alloc_peak", "bytes", "TF's GPU allocator peak bytes in use in the loop (reset after warm-up; "
-               "largest child's for process_isolation)"),
-        Metric("gpu_alloc_growth_per_iter", "bytes/iteration", "growth of TF's GPU allocator bytes in use per iteration"),
-        Metric("gpu_reserved_peak", "bytes", "GPU memory the process holds as NVML sees it, largest per-iteration "
-               "reading (largest child's for process_isolation)"),
-        Metric("gpu_retained", "bytes", "TF's GPU allocator bytes in use after the loop and a full cleanup, minus the baseline"),
-        Metric("gpu_reserved_retained", "bytes", "NVML's reading after the loop and a full cleanup, minus the baseline"),
-        Metric("seconds_per_iter", "seconds", "median wall time of one iteration"),
-    )
-}

@@ -9,9 +9,13 @@ The registry is PyPI's JSON API, or a folder of <package>.json files (tests, off
 KERASBENCH_PYPI=https://pypi.org/pypi (default) or a path.
 """
 
+from __future__ import annotations
+
 import json
+import math
 import os
 import re
+from typing import Any, Dict, List, Optional
 import urllib.error
 import urllib.request
 
@@ -22,11 +26,12 @@ FINAL = re.compile(r"^\d+\.\d+\.\d+$")  # no rc, dev or post releases
 WHEEL = re.compile(r"-cp311-cp311-manylinux[^-]*x86_64")  # what pip installs here (CPython 3.11, Linux x86-64)
 
 
-def version_key(version):
-    return tuple(int(p) for p in version.split("."))
+def version_key(version: str) -> tuple:
+    """'2.12.1' -> (2, 12, 1): the one sort key of TF versions; non-numeric parts sort last."""
+    return tuple(int(p) if p.isdigit() else math.inf for p in re.split(r"[.+-]", str(version)))
 
 
-def index(package):
+def index(package: str) -> Dict[str, Any]:
     """The registry's JSON document of `package` (all releases and their files)."""
     source = os.environ.get("KERASBENCH_PYPI") or PYPI
     if "://" not in source:
@@ -44,7 +49,7 @@ def index(package):
         raise UsageError(f"Cannot read the package index {url}: {getattr(e, 'reason', None) or e}.") from None
 
 
-def installable(doc, wheel=WHEEL):
+def installable(doc: Dict[str, Any], wheel: re.Pattern = WHEEL) -> Dict[str, str]:
     """{version: upload time} of the final releases with a wheel pip can install here (not yanked)."""
     found = {}
     for version, files in doc.get("releases", {}).items():
@@ -54,11 +59,12 @@ def installable(doc, wheel=WHEEL):
     return found
 
 
-def keras_for(tf_version, tf_uploaded, keras_doc):
+def keras_for(tf_version: str, tf_uploaded: str, keras_doc: Dict[str, Any]) -> str:
     """The Keras a TF release shipped with: the newest of its line uploaded before the TF wheel."""
     major, minor = version_key(tf_version)[:2]
     line = f"2.{minor}." if (major, minor) <= (2, 15) else "3."
-    candidates = {v: t for v, t in installable(keras_doc, re.compile(r"py3-none-any\.whl$")).items() if v.startswith(line)}
+    wheels = installable(keras_doc, re.compile(r"py3-none-any\.whl$"))
+    candidates = {v: t for v, t in wheels.items() if v.startswith(line)}
     before = [v for v, t in candidates.items() if t <= tf_uploaded]
     pool = before or list(candidates)  # a TF uploaded before its Keras (2.x): the first of the line
     if not pool:
@@ -66,7 +72,7 @@ def keras_for(tf_version, tf_uploaded, keras_doc):
     return max(pool, key=version_key) if before else min(pool, key=version_key)
 
 
-def tf_package(includes):
+def tf_package(includes: List[Dict[str, Any]]) -> str:
     """'tensorflow-cpu' or 'tensorflow': the TF distribution an asv config's matrix installs."""
     for include in includes:
         for name in include.get("req", {}):
@@ -75,7 +81,9 @@ def tf_package(includes):
     raise UsageError("The asv config pins no tensorflow or tensorflow-cpu in its matrix 'include' entries.")
 
 
-def requirements_for(version, includes, package=None, tf_doc=None, keras_doc=None):
+def requirements_for(version: str, includes: List[Dict[str, Any]], package: Optional[str] = None,
+                     tf_doc: Optional[Dict[str, Any]] = None,
+                     keras_doc: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
     """asv `req` pins for TF `version`: the config's own entry, or one derived for a patch release."""
     package = package or tf_package(includes)
     for include in includes:
@@ -95,7 +103,8 @@ def requirements_for(version, includes, package=None, tf_doc=None, keras_doc=Non
     return reqs
 
 
-def candidates(good, bad, includes, patches=True, package=None, tf_doc=None):
+def candidates(good: str, bad: str, includes: List[Dict[str, Any]], patches: bool = True, package: Optional[str] = None,
+               tf_doc: Optional[Dict[str, Any]] = None) -> List[str]:
     """The TF versions from `good` to `bad` (inclusive, oldest first) that triage may try.
 
     patches=False: only the versions the asv config pins (the latest patch of each minor).

@@ -1,74 +1,74 @@
 """`kerasbench report`: records of several TF versions as one self-contained, offline HTML page.
 
 `compare` answers "what changed?" one cell at a time; a page answers "where is the memory going?"
-at a glance: per loop shape a heat-table (strategy × TF version) of growth per iteration and loop
-peak, a line plot of each across versions, the RSS curve behind every cell, and what each run ran
-on. The inputs, their checks and the verdicts are `compare`'s own (load, group, pick_baseline,
-compare), so both commands accept and refuse the same records. Plots are SVG drawn here; the page
-loads nothing (no CDN, no external script), so it opens from a CI artifact or a cluster node.
+at a glance: per loop shape a heat-table (strategy × TF version) of each metric with a report view
+in kerasbench.metrics (growth per iteration, loop peak; the GPU peaks where measured), a line plot
+of each across versions, the RSS curve behind every cell, and what each run ran on. The inputs,
+their checks and the verdicts are `compare`'s own (load_records, group, pick_baseline, compare),
+so both commands accept and refuse the same records. Plots are SVG drawn here; the page loads
+nothing (no CDN, no external script), so it opens from a CI artifact or a cluster node.
 """
+
+from __future__ import annotations
 
 import datetime
 import html
 import math
 import os
+from typing import Any, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__, compare, stats
 from .errors import UsageError
 from .files import write_text
-
+from .metrics import METRICS, Metric
+from .record import Record, load_records, newest_run, place_of
+from .releases import version_key
 from .units import KIB, MIB
+
 FILENAME = "kerasbench-report.html"
 DEFAULT_OUTPUT = os.path.join(".asv", "html", FILENAME)  # beside the asv dashboard of `kerasbench publish`
 
 
-class Metric:
-    """One number per cell: where it is in the summary, its unit, and compare's verdict (if any)."""
-
-    def __init__(self, key, title, unit, scale, judged=False, log=False, span=compare.MIN_RSS):
-        self.key, self.title, self.unit, self.scale, self.judged, self.log = key, title, unit, scale, judged, log
-        self.span = span  # differences smaller than this are not worth a colour or a steep line
-
-    def text(self, value):
-        v = value / self.scale
-        sign = "+" if self.key == "growth_per_iter" else ""
-        return f"{v:{sign}.1f}" if abs(v) < 10 else f"{v:{sign}.0f}"
+def shown(records: Sequence[Record]) -> List[Metric]:
+    """The metrics with a report view (kerasbench.metrics), the optional ones (GPU) only when a record has one."""
+    views = [m for m in METRICS.values() if m.report]
+    optional = [m for m in views if m.report.optional]
+    if not any(r["summary"].get(m.name) is not None for r in records for m in optional):
+        views = [m for m in views if not m.report.optional]
+    return views
 
 
-# growth on a log colour scale (1 KiB .. 16 MiB per iteration): a leak of 8 MiB/iter must not wash out
-# one of 100 KiB/iter, and 30 KiB/iter of noise must not look like a leak when nothing else grows
-HEAT = (Metric("growth_per_iter", "Growth per iteration", "KiB/iter", KIB, judged=True, log=True, span=16 * MIB),
-        Metric("peak_loop", "Loop peak RSS", "MiB", MIB, judged=True))
-GPU = (Metric("gpu_alloc_peak", "GPU allocator peak", "MiB", MIB),
-       Metric("gpu_reserved_peak", "NVML reserved peak", "MiB", MIB))
+def _judged(metrics: Sequence[Metric]) -> List[str]:
+    """Those shown that compare judges against the baseline (they have a compare rule)."""
+    return [m.name for m in metrics if m.compare is not None]
+
+
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 DASHES = ("", "6 3", "2 3")  # beyond ten strategies a colour comes back with a dash pattern
 MARKS = {"regressed": "▲", "improved": "▼", "unchanged": "=", "inconclusive": "?"}
 
 
-def esc(value):
+def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
 # ---------------------------------------------------------------- the data
 
 
-def build(paths, baseline=None):
+def build(paths: Sequence[str], baseline: Optional[str] = None) -> str:
     """The report page for the records under `paths`; UsageError (compare's) on bad input."""
-    groups = compare.group(compare.load(paths))
-    versions = sorted(groups, key=compare.version_key)
+    groups = compare.group(load_records(paths))
+    versions = sorted(groups, key=version_key)
     baseline = compare.pick_baseline(versions, baseline)
-    judged = [m.key for m in HEAT if m.judged]
-    cells = compare.compare(groups, baseline=baseline, metrics=judged) if len(versions) > 1 else []
-    verdicts = {(c["loop"], c["strategy"], c["metric"], c["version"]): c for c in cells}
     records = [r for g in groups.values() for r, _ in g.values()]
-    gpu = any(r["summary"].get(m.key) is not None for r in records for m in GPU)
-    metrics = HEAT + (GPU if gpu else ())
-    pairs = sorted({p for g in groups.values() for p in g}, key=compare._pair_order)
+    metrics = shown(records)
+    cells = compare.compare(groups, baseline=baseline, metrics=_judged(metrics)) if len(versions) > 1 else []
+    verdicts = {(c["loop"], c["strategy"], c["metric"], c["version"]): c for c in cells}
+    pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
     loops = list(dict.fromkeys(loop for loop, _ in pairs))
     curves = {}  # (loop, strategy, version) -> element id of its RSS curve
-    sections = [_section(loop, [s for lp, s in pairs if lp == loop], versions, baseline, groups, verdicts, metrics, curves)
-                for loop in loops]
+    sections = [_section(loop, [s for lp, s in pairs if lp == loop], versions, baseline, groups, verdicts, metrics,
+                         curves) for loop in loops]
     return _page(paths, groups, versions, baseline, cells, loops, sections)
 
 
@@ -93,15 +93,16 @@ def _shade(metric, value, values):
     """Background colour by magnitude: white (none) to deep red (the largest in the table, or metric.span).
 
     Growth: log scale from 1 KiB/iteration. Peaks: above the table's smallest, over at least 16 MiB
-    (compare's MIN_RSS), so a table whose peaks differ by a few hundred KiB stays white.
+    (the view's span, metrics.MIN_RSS), so a table whose peaks differ by a few hundred KiB stays white.
     """
-    if metric.log:
-        top = max([abs(v) for v in values] + [metric.span])
+    view = metric.report
+    if view.log:
+        top = max([abs(v) for v in values] + [view.span])
         t = math.log10(max(abs(value), KIB) / KIB) / math.log10(top / KIB)
         hue = 8 if value >= 0 else 210  # shrinking memory in blue
     else:
         low, high = min(values), max(values)
-        t, hue = (value - low) / max(high - low, metric.span), 8
+        t, hue = (value - low) / max(high - low, view.span), 8
     light = 97 - 47 * t
     return f"background:hsl({hue},70%,{light:.0f}%);color:{'#fff' if light < 62 else '#111'}"
 
@@ -115,38 +116,40 @@ def _cell(metric, record, version, baseline, verdict, curve, values):
         cls, label = ("na", "n/a") if record["status"] == "skipped" else ("failed", "failed")
         return f'<td class="{cls}" title="{esc(record["status"])}: {esc(record.get("reason"))}"{attrs}>{label}</td>'
     s = record["summary"]
-    value = s.get(metric.key)
+    view, value = metric.report, s.get(metric.name)
     if value is None or not math.isfinite(value):
-        return f'<td class="na" title="no {esc(metric.title.lower())} in this record"{attrs}>n/a</td>'
-    tip = [f"{metric.title}: {metric.text(value)} {metric.unit} (TF {version}, {s.get('repeats')} repeat(s))"]
+        return f'<td class="na" title="no {esc(view.title.lower())} in this record"{attrs}>n/a</td>'
+    tip = [f"{view.title}: {view.text(value)} {view.unit} (TF {version}, {s.get('repeats')} repeat(s))"]
     badge = ""
-    if metric.key == "growth_per_iter":
+    if metric.name == "growth_per_iter":  # the run's own verdict is on this metric
         if s.get("growth_ci_low") is not None:
-            tip.append(f"95% CI [{metric.text(s['growth_ci_low'])}, {metric.text(s['growth_ci_high'])}] {metric.unit}")
+            tip.append(f"95% CI [{view.text(s['growth_ci_low'])}, {view.text(s['growth_ci_high'])}] {view.unit}")
         tip.append(f"verdict {s.get('verdict')} (floor {(s.get('floor') or 0) / KIB:g} KiB/iter)")
         badge = f'<span class="run {esc(s.get("verdict"))}">{esc(s.get("verdict"))}</span>'
     if verdict:
         tip.append(f"vs TF {baseline}: {verdict['verdict']}: {verdict['why']}")
         if verdict["verdict"] != "n/a":
             badge += f'<span class="cmp {verdict["verdict"]}">{MARKS[verdict["verdict"]]}</span>'
-    return (f'<td class="ok" data-value="{value!r}" style="{_shade(metric, value, values)}" title="{esc(chr(10).join(tip))}"{attrs}>'
-            f'{metric.text(value)}{badge}</td>')
+    return (f'<td class="ok" data-value="{value!r}" style="{_shade(metric, value, values)}" '
+            f'title="{esc(chr(10).join(tip))}"{attrs}>{view.text(value)}{badge}</td>')
 
 
 def _table(metric, loop, strategies, versions, baseline, groups, verdicts, curves):
     values = [v for s in strategies for ver in versions
               for r in [_record(groups, ver, loop, s)] if r and r["status"] == "ok"
-              for v in [r["summary"].get(metric.key)] if v is not None and math.isfinite(v)]
-    head = "".join(f'<th class="ver">{esc(v)}{"<br><small>baseline</small>" if v == baseline and len(versions) > 1 else ""}</th>'
+              for v in [r["summary"].get(metric.name)] if v is not None and math.isfinite(v)]
+    marked = baseline if len(versions) > 1 else None
+    head = "".join(f'<th class="ver">{esc(v)}{"<br><small>baseline</small>" if v == marked else ""}</th>'
                    for v in versions)
     rows = []
     for s in strategies:
         tds = []
         for ver in versions:
             tds.append(_cell(metric, _record(groups, ver, loop, s), ver, baseline,
-                             verdicts.get((loop, s, metric.key, ver)), curves.get((loop, s, ver)), values))
+                             verdicts.get((loop, s, metric.name, ver)), curves.get((loop, s, ver)), values))
         rows.append(f'<tr data-strategy="{esc(s)}"><th class="strategy">{esc(s)}</th>{"".join(tds)}</tr>')
-    return (f'<table class="heat" data-metric="{metric.key}"><caption>{esc(metric.title)} ({esc(metric.unit)})</caption>'
+    return (f'<table class="heat" data-metric="{metric.name}"><caption>{esc(metric.report.title)} '
+            f'({esc(metric.report.unit)})</caption>'
             f'<thead><tr><th>strategy \\ TF</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
@@ -170,7 +173,8 @@ def _num(v):
     return f"{v:g}" if abs(v) < 1e5 else f"{v:.3g}"
 
 
-def plot(lines, xticks, ylabel, title, width=520, height=260, span=0.0):
+def plot(lines: Sequence[tuple], xticks: Sequence[Tuple[float, str]], ylabel: str, title: str, width: int = 520,
+         height: int = 260, span: float = 0.0) -> str:
     """An SVG line plot. lines: [(name, colour, dash, [(x, y or None)])]; None breaks the line.
 
     The y axis covers at least `span` around the data, so noise-sized differences stay flat lines.
@@ -200,10 +204,12 @@ def plot(lines, xticks, ylabel, title, width=520, height=260, span=0.0):
         out.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{py(y):.1f}" y2="{py(y):.1f}"/>'
                    f'<text class="tick" x="{left - 4}" y="{py(y) + 4:.1f}" text-anchor="end">{_num(y)}</text>')
     for x, label in xticks:
-        out.append(f'<text class="tick" x="{px(x):.1f}" y="{height - bottom + 14}" text-anchor="middle">{esc(label)}</text>')
+        out.append(f'<text class="tick" x="{px(x):.1f}" y="{height - bottom + 14}" '
+                   f'text-anchor="middle">{esc(label)}</text>')
     out.append(f'<text class="tick" transform="translate(12 {(top + height - bottom) / 2:.0f}) rotate(-90)" '
                f'text-anchor="middle">{esc(ylabel)}</text>')
-    out.append(f'<rect class="frame" x="{left}" y="{top}" width="{width - left - right}" height="{height - top - bottom}"/>')
+    out.append(f'<rect class="frame" x="{left}" y="{top}" width="{width - left - right}" '
+               f'height="{height - top - bottom}"/>')
     for name, colour, dash, pts in lines:
         segments, current = [], []
         for x, y in pts + [(None, None)]:
@@ -233,22 +239,23 @@ def _legend(strategies):
     items = []
     for i, s in enumerate(strategies):
         colour, dash = _style(i)
+        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         items.append(f'<span><svg width="22" height="8"><line x1="0" y1="4" x2="22" y2="4" stroke="{colour}" '
-                     f'stroke-width="2.5"{f" stroke-dasharray={chr(34)}{dash}{chr(34)}" if dash else ""}/></svg>{esc(s)}</span>')
+                     f'stroke-width="2.5"{dash_attr}/></svg>{esc(s)}</span>')
     return f'<div class="legend">{"".join(items)}</div>'
 
 
 def _version_plot(metric, loop, strategies, versions, groups):
-    lines = []
+    view, lines = metric.report, []
     for i, s in enumerate(strategies):
         pts = []
         for x, ver in enumerate(versions):
             r = _record(groups, ver, loop, s)
-            v = r["summary"].get(metric.key) if r and r["status"] == "ok" else None
-            pts.append((x, v / metric.scale if v is not None and math.isfinite(v) else None))
+            v = r["summary"].get(metric.name) if r and r["status"] == "ok" else None
+            pts.append((x, v / view.scale if v is not None and math.isfinite(v) else None))
         lines.append((s, *_style(i), pts))
-    span = (stats.DEFAULT_FLOOR if metric.log else metric.span) / metric.scale  # growth: the default floor
-    return plot(lines, list(enumerate(versions)), metric.unit, f"{loop}: {metric.title} by TF version", span=span)
+    span = (stats.DEFAULT_FLOOR if view.log else view.span) / view.scale  # growth: the default floor
+    return plot(lines, list(enumerate(versions)), view.unit, f"{loop}: {view.title} by TF version", span=span)
 
 
 def _curve(record, loop, strategy, version, element_id):
@@ -263,7 +270,8 @@ def _curve(record, loop, strategy, version, element_id):
     s = record["summary"]
     facts = [f"status {record['status']}" + (f": {record.get('reason')}" if record.get("reason") else "")]
     if s.get("growth_per_iter") is not None and math.isfinite(s["growth_per_iter"]):
-        facts.append(f"growth {HEAT[0].text(s['growth_per_iter'])} KiB/iter ({s.get('verdict')})")
+        growth = METRICS["growth_per_iter"].report.text(s["growth_per_iter"])
+        facts.append(f"growth {growth} KiB/iter ({s.get('verdict')})")
     if s.get("peak_loop") is not None:
         facts.append(f"peak {s['peak_loop'] / MIB:.1f} MiB")
     if s.get("retained") is not None:
@@ -285,14 +293,16 @@ def _machine(r, path):
     if not e:
         return None
     memory = f"{e['memory_total'] / 1024**3:.0f} GiB" if e.get("memory_total") else "? GiB"
-    return f"{e.get('hostname') or 'host unknown'}: {e.get('cpu_model')}, {e.get('cpu_count')} cores, {memory}, {e.get('machine')}"
+    return (f"{e.get('hostname') or 'host unknown'}: {e.get('cpu_model')}, {e.get('cpu_count')} cores, {memory}, "
+            f"{e.get('machine')}")
 
 
 def _device(r, path):
     e = r.get("environment") or {}
     gpus = ", ".join(g.get("name", "?") for g in e.get("gpus") or []) or e.get("gpu_name")
     parts = [r["spec"].get("device") or e.get("device") or "cpu", f"({gpus})" if gpus else "",
-             f"driver {e['gpu_driver']}" if e.get("gpu_driver") else "", f"CUDA {e['cuda_version']}" if e.get("cuda_version") else ""]
+             f"driver {e['gpu_driver']}" if e.get("gpu_driver") else "",
+             f"CUDA {e['cuda_version']}" if e.get("cuda_version") else ""]
     return " ".join(p for p in parts if p)
 
 
@@ -303,7 +313,8 @@ def _allocator(r, path):
 
 def _profile(r, path):
     spec = r["spec"]  # records from before profiles were named have none
-    return f"{spec.get('profile') or 'unnamed'}: {spec.get('iterations')} it, {spec.get('warmup')} warm-up, {spec.get('repeats')} rep"
+    return (f"{spec.get('profile') or 'unnamed'}: {spec.get('iterations')} it, {spec.get('warmup')} warm-up, "
+            f"{spec.get('repeats')} rep")
 
 
 def _floor(r, path):
@@ -316,7 +327,7 @@ def _floor(r, path):
 ENV_COLUMNS = (  # heading, what one record says (a run is every record of one TF version)
     ("Keras", _env("keras")), ("numpy", _env("numpy")), ("Python", _env("python")), ("machine", _machine),
     ("device", _device), ("allocator", _allocator), ("profile", _profile), ("floor", _floor),
-    ("kerasbench", _env("kerasbench")), ("commit", lambda r, path: compare._tree_place(path)[1] or "unknown"),
+    ("kerasbench", _env("kerasbench")), ("commit", lambda r, path: place_of(path)[1] or "unknown"),
     ("records", lambda r, path: os.path.dirname(os.path.abspath(path))),
 )
 
@@ -366,17 +377,21 @@ def _summary(groups, versions, baseline, cells):
     for r in records:
         e = r.get("environment") or {}
         if e:
-            machines.setdefault(e.get("hostname") or "host unknown", f"{e.get('cpu_model')}, {e.get('cpu_count')} cores, "
+            machines.setdefault(e.get("hostname") or "host unknown",
+                                f"{e.get('cpu_model')}, {e.get('cpu_count')} cores, "
                                 f"{(e.get('memory_total') or 0) / 1024**3:.0f} GiB RAM")
     loops = sorted({r["loop"] for r in records})
     facts = [
         f"<b>Compared</b>: TF {', '.join(versions)} over {len(loops)} loop shape(s) and "
         f"{len({(r['loop'], r['strategy']) for r in records})} (loop, strategy) pairs, {len(records)} records.",
-        f"<b>Baseline</b>: TF {esc(baseline)}" + ("" if len(versions) > 1 else " (one TF version: no verdicts against a baseline)") + ".",
-        "<b>Machine</b>: " + "; ".join(f"{esc(h)} ({esc(m)})" for h, m in machines.items()) + "." if machines else "<b>Machine</b>: unknown.",
-        "<b>Runs</b>: " + ", ".join(f"{n} {esc(k)}" for k, n in sorted(runs.items())) + " (each pair's own growth verdict).",
+        f"<b>Baseline</b>: TF {esc(baseline)}"
+        + ("" if len(versions) > 1 else " (one TF version: no verdicts against a baseline)") + ".",
+        "<b>Machine</b>: " + "; ".join(f"{esc(h)} ({esc(m)})" for h, m in machines.items()) + "."
+        if machines else "<b>Machine</b>: unknown.",
+        "<b>Runs</b>: " + ", ".join(f"{n} {esc(k)}" for k, n in sorted(runs.items()))
+        + " (each pair's own growth verdict).",
     ]
-    for key in (m.key for m in HEAT if m.judged):
+    for key in _judged(shown(records)):
         found = compare.counts([c for c in cells if c["metric"] == key])
         if found:
             facts.append(f"<b>{key} vs TF {esc(baseline)}</b>: {esc(found)}.")
@@ -413,11 +428,14 @@ document.querySelectorAll('td[data-curve]').forEach(function (td) {
     var section = td.closest('section');
     section.querySelectorAll('figure.curve').forEach(function (f) { f.hidden = f.id !== td.dataset.curve; });
     section.querySelectorAll('td.sel').forEach(function (c) { c.classList.remove('sel'); });
-    section.querySelectorAll('td[data-curve="' + td.dataset.curve + '"]').forEach(function (c) { c.classList.add('sel'); });
+    section.querySelectorAll('td[data-curve="' + td.dataset.curve + '"]')
+      .forEach(function (c) { c.classList.add('sel'); });
     section.querySelector('.hint').hidden = true;
   }
   td.addEventListener('click', show);
-  td.addEventListener('keydown', function (e) { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); show(); } });
+  td.addEventListener('keydown', function (e) {
+    if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); show(); }
+  });
 });
 """
 
@@ -445,8 +463,8 @@ def _page(paths, groups, versions, baseline, cells, loops, sections):
 <p>Loop shapes: {nav}</p></header>
 {"".join(sections)}
 <h2>Environment per run</h2>{_env_table(groups, versions)}
-<p class="read">Records: {esc(", ".join(paths))}. Generated {now} by kerasbench {__version__}; `kerasbench compare` on the same
-records gives every headline metric as a table.</p>
+<p class="read">Records: {esc(", ".join(paths))}. Generated {now} by kerasbench {__version__};
+`kerasbench compare` on the same records gives every headline metric as a table.</p>
 <script>{JS}</script></body></html>
 """
 
@@ -454,7 +472,7 @@ records gives every headline metric as a table.</p>
 # ---------------------------------------------------------------- writing
 
 
-def write(paths, output=DEFAULT_OUTPUT, baseline=None):
+def write(paths: Sequence[str], output: str = DEFAULT_OUTPUT, baseline: Optional[str] = None) -> str:
     """Build the report and write it atomically to `output` (its folder made if missing)."""
     text = build(paths, baseline)  # every input error is raised here, before anything is written
     folder = os.path.dirname(os.path.abspath(output))
@@ -466,28 +484,11 @@ def write(paths, output=DEFAULT_OUTPUT, baseline=None):
     return output
 
 
-def latest_group(records_dir):
-    """The folders of the newest (host, commit) in a .asv/records tree: compare reads one of each."""
-    groups = {}
-    for host in sorted(os.listdir(records_dir)):
-        if not os.path.isdir(os.path.join(records_dir, host)):
-            continue
-        for run in sorted(os.listdir(os.path.join(records_dir, host))):
-            m = compare._TREE_DIR.match(run)
-            folder = os.path.join(records_dir, host, run)
-            if m and os.path.isdir(folder):
-                groups.setdefault((host, m["commit"]), []).append(folder)
-    if not groups:
-        return (None, None), [], 0
-    newest = max(groups, key=lambda k: max(os.path.getmtime(f) for f in groups[k]))
-    return newest, groups[newest], len(groups) - 1
-
-
-def publish(records_dir, html_dir, out):
-    """Refresh the report beside the dashboard from the newest host and commit of `records_dir`."""
+def write_beside_dashboard(records_dir: str, html_dir: str, out: TextIO) -> Optional[str]:
+    """Refresh the report in asv's html folder from the newest host and commit of a records tree (publish)."""
     if not os.path.isdir(records_dir):
         return None
-    (host, commit), folders, others = latest_group(records_dir)
+    (host, commit), folders, others = newest_run(records_dir)
     if not folders:
         return None
     path = os.path.join(html_dir, FILENAME)

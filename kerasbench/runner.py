@@ -15,20 +15,18 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Callable, Optional
 
-import numpy as np
-
-from . import SCHEMA_VERSION, allocators, floors, stats
+from . import allocators, floors, record
 from .errors import UsageError, unknown
-from .units import GIB, KIB, parse_bytes
 from .loops import get_loop
-from .probes import METRICS
 from .strategies import get_strategy
+from .units import GIB, KIB, parse_bytes
 
 DEVICES = ("cpu", "gpu")
 
 
-def default_memory_cap():
+def default_memory_cap() -> int:
     """Half of the machine's memory, or KERASBENCH_MEMORY_CAP when set."""
     if os.environ.get("KERASBENCH_MEMORY_CAP"):
         return parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"])
@@ -51,23 +49,16 @@ class RunSpec:
     probes: bool = True
     memory_cap: int = 0  # bytes for the worker's process tree; 0 = default_memory_cap()
     time_limit: float = 1800.0  # seconds per worker process
-    floor: float = None  # bytes/iteration: the smallest growth called a leak; None = calibrated or default
-    floor_source: str = ""  # where the floor came from (set by validate)
+    floor: Optional[float] = None  # bytes/iteration: the smallest growth called a leak; None = calibrated or default
+    floor_source: str = ""  # where a given floor came from; the record says where the one it was judged with came from
     profile: str = ""  # the profile the counts came from, when one did
     device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
     allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
     repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
     python: str = ""  # the worker's interpreter, e.g. an asv environment's (asvconf.python_for); "" = this one
 
-    def resolve_floor(self):
-        """Fill floor and floor_source: the given floor, else this allocator's calibration, else the default."""
-        if self.floor is None:
-            self.floor, self.floor_source = floors.floor_for(self.allocator, self.iterations)
-        elif not self.floor_source:
-            self.floor_source = "given (--floor-kib or RunSpec.floor)"
-        return self.floor
-
-    def validate(self):
+    def validate(self) -> "RunSpec":
+        """Check every field (UsageError naming the first bad one) and fill the defaults; returns self."""
         shape = get_loop(self.loop)
         get_strategy(self.strategy)
         if shape.needs_file:
@@ -77,23 +68,28 @@ class RunSpec:
 
             self.repro = repro.check(self.repro)
         elif self.repro:
-            raise UsageError(f"A repro file is measured as loop repro, not {self.loop}. Received: repro={self.repro!r}.")
+            raise UsageError(f"A repro file is measured as loop repro, not {self.loop}. "
+                             f"Received: repro={self.repro!r}.")
         if self.python and not os.access(self.python, os.X_OK):
             raise UsageError(f"Cannot run the worker interpreter {self.python}: not an executable file.")
         for name in ("iterations", "repeats", "batch_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
-                raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. Expected a positive integer.")
+                raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. "
+                                 "Expected a positive integer.")
         if not isinstance(self.warmup, int) or self.warmup < 0:
-            raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={self.warmup!r}. Expected 0 or more.")
+            raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={self.warmup!r}. "
+                             "Expected 0 or more.")
         if self.time_limit <= 0:
-            raise UsageError(f"Invalid value for argument `time_limit`. Received: time_limit={self.time_limit!r}. Expected > 0 seconds.")
+            raise UsageError(f"Invalid value for argument `time_limit`. Received: time_limit={self.time_limit!r}. "
+                             "Expected > 0 seconds.")
         if self.device not in DEVICES:
             raise unknown("device", self.device, DEVICES)
         allocators.require(self.allocator)
         if self.floor is not None and self.floor < 0:
             raise UsageError(f"Invalid value for argument `floor`. Received: floor={self.floor!r}. Expected >= 0.")
-        self.resolve_floor()
+        if self.floor is None:
+            floors.load(self.allocator)  # a bad calibration file fails now; the record resolves the floor
         if not self.memory_cap:
             self.memory_cap = default_memory_cap()
         if not self.leak_bytes:
@@ -137,7 +133,8 @@ def _tree_rss(proc):
         return 0
 
 
-def run_worker(spec, repeat=0, progress=None, poll=0.05):
+def run_worker(spec: RunSpec, repeat: int = 0, progress: Optional[Callable[[dict], None]] = None,
+               poll: float = 0.05) -> record.Repeat:
     """One fresh worker process for `spec`; returns a repeat dict (status, result, environment)."""
     import psutil
 
@@ -230,7 +227,7 @@ def _kill_tree(proc):
         proc.kill()
 
 
-def measure(spec, progress=None):
+def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) -> record.Record:
     """Measure `spec` (validated first) over its repeats; returns the record (a dict)."""
     spec.validate()
     strategy = get_strategy(spec.strategy)
@@ -240,109 +237,12 @@ def measure(spec, progress=None):
     elif strategy.needs_gpu and spec.device != "gpu":
         reason = f"strategy {spec.strategy} needs a GPU: run it with --device gpu (device {spec.device} hides GPUs)"
     if reason:
-        return make_record(spec, [{"repeat": 0, "status": "skipped", "reason": reason, "result": None, "environment": None}])
+        skipped = {"repeat": 0, "status": "skipped", "reason": reason, "result": None, "environment": None}
+        return record.make_record(spec, [skipped])
     repeats = []
     for r in range(spec.repeats):
         outcome = run_worker(spec, repeat=r, progress=progress)
         repeats.append(outcome)
         if outcome["status"] in ("skipped", "stopped"):
             break  # the same pair would skip again; a runaway would run away again
-    return make_record(spec, repeats)
-
-
-def make_record(spec, repeats):
-    statuses = [r["status"] for r in repeats]
-    status = next((s for s in ("failed", "stopped", "skipped") if s in statuses), "ok")
-    reason = next((r["reason"] for r in repeats if r["status"] == status), None)
-    environment = next((r["environment"] for r in repeats if r["environment"]), None)
-    return {
-        "schema": SCHEMA_VERSION,
-        "loop": spec.loop,
-        "strategy": spec.strategy,
-        "spec": dataclasses.asdict(spec),
-        "status": status,
-        "reason": reason,
-        "environment": environment,
-        "allocator": _allocator_check(spec, environment),
-        "repeats": repeats,
-        "summary": summarize(repeats, spec),
-    }
-
-
-def _allocator_check(spec, environment):
-    """The allocator requested and the one the worker found in /proc/self/maps, and whether they agree."""
-    detected = environment.get("allocator") if environment else None
-    expected = allocators.get_allocator(spec.allocator).detects
-    return {"requested": spec.allocator, "detected": detected, "matches": detected in (None, expected)}
-
-
-def _median(values):
-    values = [v for v in values if v is not None]
-    return float(np.median(values)) if values else None
-
-
-def _in_process_or_children(result, key, children_key):
-    """A GPU peak read in the worker, else the largest of its isolated children's, else None."""
-    if result.get(key) is not None:
-        return result[key]
-    children = [v for v in result.get(children_key) or () if v is not None]
-    return max(children) if children else None
-
-
-def _slope(series):
-    """Theil-Sen slope of a per-iteration series, or None when it is missing or has gaps."""
-    if not series or any(v is None for v in series):
-        return None
-    slope = stats.fit_growth(series).slope
-    return None if slope != slope else slope  # NaN (fewer than 3 points) reads as "no number"
-
-
-def _difference(after, before):
-    return None if after is None or before is None else after - before
-
-
-def summarize(repeats, spec):
-    """Summary metrics (keys of probes.METRICS) plus verdict and floor, over repeats with data."""
-    results = [r["result"] for r in repeats if r.get("result")]
-    summary = dict.fromkeys(METRICS)
-    spec.resolve_floor()
-    summary.update(verdict=None, floor=spec.floor, floor_source=spec.floor_source, p_trend=None, repeats=len(results))
-    if not results:
-        partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
-        if partial:  # a stopped worker: its growth until the stop is still worth showing
-            fit = stats.fit_growth(partial[0])
-            summary.update(growth_per_iter=fit.slope, growth_ci_low=fit.low, growth_ci_high=fit.high,
-                           p_trend=fit.p_trend, verdict=stats.verdict(fit, spec.floor))
-        return summary
-    fits = [stats.fit_growth(res["series"]["rss"]) for res in results]
-    fit, verdict = stats.combine(fits, spec.floor)
-    n = spec.iterations
-
-    def each(fn):
-        return _median([fn(res) for res in results])
-
-    summary.update(
-        growth_per_iter=fit.slope, growth_ci_low=fit.low, growth_ci_high=fit.high, p_trend=fit.p_trend,
-        verdict=verdict,
-        peak_loop=each(lambda r: r["peak_loop_rss"]),
-        peak_over_baseline=each(lambda r: r["peak_loop_rss"] - r["baseline_rss"]),
-        retained=each(lambda r: r["final_rss"] - r["baseline_rss"]),
-        train_traces=each(lambda r: r["train_traces"]),
-        predict_traces=each(lambda r: r["predict_traces"]),
-        function_traces=each(lambda r: r["function_traces"]),
-        models_built=each(lambda r: r["models_built"]),
-        graph_build_seconds=each(lambda r: r["graph_build_seconds"]),
-        objects_per_iter=each(lambda r: (r["objects_after"] - r["objects_before"]) / n),
-        tf_alloc_peak=each(lambda r: r["tf_alloc_peak"]),
-        child_peak=each(lambda r: max(r["child_peaks"]) if r["child_peaks"] else None),
-        gpu_alloc_peak=each(lambda r: _in_process_or_children(r, "gpu_alloc_peak", "child_gpu_alloc_peaks")),
-        gpu_alloc_growth_per_iter=_median([_slope(r["series"].get("gpu_alloc")) for r in results]),
-        gpu_reserved_peak=each(lambda r: _in_process_or_children(r, "gpu_reserved_peak", "child_gpu_reserved_peaks")),
-        gpu_retained=each(lambda r: _difference(r.get("gpu_alloc_final"), r.get("gpu_alloc_baseline"))),
-        gpu_reserved_retained=each(lambda r: _difference(r.get("gpu_reserved_final"), r.get("gpu_reserved_baseline"))),
-        seconds_per_iter=each(lambda r: float(np.median(r["series"]["seconds"])) if r["series"]["seconds"] else r["loop_seconds"] / n),
-    )
-    if all("graph_ops" in res["series"] for res in results):
-        summary["graph_ops"] = each(lambda r: r["series"]["graph_ops"][-1])
-        summary["graph_ops_per_iter"] = _median([stats.fit_growth(r["series"]["graph_ops"]).slope for r in results])
-    return summary
+    return record.make_record(spec, repeats)

@@ -10,30 +10,39 @@ by 4.0 MiB/iteration where the bad end grows by 3.6 has the regression too); any
 it narrowed the change to, rather than guess.
 """
 
+from __future__ import annotations
+
 import math
 from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import compare
+from .console import text_table
 from .errors import UsageError
+from .metrics import headline_metrics
+from .record import Record
+from .releases import version_key
+from .units import KIB, MIB
+
 
 @dataclass
 class Outcome:
     """The answer of a bisection: the last good and first bad versions (None when unknown)."""
 
-    versions: list
-    tried: dict = field(default_factory=dict)  # version -> class, in the order tried
-    last_good: str = None
-    first_bad: str = None
-    stopped: str = None  # why the bisection ended without an answer
-    bracket: tuple = ()  # the nearest good and bad versions measured: the change lies between them
+    versions: List[str]
+    tried: Dict[str, str] = field(default_factory=dict)  # version -> class, in the order tried
+    last_good: Optional[str] = None
+    first_bad: Optional[str] = None
+    stopped: Optional[str] = None  # why the bisection ended without an answer
+    bracket: Tuple[str, ...] = ()  # the nearest good and bad versions measured: the change lies between them
 
 
-def steps_needed(n):
+def steps_needed(n: int) -> int:
     """Versions a bisection over n candidates measures: both ends, then one per halving."""
     return 2 + max(0, math.ceil(math.log2(n - 1))) if n >= 2 else n
 
 
-def bisect(versions, classify):
+def bisect(versions: Sequence[str], classify: Callable[[str], str]) -> Outcome:
     """Bisect `versions` (good end first) with `classify(version) -> 'good' | 'bad' | 'unclear'`.
 
     The ends are classified against themselves by the caller's function as well: a good end that
@@ -72,10 +81,10 @@ def bisect(versions, classify):
     return out
 
 
-def classify(metric, good, bad, record):
-    """('good' | 'bad' | 'unclear', why) of `record`: unchanged against the good end, or the same change as the bad end."""
-    change, _ = compare.judge(metric, compare._side(good, metric), compare._side(bad, metric))
-    verdict, why = compare.judge(metric, compare._side(good, metric), compare._side(record, metric))
+def classify(metric: str, good: Record, bad: Record, record: Record) -> Tuple[str, str]:
+    """('good' | 'bad' | 'unclear', why) of `record`: unchanged against the good end, or the bad end's change."""
+    change, _ = compare.judge(metric, compare.cell_side(good, metric), compare.cell_side(bad, metric))
+    verdict, why = compare.judge(metric, compare.cell_side(good, metric), compare.cell_side(record, metric))
     if verdict == "unchanged":
         return "good", why
     if verdict == change:
@@ -83,19 +92,19 @@ def classify(metric, good, bad, record):
     return "unclear", f"{verdict} against the good end ({why}), where the bad end is {change}"
 
 
-def ends_differ(metric, good, bad):
+def ends_differ(metric: str, good: Record, bad: Record) -> Tuple[bool, str]:
     """(True, why) when the bad end is regressed or improved against the good end."""
-    verdict, why = compare.judge(metric, compare._side(good, metric), compare._side(bad, metric))
+    verdict, why = compare.judge(metric, compare.cell_side(good, metric), compare.cell_side(bad, metric))
     return verdict in ("regressed", "improved"), f"{verdict}: {why}"
 
 
-def check_metric(metric):
-    if metric not in compare.HEADLINE:
-        raise UsageError(f"Unknown metric for triage. Received: metric={metric!r}. Expected one of: {', '.join(compare.HEADLINE)}.")
+def check_metric(metric: str) -> str:
+    """`metric` if triage can bisect on it (a headline metric); else the one-line error listing those."""
+    choices = headline_metrics()
+    if metric not in choices:
+        raise UsageError(f"Unknown metric for triage. Received: metric={metric!r}. "
+                         f"Expected one of: {', '.join(choices)}.")
     return metric
-
-
-KIB, MIB = 1024, 1024**2
 
 
 def _evidence(record, metric):
@@ -110,7 +119,8 @@ def _evidence(record, metric):
     return [env.get("keras") or "?", growth, s["verdict"] or "", f"{s['peak_loop'] / MIB:.0f}", shown]
 
 
-def render(outcome, records, metric, loop, strategy, commands, seconds, created):
+def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str, strategy: str, commands: Sequence[str],
+           seconds: float, created: int) -> str:
     """The answer, the evidence of every version tried (oldest first), and how to reproduce it."""
     what = f"{loop} × {strategy} ({metric})"
     if outcome.first_bad:
@@ -118,13 +128,11 @@ def render(outcome, records, metric, loop, strategy, commands, seconds, created)
                 f"{outcome.versions[-1]}; the last like {outcome.versions[0]} is {outcome.last_good}.")
     else:
         head = f"No answer for {what}: {outcome.stopped}."
-    rows = [["TF", "Keras", "KiB/iter [95% CI]", "verdict", "peak MiB", "class", "note"]]
-    for version in sorted(outcome.tried, key=lambda v: tuple(int(p) for p in v.split("."))):
+    rows = []
+    for version in sorted(outcome.tried, key=version_key):
         keras, growth, verdict, peak, note = _evidence(records[version], metric)
         rows.append([version, keras, growth, verdict, peak, outcome.tried[version], note])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    table = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    table.insert(1, "  ".join("-" * w for w in widths))
+    table = text_table(["TF", "Keras", "KiB/iter [95% CI]", "verdict", "peak MiB", "class", "note"], rows)
     untried = len(outcome.versions) - len(outcome.tried)
     lines = [head, "", *table, "",
              f"{len(outcome.tried)} of {len(outcome.versions)} releases measured ({untried} skipped by bisection), "
@@ -133,7 +141,7 @@ def render(outcome, records, metric, loop, strategy, commands, seconds, created)
     return "\n".join(lines) + "\n"
 
 
-def summary(outcome, metric):
+def summary(outcome: Outcome, metric: str) -> dict:
     """The answer as JSON-ready data."""
     return {"metric": metric, "versions": outcome.versions, "tried": outcome.tried, "last_good": outcome.last_good,
             "first_bad": outcome.first_bad, "stopped": outcome.stopped}

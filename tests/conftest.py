@@ -32,3 +32,36 @@ def clone_for_asv(tmp_path_factory, name):
     subprocess.run(["git", "clone", "-q", str(Path(__file__).resolve().parent.parent), str(repo)], check=True)
     subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch, from any branch
     return work, repo
+
+
+@pytest.fixture(scope="session")
+def record_validator():
+    """A jsonschema validator of one record (kerasbench.record.json_schema), or None without jsonschema."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
+    from kerasbench.record import json_schema
+
+    schema = json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.fixture(autouse=True)
+def _records_match_the_schema(record_validator, monkeypatch):
+    """Every record built in this process (kerasbench.record.make_record) is checked against the record schema."""
+    if record_validator is None:
+        return
+    import json
+
+    from kerasbench import record
+
+    make_record = record.make_record
+
+    def checked(spec, repeats):
+        built = make_record(spec, repeats)
+        record_validator.validate(json.loads(json.dumps(built)))  # as a records file holds it
+        return built
+
+    monkeypatch.setattr(record, "make_record", checked)

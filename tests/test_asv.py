@@ -100,9 +100,11 @@ def asv_tree(tmp_path_factory):
         env.pop("KERASBENCH_RECORDS_DIR", None)
         if machine != "cpubox":  # cpubox writes where a user's run does: <repo>/.asv/records
             env["KERASBENCH_RECORDS_DIR"] = str(work / "records" / machine)
-        subprocess.run(["asv", "machine", "--yes", "--machine", machine], cwd=repo, env=env, check=True, capture_output=True)
+        subprocess.run(["asv", "machine", "--yes", "--machine", machine], cwd=repo, env=env, check=True,
+                       capture_output=True)
         proc = subprocess.run(["asv", "run", "--python=same", "--set-commit-hash", "HEAD", "-b", "^control",
-                               "--machine", machine, "--show-stderr"], cwd=repo, env=env, capture_output=True, text=True)
+                               "--machine", machine, "--show-stderr"], cwd=repo, env=env, capture_output=True,
+                              text=True)
         logs[machine] = (proc.returncode, proc.stdout + proc.stderr)
     return repo, work, logs
 
@@ -133,6 +135,23 @@ def test_results_round_trip(asv_tree):
         values = result.get_result_value(f"control.Control.track_{metric}", PARAMS)
         expected = [by_strategy[s]["summary"][metric] for s in strategies_for("control")]
         assert values == pytest.approx(expected), metric
+
+
+def test_the_records_asv_wrote_match_the_record_schema(asv_tree):
+    jsonschema = pytest.importorskip("jsonschema")
+    from kerasbench.record import json_schema
+
+    repo, work, _ = asv_tree
+    schema = json_schema()
+    record_schema = jsonschema.Draft202012Validator(schema)
+    file_schema = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/RecordsFile"})
+    files = sorted(repo.glob(".asv/records/*/*/control.json")) + sorted(work.glob("records/*/*/*/control.json"))
+    assert len(files) == 2, files  # cpubox and tinybox (gpubox skips without measuring)
+    for path in files:
+        payload = json.loads(path.read_text())
+        file_schema.validate(payload)
+        for record in payload["records"]:
+            record_schema.validate(record)
 
 
 def test_skipped_pairs_are_nan_and_do_not_abort(asv_tree):
@@ -284,7 +303,8 @@ def test_cpu_extra_installs_what_asv_conf_json_says():
 
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["cpu"]
     pinned = dict(item.split("==") for item in extra)
-    conf = {name.removeprefix("pip+"): versions[0] for name, versions in _conf("asv.conf.json")["matrix"]["req"].items()}
+    req = _conf("asv.conf.json")["matrix"]["req"]
+    conf = {name.removeprefix("pip+"): versions[0] for name, versions in req.items()}
     assert pinned == conf
 
 

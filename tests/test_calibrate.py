@@ -162,7 +162,7 @@ def test_verdict_follows_the_stored_floor(tmp_path, monkeypatch):
     assert floors.path_for("glibc") in calibrated["summary"]["floor_source"]
     # summarize alone (what asv reads) follows the stored floor too, and so does the table footer
     from kerasbench.console import run_table as table
-    from kerasbench.runner import summarize
+    from kerasbench.record import summarize
 
     assert summarize(default["repeats"], RunSpec(**spec))["verdict"] == "grows"
     assert f"floor 8 KiB/iteration, from calibration {floors.path_for('glibc')}" in table([calibrated])
@@ -248,11 +248,11 @@ def test_calibrate_measures_stores_and_shows(tmp_path, monkeypatch, capsys):
 
 def test_an_allocator_that_did_not_load_is_flagged():
     from kerasbench.console import run_table as table
-    from kerasbench.runner import _allocator_check, make_record
+    from kerasbench.record import allocator_check, make_record
 
     spec = RunSpec("control", "control_noop", allocator="tcmalloc", floor=64 * KIB)
-    assert _allocator_check(spec, {"allocator": "tcmalloc"})["matches"]
-    assert not _allocator_check(spec, {"allocator": "glibc"})["matches"]
+    assert allocator_check(spec, {"allocator": "tcmalloc"})["matches"]
+    assert not allocator_check(spec, {"allocator": "glibc"})["matches"]
     env = {"allocator": "glibc", "python": "3", "numpy": "2"}
     record = make_record(spec, [{"repeat": 0, "status": "skipped", "reason": "n/a", "result": None, "environment": env}])
     assert "allocator tcmalloc requested, but the worker ran on glibc" in table([record])

@@ -12,8 +12,9 @@ import types
 
 import pytest
 
-from kerasbench import LOOPS, METRICS, STRATEGIES, _compat, gpu, loops, runner, worker
-from kerasbench.runner import RunSpec, summarize
+from kerasbench import LOOPS, METRICS, STRATEGIES, _compat, gpu, loops, record, runner, worker
+from kerasbench.record import summarize
+from kerasbench.runner import RunSpec
 from kerasbench.units import MIB
 
 GPU_STRATEGIES = ["gpu_growth_off", "gpu_growth_on", "gpu_malloc_async", "gpu_jit_compile"]
@@ -288,7 +289,7 @@ def test_run_all_leaves_gpu_strategies_to_device_gpu(monkeypatch):
     from kerasbench import cli
 
     ran = []
-    fake = lambda spec, progress=None: ran.append((spec.strategy, spec.device)) or runner.make_record(  # noqa: E731
+    fake = lambda spec, progress=None: ran.append((spec.strategy, spec.device)) or record.make_record(  # noqa: E731
         spec, [{"repeat": 0, "status": "skipped", "reason": "fake", "result": None, "environment": None}])
     monkeypatch.setattr(runner, "measure", fake)
     for device, expected in (("cpu", []), ("gpu", GPU_STRATEGIES)):

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from kerasbench import report
+from kerasbench import METRICS, report
 from kerasbench.cli import main
 from test_compare import TF212, TF221, _tree, as_version, payload, write  # compare's fixture builders
 
@@ -35,7 +35,8 @@ class Node:
         for child in self.children:
             classes = (child.attrs.get("class") or "").split()
             if (tag is None or child.tag == tag) and all(
-                    v in classes if k == "class_" else child.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items()):
+                    v in classes if k == "class_" else child.attrs.get(k.replace("_", "-")) == v
+                    for k, v in attrs.items()):
                 found.append(child)
             found += child.find_all(tag, **attrs)
         return found
@@ -116,7 +117,7 @@ def test_heat_tables_hold_the_records_values(tmp_path):
             value = record["summary"][metric]
             assert float(td.attrs["data-value"]) == pytest.approx(value)
             scale = KIB if metric == "growth_per_iter" else MIB
-            assert td.text == report.HEAT[0 if metric == "growth_per_iter" else 1].text(value)
+            assert td.text == METRICS[metric].report.text(value)
             assert f"{value / scale:.0f}".lstrip("-") in td.text
             assert "background:hsl(" in td.attrs["style"]
     sweep = heat(root, "sweep", "growth_per_iter")
@@ -125,7 +126,8 @@ def test_heat_tables_hold_the_records_values(tmp_path):
     assert new.find_all("span", class_="cmp")[0].attrs["class"] == "cmp regressed"  # compare's verdict
     assert "vs TF 2.12.1: regressed" in new.attrs["title"] and "CI [" in new.attrs["title"]
     assert not base.find_all("span", class_="cmp")  # the baseline is not judged against itself
-    assert row.find_all("span", class_="run")[0].text == records[("sweep", "clear_session_del_gc", "2.12.1")]["summary"]["verdict"]
+    own = records[("sweep", "clear_session_del_gc", "2.12.1")]["summary"]["verdict"]
+    assert row.find_all("span", class_="run")[0].text == own
     [improved] = heat(root, "inference", "growth_per_iter").find_all("tr", data_strategy="clear_session")
     assert improved.find_all("span", class_="improved")
     header = root.find_all("header")[0].all_text()
@@ -138,7 +140,8 @@ def test_a_plot_per_loop_and_metric_with_a_line_per_strategy(tmp_path):
     for section in root.find_all("section"):
         plots = section.find_all("div", class_="plots")[0].find_all("svg", class_="plot")
         assert len(plots) == 2  # growth and peak
-        strategies = [tr.attrs["data-strategy"] for tr in section.find_all("table")[0].find_all("tr") if "data-strategy" in tr.attrs]
+        strategies = [tr.attrs["data-strategy"] for tr in section.find_all("table")[0].find_all("tr")
+                      if "data-strategy" in tr.attrs]
         for svg in plots:
             assert [g.attrs["data-name"] for g in svg.find_all("g", class_="line")] == strategies
             assert svg.find_all("polyline")
@@ -178,7 +181,8 @@ def test_skipped_and_failed_cells_say_why_and_a_stopped_curve_is_kept(tmp_path):
     data = as_version(payload(), "2.22.0")
     skipped, stopped = data["records"][0], data["records"][1]
     skipped.update(status="skipped", reason="needs an API this TF lacks",
-                   repeats=[{"repeat": 0, "status": "skipped", "reason": "needs an API this TF lacks", "result": None, "environment": None}])
+                   repeats=[{"repeat": 0, "status": "skipped", "reason": "needs an API this TF lacks", "result": None,
+                             "environment": None}])
     rss = stopped["repeats"][0]["result"]["series"]["rss"]
     stopped.update(status="stopped", reason="stopped: exceeded memory cap 1 GiB at iteration 3")
     stopped["repeats"][0].update(status="stopped", result=None, partial_rss=rss[:3])
@@ -253,7 +257,8 @@ def _bad_inputs(tmp_path):
     }
 
 
-@pytest.mark.parametrize("case", ["no records", "unknown baseline", "different machines", "mixed schema", "corrupt JSON",
+@pytest.mark.parametrize("case", ["no records", "unknown baseline", "different machines", "mixed schema",
+                                  "corrupt JSON",
                                   "duplicate pair"])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, capsys, case):
     argv, needle = _bad_inputs(tmp_path)[case]
@@ -281,7 +286,7 @@ def test_publish_refreshes_the_report_from_the_newest_commit(tmp_path):
     html_dir = tmp_path / "html"
     html_dir.mkdir()
     out = io.StringIO()
-    path = report.publish(str(tmp_path / "records"), str(html_dir), out)
+    path = report.write_beside_dashboard(str(tmp_path / "records"), str(html_dir), out)
     assert path == str(html_dir / report.FILENAME) and os.path.exists(path)
     assert "box, commit 0123abcd" in out.getvalue() and "1 other host/commit" in out.getvalue()
     assert "0123abcd" in open(path).read()  # the commit, in the environment table
@@ -289,11 +294,11 @@ def test_publish_refreshes_the_report_from_the_newest_commit(tmp_path):
 
 def test_publish_without_records_or_with_bad_ones_leaves_no_report(tmp_path):
     out = io.StringIO()
-    assert report.publish(str(tmp_path / "records"), str(tmp_path), out) is None and out.getvalue() == ""
+    assert report.write_beside_dashboard(str(tmp_path / "records"), str(tmp_path), out) is None and out.getvalue() == ""
     bad = tmp_path / "records" / "box" / "0123abcd-env"
     bad.mkdir(parents=True)
     (bad / "sweep.json").write_text("{")
-    assert report.publish(str(tmp_path / "records"), str(tmp_path), out) is None
+    assert report.write_beside_dashboard(str(tmp_path / "records"), str(tmp_path), out) is None
     assert out.getvalue().startswith("no HTML report: Cannot parse") and not os.path.exists(tmp_path / report.FILENAME)
 
 
@@ -318,7 +323,8 @@ def test_report_works_in_headless_chromium(tmp_path):
         page_.goto("file://" + path)
         sizes = page_.eval_on_selector_all(".plots svg.plot", "els => els.map(e => [e.getBoundingClientRect().width, "
                                            "e.getBoundingClientRect().height, e.querySelectorAll('polyline').length])")
-        cell = page_.locator('section[data-loop="inference"] table[data-metric="growth_per_iter"] td[data-curve]').nth(1)
+        cell = page_.locator('section[data-loop="inference"] table[data-metric="growth_per_iter"] '
+                             'td[data-curve]').nth(1)
         curve = cell.get_attribute("data-curve")
         hidden_before = page_.is_hidden(f"#{curve}")
         cell.click()

@@ -107,7 +107,7 @@ def test_unknown_metric_lists_the_valid_ones():
 
 
 def test_candidates_include_patch_releases_only_final_ones_in_range():
-    includes = json.loads("\n".join(l for l in open(MATRIX) if not l.lstrip().startswith("//")))["include"]
+    includes = json.loads("\n".join(line for line in open(MATRIX) if not line.lstrip().startswith("//")))["include"]
     found = releases.candidates("2.14.1", "2.17.1", includes)
     assert found == ["2.14.1", "2.15.0", "2.15.1", "2.16.1", "2.16.2", "2.17.0", "2.17.1"]  # no rc, no .post1
     assert releases.candidates("2.14.1", "2.17.1", includes, patches=False) == ["2.14.1", "2.15.1", "2.16.2", "2.17.1"]
@@ -115,7 +115,7 @@ def test_candidates_include_patch_releases_only_final_ones_in_range():
 
 
 def test_pins_come_from_the_matrix_or_from_the_release_dates():
-    includes = json.loads("\n".join(l for l in open(MATRIX) if not l.lstrip().startswith("//")))["include"]
+    includes = json.loads("\n".join(line for line in open(MATRIX) if not line.lstrip().startswith("//")))["include"]
     assert releases.requirements_for("2.15.1", includes)["keras"] == "2.15.0"  # the matrix's own entry
     derived = releases.requirements_for("2.16.1", includes)
     assert derived["tensorflow-cpu"] == "2.16.1" and derived["keras"] == "3.0.5"  # newest Keras 3 before 2024-03-09
@@ -124,11 +124,13 @@ def test_pins_come_from_the_matrix_or_from_the_release_dates():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--good", "2.12.1", "--bad", "9.9.9", "--loop", "sweep"], "Unknown TF version. Received: bad='9.9.9'. Expected one of: 2.12.0"),
+    (["--good", "2.12.1", "--bad", "9.9.9", "--loop", "sweep"],
+     "Unknown TF version. Received: bad='9.9.9'. Expected one of: 2.12.0"),
     (["--good", "2.12.1", "--bad", "2.21.0"], "Give --loop NAME"),
     (["--good", "2.12.1", "--bad", "2.21.0", "--loop", "nope"], "loop='nope'"),
     (["--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep", "--metric", "nope"], "metric='nope'"),
-    (["--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep", "--config", "missing.json"], "Cannot read asv config missing.json"),
+    (["--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep", "--config", "missing.json"],
+     "Cannot read asv config missing.json"),
     (["--good", "2.12.1", "--bad", "2.21.0", "--repro", "missing.py"], "Cannot read repro file missing.py"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
@@ -174,7 +176,7 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
     assert code == 0, err
     assert "Answer: TF 2.16.1 is the first release" in out and "the last like 2.12.1 is 2.15.1" in out
     versions = releases.candidates("2.12.1", "2.21.0", json.loads(
-        "\n".join(l for l in open(MATRIX) if not l.lstrip().startswith("//")))["include"])
+        "\n".join(line for line in open(MATRIX) if not line.lstrip().startswith("//")))["include"])
     assert len(measured) == len(set(measured)) <= triage.steps_needed(len(versions))
     assert dict(made)["2.16.1"] == "3.0.5"
     assert "kerasbench run --config" in out and "--tf 2.15.1" in out and "--tf 2.16.1" in out

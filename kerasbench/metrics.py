@@ -1,0 +1,317 @@
+"""The metric registry: every number a record's summary carries, declared once.
+
+An entry says what the number is (unit, description), where it comes from (one value per repeat,
+derived from the worker's result, and how the repeats combine; or a part of the RSS growth fit
+across repeats), and who shows it how: compare's rule and text, whether it is a headline metric
+(compare's default set, triage's --metric choices), whether asv tracks it, the report's view and
+the run table's column. A new metric is one entry here plus its probe's value in the worker result.
+
+Nothing heavy is imported at module level (asv's short benchmark processes read this registry):
+numpy and the statistics load when a value is derived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
+
+from .units import KIB, MIB
+
+Result = Dict[str, Any]  # one worker result (kerasbench.record.Result)
+Summary = Dict[str, Any]  # a record's summary (kerasbench.record.Summary)
+
+MIN_RSS = 16 * MIB  # smallest peak/retained difference worth a verdict, a colour or a steep line
+MIN_OBJECTS = 25  # objects/iteration: the same for live Python objects
+
+
+# ---------------------------------------------------------------- how repeats combine
+
+
+def median(values: Sequence[Optional[float]]) -> Optional[float]:
+    """The median of the repeats that have a value; None when none has."""
+    import numpy as np
+
+    present = [v for v in values if v is not None]
+    return float(np.median(present)) if present else None
+
+
+def median_of_every(values: Sequence[Optional[float]]) -> Optional[float]:
+    """The median, only when every repeat has a value (a probe that ran in some repeats only says nothing)."""
+    return median(values) if values and all(v is not None for v in values) else None
+
+
+def growth_fit(results: Sequence[Result], floor: float) -> Tuple[Any, str]:
+    """(stats.Fit, verdict) of RSS growth per iteration over repeats: the slope and CI every reader uses."""
+    from . import stats
+
+    return stats.combine([stats.fit_growth(r["series"]["rss"]) for r in results], floor)
+
+
+# ---------------------------------------------------------------- per-repeat derivations
+
+
+def _in_process_or_children(key: str, children_key: str) -> Callable[[Result, int], Optional[float]]:
+    """A peak read in the worker, else the largest of its isolated children's, else None."""
+
+    def value(result: Result, iterations: int) -> Optional[float]:
+        if result.get(key) is not None:
+            return result[key]
+        children = [v for v in result.get(children_key) or () if v is not None]
+        return max(children) if children else None
+
+    return value
+
+
+def _difference(after_key: str, before_key: str) -> Callable[[Result, int], Optional[float]]:
+    def value(result: Result, iterations: int) -> Optional[float]:
+        after, before = result.get(after_key), result.get(before_key)
+        return None if after is None or before is None else after - before
+
+    return value
+
+
+def _field(key: str) -> Callable[[Result, int], Optional[float]]:
+    return lambda result, iterations: result[key]
+
+
+def _series_slope(name: str) -> Callable[[Result, int], Optional[float]]:
+    """Theil-Sen slope of a per-iteration series, or None when it is missing, has gaps or is too short."""
+
+    def value(result: Result, iterations: int) -> Optional[float]:
+        from . import stats
+
+        series = result["series"].get(name)
+        if not series or any(v is None for v in series):
+            return None
+        slope = stats.fit_growth(series).slope
+        return None if slope != slope else slope  # NaN (fewer than 3 points) reads as "no number"
+
+    return value
+
+
+def _graph_ops(result: Result, iterations: int) -> Optional[float]:
+    return result["series"]["graph_ops"][-1] if "graph_ops" in result["series"] else None
+
+
+def _graph_ops_per_iter(result: Result, iterations: int) -> Optional[float]:
+    from . import stats
+
+    return stats.fit_growth(result["series"]["graph_ops"]).slope if "graph_ops" in result["series"] else None
+
+
+def _seconds_per_iter(result: Result, iterations: int) -> float:
+    import numpy as np
+
+    seconds = result["series"]["seconds"]
+    return float(np.median(seconds)) if seconds else result["loop_seconds"] / iterations
+
+
+# ---------------------------------------------------------------- how it is shown
+
+
+@dataclass(frozen=True)
+class SlopeCI:
+    """compare: regressed when the new slope's CI lies above the baseline's, by more than the floor."""
+
+
+@dataclass(frozen=True)
+class Magnitude:
+    """compare: regressed / improved when the difference is at least `minimum` and at least NOISE_K times the noise."""
+
+    minimum: float
+    difference: Callable[[float], str]  # a signed difference, for the why text
+    series_noise: bool = False  # the RSS series' scatter around its line counts as noise too
+    face_value_alone: bool = False  # one repeat (no spread): the difference is taken at face value
+
+
+@dataclass(frozen=True)
+class ExactCount:
+    """compare: any change is regressed (more) or improved (fewer); inconclusive when the repeats disagree."""
+
+
+@dataclass(frozen=True)
+class TimingBand:
+    """compare: unchanged within the ratio band; beyond it only when the per-iteration times separate."""
+
+    band: float
+
+
+CompareRule = Union[SlopeCI, Magnitude, ExactCount, TimingBand]
+
+
+@dataclass(frozen=True)
+class ReportView:
+    """How the HTML report shows a metric: a heat-table and a plot across TF versions per loop shape."""
+
+    title: str
+    unit: str  # after scaling, e.g. "MiB"
+    scale: float
+    log: bool = False  # colour on a log scale (growth: 1 KiB .. span per iteration)
+    span: float = MIN_RSS  # differences smaller than this get no colour and no steep line
+    signed: bool = False
+    optional: bool = False  # the optional views (GPU) appear only when some record has a value for one of them
+
+    def text(self, value: float) -> str:
+        v = value / self.scale
+        sign = "+" if self.signed else ""
+        return f"{v:{sign}.1f}" if abs(v) < 10 else f"{v:{sign}.0f}"
+
+
+@dataclass(frozen=True)
+class RunColumn:
+    """A column of the run table (`kerasbench run`): its heading and the cell text of one summary."""
+
+    heading: str
+    text: Callable[[Summary], str]
+    gpu_only: bool = False  # shown when a record ran on device gpu
+
+
+def _kib(v: Optional[float]) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and v != v) else f"{v / KIB:+.1f}"
+
+
+def _mib(v: Optional[float]) -> str:
+    return "n/a" if v is None else f"{v / MIB:.1f}"
+
+
+def _number(v: Optional[float], fmt: str = "{:.0f}") -> str:
+    return "n/a" if v is None else fmt.format(v)
+
+
+def _traces(s: Summary) -> str:
+    if s.get("train_traces") is None:
+        return "n/a"
+    return f"{s['train_traces']:.0f}/{s['predict_traces']:.0f}/{s['function_traces']:.0f}"
+
+
+def _ci(s: Summary) -> str:
+    return "n/a" if s.get("growth_ci_low") is None else f"[{_kib(s['growth_ci_low'])}, {_kib(s['growth_ci_high'])}]"
+
+
+def _signed_mib(v: float) -> str:
+    return f"{v / MIB:+.1f} MiB"
+
+
+# ---------------------------------------------------------------- the registry
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One summary number of a record: what it is, where it comes from, and how each output shows it."""
+
+    name: str
+    unit: str
+    description: str
+    per_repeat: Optional[Callable[[Result, int], Optional[float]]] = None  # (worker result, iterations) -> value
+    combine: Callable[[Sequence[Optional[float]]], Optional[float]] = median
+    rss_fit: str = ""  # "slope", "low" or "high": a part of growth_fit over the repeats, not per-repeat values
+    text: Optional[Callable[[float], str]] = None  # the value with its unit, for people (compare's tables)
+    compare: Optional[CompareRule] = None
+    headline: int = 0  # position in compare's default set and triage's --metric choices (1 first); 0: not one
+    tracked: bool = False  # asv has a track_<name> benchmark of it ...
+    tracked_loops: FrozenSet[str] = frozenset()  # ... on these loop shapes only (empty: on every one)
+    report: Optional[ReportView] = None
+    column: Optional[RunColumn] = None
+
+    def show(self, value: float) -> str:
+        """`value` as people read it, with its unit."""
+        return self.text(value) if self.text else f"{value:.4g} {self.unit}"
+
+    def value(self, results: Sequence[Result], iterations: int, fit: Any = None) -> Optional[float]:
+        """This metric over the repeats' results; `fit` is growth_fit's, for the parts of the RSS fit."""
+        if self.rss_fit:
+            return getattr(fit, self.rss_fit)
+        return self.combine([self.per_repeat(r, iterations) for r in results])
+
+    def tracked_on(self, loop: str) -> bool:
+        return self.tracked and (not self.tracked_loops or loop in self.tracked_loops)
+
+
+# The summary of every record carries these keys, in this order (None where a probe does not apply).
+# The run table shows the columns in this order too.
+METRICS: Dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("growth_per_iter", "bytes/iteration", "RSS growth per iteration: Theil-Sen slope over the measured loop",
+               rss_fit="slope", text=lambda v: f"{v / KIB:+.0f} KiB/it", compare=SlopeCI(), headline=1, tracked=True,
+               # growth on a log colour scale (1 KiB .. 16 MiB per iteration): a leak of 8 MiB/iter must not wash
+               # out one of 100 KiB/iter, and 30 KiB/iter of noise must not look like a leak when nothing else grows
+               report=ReportView("Growth per iteration", "KiB/iter", KIB, log=True, span=16 * MIB, signed=True),
+               column=RunColumn("KiB/iter", lambda s: _kib(s.get("growth_per_iter")))),
+        Metric("growth_ci_low", "bytes/iteration", "lower bound of the slope's 95% confidence interval",
+               rss_fit="low", tracked=True,  # the verdict as a number: above the floor means "grows"
+               column=RunColumn("95% CI", _ci)),
+        Metric("growth_ci_high", "bytes/iteration", "upper bound of the slope's 95% confidence interval",
+               rss_fit="high"),
+        Metric("peak_loop", "bytes", "peak RSS during the measured loop (VmHWM reset after warm-up)",
+               _field("peak_loop_rss"), text=lambda v: f"{v / MIB:.1f} MiB",
+               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=2, tracked=True,
+               report=ReportView("Loop peak RSS", "MiB", MIB),
+               column=RunColumn("peak MiB", lambda s: _mib(s.get("peak_loop")))),
+        Metric("peak_over_baseline", "bytes", "peak RSS of the loop minus the post-warm-up baseline",
+               lambda r, n: r["peak_loop_rss"] - r["baseline_rss"]),
+        Metric("retained", "bytes", "RSS after the loop and a full cleanup, minus the baseline",
+               lambda r, n: r["final_rss"] - r["baseline_rss"], text=_signed_mib,
+               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=3, tracked=True,
+               column=RunColumn("retained MiB", lambda s: "n/a" if s.get("retained") is None
+                                else f"{s['retained'] / MIB:+.1f}")),
+        Metric("train_traces", "traces", "traces of train_step, warm-up included", _field("train_traces"),
+               text=lambda v: f"{v:.0f}", compare=ExactCount(), headline=4, tracked=True,
+               column=RunColumn("traces t/p/f", _traces)),
+        Metric("predict_traces", "traces", "traces of predict_step, warm-up included", _field("predict_traces"),
+               text=lambda v: f"{v:.0f}", compare=ExactCount(), headline=5, tracked=True),
+        Metric("function_traces", "traces", "traces of tf.functions the loop defines itself",
+               _field("function_traces")),
+        Metric("models_built", "models", "models built and compiled, warm-up included", _field("models_built"),
+               column=RunColumn("models", lambda s: _number(s.get("models_built")))),
+        Metric("graph_build_seconds", "seconds", "time TF spent building tf.function graphs in the loop",
+               _field("graph_build_seconds")),
+        Metric("objects_per_iter", "objects/iteration", "growth of GC-tracked Python objects per iteration",
+               lambda r, n: (r["objects_after"] - r["objects_before"]) / n, text=lambda v: f"{v:+.0f}/it",
+               compare=Magnitude(MIN_OBJECTS, lambda v: f"{v:+.0f} obj/iter", face_value_alone=True),
+               headline=7, tracked=True,
+               column=RunColumn("obj/iter", lambda s: _number(s.get("objects_per_iter"), "{:+.0f}"))),
+        Metric("graph_ops", "ops", "operations in the TF1 default graph at the end of the loop",
+               _graph_ops, median_of_every, tracked=True, tracked_loops=frozenset({"tf1_graph"}),
+               column=RunColumn("graph ops", lambda s: _number(s.get("graph_ops")))),
+        Metric("graph_ops_per_iter", "ops/iteration", "growth of the TF1 default graph per iteration",
+               _graph_ops_per_iter, median_of_every),
+        # Not tracked by asv: no CPU build 2.12-2.21 keeps TF's allocator peak on CPU:0 (get_memory_info
+        # raises; n/a in every record); on a GPU, TF's allocator peak is gpu_alloc_peak.
+        Metric("tf_alloc_peak", "bytes", "TF allocator peak bytes in the loop (get_memory_info), where TF keeps it",
+               _field("tf_alloc_peak")),
+        Metric("child_peak", "bytes", "largest peak RSS of a child process (process isolation)",
+               lambda r, n: max(r["child_peaks"]) if r["child_peaks"] else None),
+        # GPU (None, so n/a, on CPU): TF's allocator bytes in use vs what NVML says the process holds
+        Metric("gpu_alloc_peak", "bytes", "TF's GPU allocator peak bytes in use in the loop (reset after warm-up; "
+               "largest child's for process_isolation)",
+               _in_process_or_children("gpu_alloc_peak", "child_gpu_alloc_peaks"),
+               tracked=True, report=ReportView("GPU allocator peak", "MiB", MIB, optional=True),
+               column=RunColumn("GPU alloc MiB", lambda s: _mib(s.get("gpu_alloc_peak")), gpu_only=True)),
+        Metric("gpu_alloc_growth_per_iter", "bytes/iteration",
+               "growth of TF's GPU allocator bytes in use per iteration", _series_slope("gpu_alloc")),
+        Metric("gpu_reserved_peak", "bytes", "GPU memory the process holds as NVML sees it, largest per-iteration "
+               "reading (largest child's for process_isolation)",
+               _in_process_or_children("gpu_reserved_peak", "child_gpu_reserved_peaks"),
+               tracked=True, report=ReportView("NVML reserved peak", "MiB", MIB, optional=True),
+               column=RunColumn("GPU NVML MiB", lambda s: _mib(s.get("gpu_reserved_peak")), gpu_only=True)),
+        Metric("gpu_retained", "bytes",
+               "TF's GPU allocator bytes in use after the loop and a full cleanup, minus the baseline",
+               _difference("gpu_alloc_final", "gpu_alloc_baseline")),
+        Metric("gpu_reserved_retained", "bytes", "NVML's reading after the loop and a full cleanup, minus the baseline",
+               _difference("gpu_reserved_final", "gpu_reserved_baseline")),
+        Metric("seconds_per_iter", "seconds", "median wall time of one iteration", _seconds_per_iter,
+               text=lambda v: f"{v:.3f} s", compare=TimingBand(1.5), headline=6, tracked=True,
+               column=RunColumn("s/iter", lambda s: _number(s.get("seconds_per_iter"), "{:.3f}"))),
+    )
+}
+
+
+def headline_metrics() -> List[str]:
+    """compare's default metrics and triage's --metric choices, in their order."""
+    return [m.name for m in sorted((m for m in METRICS.values() if m.headline), key=lambda m: m.headline)]
+
+
+def judged(names: Sequence[str]) -> List[str]:
+    """Those of `names` that compare can judge (they have a compare rule)."""
+    return [name for name in names if METRICS[name].compare is not None]

@@ -1,0 +1,507 @@
+"""The record: what one measured (loop shape, strategy) pair leaves behind, built, written and found here.
+
+A record is a plain JSON-ready dict; the TypedDicts below say what it holds, and `json_schema()`
+turns them (and the metric registry, for the summary) into the JSON Schema shipped as
+docs/record.schema.json (`python -m kerasbench.record > docs/record.schema.json` regenerates it).
+Every derived number comes from kerasbench.metrics, so the runner and compare derive alike.
+
+On disk, records travel in a records file (`records_payload`): `kerasbench run --json`, triage
+and the asv suite write them; the asv suite's go into a tree beside asv's results,
+<root>/<host>/<commit8>-<asv environment>[-<allocator>]/<loop>.json (`run_folder`), which
+`load_records` reads back (compare, report) and `newest_run` picks from (publish).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import re
+import sys
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, TypedDict, Union, get_args, get_origin
+
+from . import allocators
+from .errors import UsageError
+from .files import make_folder, write_json
+from .metrics import METRICS, growth_fit
+
+# Bump when what a record measures or means changes: asv benchmark versions follow it, so asv
+# notices that results from before and after are not comparable. Records of schema 1 written
+# before a key existed lack it: readers use .get for everything newer than the first records.
+SCHEMA_VERSION = 1
+
+Status = Literal["ok", "skipped", "failed", "stopped"]
+Verdict = Literal["grows", "flat", "inconclusive"]
+
+
+class _SpecFields(TypedDict):
+    loop: str
+    strategy: str
+    iterations: int
+    warmup: int
+    repeats: int
+    batch_size: int
+    leak_bytes: int
+    probes: bool
+    memory_cap: int
+    time_limit: float
+    floor: Optional[float]
+
+
+class RecordSpec(_SpecFields, total=False):
+    """Everything that decided the measurement: the fields of kerasbench.runner.RunSpec, floor resolved."""
+
+    floor_source: str
+    profile: str
+    device: str
+    allocator: str
+    repro: str
+    python: str
+
+
+class _SeriesFields(TypedDict):
+    rss: List[int]
+    seconds: List[float]
+    train_traces: List[int]
+    predict_traces: List[int]
+    function_traces: List[int]
+
+
+class Series(_SeriesFields, total=False):
+    """Readings after each measured iteration (empty with probes off); probes may add series."""
+
+    graph_ops: List[int]
+    gpu_alloc: List[Optional[int]]
+    gpu_reserved: List[Optional[int]]
+
+
+class Timing(TypedDict, total=False):
+    """Where the worker's time went (monotonic clock): what `kerasbench overhead` reads."""
+
+    entered: float
+    setup_seconds: float
+    warmup_seconds: float
+    done: float
+
+
+class _ResultFields(TypedDict):
+    iterations_done: int
+    series: Series
+    baseline_rss: int
+    peak_loop_rss: int
+    peak_method: str
+    final_rss: int
+    loop_seconds: float
+    objects_before: int
+    objects_after: int
+    graph_build_seconds: Optional[float]
+    tf_alloc_peak: Optional[int]
+    child_peaks: List[int]
+    train_traces: Optional[int]
+    predict_traces: Optional[int]
+    function_traces: int
+    models_built: Optional[int]
+
+
+class Result(_ResultFields, total=False):
+    """What one worker measured (bytes, seconds, counts); the metrics derive from it, and probes may add values."""
+
+    gpu_alloc_baseline: Optional[int]
+    gpu_alloc_peak: Optional[int]
+    gpu_alloc_final: Optional[int]
+    gpu_reserved_baseline: Optional[int]
+    gpu_reserved_peak: Optional[int]
+    gpu_reserved_final: Optional[int]
+    gpu_reserved_source: Optional[str]
+    child_gpu_alloc_peaks: List[Optional[int]]
+    child_gpu_reserved_peaks: List[Optional[int]]
+    timing: Timing
+
+
+class Environment(TypedDict, total=False):
+    """What the worker ran on: interpreter, libraries, machine, allocator, settings (GPU, TF builds where known)."""
+
+    python: str
+    implementation: str
+    platform: str
+    machine: str
+    cpu_model: str
+    cpu_count: int
+    memory_total: int
+    libc: str
+    allocator: str
+    kerasbench: str
+    schema: int
+    numpy: str
+    tensorflow: Optional[str]
+    keras: Optional[str]
+    device: str
+    env: Dict[str, str]
+    hostname: str
+    allocator_requested: Optional[str]
+    tf_in: str
+    gpu_driver: str
+    gpu_name: str
+    cuda_version: str
+    cudnn_version: str
+    gpus: List[Dict[str, Any]]
+
+
+class _RepeatFields(TypedDict):
+    repeat: int
+    status: Status
+    reason: Optional[str]
+    result: Optional[Result]
+    environment: Optional[Environment]
+
+
+class Repeat(_RepeatFields, total=False):
+    """One fresh worker process: how it ended, what it measured, and what the runner saw of it."""
+
+    worker_seconds: float
+    max_tree_rss: int
+    start_seconds: float
+    exit_seconds: float
+    partial_rss: List[int]
+    log_tail: List[str]
+
+
+class AllocatorCheck(TypedDict):
+    """The allocator requested and the one the worker found in /proc/self/maps, and whether they agree."""
+
+    requested: str
+    detected: Optional[str]
+    matches: bool
+
+
+class _SummaryFields(TypedDict):
+    verdict: Optional[Verdict]
+    floor: float
+    p_trend: Optional[float]
+    repeats: int
+
+
+class Summary(_SummaryFields, total=False):
+    """Every metric of kerasbench.metrics.METRICS (None where a probe does not apply), the verdict and its floor."""
+
+    floor_source: str
+
+
+TriageClass = TypedDict("TriageClass", {"class": Literal["good", "bad", "unclear"], "why": str})
+TriageClass.__doc__ = "How `kerasbench triage` classified this version against the two ends."
+
+
+class _RecordFields(TypedDict):
+    schema: int
+    loop: str
+    strategy: str
+    spec: RecordSpec
+    status: Status
+    reason: Optional[str]
+    environment: Optional[Environment]
+    repeats: List[Repeat]
+    summary: Summary
+
+
+class Record(_RecordFields, total=False):
+    """One (loop shape, strategy) pair measured over its repeats: spec, environment, every repeat, summary."""
+
+    allocator: AllocatorCheck
+    asv_env: str
+    triage: TriageClass
+
+
+class _RecordsFileFields(TypedDict):
+    schema: int
+    records: List[Record]
+
+
+class RecordsFile(_RecordsFileFields, total=False):
+    """A records file: `kerasbench run --json`, `kerasbench triage --json`, or the asv suite's, per loop shape."""
+
+    profile: str
+    triage: Dict[str, Any]
+
+
+# Open definitions: probes and the worker's environment may add keys the readers do not need.
+_OPEN = {"Result", "Series", "Timing", "Environment"}
+
+
+# ---------------------------------------------------------------- building a record
+
+
+GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
+
+
+def judging_floor(spec: Any) -> Tuple[float, str]:
+    """(floor, where it came from) of a runner.RunSpec: as given, else its allocator's calibration, else the default."""
+    if spec.floor is not None:
+        return spec.floor, spec.floor_source or GIVEN_FLOOR
+    from . import floors
+
+    return floors.floor_for(spec.allocator, spec.iterations)
+
+
+def summarize(repeats: Sequence[Repeat], spec: Any) -> Summary:
+    """Every metric of METRICS over the repeats with a result, plus the verdict and the floor it was judged with."""
+    from . import stats
+
+    results = [r["result"] for r in repeats if r.get("result")]
+    floor, floor_source = judging_floor(spec)  # the one place the floor is resolved
+    summary = dict.fromkeys(METRICS)
+    summary.update(verdict=None, floor=floor, floor_source=floor_source, p_trend=None, repeats=len(results))
+    if not results:
+        partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
+        if partial:  # a stopped worker: its growth until the stop is still worth showing
+            fit = stats.fit_growth(partial[0])
+            summary.update({m.name: getattr(fit, m.rss_fit) for m in METRICS.values() if m.rss_fit})
+            summary.update(p_trend=fit.p_trend, verdict=stats.verdict(fit, floor))
+        return summary
+    fit, verdict = growth_fit(results, floor)
+    summary.update({m.name: m.value(results, spec.iterations, fit) for m in METRICS.values()})
+    summary.update(p_trend=fit.p_trend, verdict=verdict)
+    return summary
+
+
+def allocator_check(spec: Any, environment: Optional[Environment]) -> AllocatorCheck:
+    """The allocator requested and the one the worker found in /proc/self/maps, and whether they agree."""
+    detected = environment.get("allocator") if environment else None
+    expected = allocators.get_allocator(spec.allocator).detects
+    return {"requested": spec.allocator, "detected": detected, "matches": detected in (None, expected)}
+
+
+def make_record(spec: Any, repeats: List[Repeat]) -> Record:
+    """The record of a runner.RunSpec's repeats: the worst status, the first environment, the summary."""
+    statuses = [r["status"] for r in repeats]
+    status = next((s for s in ("failed", "stopped", "skipped") if s in statuses), "ok")
+    reason = next((r["reason"] for r in repeats if r["status"] == status), None)
+    environment = next((r["environment"] for r in repeats if r["environment"]), None)
+    summary = summarize(repeats, spec)
+    return {
+        "schema": SCHEMA_VERSION,
+        "loop": spec.loop,
+        "strategy": spec.strategy,
+        "spec": {**dataclasses.asdict(spec), "floor": summary["floor"], "floor_source": summary["floor_source"]},
+        "status": status,
+        "reason": reason,
+        "environment": environment,
+        "allocator": allocator_check(spec, environment),
+        "repeats": repeats,
+        "summary": summary,
+    }
+
+
+def records_payload(records: Sequence[Record], **extra: Any) -> RecordsFile:
+    """A records file's content: the schema version, `extra` (e.g. profile, triage), the records."""
+    return {"schema": SCHEMA_VERSION, **extra, "records": list(records)}
+
+
+# ---------------------------------------------------------------- the records tree
+
+RECORDS_DIR_VAR = "KERASBENCH_RECORDS_DIR"  # where the asv suite's records go, instead of <asv conf dir>/.asv/records
+RUN_FOLDER = re.compile(r"^(?P<commit>[0-9a-f]{8}|nocommit)-(?P<env>.+)$")
+
+
+def records_root(conf_dir: str) -> str:
+    """The records tree beside an asv config's results: $KERASBENCH_RECORDS_DIR, else <conf_dir>/.asv/records."""
+    return os.environ.get(RECORDS_DIR_VAR) or os.path.join(conf_dir, ".asv", "records")
+
+
+def run_folder(root: str, commit: str, env_name: str, allocator: str = allocators.DEFAULT) -> str:
+    """The folder of one asv run's records: <root>/<host>/<commit8>-<env name>[-<allocator>]."""
+    suffix = "" if allocator == allocators.DEFAULT else f"-{allocator}"
+    return os.path.join(root, platform.node() or "machine", f"{commit[:8]}-{env_name}{suffix}")
+
+
+def save_records(folder: str, name: str, payload: RecordsFile) -> str:
+    """Write a records file `<name>.json` into `folder` (made if missing), atomically; returns its path."""
+    make_folder(folder, "records")
+    return write_json(os.path.join(folder, f"{name}.json"), payload, "records")
+
+
+def place_of(path: str) -> Tuple[Optional[str], Optional[str], Optional[str]]:
+    """(host, commit8, env name) when `path` sits in a records tree, else Nones."""
+    folder = os.path.dirname(os.path.abspath(path))
+    m = RUN_FOLDER.match(os.path.basename(folder))
+    if not m:
+        return None, None, None
+    return os.path.basename(os.path.dirname(folder)), m["commit"], m["env"]
+
+
+def newest_run(root: str) -> Tuple[Tuple[Optional[str], Optional[str]], List[str], int]:
+    """((host, commit), its run folders, how many other (host, commit)s) of the newest in a records tree."""
+    groups: Dict[Tuple[str, str], List[str]] = {}
+    for host in sorted(os.listdir(root)):
+        if not os.path.isdir(os.path.join(root, host)):
+            continue
+        for run in sorted(os.listdir(os.path.join(root, host))):
+            m = RUN_FOLDER.match(run)
+            folder = os.path.join(root, host, run)
+            if m and os.path.isdir(folder):
+                groups.setdefault((host, m["commit"]), []).append(folder)
+    if not groups:
+        return (None, None), [], 0
+    newest = max(groups, key=lambda k: max(os.path.getmtime(f) for f in groups[k]))
+    return newest, groups[newest], len(groups) - 1
+
+
+# ---------------------------------------------------------------- reading records back
+
+RECORD_KEYS = {"loop", "strategy", "spec", "status", "repeats", "summary"}  # what every record has had
+MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "memory_total")
+_ENV_TF = re.compile(r"tensorflow(?:-cpu)?(\d+\.\d+(?:\.\d+)?)")
+
+
+def find_records_files(paths: Sequence[str]) -> List[Tuple[str, bool]]:
+    """(path, named) for every path given and every *.json under a folder given."""
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                found += [(os.path.join(root, f), False) for f in sorted(files)
+                          if f.endswith(".json") and not f.startswith(".")]
+        elif os.path.exists(path):
+            found.append((path, True))
+        else:
+            raise UsageError(f"Cannot read records from {path}: no such file or folder.")
+    return found
+
+
+def read_records_file(path: str) -> Any:
+    """The parsed JSON of `path`; a one-line UsageError when it cannot be read or parsed."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        raise UsageError(f"Cannot read records from {path}: {e.strerror}.") from None
+    except ValueError as e:  # truncated or corrupt
+        raise UsageError(f"Cannot parse records file {path}: {e} (truncated or corrupt JSON?).") from None
+
+
+def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
+    """Every usable record under `paths` as [(record, path, tf_version)]: one schema, one machine, one commit."""
+    out, schema, machine, commit = [], None, None, None
+    for path, named in find_records_files(paths):
+        payload = read_records_file(path)
+        if not (isinstance(payload, dict) and isinstance(payload.get("records"), list)):
+            if named:
+                raise UsageError(f"Not a kerasbench records file: {path} (expected an object with a 'records' list).")
+            continue  # e.g. asv's own JSON files in a .asv tree
+        host, file_commit, env_name = place_of(path)
+        versions = {(r.get("environment") or {}).get("tensorflow")
+                    for r in payload["records"] if isinstance(r, dict)} - {None}
+        for record in payload["records"]:
+            if not isinstance(record, dict) or not RECORD_KEYS <= set(record):
+                raise UsageError(f"Not a kerasbench record in {path}: "
+                                 f"expected the keys {', '.join(sorted(RECORD_KEYS))}.")
+            found = record.get("schema", payload.get("schema"))
+            if schema is None:
+                schema = (found, path)
+            elif found != schema[0]:
+                raise UsageError(f"Mixed schema versions: {path} has schema {found}, "
+                                 f"{schema[1]} has schema {schema[0]}.")
+            if found != SCHEMA_VERSION:
+                raise UsageError(f"Unsupported records schema {found} in {path}: "
+                                 f"this kerasbench reads schema {SCHEMA_VERSION}.")
+            env = dict(record.get("environment") or {})
+            if host and not env.get("hostname"):
+                env["hostname"] = host
+            version = env.get("tensorflow")
+            if version is None and len(versions) == 1:
+                version = next(iter(versions))  # e.g. the control loop, which never imports TF
+            if version is None and env_name and _ENV_TF.search(env_name):
+                version = _ENV_TF.search(env_name)[1]
+            if version is None:
+                continue
+            if record.get("environment"):
+                ident = {k: env.get(k) for k in MACHINE_KEYS}
+                if machine is None:
+                    machine = (ident, path)
+                else:
+                    diff = [k for k in MACHINE_KEYS
+                            if ident[k] is not None and machine[0][k] is not None and ident[k] != machine[0][k]]
+                    if diff:
+                        k = diff[0]
+                        raise UsageError(f"Records from different machines: {path} has {k} {ident[k]!r}, "
+                                         f"{machine[1]} has {machine[0][k]!r}.")
+                    machine[0].update({k: v for k, v in ident.items() if machine[0][k] is None})
+            if file_commit:
+                if commit is None:
+                    commit = (file_commit, path)
+                elif file_commit != commit[0]:
+                    raise UsageError(f"Records from different commits: {path} is from {file_commit}, "
+                                     f"{commit[1]} from {commit[0]}.")
+            out.append((record, path, str(version)))
+    if not out:
+        raise UsageError(f"No records with a TensorFlow version found in {', '.join(paths)}.")
+    return out
+
+
+# ---------------------------------------------------------------- the JSON Schema
+
+
+def _is_typeddict(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__total__")
+
+
+def _schema_of(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
+    """The JSON Schema of a type annotation; TypedDicts go into `defs` and are referred to."""
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null"}
+    if tp is Any:
+        return {}
+    if tp in simple:
+        return {"type": simple[tp]}
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Union:
+        members = [_schema_of(a, defs) for a in args]
+        if all(set(m) == {"type"} for m in members):
+            return {"type": [m["type"] for m in members]}
+        return {"anyOf": members}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin is list:
+        return {"type": "array", "items": _schema_of(args[0], defs)}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _schema_of(args[1], defs)}
+    if _is_typeddict(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # placeholder: a definition may refer to itself
+            defs[name] = _object_schema(tp, defs)
+        return {"$ref": f"#/$defs/{name}"}
+    raise TypeError(f"No JSON Schema for the annotation {tp!r}.")
+
+
+def _object_schema(td: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
+    from typing import get_type_hints
+
+    hints = get_type_hints(td, globalns=vars(sys.modules[__name__]))
+    schema: Dict[str, Any] = {"description": " ".join((td.__doc__ or "").split()), "type": "object",
+                              "properties": {k: _schema_of(t, defs) for k, t in hints.items()}}
+    if td.__name__ == "Summary":
+        schema["properties"] = {**{m.name: {"type": ["number", "null"], "description": f"{m.description} [{m.unit}]"}
+                                   for m in METRICS.values()}, **schema["properties"]}
+    schema["required"] = [k for k in hints if k in td.__required_keys__]
+    schema["additionalProperties"] = td.__name__ in _OPEN
+    return schema
+
+
+def json_schema() -> Dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of one record, generated from the definitions above and METRICS."""
+    defs: Dict[str, Any] = {}
+    root = _schema_of(Record, defs)
+    _schema_of(RecordsFile, defs)  # the file around the records: validate one with {"$ref": "#/$defs/RecordsFile"}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": f"kerasbench record, schema {SCHEMA_VERSION}",
+            "description": defs["Record"]["description"], **root, "$defs": dict(sorted(defs.items()))}
+
+
+def schema_text() -> str:
+    """json_schema() as the text of docs/record.schema.json."""
+    return json.dumps(json_schema(), indent=1) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(schema_text())
