@@ -15,7 +15,7 @@ from .files import check_writable, write_json, write_text
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
 from .errors import UsageError
 from .loops import LOOPS, builtin_loops, get_loop
-from .probes import METRICS
+from .metrics import METRICS
 from .profiles import ENV_VAR, PROFILES, get_profile
 from .strategies import STRATEGIES, get_strategy, strategies_for
 
@@ -103,9 +103,6 @@ def cmd_run(args, out):
     for index, (loop, strategy) in enumerate(pairs, 1):
         n = profile.iterations_for(get_strategy(strategy)) if iterations is None else iterations
         spec = RunSpec(**{**base.__dict__, "loop": loop, "strategy": strategy, "iterations": n})
-        if args.floor_kib is None and n != base.iterations:  # a calibrated floor depends on the count
-            spec.floor, spec.floor_source = None, ""
-            spec.resolve_floor()
         progress.start(index, loop, strategy, n)
         record = measure(spec, progress=progress)
         progress.done(record)
@@ -114,9 +111,9 @@ def cmd_run(args, out):
             raise UsageError(repro_failure(spec.repro, record))
     out.write(run_table(records))
     if args.json:
-        from . import SCHEMA_VERSION
+        from .record import records_payload
 
-        write_json(args.json, {"schema": SCHEMA_VERSION, "records": records})
+        write_json(args.json, records_payload(records))
         out.write(f"wrote {len(records)} record(s) to {args.json}\n")
     return 1 if any(r["status"] == "failed" for r in records) else 0
 
@@ -146,7 +143,9 @@ def cmd_compare(args, out):
 
     if args.output:
         check_writable(args.output)
-    groups = compare.group(compare.load(args.paths))
+    from .record import load_records
+
+    groups = compare.group(load_records(args.paths))
     cells = compare.compare(groups, baseline=args.baseline)
     if args.changes_only:
         cells = [c for c in cells if c["verdict"] in ("regressed", "improved", "inconclusive")]
@@ -230,9 +229,9 @@ def cmd_triage(args, out):
                             [shlex.join(command + ["--tf", v]) for v in outcome.bracket],
                             time.monotonic() - started, len(set(created))))
     if args.json:
-        from . import SCHEMA_VERSION
+        from .record import records_payload
 
-        write_json(args.json, {"schema": SCHEMA_VERSION, "triage": triage.summary(outcome, metric), "records": list(records.values())})
+        write_json(args.json, records_payload(records.values(), triage=triage.summary(outcome, metric)))
         out.write(f"wrote {len(records)} record(s) to {args.json} (kerasbench compare / report read it)\n")
     return 0
 

@@ -110,8 +110,8 @@ def publish(config="asv.conf.json", cdn=False, out=sys.stdout):
         out.write(f"published {html} with {n} local asset links (works offline)\n")
     else:
         out.write(f"published {html} (assets from public CDNs)\n")
-    from .report import publish as publish_report  # asv publish emptied html: write the report again
+    from .record import records_root
+    from .report import write_beside_dashboard  # asv publish emptied html: write the report again
 
-    records = os.environ.get("KERASBENCH_RECORDS_DIR") or os.path.join(os.path.dirname(os.path.abspath(config)), ".asv", "records")
-    publish_report(records, html, out)
+    write_beside_dashboard(records_root(os.path.dirname(os.path.abspath(config))), html, out)
     return html
