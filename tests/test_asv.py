@@ -202,9 +202,9 @@ def test_dashboard_renders_in_headless_chromium(asv_tree, tmp_path):
 
 
 def _conf(name):
-    from kerasbench.asvconf import load
+    from kerasbench.asvconf import read_config
 
-    return load(str(ROOT / name))
+    return read_config(str(ROOT / name))
 
 
 def _pins(name, tf_key):
