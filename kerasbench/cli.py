@@ -383,9 +383,9 @@ def cmd_overhead(args, out):
 
 
 def cmd_publish(args, out):
-    from .dashboard import publish
+    from .dashboard import publish_dashboard
 
-    publish(args.config, cdn=args.cdn, out=out)
+    publish_dashboard(args.config, cdn=args.cdn, out=out)
     return 0
 
 
