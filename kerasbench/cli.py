@@ -259,15 +259,12 @@ def _ints(text, kind, minimum=1):
 
 
 def cmd_calibrate(args, out):
-    import time
-
-    from . import calibration, floors
+    from . import calibration
     from .allocators import require
 
     names = _names(args.allocator, ALLOCATORS, "allocator")
     if args.show:
-        found = [c for c in (floors.load(n) for n in names) if c]
-        out.write(calibration.render(found) if found else f"no stored calibration in {floors.directory()}\n")
+        out.write(calibration.render_stored(names))
         return 0
     for name in names:
         require(name)
@@ -283,40 +280,7 @@ def cmd_calibrate(args, out):
             from .errors import unknown
 
             raise unknown("heap", h, calibration.HEAPS)
-    try:
-        os.makedirs(floors.directory(), exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"Cannot write calibration to {floors.directory()}: {e.strerror}.") from None
-    if args.tf_control and importlib.util.find_spec("tensorflow") is None:
-        raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
-    check_writable(floors.path_for(names[0]))  # fail now, not after minutes of measuring
-    cals = []
-    for name in names:
-        started = time.perf_counter()
-        cells = len(calibration.cells_for(rates, heaps, args.tf_control))
-
-        def progress(index, total, heap, rate, run, runs, name=name):
-            done = (index - 1) * runs + run
-            elapsed = time.perf_counter() - started
-            eta = f", ~{elapsed / done * (total * runs - done):.0f} s left" if done else ""
-            what = " × ".join(calibration.TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
-            text = f"calibrate {name}: [{index}/{total}] {what}, run {run + 1}/{runs}{eta}"
-            if sys.stderr.isatty():
-                sys.stderr.write("\r\033[K" + text)
-            elif run == 0 or run + 1 == runs:
-                sys.stderr.write(text + "\n")
-            sys.stderr.flush()
-
-        sys.stderr.write(f"calibrate {name}: {cells} controls × {args.runs} runs × {max(iterations)} iterations\n")
-        series, detected = calibration.measure(name, args.runs, iterations, rates, heaps, args.warmup, progress,
-                                               tf_control=args.tf_control)
-        report = calibration.analyze(series, iterations, rates)
-        cal = calibration.make_calibration(report, name, detected, args.runs, args.warmup, time.perf_counter() - started)
-        path = floors.save(cal, floors.path_for(name))
-        if sys.stderr.isatty():
-            sys.stderr.write("\n")
-        sys.stderr.write(f"calibrate {name}: wrote {path}\n")
-        cals.append(cal)
+    cals = calibration.calibrate(names, args.runs, iterations, rates, heaps, args.warmup, args.tf_control, sys.stderr)
     out.write(calibration.render(cals))
     return 0
 

@@ -325,7 +325,7 @@ def test_calibrate_renders_the_tf_control(monkeypatch, tmp_path, capsys):
         series["tf"] = {0: simulate(0, 0.5 * KIB, runs=runs, seed=5)}
         return series, "glibc"
 
-    monkeypatch.setattr(calibration, "measure", fake_measure)
+    monkeypatch.setattr(calibration, "run_controls", fake_measure)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: object())
     code, text = call(["calibrate", "--runs", "3", "--iterations", "30", "--tf-control"])
     assert code == 0 and "TF negative control" in text
