@@ -5,7 +5,6 @@ User mistakes (unknown names, bad values, unwritable paths) print one line and e
 """
 
 import argparse
-import importlib.util
 import os
 import sys
 
@@ -286,59 +285,18 @@ def cmd_calibrate(args, out):
 
 
 def cmd_overhead(args, out):
-    import time
-
-    from . import SCHEMA_VERSION, overhead
-    from .profiles import get_profile
+    from . import overhead
 
     if args.runs < 1 or args.iterations < 3:
         raise UsageError(f"Invalid value for argument `runs` or `iterations`. Received: runs={args.runs!r}, "
                          f"iterations={args.iterations!r}. Expected runs >= 1 and iterations >= 3.")
     scale_iterations = _ints(args.scale_iterations, "scale-iterations", minimum=3)
     scale_strategies = _ints(args.scale_strategies, "scale-strategies")
-    if args.tf and importlib.util.find_spec("tensorflow") is None:
-        raise UsageError("--tf needs TensorFlow: pip install -e '.[cpu]'.")
-    if args.asv:
-        root = overhead.checkout_root()
-        if importlib.util.find_spec("asv") is None:
-            raise UsageError("--asv needs asv: pip install asv==0.6.6.")
-        if not (os.path.isdir(os.path.join(root, ".git")) or os.path.isfile(os.path.join(root, ".git"))) \
-                or not os.path.isfile(os.path.join(root, "asv.conf.json")):
-            raise UsageError(f"--asv needs kerasbench run from a git checkout with asv.conf.json; {root} is not one.")
+    overhead.check_prerequisites(tf=args.tf, asv=args.asv)
     if args.json:
         check_writable(args.json)
-
-    def progress(text):
-        sys.stderr.write(f"overhead: {text}\n")
-        sys.stderr.flush()
-
-    report = {"schema": SCHEMA_VERSION, "cpu_count": os.cpu_count(), "load_before": list(os.getloadavg())}
-    started = time.perf_counter()
-    progress("probe reads in this process")
-    costs = overhead.probe_costs()
-    progress(f"control workers, probes on and off, {args.runs} run(s) each")
-    rows = overhead.loop_overhead(args.runs, args.iterations)
-    text = overhead.render(costs, rows, args.iterations)
-    report.update(probe_costs=costs, probes=rows, probe_iterations=args.iterations)
-
-    profile = get_profile("default")  # the counts `kerasbench run` and asv use
-    progress(f"suite: the control pairs through runner.measure ({profile.iterations} iterations, {profile.warmup} warm-up)")
-    records, wall = overhead.run_suite([("control", s) for s in overhead.CONTROLS], profile.iterations, profile.warmup, progress)
-    report["suite"] = overhead.suite_summary(records, wall)
-    text += "\n" + overhead.render_suite("control suite", report["suite"])
-    if args.tf:
-        progress(f"suite: {' × '.join(overhead.TF_PAIR)} (TensorFlow)")
-        records, wall = overhead.run_suite([overhead.TF_PAIR], profile.iterations, profile.warmup, progress)
-        report["tf_suite"] = overhead.suite_summary(records, wall)
-        text += "\n" + overhead.render_suite("TF pair", report["tf_suite"])
-    if args.asv:
-        report["asv"] = overhead.asv_layer(progress=progress)
-        text += "\n" + overhead.render_asv(report["asv"])
-    report["scaling"] = overhead.scaling(scale_iterations, scale_strategies, runs=args.runs, progress=progress)
-    text += "\n" + overhead.render_scaling(report["scaling"])
-    report.update(seconds=time.perf_counter() - started, load_after=list(os.getloadavg()))
-    text += (f"\n{report['seconds']:.0f} s on {report['cpu_count']} cores; load average (1 min) "
-             f"{report['load_before'][0]:.2f} before, {report['load_after'][0]:.2f} after\n")
+    text, report = overhead.measure_harness(args.runs, args.iterations, scale_iterations, scale_strategies,
+                                            tf=args.tf, asv=args.asv, err=sys.stderr)
     out.write(text)
     if args.json:
         write_json(args.json, report)
