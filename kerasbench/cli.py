@@ -9,10 +9,10 @@ import os
 import sys
 
 from . import stats
-from .console import Progress, run_table
+from .console import Progress, run_table, status_line
 from .files import check_writable, write_json, write_text
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
-from .errors import UsageError
+from .errors import UsageError, repro_failed
 from .loops import LOOPS, builtin_loops, get_loop
 from .probes import METRICS
 from .profiles import ENV_VAR, PROFILES, get_profile
@@ -96,7 +96,10 @@ def cmd_run(args, out):
     if args.json:
         check_writable(args.json)
     if args.tf:
-        base.python = _python_for_tf(args.config, args.tf)
+        from .asvconf import python_for_tf
+
+        base.python = python_for_tf(args.config, args.tf,
+                                    lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
     progress = Progress(sys.stderr, len(pairs), warmup)
     records = []
     for index, (loop, strategy) in enumerate(pairs, 1):
@@ -110,7 +113,7 @@ def cmd_run(args, out):
         progress.done(record)
         records.append(record)
         if spec.repro and record["status"] == "failed":
-            raise UsageError(repro_failure(spec.repro, record))
+            raise repro_failed(spec.repro, record)
     out.write(run_table(records))
     if args.json:
         from . import SCHEMA_VERSION
@@ -118,26 +121,6 @@ def cmd_run(args, out):
         write_json(args.json, {"schema": SCHEMA_VERSION, "records": records})
         out.write(f"wrote {len(records)} record(s) to {args.json}\n")
     return 1 if any(r["status"] == "failed" for r in records) else 0
-
-
-def repro_failure(path, record):
-    """One line for a repro whose code raised in the worker: the file, its line, the exception."""
-    repeat = next((r for r in record["repeats"] if r["status"] == "failed"), {})
-    tail = repeat.get("log_tail") or []
-    where = [line.strip() for line in tail if line.strip().startswith(f'File "{path}"')]
-    line = where[-1].split(", ")[1] if where else ""
-    error = tail[-1].strip() if tail else record["reason"]
-    return f"Repro file {path} failed in the worker{' at ' + line if line else ''}: {error}"
-
-
-def _python_for_tf(config, version, progress=None):
-    """The interpreter of `config`'s asv environment for TF `version` (asv creates it if missing)."""
-    from . import asvconf, releases
-
-    includes = asvconf.includes(config)
-    reqs = releases.requirements_for(version, includes)
-    python, name = asvconf.python_for(config, reqs, progress or (lambda text: sys.stderr.write(f"TF {version}: {text}\n")))
-    return python
 
 
 def cmd_compare(args, out):
@@ -160,14 +143,9 @@ def cmd_compare(args, out):
 
 def cmd_triage(args, out):
     """Bisect TF releases for the first one whose (loop, strategy) behaviour differs from --good."""
-    import dataclasses
-    import shlex
-    import time
+    from . import triage
+    from .runner import RunSpec
 
-    from . import asvconf, releases, triage
-    from .runner import RunSpec, measure
-
-    started = time.monotonic()
     metric = triage.check_metric(args.metric)
     loop = "repro" if args.repro else args.loop
     if loop is None:
@@ -176,58 +154,13 @@ def cmd_triage(args, out):
                        repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
     if args.json:
         check_writable(args.json)
-    includes = asvconf.includes(args.config)
-    versions = releases.candidates(args.good, args.bad, includes, patches=not args.latest_patches)
-    expected = triage.steps_needed(len(versions))
-    sys.stderr.write(f"triage: {len(versions)} releases from {args.good} to {args.bad}: {' '.join(versions)}\n"
-                     f"triage: {loop} × {args.strategy}, {metric}; at most {expected} to measure\n")
-    records, created = {}, []
-
-    def measure_version(version):
-        step = len(records) + 1
-        label = f"[step {step}/≤{expected}] TF {version}"
-
-        def note(text):
-            created.append(version)
-            sys.stderr.write(f"{label}: {text}\n")
-
-        python, env_name = asvconf.python_for(args.config, releases.requirements_for(version, includes), note)
-        spec = dataclasses.replace(template, python=python)
-        progress = Progress(sys.stderr, expected, spec.warmup)
-        progress.start(step, loop, args.strategy, spec.iterations)
-        progress.label = f"{label}: {loop} × {args.strategy}"
-        record = measure(spec, progress=progress)
-        progress.done(record)
-        record["asv_env"] = env_name
-        if spec.repro and record["status"] == "failed":
-            raise UsageError(repro_failure(spec.repro, record))
-        records[version] = record
-        return record
-
-    good, bad = measure_version(versions[0]), measure_version(versions[-1])
-    differ, why = triage.ends_differ(metric, good, bad)
-    sys.stderr.write(f"triage: {versions[-1]} vs {versions[0]}: {why}\n")
-
-    def classify(version):
-        if version == versions[0]:
-            return "good" if differ else "unclear"
-        if version == versions[-1]:
-            return "bad" if differ else "unclear"
-        record = records.get(version) or measure_version(version)
-        verdict, reason = triage.classify(metric, good, bad, record) if record["status"] == "ok" \
-            else ("unclear", f"{record['status']}: {record['reason']}")
-        record["triage"] = {"class": verdict, "why": reason}
-        said = {"good": "like the good end", "bad": "like the bad end", "unclear": "like neither end"}[verdict]
-        sys.stderr.write(f"triage: TF {version} behaves {said}: {reason}\n")
-        return verdict
-
-    outcome = triage.bisect(versions, classify)
-    command = ["kerasbench", "run", "--config", args.config] + (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
+    reproduce = ["kerasbench", "run", "--config", args.config] + \
+        (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
         ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
          "--repeats", str(args.repeats), "--device", args.device]
-    out.write(triage.render(outcome, records, metric, loop, args.strategy,
-                            [shlex.join(command + ["--tf", v]) for v in outcome.bracket],
-                            time.monotonic() - started, len(set(created))))
+    text, outcome, records = triage.bisect_releases(args.config, args.good, args.bad, template, metric,
+                                                    args.latest_patches, reproduce, sys.stderr)
+    out.write(text)
     if args.json:
         from . import SCHEMA_VERSION
 
