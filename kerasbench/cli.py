@@ -1,37 +1,42 @@
 """The kerasbench command: `list` the registries, `run` pairs and print a table, `compare` TF versions,
 `report` them as an HTML page, `calibrate` the floor.
 
+This module parses the command line and turns arguments into calls; the commands' bodies live with their
+modules (triage.bisect_releases, calibration.calibrate, overhead.measure_harness, dashboard.publish_dashboard).
 User mistakes (unknown names, bad values, unwritable paths) print one line and exit 2.
 """
+
+from __future__ import annotations
 
 import argparse
 import os
 import sys
+from typing import Optional, TextIO
 
 from . import stats
-from .console import Progress, run_table, status_line
-from .files import check_writable, write_json, write_text
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
-from .errors import UsageError, repro_failed
+from .console import Progress, run_table, status_line
+from .errors import UsageError, repro_failed, unknown
+from .files import check_writable, write_json, write_text
 from .loops import LOOPS, builtin_loops, get_loop
 from .probes import METRICS
 from .profiles import ENV_VAR, PROFILES, get_profile
 from .strategies import STRATEGIES, get_strategy, strategies_for
-
 from .units import KIB
 
 
-def _names(text, registry, kind):
+def _names(text: str, registry: dict, kind: str) -> list:
     """'a,b' or 'all' -> names (checked by the caller against the registry)."""
     if text == "all":
         return list(registry)
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. Expected a name, a comma list or 'all'.")
+        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. "
+                         "Expected a name, a comma list or 'all'.")
     return names
 
 
-def pairs_for(loops_arg, strategies_arg):
+def pairs_for(loops_arg: str, strategies_arg: str) -> list:
     """(loop, strategy) pairs named on the command line; 'all' means the applicable ones."""
     loops = _names(loops_arg, builtin_loops(), "loop")
     for name in loops:
@@ -49,7 +54,8 @@ def pairs_for(loops_arg, strategies_arg):
     return pairs
 
 
-def cmd_list(args, out):
+def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
+    """The registries: loop shapes, strategies, profiles, allocators, metrics."""
     width = max(map(len, list(LOOPS) + list(STRATEGIES))) + 2
     out.write("Loop shapes\n")
     for shape in LOOPS.values():
@@ -61,7 +67,8 @@ def cmd_list(args, out):
         out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}{gpu}\n")
     out.write("\nProfiles (--profile or $" + ENV_VAR + ")\n")
     for p in PROFILES.values():
-        out.write(f"  {p.name:<{width}}{p.iterations} iterations, {p.warmup} warm-up, {p.repeats} repeat(s): {p.description}\n")
+        out.write(f"  {p.name:<{width}}{p.iterations} iterations, {p.warmup} warm-up, {p.repeats} repeat(s): "
+                  f"{p.description}\n")
     out.write("\nAllocators (--allocator or $" + ALLOCATOR_VAR + ")\n")
     for a in ALLOCATORS.values():
         out.write(f"  {a.name:<{width}}{a.description}\n")
@@ -71,7 +78,8 @@ def cmd_list(args, out):
     return 0
 
 
-def cmd_run(args, out):
+def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    """Measure the named pairs, print their table; exit 1 if a worker failed."""
     from .runner import RunSpec, measure
     from .units import parse_bytes
 
@@ -87,10 +95,10 @@ def cmd_run(args, out):
     warmup = profile.warmup if args.warmup is None else args.warmup
     base = RunSpec(
         loop=pairs[0][0], strategy=pairs[0][1], iterations=profile.iterations if iterations is None else iterations,
-        warmup=warmup,
-        repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name, batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB),
-        probes=not args.no_probes, memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
-        time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
+        warmup=warmup, repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name,
+        batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB), probes=not args.no_probes,
+        memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0, time_limit=args.time_limit,
+        floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
         allocator=args.allocator, repro=args.repro or "",
     ).validate()
     if args.json:
@@ -123,7 +131,8 @@ def cmd_run(args, out):
     return 1 if any(r["status"] == "failed" for r in records) else 0
 
 
-def cmd_compare(args, out):
+def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
+    """Compare records across TF versions: a table, markdown, JSON or CSV."""
     from . import compare
 
     if args.output:
@@ -141,7 +150,7 @@ def cmd_compare(args, out):
     return 0
 
 
-def cmd_triage(args, out):
+def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
     """Bisect TF releases for the first one whose (loop, strategy) behaviour differs from --good."""
     from . import triage
     from .runner import RunSpec
@@ -164,12 +173,14 @@ def cmd_triage(args, out):
     if args.json:
         from . import SCHEMA_VERSION
 
-        write_json(args.json, {"schema": SCHEMA_VERSION, "triage": triage.summary(outcome, metric), "records": list(records.values())})
+        write_json(args.json, {"schema": SCHEMA_VERSION, "triage": triage.summary(outcome, metric),
+                               "records": list(records.values())})
         out.write(f"wrote {len(records)} record(s) to {args.json} (kerasbench compare / report read it)\n")
     return 0
 
 
-def cmd_report(args, out):
+def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    """Write the records as one self-contained HTML page."""
     from . import report
 
     if args.output:  # the default folder, .asv/html, is made once the records have been read
@@ -179,18 +190,20 @@ def cmd_report(args, out):
     return 0
 
 
-def _ints(text, kind, minimum=1):
+def _ints(text: str, kind: str, minimum: int = 1) -> list:
     """'30,60' -> [30, 60]; UsageError naming the argument otherwise."""
     try:
         values = [int(v) for v in str(text).split(",") if v.strip()]
     except ValueError:
         values = []
     if not values or min(values) < minimum:
-        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. Expected a comma list of integers >= {minimum}.")
+        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. "
+                         f"Expected a comma list of integers >= {minimum}.")
     return sorted(set(values))
 
 
-def cmd_calibrate(args, out):
+def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
+    """Measure the controls per allocator and store the floor (or --show the stored ones)."""
     from . import calibration
     from .allocators import require
 
@@ -201,7 +214,8 @@ def cmd_calibrate(args, out):
     for name in names:
         require(name)
     if args.runs < 1:
-        raise UsageError(f"Invalid value for argument `runs`. Received: runs={args.runs!r}. Expected a positive integer.")
+        raise UsageError(f"Invalid value for argument `runs`. Received: runs={args.runs!r}. "
+                         "Expected a positive integer.")
     if args.warmup < 0:
         raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={args.warmup!r}. Expected 0 or more.")
     iterations = _ints(args.iterations, "iterations", minimum=3)
@@ -209,15 +223,14 @@ def cmd_calibrate(args, out):
     heaps = _names(args.heaps, calibration.HEAPS, "heaps")
     for h in heaps:
         if h not in calibration.HEAPS:
-            from .errors import unknown
-
             raise unknown("heap", h, calibration.HEAPS)
     cals = calibration.calibrate(names, args.runs, iterations, rates, heaps, args.warmup, args.tf_control, sys.stderr)
     out.write(calibration.render(cals))
     return 0
 
 
-def cmd_overhead(args, out):
+def cmd_overhead(args: argparse.Namespace, out: TextIO) -> int:
+    """Measure what the harness costs, print it, and optionally write every figure as JSON."""
     from . import overhead
 
     if args.runs < 1 or args.iterations < 3:
@@ -237,22 +250,26 @@ def cmd_overhead(args, out):
     return 0
 
 
-def cmd_publish(args, out):
+def cmd_publish(args: argparse.Namespace, out: TextIO) -> int:
+    """asv publish, with the dashboard made to work offline."""
     from .dashboard import publish_dashboard
 
     publish_dashboard(args.config, cdn=args.cdn, out=out)
     return 0
 
 
-def cmd_envs(args, out):
+def cmd_envs(args: argparse.Namespace, out: TextIO) -> int:
+    """The asv environments of a config, with their pins (or the bare name of one TF version's)."""
     from .asvconf import environments
 
     for name, reqs in environments(args.config, args.tf):
-        out.write(name + "\n" if args.tf else f"{name}\n    " + ", ".join(f"{k}=={v}" for k, v in sorted(reqs.items())) + "\n")
+        pins = ", ".join(f"{k}=={v}" for k, v in sorted(reqs.items()))
+        out.write(name + "\n" if args.tf else f"{name}\n    {pins}\n")
     return 0
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand per cmd_* function."""
     parser = argparse.ArgumentParser(prog="kerasbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -274,7 +291,8 @@ def build_parser():
                    f"(default: ${ENV_VAR} or 'default')")
     p.add_argument("--iterations", type=int, help="measured iterations (overrides the profile)")
     p.add_argument("--warmup", type=int, help="iterations run before the baseline (overrides the profile)")
-    p.add_argument("--repeats", type=int, help="fresh processes per pair (overrides the profile; 2+ to trust a verdict)")
+    p.add_argument("--repeats", type=int,
+                   help="fresh processes per pair (overrides the profile; 2+ to trust a verdict)")
     p.add_argument("--device", default="cpu", help="cpu (GPUs hidden from TF) or gpu (skipped where TF sees none)")
     p.add_argument("--batch-size", type=int, default=32, help="batch size of stable-shape loops (default 32)")
     p.add_argument("--floor-kib", type=float, default=None,
@@ -313,25 +331,30 @@ def build_parser():
     p.add_argument("--iterations", type=int, default=20, help="measured iterations per version (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up iterations (default 3)")
     p.add_argument("--repeats", type=int, default=1, help="fresh workers per version (default 1)")
-    p.add_argument("--device", default="cpu", help="cpu (default) or gpu (with --config asv.gpu.json on a GPU machine)")
+    p.add_argument("--device", default="cpu",
+                   help="cpu (default) or gpu (with --config asv.gpu.json on a GPU machine)")
     p.add_argument("--latest-patches", action="store_true",
                    help="only the releases the asv config pins (latest patch per minor), not every patch release")
-    p.add_argument("--config", default="asv.matrix.json", help="asv config with the TF matrix (default asv.matrix.json)")
+    p.add_argument("--config", default="asv.matrix.json",
+                   help="asv config with the TF matrix (default asv.matrix.json)")
     p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
     p.add_argument("--json", metavar="PATH", help="also write every version's record and the answer to PATH")
     p.set_defaults(func=cmd_triage)
 
-    p = sub.add_parser("report", help="the same records as compare, as one self-contained HTML page (heat-tables, plots, curves)")
+    p = sub.add_parser("report", help="the same records as compare, as one self-contained HTML page "
+                       "(heat-tables, plots, curves)")
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="records: `kerasbench run --json` files, or folders of them (e.g. .asv/records/<host>)")
     p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")
     p.add_argument("--output", metavar="PATH",
-                   help="the HTML file, written atomically (default: .asv/html/kerasbench-report.html, beside the dashboard)")
+                   help="the HTML file, written atomically "
+                   "(default: .asv/html/kerasbench-report.html, beside the dashboard)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("calibrate", help="run the controls here: smallest detectable leak, false positives, floor")
-    p.add_argument("--allocator", default=DEFAULT_ALLOCATOR, help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")
+    p.add_argument("--allocator", default=DEFAULT_ALLOCATOR,
+                   help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")
     p.add_argument("--runs", type=int, default=20, help="fresh workers per control and rate (default 20)")
     p.add_argument("--iterations", default="30,60", help="comma list of iteration counts (default 30,60)")
     p.add_argument("--rates-kib", default="4,16,64,256", help="leak rates, KiB/iteration (default 4,16,64,256)")
@@ -343,13 +366,20 @@ def build_parser():
     p.add_argument("--show", action="store_true", help="print the stored calibrations, measure nothing")
     p.set_defaults(func=cmd_calibrate)
 
-    p = sub.add_parser("overhead", help="what the harness costs: probes, the suite vs bare work, asv, scaling (minutes)")
-    p.add_argument("--runs", type=int, default=3, help="fresh workers per probe setting, passes over the scaling grid (default 3)")
-    p.add_argument("--iterations", type=int, default=300, help="control-loop iterations per probes on/off worker (default 300)")
-    p.add_argument("--tf", action="store_true", help="also time one TF pair (inference × reuse_model) through the runner")
-    p.add_argument("--asv", action="store_true", help="also time `asv run --python=same` of the Control class (a temporary clone)")
-    p.add_argument("--scale-iterations", default="10,20,40", help="iteration counts of the scaling grid (default 10,20,40)")
-    p.add_argument("--scale-strategies", default="1,2,4", help="numbers of control strategies of the scaling grid (default 1,2,4)")
+    p = sub.add_parser("overhead",
+                       help="what the harness costs: probes, the suite vs bare work, asv, scaling (minutes)")
+    p.add_argument("--runs", type=int, default=3,
+                   help="fresh workers per probe setting, passes over the scaling grid (default 3)")
+    p.add_argument("--iterations", type=int, default=300,
+                   help="control-loop iterations per probes on/off worker (default 300)")
+    p.add_argument("--tf", action="store_true",
+                   help="also time one TF pair (inference × reuse_model) through the runner")
+    p.add_argument("--asv", action="store_true",
+                   help="also time `asv run --python=same` of the Control class (a temporary clone)")
+    p.add_argument("--scale-iterations", default="10,20,40",
+                   help="iteration counts of the scaling grid (default 10,20,40)")
+    p.add_argument("--scale-strategies", default="1,2,4",
+                   help="numbers of control strategies of the scaling grid (default 1,2,4)")
     p.add_argument("--json", metavar="PATH", help="also write every figure to PATH (atomically)")
     p.set_defaults(func=cmd_overhead)
 
@@ -365,9 +395,8 @@ def build_parser():
     return parser
 
 
-
-
-def main(argv=None, out=None):
+def main(argv: Optional[list] = None, out: Optional[TextIO] = None) -> int:
+    """Run the command `argv` (default: sys.argv); its exit code. Output goes to `out` (default: stdout)."""
     out = out or sys.stdout
     parser = build_parser()
     try:
