@@ -22,7 +22,7 @@ from .loops import LOOPS, builtin_loops, get_loop
 from .probes import METRICS
 from .profiles import ENV_VAR, PROFILES, get_profile
 from .strategies import STRATEGIES, get_strategy, strategies_for
-from .units import KIB
+from .units import KIB, parse_bytes
 
 
 def _names(text: str, registry: dict, kind: str) -> list:
@@ -81,7 +81,6 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     """Measure the named pairs, print their table; exit 1 if a worker failed."""
     from .runner import RunSpec, measure
-    from .units import parse_bytes
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
