@@ -1,12 +1,16 @@
-"""Reading kerasbench's asv configurations: folders, and the environments a matrix defines."""
+"""Reading kerasbench's asv configurations: folders, a matrix's environments, and the interpreter of one."""
+
+from __future__ import annotations
 
 import json
 import os
+from typing import Callable, Optional
 
+from . import releases
 from .errors import UsageError
 
 
-def load(config):
+def read_config(config: str) -> dict:
     """An asv config file as a dict (asv's JSON allows // comment lines)."""
     try:
         with open(config) as f:
@@ -17,16 +21,17 @@ def load(config):
         raise UsageError(f"Cannot parse asv config {config}: {e}.") from None
 
 
-def html_dir_of(config):
-    return os.path.join(os.path.dirname(os.path.abspath(config)), load(config).get("html_dir", "html"))
+def html_dir_of(config: str) -> str:
+    """The folder `asv publish` writes the dashboard to (the config's html_dir, beside the config)."""
+    return os.path.join(os.path.dirname(os.path.abspath(config)), read_config(config).get("html_dir", "html"))
 
 
-def environments(config, tf=None):
+def environments(config: str, tf: Optional[str] = None) -> list:
     """[(asv environment name, {package: version})] of `config`, optionally only TF version `tf`."""
     from asv import environment
     from asv.config import Config
 
-    load(config)  # a readable error for a missing or broken file, before asv's own
+    read_config(config)  # a readable error for a missing or broken file, before asv's own
     conf = Config.load(config)
     found = []
     for env in environment.get_environments(conf, None, verbose=False):
@@ -36,24 +41,26 @@ def environments(config, tf=None):
             found.append((env.name, reqs))
     if tf is not None and not found:
         versions = sorted({r.get("tensorflow-cpu") or r.get("tensorflow") for _, r in environments(config)} - {None})
-        raise UsageError(f"Unknown TF version for {config}. Received: tf={tf!r}. Expected one of: {', '.join(versions)}.")
+        raise UsageError(f"Unknown TF version for {config}. Received: tf={tf!r}. "
+                         f"Expected one of: {', '.join(versions)}.")
     return found
 
 
-def includes(config):
+def includes(config: str) -> list:
     """The matrix `include` entries of an asv config (each: python and exact `req` pins)."""
-    entries = load(config).get("include") or []
+    entries = read_config(config).get("include") or []
     if not entries:
-        raise UsageError(f"The asv config {config} has no matrix 'include' entries: use asv.matrix.json or asv.gpu.json.")
+        raise UsageError(f"The asv config {config} has no matrix 'include' entries: "
+                         "use asv.matrix.json or asv.gpu.json.")
     return entries
 
 
-def environment_for(config, reqs):
+def environment_for(config: str, reqs: dict) -> tuple:
     """(asv Config, asv Environment) of `config` with exactly the pins `reqs`; nothing is created."""
     from asv import environment
     from asv.config import Config
 
-    load(config)
+    read_config(config)
     conf = Config.load(config)
     first = conf.include[0] if conf.include else {}
     entry = {"python": first.get("python") or conf.pythons[0], "req": dict(reqs)}
@@ -67,7 +74,7 @@ def environment_for(config, reqs):
     return conf, found[0]
 
 
-def python_for(config, reqs, progress=None):
+def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]] = None) -> tuple:
     """(interpreter, name) of the asv environment of `config` with exactly `reqs`, created if missing.
 
     asv names and builds it (`asv run --config <config> -E <name>` reuses the same folder), so
@@ -93,7 +100,13 @@ def python_for(config, reqs, progress=None):
     return os.path.join(env._path, "bin", "python"), env.name
 
 
-def gpu_extras(conf, reqs):
+def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], None]] = None) -> str:
+    """The interpreter of `config`'s asv environment for TF `version` (pins: the matrix's, else by release date)."""
+    python, _ = python_for(config, releases.requirements_for(version, includes(config)), progress)
+    return python
+
+
+def gpu_extras(conf: object, reqs: dict) -> list:
     """What a GPU config's install_command adds through kerasbench's `gpu` extra (CUDA wheels, NVML)."""
     if "[gpu]" not in " ".join(getattr(conf, "install_command", None) or []):
         return []

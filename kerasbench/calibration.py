@@ -17,13 +17,20 @@ at each candidate floor: a TF loop adds glibc's megabyte sawtooth, which the con
 It does not change the stored floor.
 """
 
+from __future__ import annotations
+
+import importlib.util
+import os
 import platform
 import time
+from typing import Callable, Optional, Sequence, TextIO
 
 import numpy as np
 
-from . import stats
-from .floors import SCHEMA
+from . import floors, stats
+from .console import status_line
+from .errors import UsageError
+from .files import check_writable
 from .units import KIB
 
 DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected
@@ -34,7 +41,7 @@ TF_CONTROL = ("inference", "reuse_model")  # the TF negative control: one model,
 
 # --- analysis (pure) ---------------------------------------------------------------------------
 
-def cell_stats(series_list, rate, iterations):
+def cell_stats(series_list: Sequence[Sequence[float]], rate: int, iterations: int) -> dict:
     """Detection rate, false-positive or slope error of one cell (a leak rate in one heap) at `iterations`."""
     fits = [stats.fit_growth(s[:iterations]) for s in series_list]
     floor = rate / 2 if rate else None
@@ -51,17 +58,18 @@ def cell_stats(series_list, rate, iterations):
     return out
 
 
-def false_positive_rate(fits, floor):
+def false_positive_rate(fits: Sequence[stats.Fit], floor: float) -> float:
     """Share of control_noop fits that say `grows` at `floor`."""
     return float(np.mean([stats.verdict(f, floor) == "grows" for f in fits])) if fits else 0.0
 
 
-def candidate_floors(rates):
+def candidate_floors(rates: Sequence[int]) -> list:
     """The floors a calibration can choose (half of each rate) and the default floor."""
     return sorted({r / 2 for r in rates} | {float(stats.DEFAULT_FLOOR)})
 
 
-def tf_control_stats(series_list, iterations, floor, rates):
+def tf_control_stats(series_list: Sequence[Sequence[float]], iterations: int, floor: Optional[float],
+                     rates: Sequence[int]) -> dict:
     """How the TF negative control reads at `iterations`: its slopes, and `grows` at `floor` and each candidate floor.
 
     `floor` is the calibrated floor at that count, or None (then the default, as `kerasbench run` would use).
@@ -82,7 +90,7 @@ def tf_control_stats(series_list, iterations, floor, rates):
     }
 
 
-def analyze(runs, iterations, rates):
+def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int]) -> dict:
     """The calibration report from `runs` ({heap: {rate: [rss series]}}, heap 'noop' at rate 0).
 
     For each iteration count: every cell's detection rate and slope error, the smallest rate
@@ -105,7 +113,8 @@ def analyze(runs, iterations, rates):
             "noop_median_slope": noop["median_slope"],
             "noop_runs": noop["runs"],
             "false_positive": {str(r): fp[r] for r in rates},
-            "cells": {heap: {str(r): {k: v for k, v in s.items() if k != "fits"} for r, s in c.items()} for heap, c in cells.items()},
+            "cells": {heap: {str(r): {k: v for k, v in s.items() if k != "fits"} for r, s in c.items()}
+                      for heap, c in cells.items()},
             "smallest_detected": smallest,
             "floor": floor,
             "detects": detects,
@@ -115,10 +124,10 @@ def analyze(runs, iterations, rates):
     return report
 
 
-def make_calibration(report, allocator, detected, runs, warmup, seconds):
+def make_calibration(report: dict, allocator: str, detected: str, runs: int, warmup: int, seconds: float) -> dict:
     """The JSON stored per machine and allocator: the report plus what it was measured on."""
     return {
-        "schema": SCHEMA,
+        "schema": floors.SCHEMA,
         "host": platform.node(),
         "allocator": allocator,
         "allocator_detected": detected,
@@ -133,14 +142,18 @@ def make_calibration(report, allocator, detected, runs, warmup, seconds):
 
 # --- measuring ---------------------------------------------------------------------------------
 
-def cells_for(rates, heaps, tf_control=False):
-    """(heap, strategy, rate) of every control to run: control_noop first, then each heap's rates (then the TF control)."""
+def cells_for(rates: Sequence[int], heaps: Sequence[str], tf_control: bool = False) -> list:
+    """(heap, strategy, rate) of every control to run: control_noop, then each heap's rates, then the TF control."""
     cells = [("noop", "control_noop", 0)] + [(h, HEAPS[h], r) for h in heaps for r in rates]
     return cells + ([("tf", TF_CONTROL[1], 0)] if tf_control else [])
 
 
-def measure(allocator, runs, iterations, rates, heaps=tuple(HEAPS), warmup=2, progress=None, tf_control=False):
+def run_controls(allocator: str, runs: int, iterations: Sequence[int], rates: Sequence[int],
+                 heaps: Sequence[str] = tuple(HEAPS), warmup: int = 2, progress: Optional[Callable[..., None]] = None,
+                 tf_control: bool = False) -> tuple:
     """Run every control `runs` times in fresh workers on `allocator`; returns (series by cell, detected allocator).
+
+    `progress(index, cells, heap, rate, run, runs)` is called before each worker starts.
 
     With `tf_control`, the TF negative control too (cell 'tf', rate 0), last.
     """
@@ -164,13 +177,51 @@ def measure(allocator, runs, iterations, rates, heaps=tuple(HEAPS), warmup=2, pr
     return series, detected
 
 
+def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], rates: Sequence[int],
+              heaps: Sequence[str], warmup: int, tf_control: bool, err: TextIO) -> list:
+    """`kerasbench calibrate`: measure, analyze and store each allocator's calibration, progress on `err`.
+
+    The arguments are checked by the caller; this checks that the calibration can be stored (and TF imported
+    for the TF control) before minutes of measuring. Returns the calibrations, in the order of `allocators`.
+    """
+    try:
+        os.makedirs(floors.directory(), exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"Cannot write calibration to {floors.directory()}: {e.strerror}.") from None
+    if tf_control and importlib.util.find_spec("tensorflow") is None:
+        raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
+    check_writable(floors.path_for(allocators[0]))
+    cals = []
+    for name in allocators:
+        started = time.perf_counter()
+        cells = len(cells_for(rates, heaps, tf_control))
+
+        def progress(index, total, heap, rate, run, runs, name=name, started=started):
+            done = (index - 1) * runs + run
+            elapsed = time.perf_counter() - started
+            eta = f", ~{elapsed / done * (total * runs - done):.0f} s left" if done else ""
+            what = " × ".join(TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
+            text = f"calibrate {name}: [{index}/{total}] {what}, run {run + 1}/{runs}{eta}"
+            last = run + 1 == runs  # off a terminal: the first and last run of each control; the last of all ends it
+            status_line(err, text, final=last and index == total, milestone=run == 0 or last)
+
+        status_line(err, f"calibrate {name}: {cells} controls × {runs} runs × {max(iterations)} iterations", final=True)
+        series, detected = run_controls(name, runs, iterations, rates, heaps, warmup, progress, tf_control=tf_control)
+        report = analyze(series, iterations, rates)
+        cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started)
+        path = floors.save(cal, floors.path_for(name))
+        status_line(err, f"calibrate {name}: wrote {path}", final=True)
+        cals.append(cal)
+    return cals
+
+
 # --- reporting ---------------------------------------------------------------------------------
 
 def _kib(v):
     return "none" if v is None else f"{v / KIB:g}"
 
 
-def summary_rows(cal):
+def summary_rows(cal: dict) -> list:
     """One markdown row per iteration count: smallest rate detected per heap, noop false positives, floor."""
     rows = []
     for n, r in cal["report"]["by_iterations"].items():
@@ -181,7 +232,7 @@ def summary_rows(cal):
     return rows
 
 
-def detail_rows(cal):
+def detail_rows(cal: dict) -> list:
     """One markdown row per positive control: detection share and slope error."""
     rows = []
     for n, r in cal["report"]["by_iterations"].items():
@@ -194,11 +245,11 @@ def detail_rows(cal):
 
 SUMMARY_HEADER = ("| allocator | iterations | smallest leak detected, native (KiB/iter) | smallest, python heap | "
                   "control_noop `grows` at that floor | stored floor (KiB/iter) |\n|---|---|---|---|---|---|")
-DETAIL_HEADER = ("| allocator | iterations | heap | leak KiB/iter | runs `grows` (floor = leak/2) | median slope KiB/iter | "
-                 "median error | 95th pct. of abs. error |\n|---|---|---|---|---|---|---|---|")
+DETAIL_HEADER = ("| allocator | iterations | heap | leak KiB/iter | runs `grows` (floor = leak/2) | "
+                 "median slope KiB/iter | median error | 95th pct. of abs. error |\n|---|---|---|---|---|---|---|---|")
 
 
-def tf_control_rows(cal):
+def tf_control_rows(cal: dict) -> list:
     """One markdown row per iteration count of the TF negative control, where it was measured."""
     rows = []
     for n, r in cal["report"]["by_iterations"].items():
@@ -206,17 +257,19 @@ def tf_control_rows(cal):
         if t:
             default = " (default)" if t["floor_is_default"] else ""
             by_floor = ", ".join(f"{int(f) // KIB}: {v:.0%}" for f, v in t["false_positive_by_floor"].items())
-            rows.append(f"| {cal['allocator']} | {n} | {t['runs']} | {t['median_slope'] / KIB:+.1f} | {t['max_slope'] / KIB:+.1f} | "
-                        f"{_kib(t['floor'])}{default} | {t['false_positive']:.0%} | {by_floor} | {_kib(t['smallest_safe_floor'])} |")
+            rows.append(f"| {cal['allocator']} | {n} | {t['runs']} | {t['median_slope'] / KIB:+.1f} | "
+                        f"{t['max_slope'] / KIB:+.1f} | {_kib(t['floor'])}{default} | {t['false_positive']:.0%} | "
+                        f"{by_floor} | {_kib(t['smallest_safe_floor'])} |")
     return rows
 
 
-TF_CONTROL_HEADER = (f"| allocator | iterations | runs of `{TF_CONTROL[0]}` × `{TF_CONTROL[1]}` | median slope KiB/iter | "
-                     "largest slope | floor (KiB/iter) | `grows` at that floor | `grows` at each floor (KiB/iter) | "
-                     "smallest floor with ≤ 5 % |\n|---|---|---|---|---|---|---|---|---|")
+TF_CONTROL_HEADER = (f"| allocator | iterations | runs of `{TF_CONTROL[0]}` × `{TF_CONTROL[1]}` | "
+                     "median slope KiB/iter | largest slope | floor (KiB/iter) | `grows` at that floor | "
+                     "`grows` at each floor (KiB/iter) | smallest floor with ≤ 5 % |\n"
+                     "|---|---|---|---|---|---|---|---|---|")
 
 
-def render(cals):
+def render(cals: Sequence[dict]) -> str:
     """Markdown tables of one or more stored calibrations (what `kerasbench calibrate` prints)."""
     lines = [SUMMARY_HEADER] + [row for cal in cals for row in summary_rows(cal)]
     lines += ["", DETAIL_HEADER] + [row for cal in cals for row in detail_rows(cal)]
@@ -225,6 +278,12 @@ def render(cals):
         lines += ["", "TF negative control (one model, one input; should read flat):", "", TF_CONTROL_HEADER] + tf_rows
     lines.append("")
     for cal in cals:
-        lines.append(f"{cal['allocator']} (detected {cal['allocator_detected']}) on {cal['host']}: {cal['runs']} runs per cell, "
-                     f"{cal['warmup']} warm-up, {cal['seconds']:.0f} s, {cal['created']}")
+        lines.append(f"{cal['allocator']} (detected {cal['allocator_detected']}) on {cal['host']}: "
+                     f"{cal['runs']} runs per cell, {cal['warmup']} warm-up, {cal['seconds']:.0f} s, {cal['created']}")
     return "\n".join(lines) + "\n"
+
+
+def render_stored(allocators: Sequence[str]) -> str:
+    """The stored calibrations of `allocators` as `render` prints them, or a line saying there are none."""
+    found = [cal for cal in (floors.load(name) for name in allocators) if cal]
+    return render(found) if found else f"no stored calibration in {floors.directory()}\n"

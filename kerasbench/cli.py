@@ -1,38 +1,42 @@
 """The kerasbench command: `list` the registries, `run` pairs and print a table, `compare` TF versions,
 `report` them as an HTML page, `calibrate` the floor.
 
+This module parses the command line and turns arguments into calls; the commands' bodies live with their
+modules (triage.bisect_releases, calibration.calibrate, overhead.measure_harness, dashboard.publish_dashboard).
 User mistakes (unknown names, bad values, unwritable paths) print one line and exit 2.
 """
 
+from __future__ import annotations
+
 import argparse
-import importlib.util
 import os
 import sys
+from typing import Optional, TextIO
 
 from . import stats
-from .console import Progress, run_table
-from .files import check_writable, write_json, write_text
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
-from .errors import UsageError
+from .console import Progress, run_table, status_line
+from .errors import UsageError, repro_failed, unknown
+from .files import check_writable, write_json, write_text
 from .loops import LOOPS, builtin_loops, get_loop
 from .metrics import METRICS
 from .profiles import ENV_VAR, PROFILES, get_profile
 from .strategies import STRATEGIES, get_strategy, strategies_for
+from .units import KIB, parse_bytes
 
-from .units import KIB
 
-
-def _names(text, registry, kind):
+def _names(text: str, registry: dict, kind: str) -> list:
     """'a,b' or 'all' -> names (checked by the caller against the registry)."""
     if text == "all":
         return list(registry)
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. Expected a name, a comma list or 'all'.")
+        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. "
+                         "Expected a name, a comma list or 'all'.")
     return names
 
 
-def pairs_for(loops_arg, strategies_arg):
+def pairs_for(loops_arg: str, strategies_arg: str) -> list:
     """(loop, strategy) pairs named on the command line; 'all' means the applicable ones."""
     loops = _names(loops_arg, builtin_loops(), "loop")
     for name in loops:
@@ -50,7 +54,8 @@ def pairs_for(loops_arg, strategies_arg):
     return pairs
 
 
-def cmd_list(args, out):
+def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
+    """The registries: loop shapes, strategies, profiles, allocators, metrics."""
     width = max(map(len, list(LOOPS) + list(STRATEGIES))) + 2
     out.write("Loop shapes\n")
     for shape in LOOPS.values():
@@ -62,7 +67,8 @@ def cmd_list(args, out):
         out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}{gpu}\n")
     out.write("\nProfiles (--profile or $" + ENV_VAR + ")\n")
     for p in PROFILES.values():
-        out.write(f"  {p.name:<{width}}{p.iterations} iterations, {p.warmup} warm-up, {p.repeats} repeat(s): {p.description}\n")
+        out.write(f"  {p.name:<{width}}{p.iterations} iterations, {p.warmup} warm-up, {p.repeats} repeat(s): "
+                  f"{p.description}\n")
     out.write("\nAllocators (--allocator or $" + ALLOCATOR_VAR + ")\n")
     for a in ALLOCATORS.values():
         out.write(f"  {a.name:<{width}}{a.description}\n")
@@ -72,9 +78,9 @@ def cmd_list(args, out):
     return 0
 
 
-def cmd_run(args, out):
+def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    """Measure the named pairs, print their table; exit 1 if a worker failed."""
     from .runner import RunSpec, measure
-    from .units import parse_bytes
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
@@ -88,16 +94,19 @@ def cmd_run(args, out):
     warmup = profile.warmup if args.warmup is None else args.warmup
     base = RunSpec(
         loop=pairs[0][0], strategy=pairs[0][1], iterations=profile.iterations if iterations is None else iterations,
-        warmup=warmup,
-        repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name, batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB),
-        probes=not args.no_probes, memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
-        time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
+        warmup=warmup, repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name,
+        batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB), probes=not args.no_probes,
+        memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0, time_limit=args.time_limit,
+        floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
         allocator=args.allocator, repro=args.repro or "",
     ).validate()
     if args.json:
         check_writable(args.json)
     if args.tf:
-        base.python = _python_for_tf(args.config, args.tf)
+        from .asvconf import python_for_tf
+
+        base.python = python_for_tf(args.config, args.tf,
+                                    lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
     progress = Progress(sys.stderr, len(pairs), warmup)
     records = []
     for index, (loop, strategy) in enumerate(pairs, 1):
@@ -108,7 +117,7 @@ def cmd_run(args, out):
         progress.done(record)
         records.append(record)
         if spec.repro and record["status"] == "failed":
-            raise UsageError(repro_failure(spec.repro, record))
+            raise repro_failed(spec.repro, record)
     out.write(run_table(records))
     if args.json:
         from .record import records_payload
@@ -118,27 +127,8 @@ def cmd_run(args, out):
     return 1 if any(r["status"] == "failed" for r in records) else 0
 
 
-def repro_failure(path, record):
-    """One line for a repro whose code raised in the worker: the file, its line, the exception."""
-    repeat = next((r for r in record["repeats"] if r["status"] == "failed"), {})
-    tail = repeat.get("log_tail") or []
-    where = [line.strip() for line in tail if line.strip().startswith(f'File "{path}"')]
-    line = where[-1].split(", ")[1] if where else ""
-    error = tail[-1].strip() if tail else record["reason"]
-    return f"Repro file {path} failed in the worker{' at ' + line if line else ''}: {error}"
-
-
-def _python_for_tf(config, version, progress=None):
-    """The interpreter of `config`'s asv environment for TF `version` (asv creates it if missing)."""
-    from . import asvconf, releases
-
-    includes = asvconf.includes(config)
-    reqs = releases.requirements_for(version, includes)
-    python, name = asvconf.python_for(config, reqs, progress or (lambda text: sys.stderr.write(f"TF {version}: {text}\n")))
-    return python
-
-
-def cmd_compare(args, out):
+def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
+    """Compare records across TF versions: a table, markdown, JSON or CSV."""
     from . import compare
 
     if args.output:
@@ -158,16 +148,11 @@ def cmd_compare(args, out):
     return 0
 
 
-def cmd_triage(args, out):
+def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
     """Bisect TF releases for the first one whose (loop, strategy) behaviour differs from --good."""
-    import dataclasses
-    import shlex
-    import time
+    from . import triage
+    from .runner import RunSpec
 
-    from . import asvconf, releases, triage
-    from .runner import RunSpec, measure
-
-    started = time.monotonic()
     metric = triage.check_metric(args.metric)
     loop = "repro" if args.repro else args.loop
     if loop is None:
@@ -176,58 +161,13 @@ def cmd_triage(args, out):
                        repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
     if args.json:
         check_writable(args.json)
-    includes = asvconf.includes(args.config)
-    versions = releases.candidates(args.good, args.bad, includes, patches=not args.latest_patches)
-    expected = triage.steps_needed(len(versions))
-    sys.stderr.write(f"triage: {len(versions)} releases from {args.good} to {args.bad}: {' '.join(versions)}\n"
-                     f"triage: {loop} × {args.strategy}, {metric}; at most {expected} to measure\n")
-    records, created = {}, []
-
-    def measure_version(version):
-        step = len(records) + 1
-        label = f"[step {step}/≤{expected}] TF {version}"
-
-        def note(text):
-            created.append(version)
-            sys.stderr.write(f"{label}: {text}\n")
-
-        python, env_name = asvconf.python_for(args.config, releases.requirements_for(version, includes), note)
-        spec = dataclasses.replace(template, python=python)
-        progress = Progress(sys.stderr, expected, spec.warmup)
-        progress.start(step, loop, args.strategy, spec.iterations)
-        progress.label = f"{label}: {loop} × {args.strategy}"
-        record = measure(spec, progress=progress)
-        progress.done(record)
-        record["asv_env"] = env_name
-        if spec.repro and record["status"] == "failed":
-            raise UsageError(repro_failure(spec.repro, record))
-        records[version] = record
-        return record
-
-    good, bad = measure_version(versions[0]), measure_version(versions[-1])
-    differ, why = triage.ends_differ(metric, good, bad)
-    sys.stderr.write(f"triage: {versions[-1]} vs {versions[0]}: {why}\n")
-
-    def classify(version):
-        if version == versions[0]:
-            return "good" if differ else "unclear"
-        if version == versions[-1]:
-            return "bad" if differ else "unclear"
-        record = records.get(version) or measure_version(version)
-        verdict, reason = triage.classify(metric, good, bad, record) if record["status"] == "ok" \
-            else ("unclear", f"{record['status']}: {record['reason']}")
-        record["triage"] = {"class": verdict, "why": reason}
-        said = {"good": "like the good end", "bad": "like the bad end", "unclear": "like neither end"}[verdict]
-        sys.stderr.write(f"triage: TF {version} behaves {said}: {reason}\n")
-        return verdict
-
-    outcome = triage.bisect(versions, classify)
-    command = ["kerasbench", "run", "--config", args.config] + (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
+    reproduce = ["kerasbench", "run", "--config", args.config] + \
+        (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
         ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
          "--repeats", str(args.repeats), "--device", args.device]
-    out.write(triage.render(outcome, records, metric, loop, args.strategy,
-                            [shlex.join(command + ["--tf", v]) for v in outcome.bracket],
-                            time.monotonic() - started, len(set(created))))
+    text, outcome, records = triage.bisect_releases(args.config, args.good, args.bad, template, metric,
+                                                    args.latest_patches, reproduce, sys.stderr)
+    out.write(text)
     if args.json:
         from .record import records_payload
 
@@ -236,7 +176,8 @@ def cmd_triage(args, out):
     return 0
 
 
-def cmd_report(args, out):
+def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
+    """Write the records as one self-contained HTML page."""
     from . import report
 
     if args.output:  # the default folder, .asv/html, is made once the records have been read
@@ -246,32 +187,32 @@ def cmd_report(args, out):
     return 0
 
 
-def _ints(text, kind, minimum=1):
+def _ints(text: str, kind: str, minimum: int = 1) -> list:
     """'30,60' -> [30, 60]; UsageError naming the argument otherwise."""
     try:
         values = [int(v) for v in str(text).split(",") if v.strip()]
     except ValueError:
         values = []
     if not values or min(values) < minimum:
-        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. Expected a comma list of integers >= {minimum}.")
+        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. "
+                         f"Expected a comma list of integers >= {minimum}.")
     return sorted(set(values))
 
 
-def cmd_calibrate(args, out):
-    import time
-
-    from . import calibration, floors
+def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
+    """Measure the controls per allocator and store the floor (or --show the stored ones)."""
+    from . import calibration
     from .allocators import require
 
     names = _names(args.allocator, ALLOCATORS, "allocator")
     if args.show:
-        found = [c for c in (floors.load(n) for n in names) if c]
-        out.write(calibration.render(found) if found else f"no stored calibration in {floors.directory()}\n")
+        out.write(calibration.render_stored(names))
         return 0
     for name in names:
         require(name)
     if args.runs < 1:
-        raise UsageError(f"Invalid value for argument `runs`. Received: runs={args.runs!r}. Expected a positive integer.")
+        raise UsageError(f"Invalid value for argument `runs`. Received: runs={args.runs!r}. "
+                         "Expected a positive integer.")
     if args.warmup < 0:
         raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={args.warmup!r}. Expected 0 or more.")
     iterations = _ints(args.iterations, "iterations", minimum=3)
@@ -279,101 +220,26 @@ def cmd_calibrate(args, out):
     heaps = _names(args.heaps, calibration.HEAPS, "heaps")
     for h in heaps:
         if h not in calibration.HEAPS:
-            from .errors import unknown
-
             raise unknown("heap", h, calibration.HEAPS)
-    try:
-        os.makedirs(floors.directory(), exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"Cannot write calibration to {floors.directory()}: {e.strerror}.") from None
-    if args.tf_control and importlib.util.find_spec("tensorflow") is None:
-        raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
-    check_writable(floors.path_for(names[0]))  # fail now, not after minutes of measuring
-    cals = []
-    for name in names:
-        started = time.perf_counter()
-        cells = len(calibration.cells_for(rates, heaps, args.tf_control))
-
-        def progress(index, total, heap, rate, run, runs, name=name):
-            done = (index - 1) * runs + run
-            elapsed = time.perf_counter() - started
-            eta = f", ~{elapsed / done * (total * runs - done):.0f} s left" if done else ""
-            what = " × ".join(calibration.TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
-            text = f"calibrate {name}: [{index}/{total}] {what}, run {run + 1}/{runs}{eta}"
-            if sys.stderr.isatty():
-                sys.stderr.write("\r\033[K" + text)
-            elif run == 0 or run + 1 == runs:
-                sys.stderr.write(text + "\n")
-            sys.stderr.flush()
-
-        sys.stderr.write(f"calibrate {name}: {cells} controls × {args.runs} runs × {max(iterations)} iterations\n")
-        series, detected = calibration.measure(name, args.runs, iterations, rates, heaps, args.warmup, progress,
-                                               tf_control=args.tf_control)
-        report = calibration.analyze(series, iterations, rates)
-        cal = calibration.make_calibration(report, name, detected, args.runs, args.warmup, time.perf_counter() - started)
-        path = floors.save(cal, floors.path_for(name))
-        if sys.stderr.isatty():
-            sys.stderr.write("\n")
-        sys.stderr.write(f"calibrate {name}: wrote {path}\n")
-        cals.append(cal)
+    cals = calibration.calibrate(names, args.runs, iterations, rates, heaps, args.warmup, args.tf_control, sys.stderr)
     out.write(calibration.render(cals))
     return 0
 
 
-def cmd_overhead(args, out):
-    import time
-
-    from . import SCHEMA_VERSION, overhead
-    from .profiles import get_profile
+def cmd_overhead(args: argparse.Namespace, out: TextIO) -> int:
+    """Measure what the harness costs, print it, and optionally write every figure as JSON."""
+    from . import overhead
 
     if args.runs < 1 or args.iterations < 3:
         raise UsageError(f"Invalid value for argument `runs` or `iterations`. Received: runs={args.runs!r}, "
                          f"iterations={args.iterations!r}. Expected runs >= 1 and iterations >= 3.")
     scale_iterations = _ints(args.scale_iterations, "scale-iterations", minimum=3)
     scale_strategies = _ints(args.scale_strategies, "scale-strategies")
-    if args.tf and importlib.util.find_spec("tensorflow") is None:
-        raise UsageError("--tf needs TensorFlow: pip install -e '.[cpu]'.")
-    if args.asv:
-        root = overhead.checkout_root()
-        if importlib.util.find_spec("asv") is None:
-            raise UsageError("--asv needs asv: pip install asv==0.6.6.")
-        if not (os.path.isdir(os.path.join(root, ".git")) or os.path.isfile(os.path.join(root, ".git"))) \
-                or not os.path.isfile(os.path.join(root, "asv.conf.json")):
-            raise UsageError(f"--asv needs kerasbench run from a git checkout with asv.conf.json; {root} is not one.")
+    overhead.check_prerequisites(tf=args.tf, asv=args.asv)
     if args.json:
         check_writable(args.json)
-
-    def progress(text):
-        sys.stderr.write(f"overhead: {text}\n")
-        sys.stderr.flush()
-
-    report = {"schema": SCHEMA_VERSION, "cpu_count": os.cpu_count(), "load_before": list(os.getloadavg())}
-    started = time.perf_counter()
-    progress("probe reads in this process")
-    costs = overhead.probe_costs()
-    progress(f"control workers, probes on and off, {args.runs} run(s) each")
-    rows = overhead.loop_overhead(args.runs, args.iterations)
-    text = overhead.render(costs, rows, args.iterations)
-    report.update(probe_costs=costs, probes=rows, probe_iterations=args.iterations)
-
-    profile = get_profile("default")  # the counts `kerasbench run` and asv use
-    progress(f"suite: the control pairs through runner.measure ({profile.iterations} iterations, {profile.warmup} warm-up)")
-    records, wall = overhead.run_suite([("control", s) for s in overhead.CONTROLS], profile.iterations, profile.warmup, progress)
-    report["suite"] = overhead.suite_summary(records, wall)
-    text += "\n" + overhead.render_suite("control suite", report["suite"])
-    if args.tf:
-        progress(f"suite: {' × '.join(overhead.TF_PAIR)} (TensorFlow)")
-        records, wall = overhead.run_suite([overhead.TF_PAIR], profile.iterations, profile.warmup, progress)
-        report["tf_suite"] = overhead.suite_summary(records, wall)
-        text += "\n" + overhead.render_suite("TF pair", report["tf_suite"])
-    if args.asv:
-        report["asv"] = overhead.asv_layer(progress=progress)
-        text += "\n" + overhead.render_asv(report["asv"])
-    report["scaling"] = overhead.scaling(scale_iterations, scale_strategies, runs=args.runs, progress=progress)
-    text += "\n" + overhead.render_scaling(report["scaling"])
-    report.update(seconds=time.perf_counter() - started, load_after=list(os.getloadavg()))
-    text += (f"\n{report['seconds']:.0f} s on {report['cpu_count']} cores; load average (1 min) "
-             f"{report['load_before'][0]:.2f} before, {report['load_after'][0]:.2f} after\n")
+    text, report = overhead.measure_harness(args.runs, args.iterations, scale_iterations, scale_strategies,
+                                            tf=args.tf, asv=args.asv, err=sys.stderr)
     out.write(text)
     if args.json:
         write_json(args.json, report)
@@ -381,22 +247,26 @@ def cmd_overhead(args, out):
     return 0
 
 
-def cmd_publish(args, out):
-    from .dashboard import publish
+def cmd_publish(args: argparse.Namespace, out: TextIO) -> int:
+    """asv publish, with the dashboard made to work offline."""
+    from .dashboard import publish_dashboard
 
-    publish(args.config, cdn=args.cdn, out=out)
+    publish_dashboard(args.config, cdn=args.cdn, out=out)
     return 0
 
 
-def cmd_envs(args, out):
+def cmd_envs(args: argparse.Namespace, out: TextIO) -> int:
+    """The asv environments of a config, with their pins (or the bare name of one TF version's)."""
     from .asvconf import environments
 
     for name, reqs in environments(args.config, args.tf):
-        out.write(name + "\n" if args.tf else f"{name}\n    " + ", ".join(f"{k}=={v}" for k, v in sorted(reqs.items())) + "\n")
+        pins = ", ".join(f"{k}=={v}" for k, v in sorted(reqs.items()))
+        out.write(name + "\n" if args.tf else f"{name}\n    {pins}\n")
     return 0
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand per cmd_* function."""
     parser = argparse.ArgumentParser(prog="kerasbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -418,7 +288,8 @@ def build_parser():
                    f"(default: ${ENV_VAR} or 'default')")
     p.add_argument("--iterations", type=int, help="measured iterations (overrides the profile)")
     p.add_argument("--warmup", type=int, help="iterations run before the baseline (overrides the profile)")
-    p.add_argument("--repeats", type=int, help="fresh processes per pair (overrides the profile; 2+ to trust a verdict)")
+    p.add_argument("--repeats", type=int,
+                   help="fresh processes per pair (overrides the profile; 2+ to trust a verdict)")
     p.add_argument("--device", default="cpu", help="cpu (GPUs hidden from TF) or gpu (skipped where TF sees none)")
     p.add_argument("--batch-size", type=int, default=32, help="batch size of stable-shape loops (default 32)")
     p.add_argument("--floor-kib", type=float, default=None,
@@ -457,25 +328,30 @@ def build_parser():
     p.add_argument("--iterations", type=int, default=20, help="measured iterations per version (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up iterations (default 3)")
     p.add_argument("--repeats", type=int, default=1, help="fresh workers per version (default 1)")
-    p.add_argument("--device", default="cpu", help="cpu (default) or gpu (with --config asv.gpu.json on a GPU machine)")
+    p.add_argument("--device", default="cpu",
+                   help="cpu (default) or gpu (with --config asv.gpu.json on a GPU machine)")
     p.add_argument("--latest-patches", action="store_true",
                    help="only the releases the asv config pins (latest patch per minor), not every patch release")
-    p.add_argument("--config", default="asv.matrix.json", help="asv config with the TF matrix (default asv.matrix.json)")
+    p.add_argument("--config", default="asv.matrix.json",
+                   help="asv config with the TF matrix (default asv.matrix.json)")
     p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
     p.add_argument("--json", metavar="PATH", help="also write every version's record and the answer to PATH")
     p.set_defaults(func=cmd_triage)
 
-    p = sub.add_parser("report", help="the same records as compare, as one self-contained HTML page (heat-tables, plots, curves)")
+    p = sub.add_parser("report", help="the same records as compare, as one self-contained HTML page "
+                       "(heat-tables, plots, curves)")
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="records: `kerasbench run --json` files, or folders of them (e.g. .asv/records/<host>)")
     p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")
     p.add_argument("--output", metavar="PATH",
-                   help="the HTML file, written atomically (default: .asv/html/kerasbench-report.html, beside the dashboard)")
+                   help="the HTML file, written atomically "
+                   "(default: .asv/html/kerasbench-report.html, beside the dashboard)")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("calibrate", help="run the controls here: smallest detectable leak, false positives, floor")
-    p.add_argument("--allocator", default=DEFAULT_ALLOCATOR, help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")
+    p.add_argument("--allocator", default=DEFAULT_ALLOCATOR,
+                   help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")
     p.add_argument("--runs", type=int, default=20, help="fresh workers per control and rate (default 20)")
     p.add_argument("--iterations", default="30,60", help="comma list of iteration counts (default 30,60)")
     p.add_argument("--rates-kib", default="4,16,64,256", help="leak rates, KiB/iteration (default 4,16,64,256)")
@@ -487,13 +363,20 @@ def build_parser():
     p.add_argument("--show", action="store_true", help="print the stored calibrations, measure nothing")
     p.set_defaults(func=cmd_calibrate)
 
-    p = sub.add_parser("overhead", help="what the harness costs: probes, the suite vs bare work, asv, scaling (minutes)")
-    p.add_argument("--runs", type=int, default=3, help="fresh workers per probe setting, passes over the scaling grid (default 3)")
-    p.add_argument("--iterations", type=int, default=300, help="control-loop iterations per probes on/off worker (default 300)")
-    p.add_argument("--tf", action="store_true", help="also time one TF pair (inference × reuse_model) through the runner")
-    p.add_argument("--asv", action="store_true", help="also time `asv run --python=same` of the Control class (a temporary clone)")
-    p.add_argument("--scale-iterations", default="10,20,40", help="iteration counts of the scaling grid (default 10,20,40)")
-    p.add_argument("--scale-strategies", default="1,2,4", help="numbers of control strategies of the scaling grid (default 1,2,4)")
+    p = sub.add_parser("overhead",
+                       help="what the harness costs: probes, the suite vs bare work, asv, scaling (minutes)")
+    p.add_argument("--runs", type=int, default=3,
+                   help="fresh workers per probe setting, passes over the scaling grid (default 3)")
+    p.add_argument("--iterations", type=int, default=300,
+                   help="control-loop iterations per probes on/off worker (default 300)")
+    p.add_argument("--tf", action="store_true",
+                   help="also time one TF pair (inference × reuse_model) through the runner")
+    p.add_argument("--asv", action="store_true",
+                   help="also time `asv run --python=same` of the Control class (a temporary clone)")
+    p.add_argument("--scale-iterations", default="10,20,40",
+                   help="iteration counts of the scaling grid (default 10,20,40)")
+    p.add_argument("--scale-strategies", default="1,2,4",
+                   help="numbers of control strategies of the scaling grid (default 1,2,4)")
     p.add_argument("--json", metavar="PATH", help="also write every figure to PATH (atomically)")
     p.set_defaults(func=cmd_overhead)
 
@@ -509,9 +392,8 @@ def build_parser():
     return parser
 
 
-
-
-def main(argv=None, out=None):
+def main(argv: Optional[list] = None, out: Optional[TextIO] = None) -> int:
+    """Run the command `argv` (default: sys.argv); its exit code. Output goes to `out` (default: stdout)."""
     out = out or sys.stdout
     parser = build_parser()
     try:

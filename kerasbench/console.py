@@ -46,54 +46,47 @@ def number(v: Any, fmt: str = "{:.0f}") -> str:
 
 
 class Progress:
-    """One status line on stderr: redrawn in place on a terminal, a line per phase otherwise."""
+    """The status line of (loop, strategy) pairs being measured: redrawn in place on a terminal, else a line a phase."""
 
     def __init__(self, stream: TextIO, total_pairs: int, warmup: int):
         self.stream, self.total, self.warmup = stream, total_pairs, warmup
-        self.tty = stream.isatty()
         self.label = ""
         self.iterations = 0
 
     def start(self, index: int, loop: str, strategy: str, iterations: int) -> None:
+        """A new pair (the `index`-th of the total): its label, and the line saying its worker starts."""
         self.iterations = iterations
         self.label = f"[{index}/{self.total}] {loop} × {strategy}"
-        self._show(f"{self.label}: starting a fresh worker", force=True)
+        status_line(self.stream, f"{self.label}: starting a fresh worker", milestone=True)
 
     def __call__(self, ev: dict) -> None:
+        """A worker's progress event (warm-up or iteration)."""
         kind = ev["event"]
         if kind == "warmup":
             text = f"{self.label} r{ev['repeat'] + 1}: warm-up {ev['iteration'] + 1}/{self.warmup}"
-            self._show(text, force=ev["iteration"] == 0)
+            status_line(self.stream, text, milestone=ev["iteration"] == 0)
         elif kind == "iteration":
             k = ev["iteration"] + 1
             rss = f"  rss {ev['rss'] / MIB:.0f} MiB" if "rss" in ev else ""
             text = f"{self.label} r{ev['repeat'] + 1}: iteration {k}/{self.iterations}{rss}"
-            self._show(text, force=k == 1 or k == self.iterations or k % max(1, self.iterations // 4) == 0)
-
-    def _show(self, text: str, force: bool = False) -> None:
-        if self.tty:
-            self.stream.write("\r\033[K" + text)
-        elif force:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+            status_line(self.stream, text,
+                        milestone=k == 1 or k == self.iterations or k % max(1, self.iterations // 4) == 0)
 
     def done(self, record: dict) -> None:
+        """The pair's outcome, on a line of its own: verdict and growth, or why it did not run."""
         s = record["summary"]
         if record["status"] == "ok":
             text = f"{self.label}: {s['verdict']}, {kib(s['growth_per_iter'])} KiB/iteration"
         else:
             text = f"{self.label}: {record['status']}: {record['reason']}"
-        if self.tty:
-            self.stream.write("\r\033[K")
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        status_line(self.stream, text, final=True)
 
 
-def status_line(stream: TextIO, text: str, final: bool = False) -> None:
-    """A progress line that redraws in place on a terminal; off a terminal only the `final` ones are written."""
+def status_line(stream: TextIO, text: str, final: bool = False, milestone: bool = False) -> None:
+    """A progress line: redrawn in place on a terminal (`final` ends it), else written if `final` or `milestone`."""
     if stream.isatty():
         stream.write("\r\033[K" + text + ("\n" if final else ""))
-    elif final:
+    elif final or milestone:
         stream.write(text + "\n")
     stream.flush()
 

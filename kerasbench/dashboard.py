@@ -8,12 +8,15 @@ asv publish empties the html folder, so the kerasbench report (report.py) is wri
 from the records tree beside the config.
 """
 
+from __future__ import annotations
+
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
+from typing import Optional, TextIO
 
 from .asvconf import html_dir_of
 from .errors import UsageError
@@ -24,19 +27,26 @@ ASSETS = {
     "https://code.jquery.com/jquery-3.3.1.min.js": ("jquery@3.3.1", "dist/jquery.min.js"),
     "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.min.js": ("flot@0.8.3", "jquery.flot.js"),
     "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.time.min.js": ("flot@0.8.3", "jquery.flot.time.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js": ("flot@0.8.3", "jquery.flot.selection.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js": ("flot@0.8.3", "jquery.flot.categories.js"),
-    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js": ("flot-orderbars@1.0.0", "js/jquery.flot.orderBars.js"),
-    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js": ("stupid-table-plugin@1.1.3", "stupidtable.min.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.selection.min.js":
+        ("flot@0.8.3", "jquery.flot.selection.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/flot/0.8.3/jquery.flot.categories.min.js":
+        ("flot@0.8.3", "jquery.flot.categories.js"),
+    "https://cdn.jsdelivr.net/npm/flot-orderbars@1.0.0/js/jquery.flot.orderBars.js":
+        ("flot-orderbars@1.0.0", "js/jquery.flot.orderBars.js"),
+    "https://cdnjs.cloudflare.com/ajax/libs/stupidtable/1.0.1/stupidtable.min.js":
+        ("stupid-table-plugin@1.1.3", "stupidtable.min.js"),
     "https://cdnjs.cloudflare.com/ajax/libs/blueimp-md5/2.19.0/js/md5.min.js": ("blueimp-md5@2.19.0", "js/md5.min.js"),
-    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js": ("bootstrap@3.1.1", "dist/js/bootstrap.min.js"),
-    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css": ("bootstrap@3.1.1", "dist/css/bootstrap.min.css"),
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/js/bootstrap.min.js":
+        ("bootstrap@3.1.1", "dist/js/bootstrap.min.js"),
+    "https://cdn.jsdelivr.net/npm/bootstrap@3.1.1/dist/css/bootstrap.min.css":
+        ("bootstrap@3.1.1", "dist/css/bootstrap.min.css"),
 }
 # Files a local asset refers to in turn (bootstrap's css loads its icon fonts from ../fonts/).
 EXTRA = {"bootstrap@3.1.1": "dist/fonts/"}
 
 
-def cache_dir():
+def cache_dir() -> str:
+    """Where the npm packages of the offline dashboard are kept ($KERASBENCH_CACHE, else ~/.cache/kerasbench/npm)."""
     return os.environ.get("KERASBENCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "kerasbench", "npm")
 
 
@@ -46,10 +56,11 @@ def _tarball(spec, cache):
     path = os.path.join(cache, f"{name}-{version}.tgz")
     if not os.path.exists(path):
         if shutil.which("npm") is None:
-            raise UsageError(f"npm is needed once to fetch {spec} for the offline dashboard; install Node.js (npm), "
-                             "or publish with --cdn to keep asv's CDN links.")
+            raise UsageError(f"npm is needed once to fetch {spec} for the offline dashboard; "
+                             "install Node.js (npm), or publish with --cdn to keep asv's CDN links.")
         os.makedirs(cache, exist_ok=True)
-        proc = subprocess.run(["npm", "pack", spec, "--pack-destination", cache, "--silent"], capture_output=True, text=True)
+        proc = subprocess.run(["npm", "pack", spec, "--pack-destination", cache, "--silent"],
+                              capture_output=True, text=True)
         if proc.returncode != 0 or not os.path.exists(path):
             raise UsageError(f"npm pack {spec} failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
     return path
@@ -62,8 +73,8 @@ def _all_cached(cache=None):
     return all(os.path.exists(os.path.join(cache, "{}-{}.tgz".format(*spec.rsplit("@", 1)))) for spec in specs)
 
 
-def localize(html_dir, cache=None):
-    """Copy every CDN asset of asv's pages into html_dir/vendor/ and point the pages at the copies."""
+def localize(html_dir: str, cache: Optional[str] = None) -> int:
+    """Copy every CDN asset of asv's pages into html_dir/vendor/, point the pages at them; returns the links changed."""
     cache = cache or cache_dir()
     vendor = os.path.join(html_dir, "vendor")
     for spec in sorted({spec for spec, _ in ASSETS.values()}):
@@ -94,10 +105,11 @@ def localize(html_dir, cache=None):
     return replaced
 
 
-def publish(config="asv.conf.json", cdn=False, out=sys.stdout):
+def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: TextIO = sys.stdout) -> str:
     """`asv publish`, then make the pages self-contained unless `cdn`; returns the html folder."""
     html = html_dir_of(config)
-    proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", config], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", config],
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         raise UsageError(f"asv publish failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
     if not cdn and shutil.which("npm") is None and not _all_cached():

@@ -1,5 +1,9 @@
 """Errors a user can act on. The CLI prints them on one line and exits 2."""
 
+from __future__ import annotations
+
+from typing import Iterable
+
 
 class UsageError(Exception):
     """A user mistake: an unknown name, a bad value, an unwritable path, a bad file."""
@@ -9,8 +13,18 @@ class Skip(Exception):
     """This (loop shape, strategy) pair cannot run here; the message says why."""
 
 
-def unknown(kind, value, valid):
+def unknown(kind: str, value: object, valid: Iterable[str]) -> UsageError:
     """The error for a name that is not in a registry, listing the valid ones."""
     return UsageError(
         f"Unknown {kind}. Received: {kind}={value!r}. Expected one of: {', '.join(sorted(valid))}."
     )
+
+
+def repro_failed(path: str, record: dict) -> UsageError:
+    """The error for a repro file whose code raised in the worker: the file, its line, the exception."""
+    repeat = next((r for r in record["repeats"] if r["status"] == "failed"), {})
+    tail = repeat.get("log_tail") or []
+    where = [line.strip() for line in tail if line.strip().startswith(f'File "{path}"')]
+    line = where[-1].split(", ")[1] if where else ""
+    error = tail[-1].strip() if tail else record["reason"]
+    return UsageError(f"Repro file {path} failed in the worker{' at ' + line if line else ''}: {error}")

@@ -12,8 +12,12 @@
    (`fit_scaling`): fixed + per strategy (a fresh worker) + per pair-iteration.
 
 The analysis functions are pure (timings in, numbers out); tests feed them synthetic timings.
+`measure_harness` runs every part in turn, as `kerasbench overhead` does.
 """
 
+from __future__ import annotations
+
+import importlib.util
 import itertools
 import json
 import os
@@ -21,12 +25,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable, Optional, Sequence, TextIO
 
 import numpy as np
 
 from . import probes
+from .record import SCHEMA_VERSION
+from .console import status_line
+from .errors import UsageError
+from .profiles import get_profile
+from .units import GIB, KIB
 
-KIB = 1024
+Notify = Optional[Callable[[str], None]]  # called with one line saying what is being measured
 
 
 def _per_call(fn, n):
@@ -52,12 +62,14 @@ PROBES = {
 }
 
 
-def probe_costs(n=200):
+def probe_costs(n: int = 200) -> dict:
     """{probe: seconds per read} in this process."""
     return {name: _per_call(fn, n) for name, (fn, _) in PROBES.items()}
 
 
-def loop_overhead(runs=3, iterations=300, strategies=("control_noop", "control_leak_native"), leak_bytes=64 * KIB):
+def loop_overhead(runs: int = 3, iterations: int = 300,
+                  strategies: Sequence[str] = ("control_noop", "control_leak_native"),
+                  leak_bytes: int = 64 * KIB) -> list:
     """Per strategy: median loop seconds per iteration with probes on and off, and worker wall seconds."""
     from .runner import RunSpec, run_worker
 
@@ -66,7 +78,7 @@ def loop_overhead(runs=3, iterations=300, strategies=("control_noop", "control_l
         row = {"strategy": strategy}
         for probes_on in (True, False):
             spec = RunSpec("control", strategy, iterations=iterations, warmup=2, leak_bytes=leak_bytes,
-                           probes=probes_on, floor=0.0, memory_cap=2 * 1024**3).validate()
+                           probes=probes_on, floor=0.0, memory_cap=2 * GIB).validate()
             outcomes = [run_worker(spec, repeat=r) for r in range(runs)]
             bad = [o["reason"] for o in outcomes if o["status"] != "ok"]
             if bad:
@@ -81,15 +93,16 @@ def loop_overhead(runs=3, iterations=300, strategies=("control_noop", "control_l
     return rows
 
 
-def render(costs, rows, iterations):
+def render(costs: dict, rows: list, iterations: int) -> str:
     """Two markdown tables: probe read costs, and the loop with probes on vs off."""
     lines = ["| probe | µs per read | when |", "|---|---|---|"]
     lines += [f"| `{name}` | {costs[name] * 1e6:.1f} | {PROBES[name][1]} |" for name in costs]
     lines += ["", f"| control loop ({iterations} iterations) | µs/iter probes off | µs/iter probes on | on/off | "
               "added µs/iter | worker wall s | loop share of wall |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| `{r['strategy']}` | {r['loop_off'] * 1e6:.1f} | {r['loop_on'] * 1e6:.1f} | {r['ratio']:.1f}× | "
-                     f"{r['added_per_iter'] * 1e6:+.1f} | {r['wall_on']:.2f} | {r['loop_total_on'] / r['wall_on']:.1%} |")
+        lines.append(f"| `{r['strategy']}` | {r['loop_off'] * 1e6:.1f} | {r['loop_on'] * 1e6:.1f} | "
+                     f"{r['ratio']:.1f}× | {r['added_per_iter'] * 1e6:+.1f} | {r['wall_on']:.2f} | "
+                     f"{r['loop_total_on'] / r['wall_on']:.1%} |")
     return "\n".join(lines) + "\n"
 
 
@@ -110,7 +123,7 @@ PARTS = {
 }
 
 
-def breakdown(outcomes, wall):
+def breakdown(outcomes: list, wall: float) -> dict:
     """{part of PARTS: seconds} of a suite that took `wall` seconds and ran these worker outcomes.
 
     Per worker: start = spawn to measure(); then setup, warm-up, the loop (iteration bodies are
@@ -136,7 +149,7 @@ def _ratio(a, b):
     return a / b if b else None
 
 
-def suite_summary(records, wall):
+def suite_summary(records: list, wall: float) -> dict:
     """Wall time of a suite against its workers' bare work and worker_seconds, with the breakdown."""
     outcomes = [o for rec in records for o in rec["repeats"] if o.get("result")]
     parts = breakdown(outcomes, wall)
@@ -154,7 +167,7 @@ def suite_summary(records, wall):
     }
 
 
-def run_suite(pairs, iterations, warmup, progress=None):
+def run_suite(pairs: Sequence[tuple], iterations: int, warmup: int, progress: Notify = None) -> tuple:
     """Measure each (loop, strategy) once through runner.measure; returns (records, wall seconds)."""
     from .runner import RunSpec, measure
 
@@ -163,7 +176,7 @@ def run_suite(pairs, iterations, warmup, progress=None):
     for index, (loop, strategy) in enumerate(pairs, 1):
         if progress:
             progress(f"[{index}/{len(pairs)}] {loop} × {strategy}, {iterations} iterations")
-        spec = RunSpec(loop, strategy, iterations=iterations, warmup=warmup, floor=0.0, memory_cap=4 * 1024**3)
+        spec = RunSpec(loop, strategy, iterations=iterations, warmup=warmup, floor=0.0, memory_cap=4 * GIB)
         record = measure(spec)
         if record["status"] != "ok":
             raise RuntimeError(f"{loop} × {strategy}: {record['status']}: {record['reason']}")
@@ -173,12 +186,12 @@ def run_suite(pairs, iterations, warmup, progress=None):
 
 # --- scaling -------------------------------------------------------------------------------------
 
-def scaling_pairs(count):
+def scaling_pairs(count: int) -> list:
     """`count` control pairs, cycling through the control strategies (4 = all three, then control_noop)."""
     return [("control", s) for s in itertools.islice(itertools.cycle(CONTROLS), count)]
 
 
-def fit_scaling(points):
+def fit_scaling(points: list) -> dict:
     """Least-squares fit of wall = fixed + per_strategy × S + per_iteration × S × N over `points`.
 
     `points`: [{"strategies": S, "iterations": N, "wall": seconds}, ...]. Each strategy is a fresh
@@ -202,7 +215,8 @@ def fit_scaling(points):
     }
 
 
-def scaling(iteration_counts, strategy_counts, runs=1, warmup=2, progress=None):
+def scaling(iteration_counts: Sequence[int], strategy_counts: Sequence[int], runs: int = 1, warmup: int = 2,
+            progress: Notify = None) -> dict:
     """Suite wall time over the grid of iteration counts × numbers of control strategies, `runs` times each."""
     points = []
     grid = [(n, k) for n in iteration_counts for k in strategy_counts]
@@ -219,12 +233,12 @@ def scaling(iteration_counts, strategy_counts, runs=1, warmup=2, progress=None):
 
 # --- the asv layer -------------------------------------------------------------------------------
 
-def checkout_root():
+def checkout_root() -> str:
     """The folder holding this kerasbench package, asv.conf.json and benchmarks/ (a git checkout)."""
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def asv_summary(wall, setup_cache, worker_seconds, processes):
+def asv_summary(wall: float, setup_cache: float, worker_seconds: float, processes: int) -> dict:
     """asv's wall time against the workers' and the cost of each track_ process.
 
     `setup_cache`: seconds asv spent in setup_cache (which runs the workers); `processes`: how many
@@ -241,7 +255,7 @@ def asv_summary(wall, setup_cache, worker_seconds, processes):
     }
 
 
-def results_counts(results):
+def results_counts(results: dict) -> tuple:
     """(seconds in setup_cache, number of benchmark processes) from one asv results JSON (a dict)."""
     setup = sum(v for k, v in results.get("durations", {}).items() if k.startswith("<setup_cache"))
     columns = results["result_columns"]
@@ -252,17 +266,19 @@ def results_counts(results):
     return setup, processes
 
 
-def asv_layer(root=None, profile="quick", progress=None):
+def asv_layer(root: Optional[str] = None, profile: str = "quick", progress: Notify = None) -> dict:
     """`asv run --python=same` of the Control class in a temporary clone of `root`; returns asv_summary plus the log."""
     root = root or checkout_root()
     with tempfile.TemporaryDirectory(prefix="kerasbench-asv-") as work:
         repo = os.path.join(work, "repo")
         subprocess.run(["git", "clone", "-q", root, repo], check=True)
         subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch
-        env = dict(os.environ, HOME=work, KERASBENCH_PROFILE=profile, KERASBENCH_RECORDS_DIR=os.path.join(work, "records"),
+        env = dict(os.environ, HOME=work, KERASBENCH_PROFILE=profile,
+                   KERASBENCH_RECORDS_DIR=os.path.join(work, "records"),
                    ASV_PYTHONPATH=repo)  # the clone's kerasbench, not one installed elsewhere (asv drops PYTHONPATH)
         asv = [sys.executable, "-m", "asv"]
-        subprocess.run(asv + ["machine", "--yes", "--machine", "harness"], cwd=repo, env=env, check=True, capture_output=True)
+        subprocess.run(asv + ["machine", "--yes", "--machine", "harness"], cwd=repo, env=env, check=True,
+                       capture_output=True)
         if progress:
             progress(f"asv run --python=same -b ^control in a clone of {root} ({profile} profile)")
         started = time.perf_counter()
@@ -289,7 +305,7 @@ def _x(v):
     return "n/a" if v is None else f"{v:.1f}×"
 
 
-def render_suite(name, s):
+def render_suite(name: str, s: dict) -> str:
     """The suite's ratios and where its wall time went, as markdown."""
     lines = [f"{name}: {s['workers']} workers ({', '.join(s['pairs'])}), wall {s['wall']:.2f} s",
              "", "| wall / bare work | wall / Σ worker_seconds | Σ worker_seconds / bare work |", "|---|---|---|",
@@ -299,21 +315,76 @@ def render_suite(name, s):
     return "\n".join(lines) + "\n"
 
 
-def render_scaling(sc):
+def render_scaling(sc: dict) -> str:
+    """The scaling grid and its linear fit, as markdown."""
     f = sc["fit"]
     r2 = "n/a" if f["r2"] is None else f"{f['r2']:.3f}"
     lines = ["| strategies | iterations | suite wall s | Σ worker_seconds | bare work s |", "|---|---|---|---|---|"]
-    lines += [f"| {p['strategies']} | {p['iterations']} | {p['wall']:.2f} | {p['worker_seconds']:.2f} | {p['bare_work']:.4f} |"
-              for p in sc["points"]]
+    lines += [f"| {p['strategies']} | {p['iterations']} | {p['wall']:.2f} | {p['worker_seconds']:.2f} | "
+              f"{p['bare_work']:.4f} |" for p in sc["points"]]
     lines += ["", "| fit: wall = fixed + per strategy × S + per iteration × S × N | fixed s | per strategy s | "
               "per pair-iteration ms | R² | largest residual s |", "|---|---|---|---|---|---|",
-              f"| {f['points']} points | {f['fixed']:+.3f} | {f['per_strategy']:.3f} | {f['per_iteration'] * 1e3:.3f} | "
-              f"{r2} | {f['max_residual']:.3f} |"]
+              f"| {f['points']} points | {f['fixed']:+.3f} | {f['per_strategy']:.3f} | "
+              f"{f['per_iteration'] * 1e3:.3f} | {r2} | {f['max_residual']:.3f} |"]
     return "\n".join(lines) + "\n"
 
 
-def render_asv(a):
+def render_asv(a: dict) -> str:
+    """asv's wall time against the workers', as markdown."""
     return ("| asv wall s | setup_cache s | Σ worker_seconds | asv wall / Σ worker_seconds | track processes | "
             "per process s ((wall − setup_cache) / processes) |\n|---|---|---|---|---|---|\n"
             f"| {a['wall']:.1f} | {a['setup_cache']:.1f} | {a['worker_seconds']:.1f} | {_x(a['wall_over_worker'])} | "
             f"{a['track_processes']} | {a['per_process']:.2f} |\n")
+
+
+# --- the overhead command ------------------------------------------------------------------------
+
+def check_prerequisites(tf: bool, asv: bool) -> None:
+    """UsageError unless TensorFlow (for `tf`) and asv with this git checkout (for `asv`) are there."""
+    if tf and importlib.util.find_spec("tensorflow") is None:
+        raise UsageError("--tf needs TensorFlow: pip install -e '.[cpu]'.")
+    if asv:
+        root = checkout_root()
+        if importlib.util.find_spec("asv") is None:
+            raise UsageError("--asv needs asv: pip install asv==0.6.6.")
+        if not (os.path.isdir(os.path.join(root, ".git")) or os.path.isfile(os.path.join(root, ".git"))) \
+                or not os.path.isfile(os.path.join(root, "asv.conf.json")):
+            raise UsageError(f"--asv needs kerasbench run from a git checkout with asv.conf.json; {root} is not one.")
+
+
+def measure_harness(runs: int, iterations: int, scale_iterations: Sequence[int], scale_strategies: Sequence[int],
+                    tf: bool, asv: bool, err: TextIO) -> tuple:
+    """`kerasbench overhead`: every part above in turn, progress on `err`; returns (markdown, report dict)."""
+
+    def progress(text: str) -> None:
+        status_line(err, f"overhead: {text}", final=True)
+
+    report = {"schema": SCHEMA_VERSION, "cpu_count": os.cpu_count(), "load_before": list(os.getloadavg())}
+    started = time.perf_counter()
+    progress("probe reads in this process")
+    costs = probe_costs()
+    progress(f"control workers, probes on and off, {runs} run(s) each")
+    rows = loop_overhead(runs, iterations)
+    text = render(costs, rows, iterations)
+    report.update(probe_costs=costs, probes=rows, probe_iterations=iterations)
+
+    profile = get_profile("default")  # the counts `kerasbench run` and asv use
+    progress(f"suite: the control pairs through runner.measure ({profile.iterations} iterations, "
+             f"{profile.warmup} warm-up)")
+    records, wall = run_suite([("control", s) for s in CONTROLS], profile.iterations, profile.warmup, progress)
+    report["suite"] = suite_summary(records, wall)
+    text += "\n" + render_suite("control suite", report["suite"])
+    if tf:
+        progress(f"suite: {' × '.join(TF_PAIR)} (TensorFlow)")
+        records, wall = run_suite([TF_PAIR], profile.iterations, profile.warmup, progress)
+        report["tf_suite"] = suite_summary(records, wall)
+        text += "\n" + render_suite("TF pair", report["tf_suite"])
+    if asv:
+        report["asv"] = asv_layer(progress=progress)
+        text += "\n" + render_asv(report["asv"])
+    report["scaling"] = scaling(scale_iterations, scale_strategies, runs=runs, progress=progress)
+    text += "\n" + render_scaling(report["scaling"])
+    report.update(seconds=time.perf_counter() - started, load_after=list(os.getloadavg()))
+    text += (f"\n{report['seconds']:.0f} s on {report['cpu_count']} cores; load average (1 min) "
+             f"{report['load_before'][0]:.2f} before, {report['load_after'][0]:.2f} after\n")
+    return text, report

@@ -4,16 +4,24 @@ Chosen by `--profile` on the command line or the KERASBENCH_PROFILE environment 
 is how `asv run` picks one); every record and asv benchmark version says which was used.
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
 
 from .errors import unknown
+
+if TYPE_CHECKING:
+    from .strategies import Strategy
 
 ENV_VAR = "KERASBENCH_PROFILE"
 
 
 @dataclass(frozen=True)
 class Profile:
+    """How many iterations, warm-ups and repeats a run measures."""
+
     name: str
     description: str
     iterations: int
@@ -23,7 +31,7 @@ class Profile:
     # in a few, so the cheaper profiles run it for fewer iterations.
     isolated_iterations: int
 
-    def iterations_for(self, strategy):
+    def iterations_for(self, strategy: Strategy) -> int:
         """Measured iterations for `strategy` (a Strategy) under this profile."""
         return min(self.iterations, self.isolated_iterations) if strategy.isolate else self.iterations
 
@@ -38,7 +46,7 @@ PROFILES = {
 }
 
 
-def get_profile(name=None):
+def get_profile(name: Optional[str] = None) -> Profile:
     """The profile called `name`, else $KERASBENCH_PROFILE, else 'default'."""
     name = name or os.environ.get(ENV_VAR) or "default"
     try:

@@ -145,3 +145,72 @@ def summary(outcome: Outcome, metric: str) -> dict:
     """The answer as JSON-ready data."""
     return {"metric": metric, "versions": outcome.versions, "tried": outcome.tried, "last_good": outcome.last_good,
             "first_bad": outcome.first_bad, "stopped": outcome.stopped}
+
+
+def bisect_releases(config: str, good: str, bad: str, template, metric: str, latest_patches: bool,
+                    reproduce: list, err) -> tuple:
+    """`kerasbench triage`: bisect the TF releases from `good` to `bad`, measuring the pair of `template` in each.
+
+    `template` is the validated runner.RunSpec of the pair (each version gets its asv environment's python);
+    `reproduce` is the `kerasbench run` command line that the answer ends with, each bracketing release's
+    `--tf` appended. Progress goes to `err`. Returns (the answer as text, the Outcome, {version: record}).
+    """
+    import dataclasses
+    import shlex
+    import time
+
+    from . import asvconf, releases, runner
+    from .console import Progress, status_line
+    from .errors import repro_failed
+
+    started = time.monotonic()
+    loop, strategy = template.loop, template.strategy
+    includes = asvconf.includes(config)
+    versions = releases.candidates(good, bad, includes, patches=not latest_patches)
+    expected = steps_needed(len(versions))
+    status_line(err, f"triage: {len(versions)} releases from {good} to {bad}: {' '.join(versions)}", final=True)
+    status_line(err, f"triage: {loop} × {strategy}, {metric}; at most {expected} to measure", final=True)
+    records, created = {}, []
+
+    def measure_version(version):
+        step = len(records) + 1
+        label = f"[step {step}/≤{expected}] TF {version}"
+
+        def note(text):
+            created.append(version)
+            status_line(err, f"{label}: {text}", final=True)
+
+        python, env_name = asvconf.python_for(config, releases.requirements_for(version, includes), note)
+        spec = dataclasses.replace(template, python=python)
+        progress = Progress(err, expected, spec.warmup)
+        progress.start(step, loop, strategy, spec.iterations)
+        progress.label = f"{label}: {loop} × {strategy}"
+        record = runner.measure(spec, progress=progress)
+        progress.done(record)
+        record["asv_env"] = env_name
+        if spec.repro and record["status"] == "failed":
+            raise repro_failed(spec.repro, record)
+        records[version] = record
+        return record
+
+    good_end, bad_end = measure_version(versions[0]), measure_version(versions[-1])
+    differ, why = ends_differ(metric, good_end, bad_end)
+    status_line(err, f"triage: {versions[-1]} vs {versions[0]}: {why}", final=True)
+
+    def classify_version(version):
+        if version == versions[0]:
+            return "good" if differ else "unclear"
+        if version == versions[-1]:
+            return "bad" if differ else "unclear"
+        record = records.get(version) or measure_version(version)
+        verdict, reason = classify(metric, good_end, bad_end, record) if record["status"] == "ok" \
+            else ("unclear", f"{record['status']}: {record['reason']}")
+        record["triage"] = {"class": verdict, "why": reason}
+        said = {"good": "like the good end", "bad": "like the bad end", "unclear": "like neither end"}[verdict]
+        status_line(err, f"triage: TF {version} behaves {said}: {reason}", final=True)
+        return verdict
+
+    outcome = bisect(versions, classify_version)
+    commands = [shlex.join(reproduce + ["--tf", version]) for version in outcome.bracket]
+    text = render(outcome, records, metric, loop, strategy, commands, time.monotonic() - started, len(set(created)))
+    return text, outcome, records

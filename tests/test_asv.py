@@ -175,7 +175,7 @@ def test_dashboard_renders_in_headless_chromium(asv_tree, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
-    from kerasbench.dashboard import publish
+    from kerasbench.dashboard import publish_dashboard
 
     repo, work, _ = asv_tree
     env_home = os.environ.get("HOME")
@@ -183,7 +183,7 @@ def test_dashboard_renders_in_headless_chromium(asv_tree, tmp_path):
     try:
         os.environ["HOME"] = str(work)
         os.chdir(repo)
-        html = publish("asv.conf.json", out=open(os.devnull, "w"))
+        html = publish_dashboard("asv.conf.json", out=open(os.devnull, "w"))
     finally:
         os.chdir(cwd)
         os.environ["HOME"] = env_home or ""
@@ -221,9 +221,9 @@ def test_dashboard_renders_in_headless_chromium(asv_tree, tmp_path):
 
 
 def _conf(name):
-    from kerasbench.asvconf import load
+    from kerasbench.asvconf import read_config
 
-    return load(str(ROOT / name))
+    return read_config(str(ROOT / name))
 
 
 def _pins(name, tf_key):
@@ -290,7 +290,7 @@ def test_publish_without_npm_keeps_the_cdn_links_and_succeeds(asv_tree, tmp_path
     monkeypatch.setattr(dashboard.shutil, "which", lambda name: None)
     monkeypatch.chdir(repo)
     out = io.StringIO()
-    html = dashboard.publish("asv.conf.json", out=out)
+    html = dashboard.publish_dashboard("asv.conf.json", out=out)
     assert "npm not found" in out.getvalue()
     page = (pathlib.Path(html) / "index.html").read_text()
     assert "https://code.jquery.com/jquery-3.3.1.min.js" in page and "vendor/" not in page

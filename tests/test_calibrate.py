@@ -29,7 +29,8 @@ def simulate(rate, noise, runs=20, n=60, seed=0, hidden_below=0):
 def simulated_runs(noise, hidden_below=0, heaps=("native", "python")):
     runs = {"noop": {0: simulate(0, noise, seed=1)}}
     for h, heap in enumerate(heaps):
-        runs[heap] = {r: simulate(r, noise, seed=10 * h + i + 2, hidden_below=hidden_below) for i, r in enumerate(RATES)}
+        runs[heap] = {r: simulate(r, noise, seed=10 * h + i + 2, hidden_below=hidden_below)
+                      for i, r in enumerate(RATES)}
     return runs
 
 
@@ -147,7 +148,8 @@ def test_bad_file_makes_run_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert code == 2 and path in err and err.count("\n") == 1 and "Traceback" not in err
     # a floor given on the command line does not need the file
-    assert call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3", "--floor-kib", "64"])[0] == 0
+    assert call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3",
+                 "--floor-kib", "64"])[0] == 0
 
 
 def test_verdict_follows_the_stored_floor(tmp_path, monkeypatch):
@@ -189,7 +191,8 @@ def test_unknown_allocator_lists_the_valid_ones():
 
 
 def test_worker_env_per_allocator():
-    inherited = {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2:/opt/other.so", "MALLOC_ARENA_MAX": "8", "PATH": "/bin"}
+    inherited = {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2:/opt/other.so", "MALLOC_ARENA_MAX": "8",
+                 "PATH": "/bin"}
     env = allocators.apply_env("tcmalloc", dict(inherited))
     assert env["LD_PRELOAD"] == allocators.ALLOCATORS["tcmalloc"].preload + ":/opt/other.so"
     assert "MALLOC_ARENA_MAX" not in env and env["PATH"] == "/bin"
@@ -254,7 +257,8 @@ def test_an_allocator_that_did_not_load_is_flagged():
     assert allocator_check(spec, {"allocator": "tcmalloc"})["matches"]
     assert not allocator_check(spec, {"allocator": "glibc"})["matches"]
     env = {"allocator": "glibc", "python": "3", "numpy": "2"}
-    record = make_record(spec, [{"repeat": 0, "status": "skipped", "reason": "n/a", "result": None, "environment": env}])
+    record = make_record(spec, [{"repeat": 0, "status": "skipped", "reason": "n/a", "result": None,
+                                 "environment": env}])
     assert "allocator tcmalloc requested, but the worker ran on glibc" in table([record])
 
 
@@ -279,7 +283,8 @@ def test_asv_reads_the_allocator_from_the_environment():
     code = "import benchmarks._common as c; print(c.ALLOCATOR, c._LoopBenchmark.version.endswith('-tcmalloc'))"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, KERASBENCH_ALLOCATOR="tcmalloc")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root,
+                         env=env).stdout
     assert out.split() == ["tcmalloc", "True"]
 
 
@@ -325,7 +330,7 @@ def test_calibrate_renders_the_tf_control(monkeypatch, tmp_path, capsys):
         series["tf"] = {0: simulate(0, 0.5 * KIB, runs=runs, seed=5)}
         return series, "glibc"
 
-    monkeypatch.setattr(calibration, "measure", fake_measure)
+    monkeypatch.setattr(calibration, "run_controls", fake_measure)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: object())
     code, text = call(["calibrate", "--runs", "3", "--iterations", "30", "--tf-control"])
     assert code == 0 and "TF negative control" in text

@@ -89,7 +89,8 @@ def test_unknown_profile_is_a_usage_error(capsys):
 
 def test_profile_sets_the_counts(tmp_path):
     path = tmp_path / "q.json"
-    code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--profile", "quick", "--json", str(path)])
+    code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--profile", "quick",
+                    "--json", str(path)])
     spec = json.loads(path.read_text())["records"][0]["spec"]
     assert code == 0 and (spec["iterations"], spec["warmup"], spec["profile"]) == (4, 1, "quick")
 

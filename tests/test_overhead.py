@@ -35,14 +35,16 @@ def test_breakdown_splits_the_wall_time_into_parts_that_add_up():
     assert set(parts) == set(overhead.PARTS)
     assert sum(parts.values()) == pytest.approx(wall)
     assert parts["start"] == pytest.approx(1.2)
-    assert parts["work"] == pytest.approx(0.2 + 0.3 + 0.2 + 0.3)  # warm-up + iteration bodies (all of the loop when off)
+    # warm-up + iteration bodies (all of the loop when off)
+    assert parts["work"] == pytest.approx(0.2 + 0.3 + 0.2 + 0.3)
     assert parts["probes"] == pytest.approx(0.1)  # only the run with probes: its loop minus its bodies
     assert parts["protocol"] == pytest.approx(0.5) and parts["exit"] == pytest.approx(0.1)
     assert parts["runner"] == pytest.approx(0.4)
 
 
 def test_suite_summary_ratios():
-    record = {"loop": "control", "strategy": "control_noop", "repeats": [outcome(), {"status": "failed", "result": None}]}
+    record = {"loop": "control", "strategy": "control_noop",
+              "repeats": [outcome(), {"status": "failed", "result": None}]}
     worker = outcome()["worker_seconds"]
     s = overhead.suite_summary([record], wall=2 * worker)
     assert s["workers"] == 1 and s["pairs"] == ["control × control_noop"]

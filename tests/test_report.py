@@ -352,6 +352,6 @@ def test_kerasbench_publish_writes_the_report_beside_the_dashboard(tmp_path, mon
     monkeypatch.delenv("KERASBENCH_RECORDS_DIR", raising=False)
     monkeypatch.setattr(dashboard.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
     out = io.StringIO()
-    dashboard.publish(str(tmp_path / "asv.conf.json"), cdn=True, out=out)
+    dashboard.publish_dashboard(str(tmp_path / "asv.conf.json"), cdn=True, out=out)
     path = tmp_path / ".asv" / "html" / report.FILENAME
     assert path.exists() and f"report: {path}" in out.getvalue()

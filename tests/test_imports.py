@@ -1,0 +1,120 @@
+"""The package's import graph has no cycle, counting imports inside functions too.
+
+Every `import kerasbench.x`, `from kerasbench.x import y`, `from .x import y` and `from . import x` of a module
+under kerasbench/ is an edge, wherever it stands in the file. The package's lazy exports (kerasbench.__getattr__
+importing by name) are not edges: they are resolved on attribute access, after every module has loaded.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import textwrap
+from typing import Optional
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def module_names(package: pathlib.Path) -> dict:
+    """{dotted module name: path} of every .py file under `package` (a package's own name for its __init__.py)."""
+    names = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[".".join(parts)] = path
+    return names
+
+
+def _targets(node: ast.AST, module: str, is_package: bool, modules: dict) -> set:
+    """The modules of `modules` that one import statement in `module` names."""
+    if isinstance(node, ast.Import):
+        found = set()
+        for alias in node.names:  # `import a.b.c` names a.b.c (the deepest of them that is a module here)
+            parts = alias.name.split(".")
+            prefixes = (".".join(parts[:i]) for i in range(len(parts), 0, -1))
+            found |= {next((prefix for prefix in prefixes if prefix in modules), "")}
+        return found - {""}
+    if node.level:  # relative: from its own package (a package's __init__ is its own package)
+        package = module.split(".") if is_package else module.split(".")[:-1]
+        base = package[: len(package) - (node.level - 1)]
+        source = ".".join(base + ([node.module] if node.module else []))
+    else:
+        source = node.module or ""
+    found = set()
+    for alias in node.names:  # `from pkg import sub` names a submodule; `from mod import name` names the module
+        if f"{source}.{alias.name}" in modules:
+            found.add(f"{source}.{alias.name}")
+        elif source in modules:
+            found.add(source)
+    return found
+
+
+def import_graph(package: pathlib.Path) -> dict:
+    """{module: set of modules of the same package it imports}, at any depth of the file (functions included)."""
+    modules = module_names(package)
+    graph = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        edges = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                edges |= _targets(node, name, path.name == "__init__.py", modules)
+        graph[name] = edges - {name}
+    return graph
+
+
+def find_cycle(graph: dict) -> Optional[list]:
+    """One cycle of `graph` as [a, b, ..., a], or None."""
+    state = dict.fromkeys(graph, "new")
+    stack = []
+
+    def visit(node: str) -> Optional[list]:
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if state.get(nxt) == "new":
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if state[node] == "new":
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_kerasbench_has_no_import_cycle():
+    graph = import_graph(ROOT / "kerasbench")
+    assert "kerasbench.cli" in graph and "kerasbench.console" in graph["kerasbench.cli"]
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_graph_counts_every_import_form(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "VERSION = 1\n",
+        "a.py": "from . import b\n",
+        "b.py": "def later():\n    from .c import thing\n",
+        "c.py": "import pkg.d\n",
+        "d.py": "from pkg.sub import e\n",
+        "sub/__init__.py": "",
+        "sub/e.py": "from .. import VERSION\nfrom ..a import x\n",
+    }
+    for name, text in files.items():
+        (package / name).write_text(textwrap.dedent(text))
+    graph = import_graph(package)
+    assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.c"}, "pkg.c": {"pkg.d"}, "pkg.d": {"pkg.sub.e"},
+                     "pkg.sub": set(), "pkg.sub.e": {"pkg", "pkg.a"}}
+    assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.sub.e", "pkg.a"]
+    graph["pkg.sub.e"].discard("pkg.a")
+    assert find_cycle(graph) is None
