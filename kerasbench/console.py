@@ -3,11 +3,10 @@
 One text-table renderer (`text_table`) serves the run table, compare and triage.
 """
 
-import math
-from typing import Any, Callable, Iterable, Sequence, TextIO
+from typing import Callable, Iterable, Sequence, TextIO
 
 from .metrics import METRICS
-from .units import KIB, MIB
+from .units import KIB, MIB, kib_text
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -31,18 +30,6 @@ def sparkline(values: Sequence[float], width: int = 16) -> str:
     if high == low:
         return SPARKS[0] * len(points)
     return "".join(SPARKS[int((v - low) / (high - low) * (len(SPARKS) - 1))] for v in points)
-
-
-def kib(v: Any) -> str:
-    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v / KIB:+.1f}"
-
-
-def mib(v: Any) -> str:
-    return "n/a" if v is None else f"{v / MIB:.1f}"
-
-
-def number(v: Any, fmt: str = "{:.0f}") -> str:
-    return "n/a" if v is None else fmt.format(v)
 
 
 class Progress:
@@ -76,7 +63,7 @@ class Progress:
         """The pair's outcome, on a line of its own: verdict and growth, or why it did not run."""
         s = record["summary"]
         if record["status"] == "ok":
-            text = f"{self.label}: {s['verdict']}, {kib(s['growth_per_iter'])} KiB/iteration"
+            text = f"{self.label}: {s['verdict']}, {kib_text(s['growth_per_iter'])} KiB/iteration"
         else:
             text = f"{self.label}: {record['status']}: {record['reason']}"
         status_line(self.stream, text, final=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
 
-from .units import KIB, MIB
+from .units import KIB, MIB, kib_text, mib_text, number_text
 
 Result = Dict[str, Any]  # one worker result (kerasbench.record.Result)
 Summary = Dict[str, Any]  # a record's summary (kerasbench.record.Summary)
@@ -166,18 +166,6 @@ class RunColumn:
     gpu_only: bool = False  # shown when a record ran on device gpu
 
 
-def _kib(v: Optional[float]) -> str:
-    return "n/a" if v is None or (isinstance(v, float) and v != v) else f"{v / KIB:+.1f}"
-
-
-def _mib(v: Optional[float]) -> str:
-    return "n/a" if v is None else f"{v / MIB:.1f}"
-
-
-def _number(v: Optional[float], fmt: str = "{:.0f}") -> str:
-    return "n/a" if v is None else fmt.format(v)
-
-
 def _traces(s: Summary) -> str:
     if s.get("train_traces") is None:
         return "n/a"
@@ -185,7 +173,9 @@ def _traces(s: Summary) -> str:
 
 
 def _ci(s: Summary) -> str:
-    return "n/a" if s.get("growth_ci_low") is None else f"[{_kib(s['growth_ci_low'])}, {_kib(s['growth_ci_high'])}]"
+    if s.get("growth_ci_low") is None:
+        return "n/a"
+    return f"[{kib_text(s['growth_ci_low'])}, {kib_text(s['growth_ci_high'])}]"
 
 
 def _signed_mib(v: float) -> str:
@@ -237,7 +227,7 @@ METRICS: Dict[str, Metric] = {
                # growth on a log colour scale (1 KiB .. 16 MiB per iteration): a leak of 8 MiB/iter must not wash
                # out one of 100 KiB/iter, and 30 KiB/iter of noise must not look like a leak when nothing else grows
                report=ReportView("Growth per iteration", "KiB/iter", KIB, log=True, span=16 * MIB, signed=True),
-               column=RunColumn("KiB/iter", lambda s: _kib(s.get("growth_per_iter")))),
+               column=RunColumn("KiB/iter", lambda s: kib_text(s.get("growth_per_iter")))),
         Metric("growth_ci_low", "bytes/iteration", "lower bound of the slope's 95% confidence interval",
                rss_fit="low", tracked=True,  # the verdict as a number: above the floor means "grows"
                column=RunColumn("95% CI", _ci)),
@@ -247,7 +237,7 @@ METRICS: Dict[str, Metric] = {
                _field("peak_loop_rss"), text=lambda v: f"{v / MIB:.1f} MiB",
                compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=2, tracked=True,
                report=ReportView("Loop peak RSS", "MiB", MIB),
-               column=RunColumn("peak MiB", lambda s: _mib(s.get("peak_loop")))),
+               column=RunColumn("peak MiB", lambda s: mib_text(s.get("peak_loop")))),
         Metric("peak_over_baseline", "bytes", "peak RSS of the loop minus the post-warm-up baseline",
                lambda r, n: r["peak_loop_rss"] - r["baseline_rss"]),
         Metric("retained", "bytes", "RSS after the loop and a full cleanup, minus the baseline",
@@ -263,17 +253,17 @@ METRICS: Dict[str, Metric] = {
         Metric("function_traces", "traces", "traces of tf.functions the loop defines itself",
                _field("function_traces")),
         Metric("models_built", "models", "models built and compiled, warm-up included", _field("models_built"),
-               column=RunColumn("models", lambda s: _number(s.get("models_built")))),
+               column=RunColumn("models", lambda s: number_text(s.get("models_built")))),
         Metric("graph_build_seconds", "seconds", "time TF spent building tf.function graphs in the loop",
                _field("graph_build_seconds")),
         Metric("objects_per_iter", "objects/iteration", "growth of GC-tracked Python objects per iteration",
                lambda r, n: (r["objects_after"] - r["objects_before"]) / n, text=lambda v: f"{v:+.0f}/it",
                compare=Magnitude(MIN_OBJECTS, lambda v: f"{v:+.0f} obj/iter", face_value_alone=True),
                headline=7, tracked=True,
-               column=RunColumn("obj/iter", lambda s: _number(s.get("objects_per_iter"), "{:+.0f}"))),
+               column=RunColumn("obj/iter", lambda s: number_text(s.get("objects_per_iter"), "{:+.0f}"))),
         Metric("graph_ops", "ops", "operations in the TF1 default graph at the end of the loop",
                _graph_ops, median_of_every, tracked=True, tracked_loops=frozenset({"tf1_graph"}),
-               column=RunColumn("graph ops", lambda s: _number(s.get("graph_ops")))),
+               column=RunColumn("graph ops", lambda s: number_text(s.get("graph_ops")))),
         Metric("graph_ops_per_iter", "ops/iteration", "growth of the TF1 default graph per iteration",
                _graph_ops_per_iter, median_of_every),
         # Not tracked by asv: no CPU build 2.12-2.21 keeps TF's allocator peak on CPU:0 (get_memory_info
@@ -287,14 +277,14 @@ METRICS: Dict[str, Metric] = {
                "largest child's for process_isolation)",
                _in_process_or_children("gpu_alloc_peak", "child_gpu_alloc_peaks"),
                tracked=True, report=ReportView("GPU allocator peak", "MiB", MIB, optional=True),
-               column=RunColumn("GPU alloc MiB", lambda s: _mib(s.get("gpu_alloc_peak")), gpu_only=True)),
+               column=RunColumn("GPU alloc MiB", lambda s: mib_text(s.get("gpu_alloc_peak")), gpu_only=True)),
         Metric("gpu_alloc_growth_per_iter", "bytes/iteration",
                "growth of TF's GPU allocator bytes in use per iteration", _series_slope("gpu_alloc")),
         Metric("gpu_reserved_peak", "bytes", "GPU memory the process holds as NVML sees it, largest per-iteration "
                "reading (largest child's for process_isolation)",
                _in_process_or_children("gpu_reserved_peak", "child_gpu_reserved_peaks"),
                tracked=True, report=ReportView("NVML reserved peak", "MiB", MIB, optional=True),
-               column=RunColumn("GPU NVML MiB", lambda s: _mib(s.get("gpu_reserved_peak")), gpu_only=True)),
+               column=RunColumn("GPU NVML MiB", lambda s: mib_text(s.get("gpu_reserved_peak")), gpu_only=True)),
         Metric("gpu_retained", "bytes",
                "TF's GPU allocator bytes in use after the loop and a full cleanup, minus the baseline",
                _difference("gpu_alloc_final", "gpu_alloc_baseline")),
@@ -302,7 +292,7 @@ METRICS: Dict[str, Metric] = {
                _difference("gpu_reserved_final", "gpu_reserved_baseline")),
         Metric("seconds_per_iter", "seconds", "median wall time of one iteration", _seconds_per_iter,
                text=lambda v: f"{v:.3f} s", compare=TimingBand(1.5), headline=6, tracked=True,
-               column=RunColumn("s/iter", lambda s: _number(s.get("seconds_per_iter"), "{:.3f}"))),
+               column=RunColumn("s/iter", lambda s: number_text(s.get("seconds_per_iter"), "{:.3f}"))),
     )
 }
 

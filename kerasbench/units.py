@@ -1,4 +1,6 @@
-"""Sizes: the byte units every module uses, and parsing a size a user typed."""
+"""Sizes: the byte units every module uses, parsing a size a user typed, and showing one ("n/a" for none)."""
+
+from typing import Any
 
 from .errors import UsageError
 
@@ -21,3 +23,18 @@ def parse_bytes(text: str) -> int:
     if not value > 0 or value == float("inf"):
         raise UsageError(f"Invalid size. Received: {text!r}. Expected a positive size.")
     return int(value)
+
+
+def kib_text(v: Any) -> str:
+    """Bytes as signed KiB with one decimal, e.g. '+64.0'; 'n/a' for None or NaN."""
+    return "n/a" if v is None or (isinstance(v, float) and v != v) else f"{v / KIB:+.1f}"
+
+
+def mib_text(v: Any) -> str:
+    """Bytes as MiB with one decimal; 'n/a' for None."""
+    return "n/a" if v is None else f"{v / MIB:.1f}"
+
+
+def number_text(v: Any, fmt: str = "{:.0f}") -> str:
+    """A number through `fmt`; 'n/a' for None."""
+    return "n/a" if v is None else fmt.format(v)
