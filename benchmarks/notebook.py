@@ -10,7 +10,7 @@ class Notebook(_LoopBenchmark, loop="notebook"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.
-    def setup_cache(self):
+    def setup_cache(self) -> dict:
         return measure_loop("notebook")
 
     setup_cache.timeout = TIMEOUT

@@ -11,7 +11,7 @@ class Sweep(_LoopBenchmark, loop="sweep"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.
-    def setup_cache(self):
+    def setup_cache(self) -> dict:
         return measure_loop("sweep")
 
     setup_cache.timeout = TIMEOUT

@@ -9,7 +9,7 @@ class Tf1Graph(_LoopBenchmark, loop="tf1_graph"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.
-    def setup_cache(self):
+    def setup_cache(self) -> dict:
         return measure_loop("tf1_graph")
 
     setup_cache.timeout = TIMEOUT

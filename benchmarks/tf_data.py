@@ -8,7 +8,7 @@ class TfData(_LoopBenchmark, loop="tf_data"):
 
     # Declared in every class on purpose: asv keys the cache by this line, so an inherited
     # setup_cache would be shared between loop shapes.
-    def setup_cache(self):
+    def setup_cache(self) -> dict:
         return measure_loop("tf_data")
 
     setup_cache.timeout = TIMEOUT
