@@ -6,7 +6,6 @@ kerasbench.runner as `python -m kerasbench.worker SPEC_JSON FD`; it reports JSON
 """
 
 import dataclasses
-import gc
 import json
 import multiprocessing
 import os
@@ -18,8 +17,8 @@ import time
 from . import SCHEMA_VERSION, __version__, _compat, allocators, gpu, probes
 from .errors import Skip
 from .loops import LOOPS
-from .runner import RunSpec, batch_size_for
-from .strategies import STRATEGIES
+from .runner import RunSpec
+from .strategies import CLEANUPS, STRATEGIES
 
 
 @dataclasses.dataclass
@@ -64,7 +63,7 @@ class Workload:
         self.loop.setup()
         self.rebuild = s.model == "rebuild" or (s.model == "loop" and self.shape.rebuilds)
         protects = () if self.rebuild else ("del_model", "clear_session")
-        self.cleanup = [name for name in s.cleanup if name not in protects]
+        self.cleanups = [CLEANUPS[name] for name in s.cleanup if name not in protects]
         if not self.rebuild:
             self.model = self.loop.build(0)
 
@@ -77,12 +76,18 @@ class Workload:
         if self.strategy.function_in_loop:
             model = self.model
             forward = _compat.traced_function(lambda t: model(t, training=False))
-        out = self.loop.run(self.model, i, Step(batch_size_for(self.spec, i), forward, self.strategy))
+        step = Step(self.strategy.batch_size(i, self.spec.batch_size), forward, self.strategy)
+        out = self.loop.run(self.model, i, step)
         if self.strategy.keep_outputs:
             self.kept.append(out)
-        del out, forward
-        for name in self.cleanup:
-            CLEANUP_ACTIONS[name](self)
+        del out, forward, step
+        for cleanup in self.cleanups:
+            cleanup.action(self)
+
+    def release_model(self):
+        """Drop every reference held to the current model (the del_model cleanup)."""
+        self.model = None
+        self.loop.release()
 
     def _isolated(self, i):
         child = self.pool.apply(_isolated_iteration, (dataclasses.asdict(self.spec), i))
@@ -106,25 +111,10 @@ class Workload:
         self.loop.teardown()
         if self.shape.needs_tf and "tensorflow" in sys.modules:
             if self.spec.loop == "tf1_graph":
-                _compat.reset_default_graph()
+                CLEANUPS["reset_default_graph"].action(self)
             else:
-                _compat.clear_session()
+                CLEANUPS["clear_session"].action(self)
         probes.gc_barrier()
-
-
-def _del_model(workload):
-    workload.model = None
-    workload.loop.release()
-
-
-CLEANUP_ACTIONS = {
-    "del_model": _del_model,
-    "clear_session": lambda w: _compat.clear_session(),
-    "gc_collect": lambda w: gc.collect(),
-    "reset_default_graph": lambda w: _compat.reset_default_graph(),
-    "clear_kernel_cache": lambda w: _compat.clear_kernel_cache(),
-    "malloc_trim": lambda w: probes.malloc_trim(),
-}
 
 
 def _isolated_iteration(spec_dict, i):
@@ -312,7 +302,8 @@ def measure(spec, emit, gpu_probe=None):
     final = read_rss()  # as the baseline was read
     gpu_final = gpu_probe.read() if gpu_probe is not None else {"alloc": None, "reserved": None}
     # Where the worker's time went (kerasbench overhead): the rest of done - entered is protocol.
-    timing = {"entered": entered, "setup_seconds": setup_seconds, "warmup_seconds": warmup_seconds, "done": time.monotonic()}
+    timing = {"entered": entered, "setup_seconds": setup_seconds, "warmup_seconds": warmup_seconds,
+              "done": time.monotonic()}
 
     emit(
         "done",
