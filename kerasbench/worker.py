@@ -1,9 +1,13 @@
 """The measured process: one (loop shape, strategy) pair, run in a fresh interpreter.
 
 Protocol (after TensorFlow's own memory_test_util): set up, warm up, GC barrier, baseline,
-N measured iterations with cheap probes, full cleanup, final reading. Started by
-kerasbench.runner as `python -m kerasbench.worker SPEC_JSON FD`; it reports JSON lines on FD.
+N measured iterations with cheap probes, full cleanup, final reading. The spec is resolved to its
+LoopShape and Strategy once (`pair_for`), into a MeasuredPair that runs the loop here (or an
+IsolatedPair that runs each iteration in a spawned child). Started by kerasbench.runner as
+`python -m kerasbench.worker SPEC_JSON FD`; it reports JSON lines on FD.
 """
+
+from __future__ import annotations
 
 import dataclasses
 import json
@@ -13,45 +17,41 @@ import platform
 import resource
 import sys
 import time
+from typing import Optional
 
 from . import SCHEMA_VERSION, __version__, _compat, allocators, gpu, probes
 from .errors import Skip
-from .loops import LOOPS
+from .loops import LOOPS, LoopShape, Step
 from .runner import RunSpec
-from .strategies import CLEANUPS, STRATEGIES
+from .strategies import CLEANUPS, STRATEGIES, Strategy
 
 
-@dataclasses.dataclass
-class Step:
-    """What a loop shape needs to know about the strategy for one iteration."""
+class MeasuredPair:
+    """A loop shape composed with a strategy, run in this process: setup, one iteration, teardown."""
 
-    batch_size: int
-    forward: object
-    strategy: object
+    in_process = True  # the loop runs here (IsolatedPair: in spawned children)
 
-
-class Workload:
-    """A loop shape composed with a strategy: setup, one iteration, teardown."""
-
-    def __init__(self, spec):
+    def __init__(self, spec: RunSpec, shape: LoopShape, strategy: Strategy):
         self.spec = spec
-        self.shape = LOOPS[spec.loop]
-        self.strategy = STRATEGIES[spec.strategy]
+        self.shape = shape
+        self.strategy = strategy
+        self.loop = None  # the shape's LoopRuntime, made at setup
         self.model = None
         self.kept = []
-        self.child_peaks = []
+        self.child_peaks = []  # what isolated children report (IsolatedPair); empty here
         self.child_gpu_alloc_peaks = []
         self.child_gpu_reserved_peaks = []
         self.child_versions = None
-        self.pool = None
 
-    def setup(self):
+    def check_applies(self) -> None:
+        """Skip when the strategy does not apply to the loop shape."""
+        if self.spec.loop not in self.strategy.applies_to:
+            raise Skip(f"strategy {self.strategy.name} does not apply to loop {self.spec.loop}")
+
+    def setup(self) -> None:
+        """Import TF and check what the strategy needs (Skip if missing), make the loop's data and a reused model."""
         s = self.strategy
-        if self.spec.loop not in s.applies_to:
-            raise Skip(f"strategy {s.name} does not apply to loop {self.spec.loop}")
-        if s.isolate:  # the parent stays free of TF: children do the work
-            self.pool = multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1)
-            return
+        self.check_applies()
         if self.spec.device == "gpu" and not self.shape.needs_tf and not gpu.fake():  # a test's fake GPU: see gpu.py
             raise Skip(f"loop {self.spec.loop} does not use TensorFlow: nothing to run on a GPU")
         if self.shape.needs_tf:
@@ -59,7 +59,7 @@ class Workload:
             _compat.require(s.needs + (("gpu",) if self.spec.device == "gpu" else ()))
             if s.memory_growth:  # before any op: TF has not initialised the GPUs yet
                 _compat.set_memory_growth(s.memory_growth == "on")
-        self.loop = self.shape.impl(self.spec)
+        self.loop = self.shape.runtime(self.spec, s)
         self.loop.setup()
         self.rebuild = s.model == "rebuild" or (s.model == "loop" and self.shape.rebuilds)
         protects = () if self.rebuild else ("del_model", "clear_session")
@@ -67,29 +67,48 @@ class Workload:
         if not self.rebuild:
             self.model = self.loop.build(0)
 
-    def iteration(self, i):
-        if self.pool is not None:
-            return self._isolated(i)
+    def iteration(self, i: int) -> None:
+        """Iteration i: a new model if the strategy rebuilds, the loop's work, then the strategy's cleanups."""
         if self.rebuild:
             self.model = self.loop.build(i)  # the old model stays bound until this returns
         forward = None
         if self.strategy.function_in_loop:
             model = self.model
             forward = _compat.traced_function(lambda t: model(t, training=False))
-        step = Step(self.strategy.batch_size(i, self.spec.batch_size), forward, self.strategy)
-        out = self.loop.run(self.model, i, step)
+        out = self.loop.run(self.model, i, Step(self.strategy.batch_size(i, self.spec.batch_size), forward))
         if self.strategy.keep_outputs:
             self.kept.append(out)
-        del out, forward, step
+        del out, forward
         for cleanup in self.cleanups:
             cleanup.action(self)
 
-    def release_model(self):
+    def release_model(self) -> None:
         """Drop every reference held to the current model (the del_model cleanup)."""
         self.model = None
         self.loop.release()
 
-    def _isolated(self, i):
+    def teardown(self) -> None:
+        """The fullest in-process cleanup a user can do: what survives it is retained memory."""
+        self.kept.clear()
+        self.model = None
+        self.loop.teardown()
+        if self.shape.needs_tf and "tensorflow" in sys.modules:
+            CLEANUPS[self.shape.teardown_cleanup].action(self)
+        probes.gc_barrier()
+
+
+class IsolatedPair(MeasuredPair):
+    """process_isolation: each iteration in its own spawned child; this process never imports TF."""
+
+    in_process = False
+
+    def setup(self) -> None:
+        """Start the pool of one-task children (the parent stays free of TF: children do the work)."""
+        self.check_applies()
+        self.pool = multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1)
+
+    def iteration(self, i: int) -> None:
+        """Iteration i in a new child; keep what it reports (peaks, traces, models, versions)."""
         child = self.pool.apply(_isolated_iteration, (dataclasses.asdict(self.spec), i))
         self.child_peaks.append(child["peak"])
         self.child_versions = child["versions"]
@@ -99,47 +118,44 @@ class Workload:
             probes.count_trace(kind, n)
         probes.count_model(child["models"])
 
-    def teardown(self):
-        """The fullest in-process cleanup a user can do: what survives it is retained memory."""
-        if self.pool is not None:
-            self.pool.close()
-            self.pool.join()
-            self.pool = None
-            return
-        self.kept.clear()
-        self.model = None
-        self.loop.teardown()
-        if self.shape.needs_tf and "tensorflow" in sys.modules:
-            if self.spec.loop == "tf1_graph":
-                CLEANUPS["reset_default_graph"].action(self)
-            else:
-                CLEANUPS["clear_session"].action(self)
-        probes.gc_barrier()
+    def teardown(self) -> None:
+        """Close the pool."""
+        self.pool.close()
+        self.pool.join()
+        self.pool = None
+
+
+def pair_for(spec: RunSpec, in_child: bool = False) -> MeasuredPair:
+    """The spec resolved to its loop shape and strategy: the one place the worker looks them up.
+
+    `in_child`: an isolated child's pair, the same strategy run in process on this spec's loop.
+    """
+    shape, strategy = LOOPS[spec.loop], STRATEGIES[spec.strategy]
+    if in_child:
+        strategy = dataclasses.replace(strategy, isolate=False, applies_to=frozenset({spec.loop}))
+    return (IsolatedPair if strategy.isolate else MeasuredPair)(spec, shape, strategy)
 
 
 def _isolated_iteration(spec_dict, i):
     """One iteration in a spawned child: the same loop, model rebuilt, nothing else shared."""
     spec = RunSpec(**spec_dict)
-    strategy = STRATEGIES[spec.strategy]
-    workload = Workload(spec)
-    workload.strategy = dataclasses.replace(strategy, isolate=False, applies_to=frozenset({spec.loop}))
-    workload.setup()
-    workload.iteration(i)
-    kinds = ("train_step", "predict_step", "function")
-    on_gpu = spec.device == "gpu" and workload.shape.needs_tf
-    probe = gpu.GpuProbe() if on_gpu else None
-    versions = _compat.versions() if workload.shape.needs_tf else None
+    pair = pair_for(spec, in_child=True)
+    pair.setup()
+    pair.iteration(i)
+    on_gpu = spec.device == "gpu" and pair.shape.needs_tf
+    reader = gpu.GpuProbe() if on_gpu else None
+    versions = _compat.versions() if pair.shape.needs_tf else None
     if on_gpu:
         versions.update(_gpu_environment())
     return {
         "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        "traces": {k: probes.traces(k) for k in kinds},
+        "traces": {kind: probes.traces(kind) for kind in ("train_step", "predict_step", "function")},
         "models": probes.models_built(),
         "versions": versions,
         # TF's allocator peak over the child's life; NVML's reading at its end (BFC never hands
         # memory back before the process exits, so that is the child's largest reservation)
-        "gpu_alloc_peak": probe.peak() if probe else None,
-        "gpu_reserved": probe.read()["reserved"] if probe else None,
+        "gpu_alloc_peak": reader.peak() if reader else None,
+        "gpu_reserved": reader.read()["reserved"] if reader else None,
     }
 
 
@@ -148,7 +164,7 @@ def _gpu_environment():
     return {**_compat.build_info(), "gpus": _compat.gpu_details(), **gpu.driver_details()}
 
 
-def environment(workload=None):
+def environment(pair: Optional[MeasuredPair] = None) -> dict:
     """What this process actually runs on: interpreter, libraries, CPU, allocator, settings."""
     import numpy
 
@@ -163,26 +179,26 @@ def environment(workload=None):
         "memory_total": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),  # no psutil: asv's TF envs lack it
         "libc": "-".join(platform.libc_ver()),
         "allocator": probes.allocator_in_use(),
-        "allocator_requested": workload.spec.allocator if workload else None,
+        "allocator_requested": pair.spec.allocator if pair else None,
         "kerasbench": __version__,
         "schema": SCHEMA_VERSION,
         "numpy": numpy.__version__,
         "tensorflow": None,
         "keras": None,
-        "device": workload.spec.device if workload else "cpu",
+        "device": pair.spec.device if pair else "cpu",
         "env": {
             k: v
             for k, v in sorted(os.environ.items())
             if k.startswith(("TF_", "MALLOC_", "LD_PRELOAD", "OMP_", "KERAS", "CUDA_VISIBLE", "KERASBENCH_"))
         },
     }
-    if workload is not None and workload.spec.device == "gpu":
+    if pair is not None and pair.spec.device == "gpu":
         env.update(gpu.driver_details())  # NVML needs no TF: the driver and GPU model even where TF is not loaded
     if "tensorflow" in sys.modules:
         env.update(_compat.versions())
         env.update(_gpu_environment())
-    elif workload is not None and workload.child_versions:
-        env.update(workload.child_versions)
+    elif pair is not None and pair.child_versions:
+        env.update(pair.child_versions)
         env["tf_in"] = "child processes"
     return env
 
@@ -198,9 +214,9 @@ def _cpu_model():
     return platform.processor() or "unknown"
 
 
-def gpu_probe_for(spec, workload):
+def gpu_probe_for(spec, pair):
     """The GPU probe of a measurement on device gpu, or None (CPU; the TF-free isolation parent)."""
-    if spec.device != "gpu" or workload.pool is not None:
+    if spec.device != "gpu" or not pair.in_process:
         return None
     return gpu.GpuProbe(allocator="tensorflow" in sys.modules)
 
@@ -216,7 +232,7 @@ def measure(spec, emit, gpu_probe=None):
     `gpu_probe` (a gpu.GpuProbe) replaces the one device gpu would make, e.g. a fake in tests.
     """
     entered = time.monotonic()  # system-wide on Linux: the runner subtracts its spawn time from it
-    workload = Workload(spec)
+    pair = pair_for(spec)
     trim = allocators.get_allocator(spec.allocator).trim_before_read
 
     def read_rss():  # glibc_trim: hand freed pages back first, so RSS shows what is really held
@@ -226,17 +242,17 @@ def measure(spec, emit, gpu_probe=None):
 
     try:
         t0 = probes.timer()
-        workload.setup()
+        pair.setup()
         setup_seconds = probes.timer() - t0
         for w in range(spec.warmup):  # a child of process_isolation may find out it must skip
-            workload.iteration(w)
+            pair.iteration(w)
             emit("warmup", iteration=w)
         warmup_seconds = probes.timer() - t0 - setup_seconds
     except Skip as e:
-        emit("skip", reason=str(e), environment=environment(workload))
+        emit("skip", reason=str(e), environment=environment(pair))
         return
-    tf1 = spec.loop == "tf1_graph" and workload.pool is None
-    gpu_probe = gpu_probe or gpu_probe_for(spec, workload)
+    tf1 = "graph_ops" in pair.shape.extra_probes and pair.in_process
+    gpu_probe = gpu_probe or gpu_probe_for(spec, pair)
     tf_loaded = "tensorflow" in sys.modules
 
     probes.gc_barrier()
@@ -246,8 +262,8 @@ def measure(spec, emit, gpu_probe=None):
     if tf_loaded:
         _compat.reset_tf_memory_stats()
     gpu_baseline = {"alloc": None, "reserved": None}
-    workload.child_gpu_alloc_peaks.clear()  # GPU peaks of the measured loop only, as in-process
-    workload.child_gpu_reserved_peaks.clear()
+    pair.child_gpu_alloc_peaks.clear()  # GPU peaks of the measured loop only, as in-process
+    pair.child_gpu_reserved_peaks.clear()
     if gpu_probe is not None:
         gpu_probe.reset()
         gpu_baseline = gpu_probe.read()
@@ -265,7 +281,7 @@ def measure(spec, emit, gpu_probe=None):
         i = spec.warmup + k
         if spec.probes:
             t0 = probes.timer()
-            workload.iteration(i)
+            pair.iteration(i)
             t1 = probes.timer()
             rss = read_rss()
             series["rss"].append(rss)
@@ -283,7 +299,7 @@ def measure(spec, emit, gpu_probe=None):
                 emit("iteration", iteration=k, rss=rss)
                 last_emit = t1
         else:
-            workload.iteration(i)
+            pair.iteration(i)
             now = probes.timer()
             if now - last_emit >= EMIT_EVERY or k + 1 == spec.iterations:
                 emit("iteration", iteration=k)
@@ -297,8 +313,8 @@ def measure(spec, emit, gpu_probe=None):
     build_after = _compat.graph_building_seconds() if build_before is not None else None
     probes.gc_barrier()
     objects_after = probes.live_objects()
-    environment_now = environment(workload)
-    workload.teardown()
+    environment_now = environment(pair)
+    pair.teardown()
     final = read_rss()  # as the baseline was read
     gpu_final = gpu_probe.read() if gpu_probe is not None else {"alloc": None, "reserved": None}
     # Where the worker's time went (kerasbench overhead): the rest of done - entered is protocol.
@@ -319,7 +335,7 @@ def measure(spec, emit, gpu_probe=None):
             "objects_after": objects_after,
             "graph_build_seconds": None if build_after is None else build_after - build_before,
             "tf_alloc_peak": tf_alloc["peak"] if tf_alloc else None,
-            "child_peaks": workload.child_peaks,
+            "child_peaks": pair.child_peaks,
             "gpu_alloc_baseline": gpu_baseline["alloc"],
             "gpu_alloc_peak": gpu_alloc_peak,
             "gpu_alloc_final": gpu_final["alloc"],
@@ -327,20 +343,21 @@ def measure(spec, emit, gpu_probe=None):
             "gpu_reserved_peak": max(gpu_reserved) if gpu_reserved else None,
             "gpu_reserved_final": gpu_final["reserved"],
             "gpu_reserved_source": gpu_probe.source if gpu_probe is not None else None,
-            "child_gpu_alloc_peaks": workload.child_gpu_alloc_peaks,
-            "child_gpu_reserved_peaks": workload.child_gpu_reserved_peaks,
+            "child_gpu_alloc_peaks": pair.child_gpu_alloc_peaks,
+            "child_gpu_reserved_peaks": pair.child_gpu_reserved_peaks,
             # a user's own models (loop repro) have no counting steps: n/a, not 0
-            "train_traces": probes.traces("train_step") if workload.shape.counts_steps else None,
-            "predict_traces": probes.traces("predict_step") if workload.shape.counts_steps else None,
+            "train_traces": probes.traces("train_step") if pair.shape.counts_steps else None,
+            "predict_traces": probes.traces("predict_step") if pair.shape.counts_steps else None,
             "function_traces": probes.traces("function"),
-            "models_built": probes.models_built() if workload.shape.counts_steps else None,
+            "models_built": probes.models_built() if pair.shape.counts_steps else None,
             "timing": timing,
         },
         environment=environment_now,
     )
 
 
-def main(argv=None):
+def main(argv: Optional[list] = None) -> None:
+    """`python -m kerasbench.worker SPEC_JSON FD`: run the protocol, reporting JSON lines on FD."""
     argv = sys.argv[1:] if argv is None else argv
     spec = RunSpec(**json.loads(argv[0]))
     out = os.fdopen(int(argv[1]), "w", buffering=1)
