@@ -57,9 +57,9 @@ def _clear_kernel_cache(pair: Any) -> None:
 
 
 def _malloc_trim(pair: Any) -> None:
-    from . import probes
+    from . import allocators
 
-    probes.malloc_trim()
+    allocators.malloc_trim()
 
 
 # Cleanup actions, run in a strategy's order after each iteration, each measurable on its own.

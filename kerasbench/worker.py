@@ -3,7 +3,8 @@
 Protocol (after TensorFlow's own memory_test_util): set up, warm up, GC barrier, baseline,
 N measured iterations with cheap probes, full cleanup, final reading. The spec is resolved to its
 LoopShape and Strategy once (`pair_for`), into a MeasuredPair that runs the loop here (or an
-IsolatedPair that runs each iteration in a spawned child). Started by kerasbench.runner as
+IsolatedPair that runs each iteration in a spawned child); the probes (kerasbench.probes) take
+their readings at the protocol's hooks. Started by kerasbench.runner as
 `python -m kerasbench.worker SPEC_JSON FD`; it reports JSON lines on FD.
 """
 
@@ -17,9 +18,9 @@ import platform
 import resource
 import sys
 import time
-from typing import Optional
+from typing import Any, Callable, Optional
 
-from . import SCHEMA_VERSION, __version__, _compat, allocators, gpu, probes
+from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes
 from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
 from .runner import RunSpec
@@ -52,7 +53,7 @@ class MeasuredPair:
         """Import TF and check what the strategy needs (Skip if missing), make the loop's data and a reused model."""
         s = self.strategy
         self.check_applies()
-        if self.spec.device == "gpu" and not self.shape.needs_tf and not gpu.fake():  # a test's fake GPU: see gpu.py
+        if self.spec.device == "gpu" and not self.shape.needs_tf and not gpu.measurable_without_tf():
             raise Skip(f"loop {self.spec.loop} does not use TensorFlow: nothing to run on a GPU")
         if self.shape.needs_tf:
             _compat.tf()
@@ -115,8 +116,8 @@ class IsolatedPair(MeasuredPair):
         self.child_gpu_alloc_peaks.append(child["gpu_alloc_peak"])
         self.child_gpu_reserved_peaks.append(child["gpu_reserved"])
         for kind, n in child["traces"].items():
-            probes.count_trace(kind, n)
-        probes.count_model(child["models"])
+            counters.count_trace(kind, n)
+        counters.count_model(child["models"])
 
     def teardown(self) -> None:
         """Close the pool."""
@@ -143,14 +144,14 @@ def _isolated_iteration(spec_dict, i):
     pair.setup()
     pair.iteration(i)
     on_gpu = spec.device == "gpu" and pair.shape.needs_tf
-    reader = gpu.GpuProbe() if on_gpu else None
+    reader = gpu.GpuMemoryReader() if on_gpu else None
     versions = _compat.versions() if pair.shape.needs_tf else None
     if on_gpu:
         versions.update(_gpu_environment())
     return {
         "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        "traces": {kind: probes.traces(kind) for kind in ("train_step", "predict_step", "function")},
-        "models": probes.models_built(),
+        "traces": {kind: counters.traces(kind) for kind in probes.TRACE_KINDS.values()},
+        "models": counters.models_built(),
         "versions": versions,
         # TF's allocator peak over the child's life; NVML's reading at its end (BFC never hands
         # memory back before the process exits, so that is the child's largest reservation)
@@ -178,7 +179,7 @@ def environment(pair: Optional[MeasuredPair] = None) -> dict:
         "cpu_count": os.cpu_count(),
         "memory_total": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),  # no psutil: asv's TF envs lack it
         "libc": "-".join(platform.libc_ver()),
-        "allocator": probes.allocator_in_use(),
+        "allocator": allocators.allocator_in_use(),
         "allocator_requested": pair.spec.allocator if pair else None,
         "kerasbench": __version__,
         "schema": SCHEMA_VERSION,
@@ -214,32 +215,18 @@ def _cpu_model():
     return platform.processor() or "unknown"
 
 
-def gpu_probe_for(spec, pair):
-    """The GPU probe of a measurement on device gpu, or None (CPU; the TF-free isolation parent)."""
-    if spec.device != "gpu" or not pair.in_process:
-        return None
-    return gpu.GpuProbe(allocator="tensorflow" in sys.modules)
-
-
 # Progress events at most this often (seconds): a loop of microsecond iterations must not flood
 # the runner; TF iterations (tens of ms and more) are all reported.
 EMIT_EVERY = 0.01
 
 
-def measure(spec, emit, gpu_probe=None):
+def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[gpu.GpuMemoryReader] = None) -> None:
     """Run the protocol for `spec` in this process; `emit(event, **fields)` reports as it goes.
 
-    `gpu_probe` (a gpu.GpuProbe) replaces the one device gpu would make, e.g. a fake in tests.
+    `gpu_reader` (a gpu.GpuMemoryReader) turns the GPU probe on with it, e.g. a fake in tests.
     """
     entered = time.monotonic()  # system-wide on Linux: the runner subtracts its spawn time from it
     pair = pair_for(spec)
-    trim = allocators.get_allocator(spec.allocator).trim_before_read
-
-    def read_rss():  # glibc_trim: hand freed pages back first, so RSS shows what is really held
-        if trim:
-            probes.malloc_trim()
-        return probes.rss_bytes()
-
     try:
         t0 = probes.timer()
         pair.setup()
@@ -251,109 +238,46 @@ def measure(spec, emit, gpu_probe=None):
     except Skip as e:
         emit("skip", reason=str(e), environment=environment(pair))
         return
-    tf1 = "graph_ops" in pair.shape.extra_probes and pair.in_process
-    gpu_probe = gpu_probe or gpu_probe_for(spec, pair)
-    tf_loaded = "tensorflow" in sys.modules
+    stack = probes.ProbeStack(probes.ProbeContext(
+        tf_loaded="tensorflow" in sys.modules,
+        in_process=pair.in_process,
+        device=spec.device,
+        trim_before_read=allocators.get_allocator(spec.allocator).trim_before_read,
+        counts_steps=pair.shape.counts_steps,
+        extra_probes=pair.shape.extra_probes,
+        pair=pair,
+        gpu_reader=gpu_reader,
+    ))
+    series = stack.series  # every probe's series by name, each list made as its probe starts
 
     probes.gc_barrier()
-    probes.live_objects()  # throwaway: the first snapshot itself allocates
-    objects_before = probes.live_objects()
-    build_before = _compat.graph_building_seconds() if tf_loaded else None
-    if tf_loaded:
-        _compat.reset_tf_memory_stats()
-    gpu_baseline = {"alloc": None, "reserved": None}
-    pair.child_gpu_alloc_peaks.clear()  # GPU peaks of the measured loop only, as in-process
-    pair.child_gpu_reserved_peaks.clear()
-    if gpu_probe is not None:
-        gpu_probe.reset()
-        gpu_baseline = gpu_probe.read()
-    baseline = read_rss()
-    peak = probes.PeakTracker().start()
-
-    series = {"rss": [], "seconds": [], "train_traces": [], "predict_traces": [], "function_traces": []}
-    if tf1:
-        series["graph_ops"] = []
-    if gpu_probe is not None:
-        series["gpu_alloc"], series["gpu_reserved"] = [], []
-    loop_start = probes.timer()
-    last_emit = loop_start - EMIT_EVERY
+    stack.start()
+    last_emit = float("-inf")  # the first iteration is always reported
     for k in range(spec.iterations):
         i = spec.warmup + k
         if spec.probes:
-            t0 = probes.timer()
+            stack.before_iteration()
             pair.iteration(i)
-            t1 = probes.timer()
-            rss = read_rss()
-            series["rss"].append(rss)
-            series["seconds"].append(t1 - t0)
-            series["train_traces"].append(probes.traces("train_step"))
-            series["predict_traces"].append(probes.traces("predict_step"))
-            series["function_traces"].append(probes.traces("function"))
-            if tf1:
-                series["graph_ops"].append(_compat.default_graph_ops())
-            if gpu_probe is not None:
-                reading = gpu_probe.read()
-                series["gpu_alloc"].append(reading["alloc"])
-                series["gpu_reserved"].append(reading["reserved"])
-            if t1 - last_emit >= EMIT_EVERY or k + 1 == spec.iterations:
-                emit("iteration", iteration=k, rss=rss)
-                last_emit = t1
+            stack.after_iteration()
+            now = probes.timer()
+            if now - last_emit >= EMIT_EVERY or k + 1 == spec.iterations:
+                emit("iteration", iteration=k, rss=series["rss"][-1])
+                last_emit = now
         else:
             pair.iteration(i)
             now = probes.timer()
             if now - last_emit >= EMIT_EVERY or k + 1 == spec.iterations:
                 emit("iteration", iteration=k)
                 last_emit = now
-    loop_seconds = probes.timer() - loop_start
-    peak_loop = peak.stop()
-    gpu_alloc_peak = gpu_probe.peak() if gpu_probe is not None else None
-    gpu_reserved = [v for v in series.get("gpu_reserved", []) + [gpu_baseline["reserved"]] if v is not None]
-
-    tf_alloc = _compat.tf_memory_info() if tf_loaded else None
-    build_after = _compat.graph_building_seconds() if build_before is not None else None
-    probes.gc_barrier()
-    objects_after = probes.live_objects()
+    stack.stop()
     environment_now = environment(pair)
     pair.teardown()
-    final = read_rss()  # as the baseline was read
-    gpu_final = gpu_probe.read() if gpu_probe is not None else {"alloc": None, "reserved": None}
+    stack.after_cleanup()
     # Where the worker's time went (kerasbench overhead): the rest of done - entered is protocol.
     timing = {"entered": entered, "setup_seconds": setup_seconds, "warmup_seconds": warmup_seconds,
               "done": time.monotonic()}
-
-    emit(
-        "done",
-        result={
-            "iterations_done": spec.iterations,
-            "series": series,
-            "baseline_rss": baseline,
-            "peak_loop_rss": peak_loop,
-            "peak_method": peak.method,
-            "final_rss": final,
-            "loop_seconds": loop_seconds,
-            "objects_before": objects_before,
-            "objects_after": objects_after,
-            "graph_build_seconds": None if build_after is None else build_after - build_before,
-            "tf_alloc_peak": tf_alloc["peak"] if tf_alloc else None,
-            "child_peaks": pair.child_peaks,
-            "gpu_alloc_baseline": gpu_baseline["alloc"],
-            "gpu_alloc_peak": gpu_alloc_peak,
-            "gpu_alloc_final": gpu_final["alloc"],
-            "gpu_reserved_baseline": gpu_baseline["reserved"],
-            "gpu_reserved_peak": max(gpu_reserved) if gpu_reserved else None,
-            "gpu_reserved_final": gpu_final["reserved"],
-            "gpu_reserved_source": gpu_probe.source if gpu_probe is not None else None,
-            "child_gpu_alloc_peaks": pair.child_gpu_alloc_peaks,
-            "child_gpu_reserved_peaks": pair.child_gpu_reserved_peaks,
-            # a user's own models (loop repro) have no counting steps: n/a, not 0
-            "train_traces": probes.traces("train_step") if pair.shape.counts_steps else None,
-            "predict_traces": probes.traces("predict_step") if pair.shape.counts_steps else None,
-            "function_traces": probes.traces("function"),
-            "models_built": probes.models_built() if pair.shape.counts_steps else None,
-            "timing": timing,
-        },
-        environment=environment_now,
-    )
+    result = {"iterations_done": spec.iterations, "series": series, **stack.fields(), "timing": timing}
+    emit("done", result=result, environment=environment_now)
 
 
 def main(argv: Optional[list] = None) -> None:
@@ -365,7 +289,7 @@ def main(argv: Optional[list] = None) -> None:
     def emit(event, **fields):
         out.write(json.dumps({"event": event, **fields}) + "\n")
 
-    measure(spec, emit)
+    run_protocol(spec, emit)
     out.close()
 
 

@@ -37,7 +37,7 @@ class FakeDevice:
         while self.reserved < self.current + 48 * MIB:  # reserve in 4 MiB chunks, keep 48 MiB spare
             self.reserved += 4 * MIB
 
-    # the two _compat functions GpuProbe calls
+    # the two _compat functions GpuMemoryReader calls
     def memory_info(self, device="CPU:0"):
         self.calls.append(("get_memory_info", device))
         return {"current": self.current, "peak": self.peak} if device == "GPU:0" else None
@@ -91,9 +91,9 @@ class GpuLeakLoop(loops.LoopRuntime):
         self.fake.allocate(-(self.fake.current - 8 * MIB) // 2)  # cleanup frees half of the leak
 
 
-def measure_in_process(spec, probe=None):
+def measure_in_process(spec, reader=None):
     events = []
-    worker.measure(spec, lambda event, **fields: events.append((event, fields)), gpu_probe=probe)
+    worker.run_protocol(spec, lambda event, **fields: events.append((event, fields)), gpu_reader=reader)
     return events
 
 
@@ -101,7 +101,7 @@ def test_gpu_numbers_flow_into_the_result_and_the_summary(device, monkeypatch):
     GpuLeakLoop.fake = device
     monkeypatch.setitem(LOOPS, "control", loops.LoopShape("control", "fake GPU leak", GpuLeakLoop, needs_tf=False))
     spec = RunSpec("control", "control_noop", iterations=6, warmup=2).validate()
-    events = measure_in_process(spec, gpu.GpuProbe())
+    events = measure_in_process(spec, gpu.GpuMemoryReader())
     (event, fields), = [e for e in events if e[0] == "done"]
     result = fields["result"]
 
@@ -145,7 +145,7 @@ def test_without_nvml_every_reading_is_none(monkeypatch):
     gpu.reset_nvml()
     try:
         assert gpu.nvml() is None and gpu.reserved_bytes() is None and gpu.driver_details() == {}
-        probe = gpu.GpuProbe(allocator=False)
+        probe = gpu.GpuMemoryReader(allocator=False)
         assert probe.read() == {"alloc": None, "reserved": None} and probe.peak() is None
     finally:
         gpu.reset_nvml()

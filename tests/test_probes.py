@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from kerasbench import probes
+from kerasbench import allocators, counters, probes
 
 MIB = 1024**2
 
@@ -46,10 +46,10 @@ def test_sampler_fallback_also_catches_it(monkeypatch):
 
 
 def test_trace_counters():
-    before = probes.traces("train_step")
-    probes.count_trace("train_step")
-    assert probes.traces("train_step") == before + 1
+    before = counters.traces("train_step")
+    counters.count_trace("train_step")
+    assert counters.traces("train_step") == before + 1
 
 
 def test_allocator_is_named():
-    assert probes.allocator_in_use() in ("glibc", "tcmalloc", "jemalloc", "unknown")
+    assert allocators.allocator_in_use() in ("glibc", "tcmalloc", "jemalloc", "unknown")
