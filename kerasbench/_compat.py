@@ -1,18 +1,21 @@
 """The one module that knows TensorFlow and Keras versions apart (Keras 2 in TF <= 2.15, Keras 3 after).
 
-TensorFlow is imported on first use, never at import of kerasbench.
+TensorFlow is imported on first use, never at import of kerasbench (nor of this module).
 """
+
+from __future__ import annotations
 
 import functools
 import importlib
 import os
+from typing import Any, Callable, Iterable, Optional
 
-from . import probes
+from . import allocators, counters
 from .errors import Skip
 
 
 @functools.lru_cache(maxsize=None)
-def tf():
+def tf() -> Any:
     """The tensorflow module, imported once (quietly) on first use."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow
@@ -20,12 +23,13 @@ def tf():
     return tensorflow
 
 
-def keras():
+def keras() -> Any:
     """The Keras that `tf.keras` resolves to: Keras 2 on TF <= 2.15, Keras 3 on TF >= 2.16."""
     return tf().keras
 
 
-def keras_version():
+def keras_version() -> str:
+    """The version of the Keras that tf.keras resolves to."""
     k = keras()
     version = getattr(k, "__version__", None)
     if version is None:  # Keras 2 inside TF: tf.keras has no __version__ on some releases
@@ -36,11 +40,12 @@ def keras_version():
     return version
 
 
-def is_keras3():
+def is_keras3() -> bool:
+    """Whether tf.keras is Keras 3."""
     return int(keras_version().split(".")[0]) >= 3
 
 
-def versions():
+def versions() -> dict:
     """Versions actually imported, for the record (asv records only the requested spec)."""
     import numpy
 
@@ -60,18 +65,18 @@ def _counting_sequential():
     class CountingSequential(keras().Sequential):
         def train_step(self, data):
             if t.inside_function():
-                probes.count_trace("train_step")
+                counters.count_trace("train_step")
             return super().train_step(data)
 
         def predict_step(self, data):
             if t.inside_function():
-                probes.count_trace("predict_step")
+                counters.count_trace("predict_step")
             return super().predict_step(data)
 
     return CountingSequential
 
 
-def small_model(units=32, features=20, learning_rate=1e-3, jit_compile=False):
+def small_model(units: int = 32, features: int = 20, learning_rate: float = 1e-3, jit_compile: bool = False) -> Any:
     """A compiled two-layer regressor with trace counting; jit_compile is explicit (off by default).
 
     Keras 3's jit_compile="auto" would turn XLA on for GPU only; Keras 2 defaults to off. The
@@ -82,61 +87,65 @@ def small_model(units=32, features=20, learning_rate=1e-3, jit_compile=False):
         [k.layers.Input(shape=(features,)), k.layers.Dense(units, activation="relu"), k.layers.Dense(1)]
     )
     model.compile(optimizer=k.optimizers.Adam(learning_rate=learning_rate), loss="mse", jit_compile=bool(jit_compile))
-    probes.count_model()
+    counters.count_model()
     return model
 
 
-def traced_function(fn):
+def traced_function(fn: Callable) -> Callable:
     """tf.function(fn), counting each trace of it as a 'function' trace."""
 
     def body(*args):
-        probes.count_trace("function")
+        counters.count_trace("function")
         return fn(*args)
 
     return tf().function(body)
 
 
-# Cleanup actions (names from strategies.CLEANUPS) -------------------------------------------
+# What the cleanup actions call (kerasbench.strategies.CLEANUPS) -------------------------------
 
 
-def clear_session():
+def clear_session() -> None:
+    """keras.backend.clear_session()."""
     keras().backend.clear_session()
 
 
-def reset_default_graph():
+def reset_default_graph() -> None:
+    """tf.compat.v1.reset_default_graph()."""
     tf().compat.v1.reset_default_graph()
 
 
-def clear_kernel_cache():
+def clear_kernel_cache() -> None:
+    """context.context().clear_kernel_cache(): the eager kernel cache."""
     from tensorflow.python.eager import context
 
     context.context().clear_kernel_cache()
 
 
-def gpu_details():
+def gpu_details() -> list:
     """[{'name', 'compute_capability'}, ...] for the GPUs TF sees; [] where there are none."""
     t = tf()
     details = []
     for device in t.config.list_physical_devices("GPU"):
         info = t.config.experimental.get_device_details(device)
-        details.append({"name": info.get("device_name", device.name), "compute_capability": info.get("compute_capability")})
+        details.append({"name": info.get("device_name", device.name),
+                        "compute_capability": info.get("compute_capability")})
     return details
 
 
-def set_memory_growth(enabled):
+def set_memory_growth(enabled: bool) -> None:
     """tf.config.experimental.set_memory_growth on every GPU; must run before TF initialises them."""
     t = tf()
     for device in t.config.list_physical_devices("GPU"):
         t.config.experimental.set_memory_growth(device, bool(enabled))
 
 
-def build_info():
+def build_info() -> dict:
     """CUDA and cuDNN versions this TF was built with (empty on CPU wheels)."""
     info = dict(tf().sysconfig.get_build_info())
     return {k: info[k] for k in ("cuda_version", "cudnn_version") if k in info}
 
 
-def missing_feature(name):
+def missing_feature(name: str) -> str:
     """Why feature `name` (see Strategy.needs) is unavailable here, or '' when it is available."""
     if name == "clear_kernel_cache":
         from tensorflow.python.eager import context
@@ -144,7 +153,7 @@ def missing_feature(name):
         ok = hasattr(context.context(), "clear_kernel_cache")
         return "" if ok else f"context.context().clear_kernel_cache is missing in TF {tf().__version__}"
     if name == "malloc_trim":
-        return "" if probes.malloc_trim_available() else "malloc_trim(0) needs glibc"
+        return "" if allocators.malloc_trim_available() else "malloc_trim(0) needs glibc"
     if name == "gpu":
         return "" if tf().config.list_physical_devices("GPU") else "no GPU visible to TensorFlow"
     if name == "tf1":
@@ -152,7 +161,8 @@ def missing_feature(name):
     raise ValueError(f"unknown feature {name!r}")
 
 
-def require(features):
+def require(features: Iterable[str]) -> None:
+    """Skip (kerasbench.errors.Skip) with the reason when any of `features` is unavailable here."""
     for name in features:
         why = missing_feature(name)
         if why:
@@ -162,12 +172,13 @@ def require(features):
 # TF1-style graph mode --------------------------------------------------------------------
 
 
-def enter_graph_mode():
+def enter_graph_mode() -> None:
     """TF1 semantics for this process: ops go to graphs, run through sessions."""
     tf().compat.v1.disable_eager_execution()
 
 
-def default_graph_ops():
+def default_graph_ops() -> int:
+    """Operations in the TF1 default graph."""
     return len(tf().compat.v1.get_default_graph().get_operations())
 
 
@@ -187,14 +198,14 @@ def _graph_building_counter():
     return None
 
 
-def graph_building_seconds():
+def graph_building_seconds() -> Optional[float]:
     """Total seconds TF has spent building tf.function graphs in this process, or None."""
     tf()
     counter = _graph_building_counter()
     return None if counter is None else counter.get_cell().value() / 1e6
 
 
-def tf_memory_info(device="CPU:0"):
+def tf_memory_info(device: str = "CPU:0") -> Optional[dict]:
     """TF allocator bytes {'current', 'peak'} on `device`, or None where TF keeps no stats."""
     try:
         return dict(tf().config.experimental.get_memory_info(device))
@@ -202,7 +213,8 @@ def tf_memory_info(device="CPU:0"):
         return None
 
 
-def reset_tf_memory_stats(device="CPU:0"):
+def reset_tf_memory_stats(device: str = "CPU:0") -> None:
+    """Start TF's peak-bytes counter of `device` again from the bytes in use, where TF keeps one."""
     try:
         tf().config.experimental.reset_memory_stats(device)
     except (ValueError, AttributeError, RuntimeError):

@@ -2,9 +2,14 @@
 
 The allocator sets the noise of an RSS series: glibc keeps freed memory and saw-tooths by
 megabytes, tcmalloc and glibc + malloc_trim(0) before each reading are quiet (see README).
-The runner sets the worker's environment from this registry; the worker reports what it detected.
+The runner sets the worker's environment from this registry; the worker reports what it detected
+(`allocator_in_use`). glibc's malloc_trim(0) lives here too: a cleanup action and a way to read RSS.
 """
 
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
 import os
 from dataclasses import dataclass, field
 
@@ -23,7 +28,7 @@ class Allocator:
 
     name: str
     description: str
-    detects: str  # what probes.allocator_in_use() reports when this one is in use
+    detects: str  # what allocator_in_use() reports when this one is in use
     preload: str = ""  # shared library put first in LD_PRELOAD
     package: str = ""  # the Debian package that provides `preload`
     env: dict = field(default_factory=dict)
@@ -46,7 +51,7 @@ ALLOCATORS = {
 }
 
 
-def get_allocator(name):
+def get_allocator(name: str) -> Allocator:
     """The allocator called `name`, or a UsageError listing the valid names."""
     try:
         return ALLOCATORS[name]
@@ -54,12 +59,12 @@ def get_allocator(name):
         raise unknown("allocator", name, ALLOCATORS) from None
 
 
-def library_present(path):
+def library_present(path: str) -> bool:
     """Whether the shared library at `path` exists (tests monkeypatch this)."""
     return os.path.exists(path)
 
 
-def require(name):
+def require(name: str) -> Allocator:
     """The allocator called `name`, installed here; UsageError naming its Debian package otherwise."""
     a = get_allocator(name)
     if a.preload and not library_present(a.preload):
@@ -68,7 +73,7 @@ def require(name):
     return a
 
 
-def apply_env(name, env):
+def apply_env(name: str, env: dict) -> dict:
     """`env` (a dict, changed in place) set up for allocator `name`; other allocators' traces removed."""
     a = get_allocator(name)
     for key in CONTROLLED:
@@ -82,3 +87,40 @@ def apply_env(name, env):
         env.pop("LD_PRELOAD", None)
     env.update(a.env)
     return env
+
+
+def allocator_in_use() -> str:
+    """Which malloc this process runs on: 'tcmalloc', 'jemalloc' or 'glibc' (from /proc/self/maps)."""
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return "unknown"
+    for name in ("tcmalloc", "jemalloc"):
+        if "lib" + name in maps:
+            return name
+    return "glibc"
+
+
+_LIBC = None
+
+
+def _malloc_trim_fn():
+    global _LIBC
+    if _LIBC is None:
+        try:
+            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        except OSError:
+            _LIBC = False
+    return getattr(_LIBC, "malloc_trim", None) if _LIBC else None
+
+
+def malloc_trim_available() -> bool:
+    """Whether this process's C library has malloc_trim (glibc)."""
+    return _malloc_trim_fn() is not None
+
+
+def malloc_trim() -> bool:
+    """glibc malloc_trim(0): return free heap pages to the OS. Returns whether anything was freed."""
+    fn = _malloc_trim_fn()
+    return bool(fn(0)) if fn is not None else False

@@ -1,19 +1,24 @@
-"""GPU probes: TF's allocator bytes (through _compat) and the device memory NVML says this process holds.
+"""GPU readings: TF's allocator bytes (through _compat) and the device memory NVML says this process holds.
 
 NVML (the `pynvml` module of nvidia-ml-py) is imported on first use; every reader returns None
 where NVML or a GPU is unavailable, so nothing here fails on a CPU machine. TensorFlow is only
-touched through kerasbench._compat, and only when the caller says it is loaded.
+touched through kerasbench._compat, and only when the caller says it is loaded. The GPU probe of
+the worker's protocol (kerasbench.probes) takes its readings from a GpuMemoryReader.
 
-Test hook (tests only; tests/test_asv_gpu.py): $KERASBENCH_TEST_FAKE_GPU names an importable module
-that stands in for a GPU in every process of a run, asv's included. With it set, `driver_present()`
-is true, GpuProbe reads TF's allocator statistics from the module (`memory_info(device)` ->
-{'current', 'peak'} bytes, `reset_memory_stats(device)`) instead of TF, and a loop without TF may
-run on device gpu (kerasbench.worker). NVML is faked apart from it, by a `pynvml` module earlier
-on the path. Never set it for a measurement.
+Test hook (tests only; tests/test_asv_gpu.py), known to this module alone: $KERASBENCH_TEST_FAKE_GPU
+names an importable module that stands in for a GPU in every process of a run, asv's included. With
+it set, `driver_present()` is true, GpuMemoryReader reads TF's allocator statistics from the module
+(`memory_info(device)` -> {'current', 'peak'} bytes, `reset_memory_stats(device)`) instead of TF, and
+`measurable_without_tf()` is true, so a loop without TF runs on device gpu. NVML is faked apart from
+it, by a `pynvml` module earlier on the path. Never set it for a measurement.
 """
+
+from __future__ import annotations
 
 import importlib
 import os
+from types import ModuleType
+from typing import Callable, Optional
 
 DEVICE = "GPU:0"  # the first GPU TF sees: the first of CUDA_VISIBLE_DEVICES
 
@@ -21,18 +26,23 @@ _NVML = {}  # "module": the initialised pynvml module, or None once it failed
 TEST_HOOK = "KERASBENCH_TEST_FAKE_GPU"
 
 
-def fake():
+def fake() -> Optional[ModuleType]:
     """The test hook's fake-GPU module, or None (always, outside tests)."""
     name = os.environ.get(TEST_HOOK)
     return importlib.import_module(name) if name else None
 
 
-def driver_present():
+def measurable_without_tf() -> bool:
+    """Whether a process that never imports TF has GPU allocations to measure: only under the test hook."""
+    return fake() is not None
+
+
+def driver_present() -> bool:
     """Whether an NVIDIA driver is loaded, without importing TF or NVML (or a test's fake GPU is set)."""
     return bool(os.environ.get(TEST_HOOK)) or os.path.exists("/proc/driver/nvidia/version")
 
 
-def nvml():
+def nvml() -> Optional[ModuleType]:
     """The initialised pynvml module, or None where nvidia-ml-py or the NVIDIA driver is missing."""
     if "module" not in _NVML:
         try:
@@ -45,7 +55,7 @@ def nvml():
     return _NVML["module"]
 
 
-def reset_nvml():
+def reset_nvml() -> None:
     """Forget the cached NVML state (for tests)."""
     _NVML.clear()
 
@@ -62,7 +72,7 @@ def _text(value):
     return value.decode() if isinstance(value, bytes) else value
 
 
-def reserved_bytes(pid=None):
+def reserved_bytes(pid: Optional[int] = None) -> Optional[tuple]:
     """(bytes, source) of device memory held by `pid` (default: this process) as NVML sees it, or None.
 
     source is "process" (nvmlDeviceGetComputeRunningProcesses found the pid) or "device" (the pid is
@@ -82,31 +92,32 @@ def reserved_bytes(pid=None):
         return None
 
 
-def driver_details():
+def driver_details() -> dict:
     """{'gpu_driver', 'gpu_name'} from NVML, or {} where it is unavailable."""
     lib = nvml()
     if lib is None:
         return {}
     try:
-        return {"gpu_driver": _text(lib.nvmlSystemGetDriverVersion()), "gpu_name": _text(lib.nvmlDeviceGetName(_handle(lib)))}
+        return {"gpu_driver": _text(lib.nvmlSystemGetDriverVersion()),
+                "gpu_name": _text(lib.nvmlDeviceGetName(_handle(lib)))}
     except Exception:
         return {}
 
 
-class GpuProbe:
+class GpuMemoryReader:
     """GPU readings for one measured process: allocator bytes (TF) and NVML reservation, per phase.
 
     `allocator` says whether TF is loaded here (the parent of process_isolation never loads it);
     `reserved` is the NVML reader, replaceable in tests.
     """
 
-    def __init__(self, allocator=True, device=DEVICE, reserved=reserved_bytes):
+    def __init__(self, allocator: bool = True, device: str = DEVICE, reserved: Callable = reserved_bytes):
         self.allocator = allocator
         self.device = device
         self.reserved = reserved
         self.source = None
 
-    def reset(self):
+    def reset(self) -> None:
         """Start a phase: TF's peak counter back to the current bytes (reset_memory_stats)."""
         if fake():
             fake().reset_memory_stats(self.device)
@@ -115,7 +126,7 @@ class GpuProbe:
 
             _compat.reset_tf_memory_stats(self.device)
 
-    def memory_info(self):
+    def memory_info(self) -> Optional[dict]:
         """TF allocator {'current', 'peak'} bytes on the GPU, or None."""
         if fake():
             return fake().memory_info(self.device)
@@ -125,7 +136,7 @@ class GpuProbe:
 
         return _compat.tf_memory_info(self.device)
 
-    def read(self):
+    def read(self) -> dict:
         """{'alloc': bytes in use per TF's allocator, 'reserved': NVML bytes held}, each or None."""
         info = self.memory_info()
         held = self.reserved()
@@ -133,7 +144,7 @@ class GpuProbe:
             self.source = held[1]
         return {"alloc": info["current"] if info else None, "reserved": held[0] if held else None}
 
-    def peak(self):
+    def peak(self) -> Optional[int]:
         """TF allocator peak bytes since the last reset, or None."""
         info = self.memory_info()
         return info["peak"] if info else None

@@ -1,18 +1,23 @@
 """Loop shapes: what one iteration of a user's loop does, taken from the seed documents.
 
-A loop shape builds a model (`build`) and does one iteration's work with it (`run`). What happens
-to the model, the outputs and TF state between iterations is the strategy's business
-(kerasbench.strategies); kerasbench.worker composes the two. TensorFlow is imported inside the
-methods, through kerasbench._compat, so this registry can be read without it.
+Two sides of one loop shape: its registry entry (LoopShape, in LOOPS: a name, a description and
+what the measured process must do for it) and its runtime (a LoopRuntime subclass, instantiated
+once in the measured process with the strategy it runs under). A runtime builds a model (`build`)
+and does one iteration's work with it (`run`). What happens to the model, the outputs and TF state
+between iterations is the strategy's business (kerasbench.strategies); kerasbench.worker composes
+the two (MeasuredPair). TensorFlow is imported inside the methods, through kerasbench._compat, so
+this registry can be read without it.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from . import _compat
 from .errors import unknown
-from .strategies import get_strategy
 
 FEATURES = 20
 
@@ -24,36 +29,48 @@ def _data(rows, seed=0):
     return x, y
 
 
-class _Loop:
-    """Base of the runtime side of a loop shape; one instance lives in the measured process."""
+@dataclass
+class Step:
+    """What one iteration's `run` gets from the measured pair besides the model."""
 
-    def __init__(self, spec):
+    batch_size: int
+    forward: Optional[Callable] = None  # a tf.function of the forward pass made this iteration (function_in_loop)
+
+
+class LoopRuntime:
+    """Base of the runtime side of a loop shape: one instance lives in the measured process.
+
+    `spec` is the run's RunSpec (batch size, leak size, repro file); `strategy` the Strategy it runs under.
+    """
+
+    def __init__(self, spec: Any, strategy: Any):
         self.spec = spec
+        self.strategy = strategy
 
-    def setup(self):
-        pass
+    def setup(self) -> None:
+        """Make the data the iterations use (once, before warm-up)."""
 
-    def make_model(self, **kwargs):
+    def make_model(self, **kwargs: Any) -> Any:
         """_compat.small_model with the strategy's jit_compile knob."""
-        return _compat.small_model(jit_compile=get_strategy(self.spec.strategy).jit_compile, **kwargs)
+        return _compat.small_model(jit_compile=self.strategy.jit_compile, **kwargs)
 
-    def build(self, i):
+    def build(self, i: int) -> Any:
         """A new model for iteration i (built and compiled)."""
         return self.make_model()
 
-    def run(self, model, i, step):
+    def run(self, model: Any, i: int, step: Step) -> Any:
         """One iteration's work; returns what a user might keep (a History, predictions)."""
         raise NotImplementedError
 
-    def release(self):
+    def release(self) -> None:
         """Drop any reference the loop itself holds to the current model."""
 
-    def teardown(self):
+    def teardown(self) -> None:
         """Drop everything the loop holds (data, pipelines, namespaces)."""
         self.__dict__.clear()
 
 
-class Sweep(_Loop):
+class Sweep(LoopRuntime):
     # (units, learning rate) cycled: a new model per configuration, as in a grid search.
     CONFIGS = ((16, 1e-3), (32, 1e-3), (16, 1e-2), (32, 1e-2))
 
@@ -73,7 +90,7 @@ class Sweep(_Loop):
         return history
 
 
-class KFold(_Loop):
+class KFold(LoopRuntime):
     FOLDS = 5
 
     def setup(self):
@@ -88,7 +105,7 @@ class KFold(_Loop):
         return history
 
 
-class Notebook(_Loop):
+class Notebook(LoopRuntime):
     """The same two cells executed again and again in one long-lived namespace, as in a kernel."""
 
     BUILD_CELL = compile("model = make_model()\n", "<cell 1>", "exec")
@@ -116,7 +133,7 @@ class Notebook(_Loop):
         self.namespace.pop("model", None)
 
 
-class Inference(_Loop):
+class Inference(LoopRuntime):
     """Repeated inference with one model: model.predict(x) and a direct call model(x)."""
 
     def setup(self):
@@ -129,7 +146,7 @@ class Inference(_Loop):
         return predictions, direct
 
 
-class BatchStream(_Loop):
+class BatchStream(LoopRuntime):
     """Batches arrive one at a time: train_on_batch, predict_on_batch and a served tf.function."""
 
     def setup(self):
@@ -154,7 +171,7 @@ class BatchStream(_Loop):
         self.serve = self.served_model = None
 
 
-class TfData(_Loop):
+class TfData(LoopRuntime):
     """model.fit on a tf.data pipeline (from_tensor_slices, shuffle, batch, prefetch)."""
 
     def setup(self):
@@ -167,12 +184,12 @@ class TfData(_Loop):
         return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
     def run(self, model, i, step):
-        if step.strategy.dataset == "rebuild" or self.dataset is None:
+        if self.strategy.dataset == "rebuild" or self.dataset is None:
             self.dataset = self.make_dataset(step.batch_size)
         return model.fit(self.dataset, epochs=1, verbose=0)
 
 
-class Tf1Graph(_Loop):
+class Tf1Graph(LoopRuntime):
     """TF1-style code: placeholders, variables and a session per iteration (tf.compat.v1)."""
 
     def setup(self):
@@ -188,7 +205,7 @@ class Tf1Graph(_Loop):
     def run(self, model, i, step):
         tf = _compat.tf()
         v1 = tf.compat.v1
-        mode = step.strategy.graph
+        mode = self.strategy.graph
         graph = tf.Graph() if mode == "explicit" else v1.get_default_graph()
         with graph.as_default():
             x = v1.placeholder(tf.float32, [None, FEATURES])
@@ -205,7 +222,7 @@ class Tf1Graph(_Loop):
         return out
 
 
-class Control(_Loop):
+class Control(LoopRuntime):
     """No TF: does nothing, or keeps a leak of known size per iteration (spec.leak_bytes).
 
     The Python leak is made of 11-item tuples (128 bytes each, one pymalloc size class) that
@@ -223,20 +240,20 @@ class Control(_Loop):
 
     def run(self, model, i, step):
         n = self.spec.leak_bytes
-        if step.strategy.leak == "native":
+        if self.strategy.leak == "native":
             self.kept.append(np.ones(n // 8))  # written pages: all of it is resident
-        elif step.strategy.leak == "python":
+        elif self.strategy.leak == "python":
             tail = (None,) * 10
             self.kept.append([(self.anchor,) + tail for _ in range(n // self.ITEM_BYTES)])
 
 
-class Repro(_Loop):
+class Repro(LoopRuntime):
     """A user's own loop body from a Python file (kerasbench.repro): --repro FILE."""
 
     def setup(self):
-        from .repro import Repro as UserCode
+        from .repro import ReproFile
 
-        self.code = UserCode(self.spec.repro)
+        self.code = ReproFile(self.spec.repro)
         self.code.setup()
 
     def build(self, i):
@@ -248,15 +265,17 @@ class Repro(_Loop):
 
 @dataclass(frozen=True)
 class LoopShape:
-    """A loop from the seeds: what one iteration does, and whether it rebuilds its model by habit."""
+    """A registry entry: a loop from the seeds, its runtime, and what the measured process does for it."""
 
     name: str
     description: str
-    impl: type
+    runtime: type  # the LoopRuntime subclass that does its iterations
     needs_tf: bool = True
     rebuilds: bool = False  # the model a strategy with model="loop" gets: new per iteration or one
     needs_file: bool = False  # measured only with a user's file (--repro): not in "all" nor in asv
     counts_steps: bool = True  # its models are _compat's, whose train/predict steps count their traces
+    extra_probes: tuple = ()  # probes only this shape needs, read in process (names from probes.PROBES)
+    teardown_cleanup: str = "clear_session"  # what ends it once TF is loaded (a name from strategies.CLEANUPS)
 
 
 LOOPS = {
@@ -273,7 +292,7 @@ LOOPS = {
                   BatchStream),
         LoopShape("tf_data", "Input pipeline: model.fit on a tf.data pipeline every iteration.", TfData),
         LoopShape("tf1_graph", "TF1-style graph building: placeholders, variables, sessions (tf.compat.v1).",
-                  Tf1Graph),
+                  Tf1Graph, extra_probes=("graph_ops",), teardown_cleanup="reset_default_graph"),
         LoopShape("control", "Control loop without TF: nothing, or a leak of known size per iteration.",
                   Control, needs_tf=False),
         LoopShape("repro", "Your own loop body: setup/build/iteration from a Python file (--repro FILE).",
@@ -282,12 +301,12 @@ LOOPS = {
 }
 
 
-def builtin_loops():
+def builtin_loops() -> list:
     """Names of the loop shapes that need no user file: what `all` and the asv suite cover."""
     return [name for name, shape in LOOPS.items() if not shape.needs_file]
 
 
-def get_loop(name):
+def get_loop(name: str) -> LoopShape:
     """The loop shape called `name`, or a UsageError listing the valid names."""
     try:
         return LOOPS[name]

@@ -1,40 +1,42 @@
-"""Probes: cheap readings taken inside the measured process, and the metrics they feed.
+"""Probes: readings taken inside the measured process, as hook objects the worker's protocol nests.
 
 Per-iteration readings must cost microseconds (an RSS read from /proc/self/statm is ~10 µs);
 anything heavier (live-object counts) is read only at the phase boundaries.
+
+A Probe (as pyperf's hooks) takes its readings at the protocol's hooks and contributes its own
+named series and result fields; PROBES declares them once, in nesting order. ProbeStack runs the
+active ones like nested context managers: the first probe is the innermost, started last and
+stopped first, so the loop timer sits right around the loop and the GC-heavy object count outside
+everything. The order is the protocol's (after TensorFlow's memory_test_util), and figures depend on it:
+
+  start (after the GC barrier):  objects before, graph-building seconds before, TF memory stats reset,
+                                 child GPU peaks cleared, GPU reset + baseline, baseline RSS, peak reset,
+                                 loop timer
+  around each iteration:         t0 | iteration | t1, RSS, trace counters, TF1 graph ops, GPU reading
+  stop (after the loop):         loop seconds, peak RSS, GPU peak, TF allocator peak, graph-building
+                                 seconds after, GC barrier + objects after
+  after cleanup (teardown):      final RSS, final GPU reading
+
+The readings themselves (rss_bytes, PeakTracker, live_objects, ...) are plain functions, also timed
+by kerasbench.overhead.
 """
 
-import collections
-import ctypes
-import ctypes.util
+from __future__ import annotations
+
 import gc
 import os
 import threading
 import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from . import _compat, counters, gpu
+from .allocators import malloc_trim
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
-# Trace and model counters, bumped from traced Python bodies (see _compat).
-_COUNTS = collections.Counter()
 
-
-def count_trace(kind, n=1):
-    _COUNTS["traces:" + kind] += n
-
-
-def count_model(n=1):
-    _COUNTS["models"] += n
-
-
-def traces(kind):
-    return _COUNTS["traces:" + kind]
-
-
-def models_built():
-    return _COUNTS["models"]
-
-
-def rss_bytes():
+def rss_bytes() -> int:
     """Resident set size of this process, from /proc/self/statm (falls back to psutil)."""
     try:
         with open("/proc/self/statm", "rb") as f:
@@ -60,13 +62,14 @@ class PeakTracker:
     not writable; it can miss spikes shorter than its interval, and the record says which was used.
     """
 
-    def __init__(self, interval=0.005):
+    def __init__(self, interval: float = 0.005):
         self.interval = interval
         self.method = None
         self._peak = 0
         self._stop = None
 
-    def start(self):
+    def start(self) -> PeakTracker:
+        """Start the phase (reset VmHWM, or start the sampler); returns self."""
         try:
             with open("/proc/self/clear_refs", "w") as f:
                 f.write("5")
@@ -85,7 +88,7 @@ class PeakTracker:
         while not self._stop.wait(self.interval):
             self._peak = max(self._peak, rss_bytes())
 
-    def stop(self):
+    def stop(self) -> int:
         """The phase's peak RSS in bytes."""
         if self.method == "vmhwm":
             return max(_vm_hwm_bytes(), rss_bytes())
@@ -93,51 +96,395 @@ class PeakTracker:
         return max(self._peak, rss_bytes())
 
 
-def live_objects():
+def live_objects() -> int:
     """Objects tracked by the garbage collector (native memory is invisible here)."""
     return len(gc.get_objects())
 
 
-def gc_barrier():
+def gc_barrier() -> None:
+    """Collect until cycles freed by a collection are gone too (three full collections)."""
     for _ in range(3):
         gc.collect()
 
 
-_LIBC = None
-
-
-def _malloc_trim_fn():
-    global _LIBC
-    if _LIBC is None:
-        try:
-            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        except OSError:
-            _LIBC = False
-    return getattr(_LIBC, "malloc_trim", None) if _LIBC else None
-
-
-def malloc_trim_available():
-    return _malloc_trim_fn() is not None
-
-
-def malloc_trim():
-    """glibc malloc_trim(0): return free heap pages to the OS. Returns whether anything was freed."""
-    fn = _malloc_trim_fn()
-    return bool(fn(0)) if fn is not None else False
-
-
-def allocator_in_use():
-    """Which malloc this process runs on: 'tcmalloc', 'jemalloc' or 'glibc' (from /proc/self/maps)."""
-    try:
-        with open("/proc/self/maps") as f:
-            maps = f.read()
-    except OSError:
-        return "unknown"
-    for name in ("tcmalloc", "jemalloc"):
-        if "lib" + name in maps:
-            return name
-    return "glibc"
-
-
-def timer():
+def timer() -> float:
+    """The protocol's clock (time.perf_counter), in seconds."""
     return time.perf_counter()
+
+
+# Probes as hook objects ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeContext:
+    """What the probes of one measurement need to know about it, fixed after setup and warm-up."""
+
+    tf_loaded: bool  # TensorFlow is imported in this process
+    in_process: bool  # the loop runs in this process (False: the TF-free parent of process_isolation)
+    device: str  # "cpu" or "gpu"
+    trim_before_read: bool  # malloc_trim(0) before each RSS reading (allocator glibc_trim)
+    counts_steps: bool  # the loop shape's models count their train/predict traces
+    extra_probes: tuple = ()  # probes the loop shape asks for (LoopShape.extra_probes)
+    pair: Any = None  # the measured pair: the peaks its isolated children reported
+    gpu_reader: Optional[gpu.GpuMemoryReader] = None  # a given GPU reader (tests): the GPU probe is on with it
+
+
+class Probe:
+    """One kind of reading, taken at the protocol's hooks; its named series and result fields are its own.
+
+    SERIES names the per-iteration lists it appends to, FIELDS the result fields it fills (None
+    when the probe is not active). Hooks it does not need are left as they are (they do nothing).
+    """
+
+    SERIES: tuple = ()
+    FIELDS: tuple = ()
+
+    def __init__(self, context: ProbeContext):
+        self.context = context
+        self.series = {}  # the measurement's series (ProbeStack.series): its own SERIES begin at start
+
+    @classmethod
+    def for_context(cls, context: ProbeContext) -> Optional[Probe]:
+        """This probe for the measurement described by `context`, or None where it does not apply."""
+        return cls(context)
+
+    def start(self) -> None:
+        """After the GC barrier, before the loop: take baselines."""
+
+    def before_iteration(self) -> None:
+        """Right before an iteration (probes on)."""
+
+    def after_iteration(self) -> None:
+        """Right after an iteration (probes on): append to the series."""
+
+    def stop(self) -> None:
+        """After the loop: the phase's readings."""
+
+    def after_cleanup(self) -> None:
+        """After the pair's teardown: final readings."""
+
+    def fields(self) -> dict:
+        """The result fields (keys: FIELDS), read once everything is done."""
+        return {}
+
+
+class LoopTimerProbe(Probe):
+    """Wall time of each iteration and of the whole loop (the only reading with probes off)."""
+
+    SERIES = ("seconds",)
+    FIELDS = ("loop_seconds",)
+
+    def start(self):
+        self.loop_start = timer()
+
+    def before_iteration(self):
+        self.t0 = timer()
+
+    def after_iteration(self):
+        self.series["seconds"].append(timer() - self.t0)
+
+    def stop(self):
+        self.loop_seconds = timer() - self.loop_start
+
+    def fields(self):
+        return {"loop_seconds": self.loop_seconds}
+
+
+class PeakRssProbe(Probe):
+    """Peak RSS of the loop (VmHWM reset at start, or a sampler thread)."""
+
+    FIELDS = ("peak_loop_rss", "peak_method")
+
+    def start(self):
+        self.tracker = PeakTracker().start()
+
+    def stop(self):
+        self.peak = self.tracker.stop()
+
+    def fields(self):
+        return {"peak_loop_rss": self.peak, "peak_method": self.tracker.method}
+
+
+class RssProbe(Probe):
+    """RSS at the baseline, after each iteration and after cleanup (glibc_trim: malloc_trim(0) first)."""
+
+    SERIES = ("rss",)
+    FIELDS = ("baseline_rss", "final_rss")
+
+    def read(self) -> int:
+        """RSS now; with glibc_trim, freed pages are handed back first, so RSS shows what is really held."""
+        if self.context.trim_before_read:
+            malloc_trim()
+        return rss_bytes()
+
+    def start(self):
+        self.baseline = self.read()
+
+    def after_iteration(self):
+        self.series["rss"].append(self.read())
+
+    def after_cleanup(self):
+        self.final = self.read()  # as the baseline was read
+
+    def fields(self):
+        return {"baseline_rss": self.baseline, "final_rss": self.final}
+
+
+TRACE_KINDS = {"train_traces": "train_step", "predict_traces": "predict_step", "function_traces": "function"}
+
+
+class TraceProbe(Probe):
+    """Traces of train_step, predict_step and the loop's own tf.functions, and models built (counters)."""
+
+    SERIES = tuple(TRACE_KINDS)
+    FIELDS = tuple(TRACE_KINDS) + ("models_built",)
+
+    def after_iteration(self):
+        for name, kind in TRACE_KINDS.items():
+            self.series[name].append(counters.traces(kind))
+
+    def fields(self):
+        # a user's own models (loop repro) have no counting steps: n/a, not 0
+        steps = self.context.counts_steps
+        return {
+            "train_traces": counters.traces("train_step") if steps else None,
+            "predict_traces": counters.traces("predict_step") if steps else None,
+            "function_traces": counters.traces("function"),
+            "models_built": counters.models_built() if steps else None,
+        }
+
+
+class GraphOpsProbe(Probe):
+    """Operations in the TF1 default graph after each iteration (for loop shapes that ask for it)."""
+
+    SERIES = ("graph_ops",)
+
+    @classmethod
+    def for_context(cls, context):
+        return cls(context) if context.in_process else None
+
+    def after_iteration(self):
+        self.series["graph_ops"].append(_compat.default_graph_ops())
+
+
+class GpuProbe(Probe):
+    """TF's GPU allocator bytes and NVML's reservation: baseline, per iteration, peak, after cleanup."""
+
+    SERIES = ("gpu_alloc", "gpu_reserved")
+    FIELDS = ("gpu_alloc_baseline", "gpu_alloc_peak", "gpu_alloc_final", "gpu_reserved_baseline",
+              "gpu_reserved_peak", "gpu_reserved_final", "gpu_reserved_source")
+
+    @classmethod
+    def for_context(cls, context):
+        if context.gpu_reader is not None:
+            return cls(context, context.gpu_reader)
+        if context.device != "gpu" or not context.in_process:  # CPU; the TF-free isolation parent
+            return None
+        return cls(context, gpu.GpuMemoryReader(allocator=context.tf_loaded))
+
+    def __init__(self, context: ProbeContext, reader: gpu.GpuMemoryReader):
+        super().__init__(context)
+        self.reader = reader
+
+    def start(self):
+        self.reader.reset()
+        self.baseline = self.reader.read()
+
+    def after_iteration(self):
+        reading = self.reader.read()
+        self.series["gpu_alloc"].append(reading["alloc"])
+        self.series["gpu_reserved"].append(reading["reserved"])
+
+    def stop(self):
+        self.alloc_peak = self.reader.peak()
+        reserved = [v for v in self.series["gpu_reserved"] + [self.baseline["reserved"]] if v is not None]
+        self.reserved_peak = max(reserved) if reserved else None
+
+    def after_cleanup(self):
+        self.final = self.reader.read()
+
+    def fields(self):
+        return {
+            "gpu_alloc_baseline": self.baseline["alloc"],
+            "gpu_alloc_peak": self.alloc_peak,
+            "gpu_alloc_final": self.final["alloc"],
+            "gpu_reserved_baseline": self.baseline["reserved"],
+            "gpu_reserved_peak": self.reserved_peak,
+            "gpu_reserved_final": self.final["reserved"],
+            "gpu_reserved_source": self.reader.source,
+        }
+
+
+class ChildPeaksProbe(Probe):
+    """Peaks the isolated children of process_isolation reported (empty lists in process).
+
+    RSS peaks include the warm-up's children; GPU peaks are the measured loop's only, as in process.
+    """
+
+    FIELDS = ("child_peaks", "child_gpu_alloc_peaks", "child_gpu_reserved_peaks")
+
+    def start(self):
+        self.context.pair.child_gpu_alloc_peaks.clear()
+        self.context.pair.child_gpu_reserved_peaks.clear()
+
+    def fields(self):
+        pair = self.context.pair
+        return {"child_peaks": pair.child_peaks, "child_gpu_alloc_peaks": pair.child_gpu_alloc_peaks,
+                "child_gpu_reserved_peaks": pair.child_gpu_reserved_peaks}
+
+
+class TfAllocatorProbe(Probe):
+    """TF's CPU allocator peak bytes in the loop (reset at start), where TF keeps the statistic."""
+
+    FIELDS = ("tf_alloc_peak",)
+
+    @classmethod
+    def for_context(cls, context):
+        return cls(context) if context.tf_loaded else None
+
+    def start(self):
+        _compat.reset_tf_memory_stats()
+
+    def stop(self):
+        info = _compat.tf_memory_info()
+        self.peak = info["peak"] if info else None
+
+    def fields(self):
+        return {"tf_alloc_peak": self.peak}
+
+
+class GraphBuildProbe(Probe):
+    """Seconds TF spent building tf.function graphs during the loop (its own counter, where it has one)."""
+
+    FIELDS = ("graph_build_seconds",)
+
+    @classmethod
+    def for_context(cls, context):
+        return cls(context) if context.tf_loaded else None
+
+    def start(self):
+        self.before = _compat.graph_building_seconds()
+
+    def stop(self):
+        after = _compat.graph_building_seconds() if self.before is not None else None
+        self.seconds = None if after is None else after - self.before
+
+    def fields(self):
+        return {"graph_build_seconds": self.seconds}
+
+
+class LiveObjectsProbe(Probe):
+    """GC-tracked Python objects before and after the loop, each after a GC barrier (outermost: it is slow)."""
+
+    FIELDS = ("objects_before", "objects_after")
+
+    def start(self):
+        live_objects()  # throwaway: the first snapshot itself allocates
+        self.before = live_objects()
+
+    def stop(self):
+        gc_barrier()
+        self.after = live_objects()
+
+    def fields(self):
+        return {"objects_before": self.before, "objects_after": self.after}
+
+
+@dataclass(frozen=True)
+class ProbeKind:
+    """A registry entry: a probe, what it reads, and whether it runs only for loop shapes that ask for it."""
+
+    name: str
+    description: str
+    probe: type  # a Probe subclass
+    on_request: bool = False  # only where LoopShape.extra_probes names it
+
+
+# Innermost first: ProbeStack starts them in reverse order and stops them in this one.
+PROBES = {
+    kind.name: kind
+    for kind in (
+        ProbeKind("loop_timer", "wall time of each iteration and of the loop", LoopTimerProbe),
+        ProbeKind("peak_rss", "peak RSS of the loop (VmHWM or a sampler)", PeakRssProbe),
+        ProbeKind("rss", "RSS at the baseline, after each iteration, after cleanup", RssProbe),
+        ProbeKind("traces", "trace and model counters after each iteration and at the end", TraceProbe),
+        ProbeKind("graph_ops", "operations in the TF1 default graph after each iteration", GraphOpsProbe,
+                  on_request=True),
+        ProbeKind("gpu", "TF's GPU allocator bytes and NVML's reservation (device gpu)", GpuProbe),
+        ProbeKind("child_peaks", "peaks reported by isolated children (process_isolation)", ChildPeaksProbe),
+        ProbeKind("tf_allocator", "TF's CPU allocator peak in the loop (TF loaded)", TfAllocatorProbe),
+        ProbeKind("graph_build", "seconds TF spent building tf.function graphs (TF loaded)", GraphBuildProbe),
+        ProbeKind("live_objects", "GC-tracked objects before and after the loop", LiveObjectsProbe),
+    )
+}
+
+
+class ProbeStack:
+    """The active probes of one measurement, nested like context managers (the first innermost).
+
+    `series` holds every active probe's per-iteration series by name (in PROBES order); a series
+    list is made when its probe starts, after the objects baseline, as the protocol always made them.
+    """
+
+    def __init__(self, context: ProbeContext):
+        self.context = context
+        self.probes = {}  # name: active Probe, in PROBES order
+        for kind in PROBES.values():
+            if kind.on_request and kind.name not in context.extra_probes:
+                continue
+            probe = kind.probe.for_context(context)
+            if probe is not None:
+                self.probes[kind.name] = probe
+        active = list(self.probes.values())
+        self.series = dict.fromkeys(name for probe in active for name in probe.SERIES)
+        for probe in active:
+            probe.series = self.series
+        self._outermost_first = active[::-1]
+        self._before_iteration = [p.before_iteration for p in reversed(active) if _overrides(p, "before_iteration")]
+        self._after_iteration = [p.after_iteration for p in active if _overrides(p, "after_iteration")]
+
+    def start(self) -> None:
+        """Start every active probe, outermost first.
+
+        The harness's own objects made between the two object counts are part of objects_per_iter:
+        start indexes (a range iterator is not GC-tracked) instead of iterating over a list, so the
+        objects alive at both counts are the ones the protocol always held there (the peak tracker,
+        the series dict and its lists, one iterator in stop) and the figure does not move.
+        """
+        for i in range(len(self._outermost_first)):
+            probe = self._outermost_first[i]
+            for name in probe.SERIES:
+                self.series[name] = []
+            probe.start()
+
+    def before_iteration(self) -> None:
+        """Outermost first, so the loop timer reads t0 last."""
+        for hook in self._before_iteration:
+            hook()
+
+    def after_iteration(self) -> None:
+        """Innermost first, so the loop timer reads t1 first."""
+        for hook in self._after_iteration:
+            hook()
+
+    def stop(self) -> None:
+        """Stop every active probe, innermost first."""
+        for probe in self.probes.values():
+            probe.stop()
+
+    def after_cleanup(self) -> None:
+        """Final readings after the pair's teardown, in PROBES order."""
+        for probe in self.probes.values():
+            probe.after_cleanup()
+
+    def fields(self) -> dict:
+        """Every probe's result fields; those of inactive probes are None."""
+        fields = {}
+        for kind in PROBES.values():
+            probe = self.probes.get(kind.name)
+            fields.update(probe.fields() if probe is not None else dict.fromkeys(kind.probe.FIELDS))
+        return fields
+
+
+def _overrides(probe, hook):
+    return getattr(type(probe), hook) is not getattr(Probe, hook)

@@ -17,9 +17,12 @@ The file is checked in the parent without running it (parse only: the parent nev
 TensorFlow); it is executed in the worker, the measured process.
 """
 
+from __future__ import annotations
+
 import ast
 import os
 import runpy
+from typing import Any
 
 from .errors import UsageError
 
@@ -31,7 +34,7 @@ HOOKS = {  # name: (required, positional parameters)
 SEE = "see the README, 'Bring your own repro'"
 
 
-def check(path):
+def check(path: str) -> str:
     """The absolute path of a readable repro file that defines the contract; UsageError otherwise."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -47,7 +50,8 @@ def check(path):
         node = defined.get(name)
         if node is None:
             if required:
-                raise UsageError(f"Repro file {path} does not define {name}(ctx, model), the loop body to repeat; {SEE}.")
+                raise UsageError(f"Repro file {path} does not define {name}(ctx, model), "
+                                 f"the loop body to repeat; {SEE}.")
             continue
         if isinstance(node, ast.AsyncFunctionDef) or not _accepts(node.args, arity):
             signature = {0: "setup()", 1: "build(ctx)", 2: "iteration(ctx, model)"}[arity]
@@ -63,10 +67,10 @@ def _accepts(args, n):
     return required <= n and (positional >= n or args.vararg is not None) and not required_kwonly
 
 
-class Repro:
-    """The file's hooks, executed in this (the measured) process."""
+class ReproFile:
+    """The file's hooks, executed in this (the measured) process (by the repro loop's runtime, loops.Repro)."""
 
-    def __init__(self, path):
+    def __init__(self, path: str):
         namespace = runpy.run_path(path, run_name="kerasbench_repro")
         self.path = path
         self._setup = namespace.get("setup")
@@ -75,14 +79,18 @@ class Repro:
         self.ctx = None
 
     @property
-    def builds(self):
+    def builds(self) -> bool:
+        """Whether the file defines build(ctx)."""
         return self._build is not None
 
-    def setup(self):
+    def setup(self) -> None:
+        """Run the file's setup() once, keeping what it returns as the context."""
         self.ctx = self._setup() if self._setup else None
 
-    def build(self):
+    def build(self) -> Any:
+        """The file's build(ctx): a new model, or None where the file defines no build."""
         return self._build(self.ctx) if self._build else None
 
-    def iteration(self, model):
+    def iteration(self, model: Any) -> Any:
+        """One pass of the file's loop body: iteration(ctx, model)."""
         return self._iteration(self.ctx, model)

@@ -97,13 +97,6 @@ class RunSpec:
         return self
 
 
-def batch_size_for(spec, i):
-    """Iteration i's batch size: the spec's, or for varying_batch_shapes a new one in [8, 128)."""
-    if get_strategy(spec.strategy).batch_sizes == "varying":
-        return 8 + (i * 7) % 120  # 7 and 120 are coprime: 120 distinct sizes before one repeats
-    return spec.batch_size
-
-
 def _worker_env(spec):
     """The worker's environment: GPUs hidden on device cpu; TF_GPU_ALLOCATOR as the strategy says."""
     env = dict(os.environ)

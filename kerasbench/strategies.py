@@ -1,10 +1,16 @@
 """Cleanup and reuse strategies: what a loop does with its model, data and TF state between iterations.
 
 A strategy is a handful of declarative knobs; `kerasbench.worker` composes them with a loop shape.
-Each strategy names the loop shapes it applies to; any other pair is a clean skip.
+Each strategy names the loop shapes it applies to; any other pair is a clean skip. The cleanup
+actions a strategy runs after each iteration are declared here once (CLEANUPS), with what they call:
+TensorFlow only through kerasbench._compat, imported when an action runs.
 """
 
+from __future__ import annotations
+
+import gc
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from .errors import unknown
 
@@ -14,14 +20,60 @@ REBUILDING = TRAINING | {"inference", "repro"}  # repro: a user's file (kerasben
 REUSING = frozenset({"inference", "batch_stream"})
 KERAS = REBUILDING | REUSING | {"tf_data"}
 
-# Cleanup actions, run in this order after each iteration, each measurable on its own.
+
+@dataclass(frozen=True)
+class Cleanup:
+    """One cleanup action: its name in Strategy.cleanup, what it does, and the function that does it."""
+
+    name: str
+    description: str
+    action: Callable[[Any], None]  # called with the measured pair (kerasbench.worker.MeasuredPair)
+
+
+def _del_model(pair: Any) -> None:
+    pair.release_model()
+
+
+def _clear_session(pair: Any) -> None:
+    from . import _compat
+
+    _compat.clear_session()
+
+
+def _gc_collect(pair: Any) -> None:
+    gc.collect()
+
+
+def _reset_default_graph(pair: Any) -> None:
+    from . import _compat
+
+    _compat.reset_default_graph()
+
+
+def _clear_kernel_cache(pair: Any) -> None:
+    from . import _compat
+
+    _compat.clear_kernel_cache()
+
+
+def _malloc_trim(pair: Any) -> None:
+    from . import allocators
+
+    allocators.malloc_trim()
+
+
+# Cleanup actions, run in a strategy's order after each iteration, each measurable on its own.
 CLEANUPS = {
-    "del_model": "drop every reference the loop holds to this iteration's model (`del model`)",
-    "clear_session": "tf.keras.backend.clear_session()",
-    "gc_collect": "gc.collect()",
-    "reset_default_graph": "tf.compat.v1.reset_default_graph()",
-    "clear_kernel_cache": "context.context().clear_kernel_cache() (the eager kernel cache)",
-    "malloc_trim": "glibc malloc_trim(0): hand freed heap pages back to the OS",
+    c.name: c
+    for c in (
+        Cleanup("del_model", "drop every reference the loop holds to this iteration's model (`del model`)", _del_model),
+        Cleanup("clear_session", "tf.keras.backend.clear_session()", _clear_session),
+        Cleanup("gc_collect", "gc.collect()", _gc_collect),
+        Cleanup("reset_default_graph", "tf.compat.v1.reset_default_graph()", _reset_default_graph),
+        Cleanup("clear_kernel_cache", "context.context().clear_kernel_cache() (the eager kernel cache)",
+                _clear_kernel_cache),
+        Cleanup("malloc_trim", "glibc malloc_trim(0): hand freed heap pages back to the OS", _malloc_trim),
+    )
 }
 
 
@@ -50,15 +102,22 @@ class Strategy:
     jit_compile: bool = False  # passed to _compat.small_model
 
     @property
-    def needs_gpu(self):
+    def needs_gpu(self) -> bool:
         """Whether this strategy only runs with --device gpu."""
         return "gpu" in self.needs
+
+    def batch_size(self, iteration: int, default: int) -> int:
+        """Iteration `iteration`'s batch size: `default` (the spec's), or for varying ones a new size in [8, 128)."""
+        if self.batch_sizes == "varying":
+            return 8 + (iteration * 7) % 120  # 7 and 120 are coprime: 120 distinct sizes before one repeats
+        return default
 
     def __post_init__(self):
         for knob, value, valid in (("memory_growth", self.memory_growth, MEMORY_GROWTH),
                                    ("gpu_allocator", self.gpu_allocator, GPU_ALLOCATORS)):
             if value not in valid:
-                raise ValueError(f"Strategy {self.name}: unknown {knob} {value!r}. Expected one of: {', '.join(map(repr, valid))}.")
+                raise ValueError(f"Strategy {self.name}: unknown {knob} {value!r}. "
+                                 f"Expected one of: {', '.join(map(repr, valid))}.")
 
 
 MEMORY_GROWTH = ("", "on", "off")
@@ -78,9 +137,11 @@ STRATEGIES = {
                  REBUILDING, model="rebuild", cleanup=_ALL_CLEAR),
         Strategy("gc_collect_only", "New model every iteration, then del model and gc.collect() only.",
                  REBUILDING, model="rebuild", cleanup=("del_model", "gc_collect")),
-        Strategy("reset_default_graph_only", "New model every iteration, then del model and reset_default_graph() only.",
+        Strategy("reset_default_graph_only",
+                 "New model every iteration, then del model and reset_default_graph() only.",
                  REBUILDING, model="rebuild", cleanup=("del_model", "reset_default_graph")),
-        Strategy("clear_kernel_cache_only", "New model every iteration, then del model and the eager kernel-cache clear only.",
+        Strategy("clear_kernel_cache_only",
+                 "New model every iteration, then del model and the eager kernel-cache clear only.",
                  REBUILDING, model="rebuild", cleanup=("del_model", "clear_kernel_cache"),
                  needs=("clear_kernel_cache",)),
         Strategy("malloc_trim", "clear_session_del_gc, then malloc_trim(0) so glibc returns freed pages.",
@@ -89,13 +150,15 @@ STRATEGIES = {
                  REBUILDING, model="reuse"),
         Strategy("keep_outputs", "Keep every History / prediction in a long-lived list (cleanup as release_outputs).",
                  KERAS - {"tf_data"}, cleanup=_ALL_CLEAR, keep_outputs=True),
-        Strategy("release_outputs", "Drop each History / prediction after use; rebuilt models get del + clear_session + gc.",
+        Strategy("release_outputs",
+                 "Drop each History / prediction after use; rebuilt models get del + clear_session + gc.",
                  KERAS - {"tf_data"}, cleanup=_ALL_CLEAR),
         Strategy("stable_batch_shapes", "One model; every iteration feeds batches of the same shape.",
                  REUSING, model="reuse"),
         Strategy("varying_batch_shapes", "One model; every iteration feeds a new batch size (the retracing case).",
                  REUSING, model="reuse", batch_sizes="varying"),
-        Strategy("function_in_loop", "One model; a new tf.function wrapping its forward pass is defined every iteration.",
+        Strategy("function_in_loop",
+                 "One model; a new tf.function wrapping its forward pass is defined every iteration.",
                  REUSING, model="reuse", function_in_loop=True),
         Strategy("reuse_dataset", "One tf.data pipeline built once and fitted on every iteration.",
                  frozenset({"tf_data"}), model="reuse"),
@@ -107,14 +170,16 @@ STRATEGIES = {
                  frozenset({"tf1_graph"}), graph="close", needs=("tf1",)),
         Strategy("tf1_explicit_graph", "TF1: a new tf.Graph and session per iteration (with ... as_default()).",
                  frozenset({"tf1_graph"}), graph="explicit", needs=("tf1",)),
-        Strategy("tf1_reset_default_graph", "TF1: default graph, sess.close(), then reset_default_graph() per iteration.",
+        Strategy("tf1_reset_default_graph",
+                 "TF1: default graph, sess.close(), then reset_default_graph() per iteration.",
                  frozenset({"tf1_graph"}), graph="reset", needs=("tf1",)),
         Strategy("process_isolation", "Each iteration runs in its own spawned process; the parent never imports TF.",
                  frozenset({"sweep", "kfold", "inference", "tf1_graph", "repro"}), model="rebuild", isolate=True,
                  graph="explicit"),
         # GPU strategies: the full cleanup pattern (clear_session_del_gc on loops that rebuild, gc only on
         # a reused model), each differing from gpu_growth_on in one knob. They need --device gpu.
-        Strategy("gpu_growth_off", "GPU, TF's default: the BFC allocator reserves most of the GPU up front (memory growth off).",
+        Strategy("gpu_growth_off",
+                 "GPU, TF's default: the BFC allocator reserves most of the GPU up front (memory growth off).",
                  REBUILDING, cleanup=_ALL_CLEAR, memory_growth="off", gpu_allocator="bfc", needs=("gpu",)),
         Strategy("gpu_growth_on", "GPU, set_memory_growth(True): the BFC allocator reserves GPU memory as it needs it.",
                  REBUILDING, cleanup=_ALL_CLEAR, memory_growth="on", gpu_allocator="bfc", needs=("gpu",)),
@@ -133,7 +198,7 @@ STRATEGIES = {
 }
 
 
-def get_strategy(name):
+def get_strategy(name: str) -> Strategy:
     """The strategy called `name`, or a UsageError listing the valid names."""
     try:
         return STRATEGIES[name]
@@ -141,6 +206,6 @@ def get_strategy(name):
         raise unknown("strategy", name, STRATEGIES) from None
 
 
-def strategies_for(loop):
+def strategies_for(loop: str) -> list:
     """Names of the strategies that apply to loop shape `loop`, in registry order."""
     return [s.name for s in STRATEGIES.values() if loop in s.applies_to]

@@ -18,7 +18,8 @@ from kerasbench.runner import RunSpec
 from kerasbench.units import MIB
 
 GPU_STRATEGIES = ["gpu_growth_off", "gpu_growth_on", "gpu_malloc_async", "gpu_jit_compile"]
-GPU_METRICS = ["gpu_alloc_peak", "gpu_alloc_growth_per_iter", "gpu_reserved_peak", "gpu_retained", "gpu_reserved_retained"]
+GPU_METRICS = ["gpu_alloc_peak", "gpu_alloc_growth_per_iter", "gpu_reserved_peak", "gpu_retained",
+               "gpu_reserved_retained"]
 
 
 class FakeDevice:
@@ -37,7 +38,7 @@ class FakeDevice:
         while self.reserved < self.current + 48 * MIB:  # reserve in 4 MiB chunks, keep 48 MiB spare
             self.reserved += 4 * MIB
 
-    # the two _compat functions GpuProbe calls
+    # the two _compat functions GpuMemoryReader calls
     def memory_info(self, device="CPU:0"):
         self.calls.append(("get_memory_info", device))
         return {"current": self.current, "peak": self.peak} if device == "GPU:0" else None
@@ -56,7 +57,8 @@ class FakeDevice:
             types.SimpleNamespace(pid=1, usedGpuMemory=999 * MIB),
             *([types.SimpleNamespace(pid=os.getpid(), usedGpuMemory=device.reserved)] if device.listed else []),
         ]
-        lib.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(used=device.reserved + 500 * MIB, total=16 * 1024 * MIB)
+        lib.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(used=device.reserved + 500 * MIB,
+                                                                      total=16 * 1024 * MIB)
         lib.nvmlSystemGetDriverVersion = lambda: "550.54.15"
         lib.nvmlDeviceGetName = lambda h: b"NVIDIA Fake GPU"
         return lib
@@ -74,7 +76,7 @@ def device(monkeypatch):
     gpu.reset_nvml()
 
 
-class GpuLeakLoop(loops._Loop):
+class GpuLeakLoop(loops.LoopRuntime):
     """A fake loop: every iteration keeps 1 MiB on the fake GPU and briefly uses 4 MiB more."""
 
     fake = None
@@ -90,9 +92,9 @@ class GpuLeakLoop(loops._Loop):
         self.fake.allocate(-(self.fake.current - 8 * MIB) // 2)  # cleanup frees half of the leak
 
 
-def measure_in_process(spec, probe=None):
+def measure_in_process(spec, reader=None):
     events = []
-    worker.measure(spec, lambda event, **fields: events.append((event, fields)), gpu_probe=probe)
+    worker.run_protocol(spec, lambda event, **fields: events.append((event, fields)), gpu_reader=reader)
     return events
 
 
@@ -100,7 +102,7 @@ def test_gpu_numbers_flow_into_the_result_and_the_summary(device, monkeypatch):
     GpuLeakLoop.fake = device
     monkeypatch.setitem(LOOPS, "control", loops.LoopShape("control", "fake GPU leak", GpuLeakLoop, needs_tf=False))
     spec = RunSpec("control", "control_noop", iterations=6, warmup=2).validate()
-    events = measure_in_process(spec, gpu.GpuProbe())
+    events = measure_in_process(spec, gpu.GpuMemoryReader())
     (event, fields), = [e for e in events if e[0] == "done"]
     result = fields["result"]
 
@@ -144,7 +146,7 @@ def test_without_nvml_every_reading_is_none(monkeypatch):
     gpu.reset_nvml()
     try:
         assert gpu.nvml() is None and gpu.reserved_bytes() is None and gpu.driver_details() == {}
-        probe = gpu.GpuProbe(allocator=False)
+        probe = gpu.GpuMemoryReader(allocator=False)
         assert probe.read() == {"alloc": None, "reserved": None} and probe.peak() is None
     finally:
         gpu.reset_nvml()
@@ -257,18 +259,19 @@ def test_memory_growth_is_set_in_the_worker_before_any_op(strategy, growth, monk
     monkeypatch.setattr(_compat, "require", lambda features: calls.append(("require", tuple(features))))
     monkeypatch.setattr(_compat, "set_memory_growth", lambda enabled: calls.append(("growth", enabled)))
     monkeypatch.setattr(loops.Sweep, "setup", lambda self: calls.append("loop setup"))
-    worker.Workload(RunSpec("sweep", strategy, device="gpu")).setup()
+    worker.pair_for(RunSpec("sweep", strategy, device="gpu")).setup()
     assert [c[1] for c in calls if c[0] == "growth"] == growth
     assert calls[0] == "import" and calls[-1] == "loop setup"  # after the import, before the loop's first op
     assert ("require", STRATEGIES[strategy].needs + ("gpu",)) in calls
 
 
 @pytest.mark.parametrize("loop", ["sweep", "kfold", "notebook", "inference"])
-@pytest.mark.parametrize("strategy,jit", [("gpu_jit_compile", True), ("gpu_growth_on", False), ("clear_session", False)])
+@pytest.mark.parametrize("strategy,jit", [("gpu_jit_compile", True), ("gpu_growth_on", False),
+                                          ("clear_session", False)])
 def test_jit_compile_knob_reaches_small_model(loop, strategy, jit, monkeypatch):
     built = []
     monkeypatch.setattr(_compat, "small_model", lambda **kw: built.append(kw) or object())
-    impl = LOOPS[loop].impl(RunSpec(loop, strategy))
+    impl = LOOPS[loop].runtime(RunSpec(loop, strategy), STRATEGIES[strategy])
     impl.setup()
     impl.build(0)
     assert built and all(kw["jit_compile"] is jit for kw in built)
@@ -335,7 +338,7 @@ def test_readme_gpu_section_commands_name_real_strategies_and_metrics(monkeypatc
 
 
 def test_fake_gpu_hook_stands_in_for_tf_and_the_driver(device, monkeypatch):
-    """$KERASBENCH_TEST_FAKE_GPU (tests only): a module replaces TF's GPU statistics, and the control loop runs on gpu."""
+    """$KERASBENCH_TEST_FAKE_GPU (tests only): a module replaces TF's GPU statistics; the control loop runs on gpu."""
     hook = types.ModuleType("fake_gpu_hook")
     hook.memory_info = lambda d: {"current": 3 * MIB, "peak": 7 * MIB}
     hook.reset_memory_stats = lambda d: device.calls.append(("hook reset", d))

@@ -1,8 +1,10 @@
 """Probes read in this process, against allocations of known size."""
 
+import types
+
 import numpy as np
 
-from kerasbench import probes
+from kerasbench import allocators, counters, probes
 
 MIB = 1024**2
 
@@ -46,10 +48,83 @@ def test_sampler_fallback_also_catches_it(monkeypatch):
 
 
 def test_trace_counters():
-    before = probes.traces("train_step")
-    probes.count_trace("train_step")
-    assert probes.traces("train_step") == before + 1
+    before = counters.traces("train_step")
+    counters.count_trace("train_step")
+    assert counters.traces("train_step") == before + 1
 
 
 def test_allocator_is_named():
-    assert probes.allocator_in_use() in ("glibc", "tcmalloc", "jemalloc", "unknown")
+    assert allocators.allocator_in_use() in ("glibc", "tcmalloc", "jemalloc", "unknown")
+
+
+# The worker's result fields besides iterations_done, series and timing: the record's keys must not move.
+RESULT_FIELDS = {
+    "baseline_rss", "peak_loop_rss", "peak_method", "final_rss", "loop_seconds", "objects_before", "objects_after",
+    "graph_build_seconds", "tf_alloc_peak", "child_peaks", "gpu_alloc_baseline", "gpu_alloc_peak", "gpu_alloc_final",
+    "gpu_reserved_baseline", "gpu_reserved_peak", "gpu_reserved_final", "gpu_reserved_source",
+    "child_gpu_alloc_peaks", "child_gpu_reserved_peaks", "train_traces", "predict_traces", "function_traces",
+    "models_built",
+}
+
+
+def _cpu_context(**overrides):
+    pair = types.SimpleNamespace(child_peaks=[], child_gpu_alloc_peaks=[], child_gpu_reserved_peaks=[])
+    settings = dict(tf_loaded=False, in_process=True, device="cpu", trim_before_read=False, counts_steps=True,
+                    pair=pair)
+    return probes.ProbeContext(**{**settings, **overrides})
+
+
+def test_probes_nest_like_context_managers(monkeypatch):
+    calls = []
+    for name, kind in probes.PROBES.items():
+        for hook in ("start", "before_iteration", "after_iteration", "stop", "after_cleanup"):
+            real = getattr(kind.probe, hook)
+
+            def logged(self, name=name, hook=hook, real=real):
+                calls.append((hook, name))
+                real(self)
+
+            monkeypatch.setattr(kind.probe, hook, logged)
+    stack = probes.ProbeStack(_cpu_context())
+    stack.start()
+    stack.before_iteration()
+    stack.after_iteration()
+    stack.stop()
+    stack.after_cleanup()
+    names = list(stack.probes)  # innermost first
+    assert names == [n for n in probes.PROBES if n in names]
+    assert [n for h, n in calls if h == "start"] == names[::-1]
+    assert [n for h, n in calls if h == "stop"] == names
+    assert [n for h, n in calls if h == "after_cleanup"] == names
+    assert [n for h, n in calls if h == "after_iteration"][0] == "loop_timer"  # t1 first, right after the iteration
+    assert [n for h, n in calls if h == "before_iteration"][-1] == "loop_timer"  # t0 last, right before it
+
+
+def test_inactive_probes_leave_their_fields_none_and_add_no_series():
+    stack = probes.ProbeStack(_cpu_context())
+    assert set(stack.probes) == {"loop_timer", "peak_rss", "rss", "traces", "child_peaks", "live_objects"}
+    stack.start()
+    stack.before_iteration()
+    stack.after_iteration()
+    stack.stop()
+    stack.after_cleanup()
+    fields = stack.fields()
+    assert set(fields) == RESULT_FIELDS
+    assert all(fields[k] is None for k in ("tf_alloc_peak", "graph_build_seconds", "gpu_alloc_peak",
+                                           "gpu_reserved_source"))
+    assert set(stack.series) == {"seconds", "rss", "train_traces", "predict_traces", "function_traces"}
+    assert all(len(values) == 1 for values in stack.series.values())
+
+
+def test_graph_ops_probe_only_where_the_loop_shape_asks_and_in_process():
+    assert "graph_ops" not in probes.ProbeStack(_cpu_context()).probes
+    assert "graph_ops" in probes.ProbeStack(_cpu_context(extra_probes=("graph_ops",))).probes
+    assert "graph_ops" not in probes.ProbeStack(_cpu_context(extra_probes=("graph_ops",), in_process=False)).probes
+
+
+def test_loop_shapes_name_registered_probes_and_cleanups():
+    from kerasbench import CLEANUPS, LOOPS
+
+    for shape in LOOPS.values():
+        assert set(shape.extra_probes) <= {n for n, kind in probes.PROBES.items() if kind.on_request}, shape.name
+        assert shape.teardown_cleanup in CLEANUPS, shape.name

@@ -9,7 +9,8 @@ from kerasbench import LOOPS, RunSpec, measure, strategies_for
 
 pytestmark = pytest.mark.tf
 
-PAIRS = [(loop, s) for loop in LOOPS if LOOPS[loop].needs_tf and not LOOPS[loop].needs_file for s in strategies_for(loop)]
+PAIRS = [(loop, s) for loop in LOOPS if LOOPS[loop].needs_tf and not LOOPS[loop].needs_file
+         for s in strategies_for(loop)]
 TRAINING = {"sweep", "kfold", "notebook", "batch_stream", "tf_data"}
 
 
