@@ -30,7 +30,8 @@ def clone_for_asv(tmp_path_factory, name):
     work = tmp_path_factory.mktemp(name)
     repo = work / "repo"
     subprocess.run(["git", "clone", "-q", str(Path(__file__).resolve().parent.parent), str(repo)], check=True)
-    subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)  # asv.conf.json's branch, from any branch
+    # asv.conf.json's branch, from any branch
+    subprocess.run(["git", "checkout", "-q", "-B", "main"], cwd=repo, check=True)
     return work, repo
 
 

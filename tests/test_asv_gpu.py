@@ -76,9 +76,11 @@ def fake_gpu_run(tmp_path_factory):
     (repo / "kerasbench_fake_gpu.py").write_text(textwrap.dedent(FAKE_GPU))
     env = dict(os.environ, KERASBENCH_PROFILE="quick", KERASBENCH_RECORDS_DIR=str(work / "records"), HOME=str(work),
                KERASBENCH_DEVICE="gpu", ASV_PYTHONPATH=str(repo), **{TEST_HOOK: "kerasbench_fake_gpu"})
-    subprocess.run(["asv", "machine", "--yes", "--machine", "fakegpubox"], cwd=repo, env=env, check=True, capture_output=True)
-    proc = subprocess.run(["asv", "run", "--python=same", "--set-commit-hash", "HEAD", "-b", r"^control\.Control\.track_gpu_",
-                           "--machine", "fakegpubox", "--show-stderr"], cwd=repo, env=env, capture_output=True, text=True)
+    subprocess.run(["asv", "machine", "--yes", "--machine", "fakegpubox"], cwd=repo, env=env, check=True,
+                   capture_output=True)
+    proc = subprocess.run(["asv", "run", "--python=same", "--set-commit-hash", "HEAD",
+                           "-b", r"^control\.Control\.track_gpu_", "--machine", "fakegpubox", "--show-stderr"],
+                          cwd=repo, env=env, capture_output=True, text=True)
     return repo, work, proc.returncode, proc.stdout + proc.stderr
 
 
@@ -106,4 +108,5 @@ def test_records_name_the_fake_gpu_and_driver(fake_gpu_run):
         assert record["environment"]["gpu_driver"] == DRIVER and record["environment"]["gpu_name"] == NAME
         result = record["repeats"][0]["result"]
         assert result["gpu_reserved_source"] == "process"  # NVML listed the worker's own pid
-        assert set(result["series"]["gpu_reserved"]) == {RESERVED} and set(result["series"]["gpu_alloc"]) == {ALLOC_CURRENT}
+        assert set(result["series"]["gpu_reserved"]) == {RESERVED}
+        assert set(result["series"]["gpu_alloc"]) == {ALLOC_CURRENT}
