@@ -29,7 +29,7 @@ ALLOCATOR = os.environ.get(allocators.ENV_VAR, allocators.DEFAULT)
 # The setup_cache of one loop shape runs all of its strategies: allow for the slowest profile.
 TIMEOUT = 4 * 3600
 
-# The metrics asv tracks on every loop shape: those kerasbench.metrics marks `tracked` (see README).
+# The metrics asv tracks on every loop shape: those kerasbench.metrics marks `tracked` (docs/asv.md).
 # Each is one asv process per strategy, so the list is short; every record on disk has all metrics.
 TRACKED = tuple(m.name for m in METRICS.values() if m.tracked and not m.tracked_loops)
 

@@ -1,7 +1,7 @@
 """Allocators as a factor: which malloc the worker runs on, and how its RSS is read.
 
 The allocator sets the noise of an RSS series: glibc keeps freed memory and saw-tooths by
-megabytes, tcmalloc and glibc + malloc_trim(0) before each reading are quiet (see README).
+megabytes, tcmalloc and glibc + malloc_trim(0) before each reading are quiet (docs/calibration.md).
 The runner sets the worker's environment from this registry; the worker reports what it detected
 (`allocator_in_use`). glibc's malloc_trim(0) lives here too: a cleanup action and a way to read RSS.
 """

@@ -1,7 +1,7 @@
 """The seed documents' claims, measured on the installed TensorFlow (few iterations, fresh processes).
 
 Only claims that hold with a wide margin on both Keras 2 (TF 2.12) and Keras 3 (TF 2.21) are
-asserted; the figures themselves are in the README and the issue notes.
+asserted; the figures themselves are in docs/findings.md and the issue notes.
 """
 
 import pytest
