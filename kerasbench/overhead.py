@@ -29,11 +29,11 @@ from typing import Callable, Optional, Sequence, TextIO
 
 import numpy as np
 
-from . import probes
-from .record import SCHEMA_VERSION
+from . import allocators, probes
 from .console import status_line
 from .errors import UsageError
 from .profiles import get_profile
+from .record import SCHEMA_VERSION
 from .units import GIB, KIB
 
 Notify = Optional[Callable[[str], None]]  # called with one line saying what is being measured
@@ -58,7 +58,7 @@ PROBES = {
     "rss_bytes": (probes.rss_bytes, "one RSS reading (/proc/self/statm), taken every iteration"),
     "PeakTracker": (_peak_read, "reset VmHWM and read it back (start + stop), once per phase"),
     "live_objects": (probes.live_objects, "count GC-tracked objects, at phase boundaries only"),
-    "malloc_trim": (probes.malloc_trim, "glibc malloc_trim(0), before each reading with glibc_trim"),
+    "malloc_trim": (allocators.malloc_trim, "glibc malloc_trim(0), before each reading with glibc_trim"),
 }
 
 
