@@ -19,7 +19,7 @@ from .console import Progress, run_table, status_line
 from .errors import UsageError, repro_failed, unknown
 from .files import check_writable, write_json, write_text
 from .loops import LOOPS, builtin_loops, get_loop
-from .metrics import METRICS
+from .metrics import METRICS, headline_metrics
 from .profiles import ENV_VAR, PROFILES, get_profile
 from .strategies import STRATEGIES, get_strategy, strategies_for
 from .units import KIB, parse_bytes
@@ -323,8 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--loop", help="loop shape (see `kerasbench list`)")
     p.add_argument("--strategy", default="rebuild_no_clear", help="strategy (default rebuild_no_clear)")
     p.add_argument("--repro", metavar="FILE", help="triage your own loop body instead of a loop shape")
-    p.add_argument("--metric", default="growth_per_iter", help="what must differ: growth_per_iter (default), "
-                   "peak_loop, retained, train_traces, predict_traces, objects_per_iter, seconds_per_iter")
+    first, *others = headline_metrics()
+    p.add_argument("--metric", default=first, help=f"what must differ: {first} (default), {', '.join(others)}")
     p.add_argument("--iterations", type=int, default=20, help="measured iterations per version (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up iterations (default 3)")
     p.add_argument("--repeats", type=int, default=1, help="fresh workers per version (default 1)")

@@ -74,15 +74,15 @@ class Sweep(LoopRuntime):
     # (units, learning rate) cycled: a new model per configuration, as in a grid search.
     CONFIGS = ((16, 1e-3), (32, 1e-3), (16, 1e-2), (32, 1e-2))
 
-    def setup(self):
+    def setup(self) -> None:
         self.x, self.y = _data(512)
         self.x_val, self.y_val = _data(128, seed=1)
 
-    def build(self, i):
+    def build(self, i: int) -> Any:
         units, learning_rate = self.CONFIGS[i % len(self.CONFIGS)]
         return self.make_model(units=units, learning_rate=learning_rate)
 
-    def run(self, model, i, step):
+    def run(self, model: Any, i: int, step: Step) -> Any:
         start = (i % 5) * 64  # a new 256-row chunk of the data every iteration, same shape
         x, y = self.x[start : start + 256], self.y[start : start + 256]
         history = model.fit(x, y, epochs=2, batch_size=step.batch_size, verbose=0)
@@ -93,10 +93,10 @@ class Sweep(LoopRuntime):
 class KFold(LoopRuntime):
     FOLDS = 5
 
-    def setup(self):
+    def setup(self) -> None:
         self.x, self.y = _data(640)
 
-    def run(self, model, i, step):
+    def run(self, model: Any, i: int, step: Step) -> Any:
         fold = i % self.FOLDS
         val = np.arange(fold * 128, (fold + 1) * 128)
         train = np.setdiff1d(np.arange(len(self.x)), val)
@@ -116,30 +116,30 @@ class Notebook(LoopRuntime):
         "exec",
     )
 
-    def setup(self):
+    def setup(self) -> None:
         x, y = _data(512)
         self.namespace = {"make_model": self.make_model, "x": x, "y": y, "x_val": _data(128, 1)[0]}
 
-    def build(self, i):
+    def build(self, i: int) -> Any:
         exec(self.BUILD_CELL, self.namespace)
         return self.namespace["model"]
 
-    def run(self, model, i, step):
+    def run(self, model: Any, i: int, step: Step) -> Any:
         self.namespace.update(model=model, batch_size=step.batch_size)
         exec(self.RUN_CELL, self.namespace)
         return self.namespace["history"]
 
-    def release(self):
+    def release(self) -> None:
         self.namespace.pop("model", None)
 
 
 class Inference(LoopRuntime):
     """Repeated inference with one model: model.predict(x) and a direct call model(x)."""
 
-    def setup(self):
+    def setup(self) -> None:
         self.x, _ = _data(1024)
 
-    def run(self, model, i, step):
+    def run(self, model: Any, i: int, step: Step) -> Any:
         b = step.batch_size
         predictions = model.predict(self.x[: 4 * b], batch_size=b, verbose=0)
         direct = (step.forward or model)(self.x[:b])
@@ -149,11 +149,11 @@ class Inference(LoopRuntime):
 class BatchStream(LoopRuntime):
     """Batches arrive one at a time: train_on_batch, predict_on_batch and a served tf.function."""
 
-    def setup(self):
+    def setup(self) -> None:
         self.x, self.y = _data(1024)
         self.serve = self.served_model = None
 
-    def run(self, model, i, step):
+    def run(self, model: Any, i: int, step: Step) -> Any:
         b = step.batch_size
         start = (i * 32) % (len(self.x) - b)
         xb, yb = self.x[start : start + b], self.y[start : start + b]
@@ -167,23 +167,23 @@ class BatchStream(LoopRuntime):
             forward = self.serve
         return predictions, forward(xb)
 
-    def release(self):
+    def release(self) -> None:
         self.serve = self.served_model = None
 
 
 class TfData(LoopRuntime):
     """model.fit on a tf.data pipeline (from_tensor_slices, shuffle, batch, prefetch)."""
 
-    def setup(self):
+    def setup(self) -> None:
         self.x, self.y = _data(1024)
         self.dataset = None
 
-    def make_dataset(self, batch_size):
+    def make_dataset(self, batch_size: int) -> Any:
         tf = _compat.tf()
         ds = tf.data.Dataset.from_tensor_slices((self.x, self.y)).shuffle(1024, seed=0)
         return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
-    def run(self, model, i, step):
+    def run(self, model: Any, i: int, step: Step) -> Any:
         if self.strategy.dataset == "rebuild" or self.dataset is None:
             self.dataset = self.make_dataset(step.batch_size)
         return model.fit(self.dataset, epochs=1, verbose=0)
@@ -192,17 +192,17 @@ class TfData(LoopRuntime):
 class Tf1Graph(LoopRuntime):
     """TF1-style code: placeholders, variables and a session per iteration (tf.compat.v1)."""
 
-    def setup(self):
+    def setup(self) -> None:
         _compat.enter_graph_mode()
         self.x, _ = _data(256)
         # The variable's initial value is baked into the graph as a 320 KiB constant, as when a
         # numpy array is passed to tf.Variable or tf.constant: graph growth shows up in RSS.
         self.w = np.random.default_rng(2).standard_normal((FEATURES, 4096), dtype=np.float32)
 
-    def build(self, i):
+    def build(self, i: int) -> Any:
         return None
 
-    def run(self, model, i, step):
+    def run(self, model: Any, i: int, step: Step) -> Any:
         tf = _compat.tf()
         v1 = tf.compat.v1
         mode = self.strategy.graph
@@ -231,14 +231,14 @@ class Control(LoopRuntime):
 
     ITEM_BYTES = 136
 
-    def setup(self):
+    def setup(self) -> None:
         self.kept = []
         self.anchor = []
 
-    def build(self, i):
+    def build(self, i: int) -> Any:
         return None
 
-    def run(self, model, i, step):
+    def run(self, model: Any, i: int, step: Step) -> Any:
         n = self.spec.leak_bytes
         if self.strategy.leak == "native":
             self.kept.append(np.ones(n // 8))  # written pages: all of it is resident
@@ -250,16 +250,16 @@ class Control(LoopRuntime):
 class Repro(LoopRuntime):
     """A user's own loop body from a Python file (kerasbench.repro): --repro FILE."""
 
-    def setup(self):
+    def setup(self) -> None:
         from .repro import ReproFile
 
         self.code = ReproFile(self.spec.repro)
         self.code.setup()
 
-    def build(self, i):
+    def build(self, i: int) -> Any:
         return self.code.build()
 
-    def run(self, model, i, step):
+    def run(self, model: Any, i: int, step: Step) -> Any:
         return self.code.iteration(model)
 
 

@@ -174,19 +174,19 @@ class LoopTimerProbe(Probe):
     SERIES = ("seconds",)
     FIELDS = ("loop_seconds",)
 
-    def start(self):
+    def start(self) -> None:
         self.loop_start = timer()
 
-    def before_iteration(self):
+    def before_iteration(self) -> None:
         self.t0 = timer()
 
-    def after_iteration(self):
+    def after_iteration(self) -> None:
         self.series["seconds"].append(timer() - self.t0)
 
-    def stop(self):
+    def stop(self) -> None:
         self.loop_seconds = timer() - self.loop_start
 
-    def fields(self):
+    def fields(self) -> dict:
         return {"loop_seconds": self.loop_seconds}
 
 
@@ -195,13 +195,13 @@ class PeakRssProbe(Probe):
 
     FIELDS = ("peak_loop_rss", "peak_method")
 
-    def start(self):
+    def start(self) -> None:
         self.tracker = PeakTracker().start()
 
-    def stop(self):
+    def stop(self) -> None:
         self.peak = self.tracker.stop()
 
-    def fields(self):
+    def fields(self) -> dict:
         return {"peak_loop_rss": self.peak, "peak_method": self.tracker.method}
 
 
@@ -217,16 +217,16 @@ class RssProbe(Probe):
             malloc_trim()
         return rss_bytes()
 
-    def start(self):
+    def start(self) -> None:
         self.baseline = self.read()
 
-    def after_iteration(self):
+    def after_iteration(self) -> None:
         self.series["rss"].append(self.read())
 
-    def after_cleanup(self):
+    def after_cleanup(self) -> None:
         self.final = self.read()  # as the baseline was read
 
-    def fields(self):
+    def fields(self) -> dict:
         return {"baseline_rss": self.baseline, "final_rss": self.final}
 
 
@@ -239,11 +239,11 @@ class TraceProbe(Probe):
     SERIES = tuple(TRACE_KINDS)
     FIELDS = tuple(TRACE_KINDS) + ("models_built",)
 
-    def after_iteration(self):
+    def after_iteration(self) -> None:
         for name, kind in TRACE_KINDS.items():
             self.series[name].append(counters.traces(kind))
 
-    def fields(self):
+    def fields(self) -> dict:
         # a user's own models (loop repro) have no counting steps: n/a, not 0
         steps = self.context.counts_steps
         return {
@@ -260,10 +260,10 @@ class GraphOpsProbe(Probe):
     SERIES = ("graph_ops",)
 
     @classmethod
-    def for_context(cls, context):
+    def for_context(cls, context: ProbeContext) -> Optional[Probe]:
         return cls(context) if context.in_process else None
 
-    def after_iteration(self):
+    def after_iteration(self) -> None:
         self.series["graph_ops"].append(_compat.default_graph_ops())
 
 
@@ -275,7 +275,7 @@ class GpuProbe(Probe):
               "gpu_reserved_peak", "gpu_reserved_final", "gpu_reserved_source")
 
     @classmethod
-    def for_context(cls, context):
+    def for_context(cls, context: ProbeContext) -> Optional[Probe]:
         if context.gpu_reader is not None:
             return cls(context, context.gpu_reader)
         if context.device != "gpu" or not context.in_process:  # CPU; the TF-free isolation parent
@@ -286,24 +286,24 @@ class GpuProbe(Probe):
         super().__init__(context)
         self.reader = reader
 
-    def start(self):
+    def start(self) -> None:
         self.reader.reset()
         self.baseline = self.reader.read()
 
-    def after_iteration(self):
+    def after_iteration(self) -> None:
         reading = self.reader.read()
         self.series["gpu_alloc"].append(reading["alloc"])
         self.series["gpu_reserved"].append(reading["reserved"])
 
-    def stop(self):
+    def stop(self) -> None:
         self.alloc_peak = self.reader.peak()
         reserved = [v for v in self.series["gpu_reserved"] + [self.baseline["reserved"]] if v is not None]
         self.reserved_peak = max(reserved) if reserved else None
 
-    def after_cleanup(self):
+    def after_cleanup(self) -> None:
         self.final = self.reader.read()
 
-    def fields(self):
+    def fields(self) -> dict:
         return {
             "gpu_alloc_baseline": self.baseline["alloc"],
             "gpu_alloc_peak": self.alloc_peak,
@@ -323,11 +323,11 @@ class ChildPeaksProbe(Probe):
 
     FIELDS = ("child_peaks", "child_gpu_alloc_peaks", "child_gpu_reserved_peaks")
 
-    def start(self):
+    def start(self) -> None:
         self.context.pair.child_gpu_alloc_peaks.clear()
         self.context.pair.child_gpu_reserved_peaks.clear()
 
-    def fields(self):
+    def fields(self) -> dict:
         pair = self.context.pair
         return {"child_peaks": pair.child_peaks, "child_gpu_alloc_peaks": pair.child_gpu_alloc_peaks,
                 "child_gpu_reserved_peaks": pair.child_gpu_reserved_peaks}
@@ -339,17 +339,17 @@ class TfAllocatorProbe(Probe):
     FIELDS = ("tf_alloc_peak",)
 
     @classmethod
-    def for_context(cls, context):
+    def for_context(cls, context: ProbeContext) -> Optional[Probe]:
         return cls(context) if context.tf_loaded else None
 
-    def start(self):
+    def start(self) -> None:
         _compat.reset_tf_memory_stats()
 
-    def stop(self):
+    def stop(self) -> None:
         info = _compat.tf_memory_info()
         self.peak = info["peak"] if info else None
 
-    def fields(self):
+    def fields(self) -> dict:
         return {"tf_alloc_peak": self.peak}
 
 
@@ -359,17 +359,17 @@ class GraphBuildProbe(Probe):
     FIELDS = ("graph_build_seconds",)
 
     @classmethod
-    def for_context(cls, context):
+    def for_context(cls, context: ProbeContext) -> Optional[Probe]:
         return cls(context) if context.tf_loaded else None
 
-    def start(self):
+    def start(self) -> None:
         self.before = _compat.graph_building_seconds()
 
-    def stop(self):
+    def stop(self) -> None:
         after = _compat.graph_building_seconds() if self.before is not None else None
         self.seconds = None if after is None else after - self.before
 
-    def fields(self):
+    def fields(self) -> dict:
         return {"graph_build_seconds": self.seconds}
 
 
@@ -378,15 +378,15 @@ class LiveObjectsProbe(Probe):
 
     FIELDS = ("objects_before", "objects_after")
 
-    def start(self):
+    def start(self) -> None:
         live_objects()  # throwaway: the first snapshot itself allocates
         self.before = live_objects()
 
-    def stop(self):
+    def stop(self) -> None:
         gc_barrier()
         self.after = live_objects()
 
-    def fields(self):
+    def fields(self) -> dict:
         return {"objects_before": self.before, "objects_after": self.after}
 
 

@@ -112,7 +112,7 @@ class Strategy:
             return 8 + (iteration * 7) % 120  # 7 and 120 are coprime: 120 distinct sizes before one repeats
         return default
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for knob, value, valid in (("memory_growth", self.memory_growth, MEMORY_GROWTH),
                                    ("gpu_allocator", self.gpu_allocator, GPU_ALLOCATORS)):
             if value not in valid:
