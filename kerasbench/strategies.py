@@ -3,7 +3,7 @@
 A strategy is a handful of declarative knobs; `kerasbench.worker` composes them with a loop shape.
 Each strategy names the loop shapes it applies to; any other pair is a clean skip. The cleanup
 actions a strategy runs after each iteration are declared here once (CLEANUPS), with what they call:
-TensorFlow only through kerasbench._compat, imported when an action runs.
+TensorFlow only through kerasbench._compat, which imports it when an action first needs it.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import gc
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from . import _compat, allocators
 from .errors import unknown
 
 # Loop-shape groups a strategy can apply to (names from kerasbench.loops).
@@ -30,49 +31,20 @@ class Cleanup:
     action: Callable[[Any], None]  # called with the measured pair (kerasbench.worker.MeasuredPair)
 
 
-def _del_model(pair: Any) -> None:
-    pair.release_model()
-
-
-def _clear_session(pair: Any) -> None:
-    from . import _compat
-
-    _compat.clear_session()
-
-
-def _gc_collect(pair: Any) -> None:
-    gc.collect()
-
-
-def _reset_default_graph(pair: Any) -> None:
-    from . import _compat
-
-    _compat.reset_default_graph()
-
-
-def _clear_kernel_cache(pair: Any) -> None:
-    from . import _compat
-
-    _compat.clear_kernel_cache()
-
-
-def _malloc_trim(pair: Any) -> None:
-    from . import allocators
-
-    allocators.malloc_trim()
-
-
 # Cleanup actions, run in a strategy's order after each iteration, each measurable on its own.
 CLEANUPS = {
     c.name: c
     for c in (
-        Cleanup("del_model", "drop every reference the loop holds to this iteration's model (`del model`)", _del_model),
-        Cleanup("clear_session", "tf.keras.backend.clear_session()", _clear_session),
-        Cleanup("gc_collect", "gc.collect()", _gc_collect),
-        Cleanup("reset_default_graph", "tf.compat.v1.reset_default_graph()", _reset_default_graph),
+        Cleanup("del_model", "drop every reference the loop holds to this iteration's model (`del model`)",
+                lambda pair: pair.release_model()),
+        Cleanup("clear_session", "tf.keras.backend.clear_session()", lambda pair: _compat.clear_session()),
+        Cleanup("gc_collect", "gc.collect()", lambda pair: gc.collect()),
+        Cleanup("reset_default_graph", "tf.compat.v1.reset_default_graph()",
+                lambda pair: _compat.reset_default_graph()),
         Cleanup("clear_kernel_cache", "context.context().clear_kernel_cache() (the eager kernel cache)",
-                _clear_kernel_cache),
-        Cleanup("malloc_trim", "glibc malloc_trim(0): hand freed heap pages back to the OS", _malloc_trim),
+                lambda pair: _compat.clear_kernel_cache()),
+        Cleanup("malloc_trim", "glibc malloc_trim(0): hand freed heap pages back to the OS",
+                lambda pair: allocators.malloc_trim()),
     )
 }
 
