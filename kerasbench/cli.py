@@ -16,7 +16,7 @@ from typing import Optional, TextIO
 from . import stats
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
 from .console import Progress, run_table, status_line
-from .errors import UsageError, repro_failed, unknown
+from .errors import UsageError, unknown
 from .files import check_writable, write_json, write_text
 from .loops import LOOPS, builtin_loops, get_loop
 from .metrics import METRICS, headline_metrics
@@ -80,7 +80,7 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     """Measure the named pairs, print their table; exit 1 if a worker failed."""
-    from .runner import RunSpec, measure
+    from .runner import RunSpec, measure_pairs
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
@@ -107,17 +107,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 
         base.python = python_for_tf(args.config, args.tf,
                                     lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
-    progress = Progress(sys.stderr, len(pairs), warmup)
-    records = []
-    for index, (loop, strategy) in enumerate(pairs, 1):
-        n = profile.iterations_for(get_strategy(strategy)) if iterations is None else iterations
-        spec = RunSpec(**{**base.__dict__, "loop": loop, "strategy": strategy, "iterations": n})
-        progress.start(index, loop, strategy, n)
-        record = measure(spec, progress=progress)
-        progress.done(record)
-        records.append(record)
-        if spec.repro and record["status"] == "failed":
-            raise repro_failed(spec.repro, record)
+    count = profile.iterations_for if iterations is None else (lambda strategy: iterations)
+    records = measure_pairs(base, pairs, count, Progress(sys.stderr, len(pairs), warmup))
     out.write(run_table(records))
     if args.json:
         from .record import records_payload

@@ -15,12 +15,12 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from . import allocators, floors, record
-from .errors import UsageError, unknown
+from .errors import UsageError, repro_failed, unknown
 from .loops import get_loop
-from .strategies import get_strategy
+from .strategies import Strategy, get_strategy
 from .units import GIB, KIB, parse_bytes
 
 DEVICES = ("cpu", "gpu")
@@ -218,6 +218,28 @@ def _kill_tree(proc):
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
+
+
+def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: Callable[[Strategy], int],
+                  progress: Optional[Any] = None) -> List[record.Record]:
+    """Measure each (loop, strategy) of `pairs` in turn with `base`'s settings; their records, in order.
+
+    `iterations(strategy)` is a pair's count (a profile gives process_isolation fewer); `progress`, a
+    console.Progress or None, is told when a pair starts and ends and sees its workers' events. A repro file
+    that raises in the worker stops the run with that error: the next pair would raise it again.
+    """
+    records = []
+    for index, (loop, strategy) in enumerate(pairs, 1):
+        spec = dataclasses.replace(base, loop=loop, strategy=strategy, iterations=iterations(get_strategy(strategy)))
+        if progress is not None:
+            progress.start(index, loop, strategy, spec.iterations)
+        result = measure(spec, progress=progress)
+        if progress is not None:
+            progress.done(result)
+        records.append(result)
+        if spec.repro and result["status"] == "failed":
+            raise repro_failed(spec.repro, result)
+    return records
 
 
 def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) -> record.Record:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import compare
 from .console import text_table
@@ -23,6 +23,9 @@ from .metrics import headline_metrics
 from .record import Record
 from .releases import version_key
 from .units import KIB, MIB
+
+if TYPE_CHECKING:  # the type only: bisect_releases imports runner (loop shapes, numpy) when it runs
+    from .runner import RunSpec
 
 
 @dataclass
@@ -147,8 +150,8 @@ def summary(outcome: Outcome, metric: str) -> dict:
             "first_bad": outcome.first_bad, "stopped": outcome.stopped}
 
 
-def bisect_releases(config: str, good: str, bad: str, template, metric: str, latest_patches: bool,
-                    reproduce: list, err) -> tuple:
+def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric: str, latest_patches: bool,
+                    reproduce: List[str], err: TextIO) -> Tuple[str, Outcome, Dict[str, Record]]:
     """`kerasbench triage`: bisect the TF releases from `good` to `bad`, measuring the pair of `template` in each.
 
     `template` is the validated runner.RunSpec of the pair (each version gets its asv environment's python);
