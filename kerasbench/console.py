@@ -41,15 +41,17 @@ class Progress:
         self.iterations = 0
 
     def start(self, index: int, loop: str, strategy: str, iterations: int) -> None:
-        """A new pair (the `index`-th of the total): its label, and the line saying its worker starts."""
+        """A new pair (the `index`-th of the total): its label; the runner says when a worker starts."""
         self.iterations = iterations
         self.label = f"[{index}/{self.total}] {loop} × {strategy}"
-        status_line(self.stream, f"{self.label}: starting a fresh worker", milestone=True)
 
     def __call__(self, ev: dict) -> None:
-        """A worker's progress event (warm-up or iteration)."""
+        """A worker's event: its start, a warm-up or measured iteration."""
         kind = ev["event"]
-        if kind == "warmup":
+        if kind == "start":
+            repeat = f" r{ev['repeat'] + 1}" if ev["repeat"] else ""
+            status_line(self.stream, f"{self.label}{repeat}: starting a fresh worker", milestone=True)
+        elif kind == "warmup":
             text = f"{self.label} r{ev['repeat'] + 1}: warm-up {ev['iteration'] + 1}/{self.warmup}"
             status_line(self.stream, text, milestone=ev["iteration"] == 0)
         elif kind == "iteration":

@@ -9,7 +9,6 @@ import dataclasses
 import json
 import os
 import queue
-import signal
 import subprocess
 import sys
 import tempfile
@@ -17,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from . import allocators, floors, record
+from . import allocators, floors, procs, record
 from .errors import UsageError, repro_failed, unknown
 from .loops import get_loop
 from .strategies import Strategy, get_strategy
@@ -113,10 +112,13 @@ def _worker_env(spec):
     return allocators.apply_env(spec.allocator, env)
 
 
-def _tree_rss(proc):
+def _tree_rss(proc, group=None):
     try:
         rss = proc.memory_info().rss
-        for child in proc.children(recursive=True):
+        children = proc.children(recursive=True)
+        if group is not None:
+            group.watch(children)
+        for child in children:
             try:
                 rss += child.memory_info().rss
             except Exception:
@@ -126,20 +128,66 @@ def _tree_rss(proc):
         return 0
 
 
+# After the "done" (or "skip") event, how long a worker may take to exit before its group is killed: a thread
+# or a child that user code left running must not hold the pair until the time limit.
+EXIT_GRACE = 2.0
+LOG_TAIL_BYTES = 64 * KIB  # of a failed worker's log, the part read back (a runaway log can be gigabytes)
+
+
+def _log_tail(log, lines: int = 15) -> list:
+    """The last non-empty `lines` lines of the worker's log, reading only its last LOG_TAIL_BYTES."""
+    size = log.seek(0, os.SEEK_END)
+    log.seek(max(0, size - LOG_TAIL_BYTES))
+    text = log.read().decode("utf-8", errors="replace").splitlines()
+    if size > LOG_TAIL_BYTES:
+        text = text[1:]  # the first line was cut
+    return [line for line in text if line.strip()][-lines:]
+
+
+def _where(phase: str, last: Optional[int], spec: RunSpec) -> str:
+    """Where in the protocol a worker was when stopped, from its last events (phase, last iteration reported)."""
+    if phase == "warmup":
+        done = "before its first iteration" if last is None else f"after warm-up iteration {last + 1}/{spec.warmup}"
+        return f"during warm-up, {done}"
+    if phase == "iteration":
+        return "in the first iteration" if last is None else f"after iteration {last + 1}/{spec.iterations}"
+    return "during setup"
+
+
 def run_worker(spec: RunSpec, repeat: int = 0, progress: Optional[Callable[[dict], None]] = None,
                poll: float = 0.05) -> record.Repeat:
-    """One fresh worker process for `spec`; returns a repeat dict (status, result, environment)."""
+    """One fresh worker process for `spec`; returns a repeat dict (status, result, environment).
+
+    The worker's whole process group (and whatever user code started in it) is ended before this returns,
+    also when it is interrupted (kerasbench.procs owns the groups).
+    """
     import psutil
 
     read_fd, write_fd = os.pipe()
-    log = tempfile.TemporaryFile(mode="w+")
+    log = tempfile.TemporaryFile(mode="w+b")
     started, spawned = time.perf_counter(), time.monotonic()
-    proc = subprocess.Popen(
-        [spec.python or sys.executable, "-m", "kerasbench.worker", json.dumps(dataclasses.asdict(spec)), str(write_fd)],
-        pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        env=_worker_env(spec), start_new_session=True,
-    )
-    os.close(write_fd)
+    try:
+        group = procs.start(
+            [spec.python or sys.executable, "-m", "kerasbench.worker", json.dumps(dataclasses.asdict(spec)),
+             str(write_fd)],
+            pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(spec),
+        )
+    except BaseException:
+        os.close(read_fd)
+        log.close()
+        raise
+    finally:
+        os.close(write_fd)
+    try:
+        return _watch(spec, group, read_fd, log, repeat, progress, poll, started, spawned, psutil)
+    finally:
+        group.end()
+        log.close()
+
+
+def _watch(spec, group, read_fd, log, repeat, progress, poll, started, spawned, psutil) -> record.Repeat:
+    """Follow one worker until it exits, is stopped, or lingers past EXIT_GRACE after its last event."""
+    proc = group.proc
     events = queue.Queue()
 
     def reader():
@@ -152,49 +200,60 @@ def run_worker(spec: RunSpec, repeat: int = 0, progress: Optional[Callable[[dict
 
     thread = threading.Thread(target=reader, daemon=True)
     thread.start()
+    if progress:
+        progress({"repeat": repeat, "event": "start"})
     ps = psutil.Process(proc.pid)
     outcome = {"repeat": repeat, "status": "failed", "reason": None, "result": None, "environment": None}
-    last_iteration, phase, stopped = None, "setup", None
+    last_iteration, phase, stopped, finished_at = None, "setup", None, None
     max_tree_rss = 0
     partial_rss = []  # kept from progress events, so a stopped worker still shows its curve
 
     def drain():
         # Only what is queued now: a worker that reports faster than this loop reads must not
         # keep it from checking the cap and the time limit.
-        nonlocal last_iteration, phase
+        nonlocal last_iteration, phase, finished_at
         for _ in range(events.qsize()):
             try:
                 ev = events.get_nowait()
             except queue.Empty:
                 return
             kind = ev["event"]
-            if kind in ("warmup", "iteration"):
+            if kind == "phase":
+                phase, last_iteration = ev["phase"], None
+            elif kind in ("warmup", "iteration"):
                 phase, last_iteration = kind, ev["iteration"]
                 if "rss" in ev and kind == "iteration" and ev["iteration"] == len(partial_rss):
                     partial_rss.append(ev["rss"])  # only while no iteration went unreported
             elif kind == "skip":
                 outcome.update(status="skipped", reason=ev["reason"], environment=ev["environment"])
+                finished_at = time.perf_counter()
             elif kind == "done":
                 outcome.update(status="ok", result=ev["result"], environment=ev["environment"])
+                finished_at = time.perf_counter()
             if progress:
                 progress({"repeat": repeat, **ev})
 
     while proc.poll() is None:
-        tree = _tree_rss(ps)
+        tree = _tree_rss(ps, group)
         max_tree_rss = max(max_tree_rss, tree)
         elapsed = time.perf_counter() - started
+        if finished_at is not None and time.perf_counter() - finished_at > EXIT_GRACE:
+            group.end()  # its result is in: a thread or child it left running must not hold the pair
+            break
         if tree > spec.memory_cap:
             stopped = f"exceeded memory cap ({tree / GIB:.2f} GiB > {spec.memory_cap / GIB:.2f} GiB)"
         elif elapsed > spec.time_limit:
             stopped = f"exceeded time limit ({spec.time_limit:g} s)"
         if stopped:
-            _kill_tree(proc)
+            group.end()
             break
         drain()
         time.sleep(poll)
     proc.wait()
     thread.join(timeout=5)
     drain()
+    if stopped and finished_at is not None:  # the result arrived in the same poll as the stop: keep it
+        stopped = None
     outcome["worker_seconds"] = time.perf_counter() - started
     outcome["max_tree_rss"] = max_tree_rss
     timing = (outcome["result"] or {}).get("timing")
@@ -202,31 +261,25 @@ def run_worker(spec: RunSpec, repeat: int = 0, progress: Optional[Callable[[dict
         outcome["start_seconds"] = timing["entered"] - spawned
         outcome["exit_seconds"] = outcome["worker_seconds"] - (timing["done"] - spawned)
     if stopped:
-        where = "before the first iteration" if last_iteration is None else f"at {phase} iteration {last_iteration + 1}"
-        outcome.update(status="stopped", reason=f"stopped: {stopped} {where}", partial_rss=partial_rss)
+        outcome.update(status="stopped", reason=f"{stopped} {_where(phase, last_iteration, spec)}",
+                       partial_rss=partial_rss)
     elif outcome["status"] == "failed":
-        log.seek(0)
-        tail = [line for line in log.read().splitlines() if line.strip()][-15:]
+        tail = _log_tail(log)
         outcome["reason"] = f"worker exited with code {proc.returncode}: " + (tail[-1] if tail else "no output")
         outcome["log_tail"] = tail
-    log.close()
     return outcome
 
 
-def _kill_tree(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-
-
 def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: Callable[[Strategy], int],
-                  progress: Optional[Any] = None) -> List[record.Record]:
+                  progress: Optional[Any] = None,
+                  finished: Optional[Callable[[record.Record], None]] = None) -> List[record.Record]:
     """Measure each (loop, strategy) of `pairs` in turn with `base`'s settings; their records, in order.
 
     `iterations(strategy)` is a pair's count (a profile gives process_isolation fewer); `progress`, a
-    console.Progress or None, is told when a pair starts and ends and sees its workers' events. A repro file
-    that raises in the worker stops the run with that error: the next pair would raise it again.
+    console.Progress or None, is told when a pair starts and ends and sees its workers' events; `finished` gets
+    each record as its pair ends (so a caller keeps them through an interrupt or a later error). A repro file
+    that raises in the worker stops the run with that error (after `finished` got its record): the next pair
+    would raise it again.
     """
     records = []
     for index, (loop, strategy) in enumerate(pairs, 1):
@@ -237,6 +290,8 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
         if progress is not None:
             progress.done(result)
         records.append(result)
+        if finished is not None:
+            finished(result)
         if spec.repro and result["status"] == "failed":
             raise repro_failed(spec.repro, result)
     return records

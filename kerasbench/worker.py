@@ -231,6 +231,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
         t0 = probes.timer()
         pair.setup()
         setup_seconds = probes.timer() - t0
+        emit("phase", phase="warmup")  # the runner says where a stopped worker was: setup, warm-up, iterations
         for w in range(spec.warmup):  # a child of process_isolation may find out it must skip
             pair.iteration(w)
             emit("warmup", iteration=w)
@@ -250,6 +251,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     ))
     series = stack.series  # every probe's series by name, each list made as its probe starts
 
+    emit("phase", phase="iteration")
     probes.gc_barrier()
     stack.start()
     last_emit = float("-inf")  # the first iteration is always reported

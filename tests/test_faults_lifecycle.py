@@ -1,0 +1,199 @@
+"""Fault suite, process lifecycle (issue #15, classes 3, 4, 5, 9): interrupts, lingering workers, exit codes,
+results kept through later errors; the log tail and the wording of stops. Control loops and fakes, no TF.
+
+The faults are injected into the worker by a sitecustomize on PYTHONPATH (the worker inherits the environment):
+it patches the control loop's iteration to start a non-daemon thread, spawn `sleep 1000`, hang or raise.
+"""
+
+import io
+import os
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from kerasbench import RunSpec, measure, procs, runner
+from kerasbench.cli import main
+from kerasbench.console import Progress
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SITECUSTOMIZE = '''
+import os
+if os.environ.get("KB_FAULT"):
+    import subprocess, sys, threading, time
+    from kerasbench import loops
+
+    run = loops.Control.run
+    state = {"started": False}
+
+    def faulty(self, model, i, step):
+        fault, only = os.environ["KB_FAULT"], os.environ.get("KB_FAULT_STRATEGY")
+        if only and self.strategy.name != only:
+            return run(self, model, i, step)
+        if not state["started"]:
+            state["started"] = True
+            with open(os.environ["KB_FAULT_PIDS"], "a") as f:
+                f.write(f"{os.getpid()}\\n")
+            if fault == "thread":  # a non-daemon thread the interpreter waits for at exit
+                threading.Thread(target=time.sleep, args=(1000,)).start()
+            if fault in ("spawn", "hang"):  # a child user code started and never ended
+                child = subprocess.Popen(["sleep", "1000"])
+                with open(os.environ["KB_FAULT_PIDS"], "a") as f:
+                    f.write(f"{child.pid}\\n")
+        if fault == "hang":
+            time.sleep(1000)
+        if fault == "raise":
+            raise RuntimeError("injected fault")
+        return run(self, model, i, step)
+
+    loops.Control.run = faulty
+'''
+
+
+@pytest.fixture
+def fault(tmp_path, monkeypatch):
+    """fault(kind, strategy=None): inject `kind` into the control loop of workers started from now on; the pid file."""
+    folder = tmp_path / "fault"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    pids = tmp_path / "pids"
+
+    def inject(kind, strategy=None):
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(folder), str(ROOT)]))
+        monkeypatch.setenv("KB_FAULT", kind)
+        monkeypatch.setenv("KB_FAULT_PIDS", str(pids))
+        if strategy:
+            monkeypatch.setenv("KB_FAULT_STRATEGY", strategy)
+        return pids
+
+    return inject
+
+
+def read_pids(path):
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid):
+    """Running and not a zombie (a killed orphan is a zombie until init reaps it)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def run_cli(argv):
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+# ---------------------------------------------------------------- class 3: interrupts end every worker
+
+
+def test_an_interrupt_in_process_ends_the_worker_group(fault, monkeypatch):
+    pids = fault("hang")
+    sent = {}
+
+    def interrupt_once_running(ev):  # Ctrl-C arrives while the worker hangs in its first iteration
+        if ev["event"] == "phase" and ev["phase"] == "iteration" and not sent:
+            sent["at"] = time.monotonic()
+            deadline = time.monotonic() + 30
+            while len(read_pids(pids)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with procs.interrupts():
+            runner.run_worker(RunSpec("control", "control_noop", iterations=3, warmup=0).validate(),
+                              progress=interrupt_once_running)
+    time.sleep(0.2)
+    assert read_pids(pids) and not any(alive(pid) for pid in read_pids(pids))
+    assert procs.live() == []
+
+
+# ---------------------------------------------------------------- class 4: workers that do not exit
+
+
+def test_worker_with_a_lingering_thread_keeps_its_result_and_ends_within_the_grace(fault):
+    fault("thread")
+    started = time.monotonic()
+    record = measure(RunSpec("control", "control_noop", iterations=3, warmup=0, time_limit=120))
+    assert record["status"] == "ok", record["reason"]
+    assert time.monotonic() - started < 20  # before: the whole time limit, then "stopped" and no result
+    assert record["repeats"][0]["exit_seconds"] <= runner.EXIT_GRACE + 1
+
+
+def test_children_that_user_code_started_end_with_the_pair(fault):
+    pids = fault("spawn")
+    record = measure(RunSpec("control", "control_noop", iterations=3, warmup=0))
+    assert record["status"] == "ok"
+    time.sleep(0.2)
+    worker, child = read_pids(pids)
+    assert not alive(child) and not alive(worker)  # before: `sleep 1000` outlived the run
+
+
+# ---------------------------------------------------------------- class 5: exit codes
+
+
+# ---------------------------------------------------------------- class 9: results lost to later errors
+
+
+# ---------------------------------------------------------------- the failed worker's log, the wording
+
+
+def test_a_failed_worker_log_is_read_by_its_tail_only(tmp_path):
+    import tracemalloc
+
+    with open(tmp_path / "log", "w+b") as log:
+        log.write(b"x" * 100 + b"\n")
+        for _ in range(20_000):
+            log.write(b"noise " * 100 + b"\n")  # ~12 MiB
+        log.write(b"the last line\n\n")
+        tracemalloc.start()
+        tail = runner._log_tail(log)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert tail[-1] == "the last line" and len(tail) == 15
+    assert peak < 1 << 20  # before: the whole log in memory
+
+
+def test_a_failed_worker_reports_its_last_line(fault):
+    fault("raise")
+    record = measure(RunSpec("control", "control_noop", iterations=2, warmup=0))
+    assert record["status"] == "failed" and record["reason"].endswith("RuntimeError: injected fault")
+
+
+@pytest.mark.parametrize("warmup,iterations,where", [
+    (10**8, 3, "during warm-up, after warm-up iteration"),
+    (0, 10**8, "after iteration"),
+])
+def test_a_stop_says_where_once(warmup, iterations, where):
+    record = measure(RunSpec("control", "control_noop", iterations=iterations, warmup=warmup, time_limit=2,
+                             probes=False))
+    assert record["status"] == "stopped"
+    assert record["reason"].startswith("exceeded time limit (2 s) " + where)
+    assert "stopped" not in record["reason"] and "iteration iteration" not in record["reason"]
+    stream = io.StringIO()
+    progress = Progress(stream, 1, warmup)
+    progress.start(1, "control", "control_noop", iterations)
+    progress.done(record)
+    assert "stopped: exceeded time limit" in stream.getvalue() and "stopped: stopped" not in stream.getvalue()
+
+
+def test_a_hang_in_setup_or_the_first_iteration_says_so(fault):
+    fault("hang")
+    record = measure(RunSpec("control", "control_noop", iterations=3, warmup=0, time_limit=3))
+    assert record["reason"] == "exceeded time limit (3 s) in the first iteration"
+    record = measure(RunSpec("control", "control_noop", iterations=3, warmup=2, time_limit=3))
+    assert record["reason"] == "exceeded time limit (3 s) during warm-up, before its first iteration"
+
+
+def test_a_pair_skipped_without_a_worker_does_not_say_one_starts():
+    stream = io.StringIO()
+    progress = Progress(stream, 2, 0)
+    runner.measure_pairs(RunSpec("control", "control_noop", iterations=2, warmup=0),
+                         [("control", "clear_session"), ("control", "control_noop")], lambda s: 2, progress)
+    lines = stream.getvalue().splitlines()
+    assert not any("clear_session" in line and "starting" in line for line in lines)
+    assert "[2/2] control × control_noop: starting a fresh worker" in lines
