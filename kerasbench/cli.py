@@ -79,7 +79,11 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    """Measure the named pairs, print their table; exit 1 if a worker failed."""
+    """Measure the named pairs, print their table; exit 0 all ok or skipped, 1 a pair failed or stopped.
+
+    With --json each pair's record is written as it ends; after an interrupt or a repro that raised, the table
+    of the finished pairs is printed and they stay in the file. A write that fails is one line, exit 1.
+    """
     from .runner import RunSpec, measure_pairs
 
     profile = get_profile(args.profile)
@@ -108,14 +112,46 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         base.python = python_for_tf(args.config, args.tf,
                                     lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
     count = profile.iterations_for if iterations is None else (lambda strategy: iterations)
-    records = measure_pairs(base, pairs, count, Progress(sys.stderr, len(pairs), warmup))
-    out.write(run_table(records))
-    if args.json:
+    records: list = []
+
+    def save() -> Optional[str]:  # None, or the one-line reason the records could not be written
         from .record import records_payload
 
-        write_json(args.json, records_payload(records))
-        out.write(f"wrote {len(records)} record(s) to {args.json}\n")
-    return 1 if any(r["status"] == "failed" for r in records) else 0
+        try:
+            write_json(args.json, records_payload(records))
+        except OSError as e:  # a full disk, a lost mount: said on one line, after the table is out
+            return f"cannot write results to {args.json}: {e.strerror or e}"
+        return None
+
+    def finished(record: dict) -> None:  # each pair is on disk as it ends: an interrupt or a crash loses none
+        records.append(record)
+        if args.json:
+            save()
+
+    def keep(note: str = "") -> bool:  # the table of what finished, then the file; False if the write failed
+        if records:
+            out.write(run_table(records))
+            out.flush()
+        error = save() if args.json else None
+        if error:
+            sys.stderr.write(f"kerasbench: error: {error}" + (f" ({note})" if note else "") + "\n")
+        elif note:
+            sys.stderr.write(f"kerasbench: {note}" + (f"; kept in {args.json}" if args.json else "") + "\n")
+        elif args.json:
+            out.write(f"wrote {len(records)} record(s) to {args.json}\n")
+        return error is None
+
+    try:
+        measure_pairs(base, pairs, count, Progress(sys.stderr, len(pairs), warmup), finished)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what finished is printed and kept; main says interrupted
+        keep(f"{len(records)} of {len(pairs)} pair(s) finished before the interrupt")
+        raise
+    except UsageError:  # a repro file that raised: the pairs before it are kept, then its one-line error
+        keep()
+        raise
+    if not keep():
+        return 1
+    return 1 if any(r["status"] in ("failed", "stopped") for r in records) else 0
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
@@ -384,7 +420,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list] = None, out: Optional[TextIO] = None) -> int:
-    """Run the command `argv` (default: sys.argv); its exit code. Output goes to `out` (default: stdout)."""
+    """Run the command `argv` (default: sys.argv); its exit code. Output goes to `out` (default: stdout).
+
+    Exit codes: 0 done (every pair ok or skipped), 1 something failed or was stopped (a pair, a write),
+    2 a usage error, 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM. Every worker ends with the command.
+    """
+    from . import procs
+
     out = out or sys.stdout
     parser = build_parser()
     try:
@@ -392,13 +434,15 @@ def main(argv: Optional[list] = None, out: Optional[TextIO] = None) -> int:
     except SystemExit as e:  # argparse already printed its one-line usage error
         return e.code
     try:
-        return args.func(args, out)
+        with procs.interrupts():  # Ctrl-C, SIGTERM and the way out end every worker's process group
+            return args.func(args, out)
     except UsageError as e:
         sys.stderr.write(f"kerasbench: error: {e}\n")
         return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("kerasbench: interrupted\n")
-        return 130
+    except KeyboardInterrupt as e:  # procs.Terminated (SIGTERM) too
+        code = procs.exit_code(e)
+        sys.stderr.write(f"kerasbench: interrupted ({'SIGTERM' if code == 143 else 'SIGINT'})\n")
+        return code
     except BrokenPipeError:  # `kerasbench list | head`
         sys.stderr.close()
         return 0

@@ -6,7 +6,11 @@ it patches the control loop's iteration to start a non-daemon thread, spawn `sle
 """
 
 import io
+import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -91,6 +95,36 @@ def run_cli(argv):
 # ---------------------------------------------------------------- class 3: interrupts end every worker
 
 
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_ends_every_worker_and_keeps_the_finished_pairs(fault, tmp_path, signum, code):
+    pids = fault("hang", strategy="control_leak_native")
+    path = tmp_path / "out.json"
+    cmd = [sys.executable, "-m", "kerasbench", "run", "--loop", "control",
+           "--strategy", "control_noop,control_leak_native", "--iterations", "3", "--warmup", "0",
+           "--leak-kib", "64", "--json", str(path)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(read_pids(pids)) < 2:  # the hanging worker and the `sleep` it started
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        worker, child = read_pids(pids)
+        assert alive(worker) and alive(child)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(0.2)  # init reaps the orphans
+    assert not alive(worker) and not alive(child)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and "1 of 2 pair(s) finished before the interrupt" in err
+    assert f"kept in {path}" in err
+    assert "control_noop" in out  # the table of what finished
+    records = json.loads(path.read_text())["records"]
+    assert [r["strategy"] for r in records] == ["control_noop"] and records[0]["status"] == "ok"
+
+
 def test_an_interrupt_in_process_ends_the_worker_group(fault, monkeypatch):
     pids = fault("hang")
     sent = {}
@@ -136,7 +170,68 @@ def test_children_that_user_code_started_end_with_the_pair(fault):
 # ---------------------------------------------------------------- class 5: exit codes
 
 
+def test_a_stopped_pair_exits_1(capsys):
+    code, text = run_cli(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", str(10**8),
+                          "--warmup", "0", "--time-limit", "2", "--no-probes"])
+    assert code == 1 and "stopped" in text  # before: 0
+
+
+def test_a_failed_pair_exits_1_and_skips_alone_exit_0(fault, capsys):
+    assert run_cli(["run", "--loop", "control", "--strategy", "clear_session"])[0] == 0
+    fault("raise")
+    code, text = run_cli(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "2"])
+    assert code == 1 and "failed" in text
+
+
 # ---------------------------------------------------------------- class 9: results lost to later errors
+
+
+def test_a_repro_failing_in_a_later_pair_keeps_the_earlier_ones(tmp_path, monkeypatch, capsys):
+    from kerasbench import record as record_module
+
+    repro = tmp_path / "repro.py"
+    repro.write_text("def iteration(ctx, model):\n    return None\n")
+    real_measure = runner.measure
+
+    def fake_measure(spec, progress=None):  # pair 1 measures a control; pair 2's repro raises in the worker
+        if spec.strategy == "reuse_model":
+            import dataclasses
+
+            return real_measure(dataclasses.replace(spec, loop="control", strategy="control_noop", repro=""))
+        tail = ["Traceback (most recent call last):", f'  File "{spec.repro}", line 2, in iteration',
+                "ValueError: boom"]
+        failed = {"repeat": 0, "status": "failed", "reason": "worker exited with code 1: ValueError: boom",
+                  "result": None, "environment": None, "log_tail": tail}
+        return record_module.make_record(spec, [failed])
+
+    monkeypatch.setattr(runner, "measure", fake_measure)
+    path = tmp_path / "out.json"
+    code, text = run_cli(["run", "--repro", str(repro), "--strategy", "reuse_model,rebuild_no_clear",
+                          "--iterations", "3", "--warmup", "0", "--json", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines()[-1] == f"kerasbench: error: Repro file {repro} failed in the worker at line 2: " \
+                                           "ValueError: boom"
+    assert "control_noop" in text  # printed before the error
+    records = json.loads(path.read_text())["records"]
+    assert [r["status"] for r in records] == ["ok", "failed"]  # before: nothing written
+
+
+def test_a_full_disk_is_one_line_after_the_table_exit_1(tmp_path, monkeypatch, capsys):
+    from kerasbench import cli
+
+    def full(path, payload, what="results"):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli, "write_json", full)
+    path = tmp_path / "out.json"
+    code, text = run_cli(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3",
+                          "--json", str(path)])
+    err = capsys.readouterr().err
+    assert code == 1  # before: a traceback
+    assert "control_noop" in text  # the numbers are on screen
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == f"kerasbench: error: cannot write results to {path}: No space left on device"
 
 
 # ---------------------------------------------------------------- the failed worker's log, the wording
