@@ -43,20 +43,23 @@ def _gpu_driver_present():
 
 def measure_loop(loop: str) -> dict:
     """Run every strategy of `loop` on DEVICE, each in fresh workers; return {strategy: small dict}."""
+    from kerasbench import procs
     from kerasbench.runner import RunSpec, measure
 
     if DEVICE == "gpu" and not _gpu_driver_present():
         reason = "no GPU visible to TensorFlow (no NVIDIA driver on this machine)"
         return {s: {"status": "skipped", "reason": reason, "summary": {}} for s in strategies_for(loop)}
     records, out = [], {}
-    for strategy in strategies_for(loop):
-        spec = RunSpec(loop, strategy, iterations=PROFILE.iterations_for(get_strategy(strategy)), warmup=PROFILE.warmup,
-                       repeats=PROFILE.repeats, profile=PROFILE.name, device=DEVICE, allocator=ALLOCATOR)
-        print(f"kerasbench: {loop} × {strategy} on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile)", file=sys.stderr,
-              flush=True)
-        record = measure(spec)
-        records.append(record)
-        out[strategy] = {k: record[k] for k in ("status", "reason", "summary")}
+    with procs.interrupts():  # asv's timeout (SIGTERM) must not leave this class's workers running
+        for strategy in strategies_for(loop):
+            spec = RunSpec(loop, strategy, iterations=PROFILE.iterations_for(get_strategy(strategy)),
+                           warmup=PROFILE.warmup, repeats=PROFILE.repeats, profile=PROFILE.name, device=DEVICE,
+                           allocator=ALLOCATOR)
+            print(f"kerasbench: {loop} × {strategy} on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile)",
+                  file=sys.stderr, flush=True)
+            record = measure(spec)
+            records.append(record)
+            out[strategy] = {k: record[k] for k in ("status", "reason", "summary")}
     save_records(records_dir(), loop, records_payload(records, profile=PROFILE.name))
     return out
 
@@ -131,4 +134,4 @@ class _LoopBenchmark:
         if record["status"] == "skipped":
             raise NotImplementedError(record["reason"])  # asv shows n/a
         if record["status"] != "ok":
-            raise RuntimeError(record["reason"])  # asv shows failed, with this reason in its log
+            raise RuntimeError(f"{record['status']}: {record['reason']}")  # asv shows failed, this in its log
