@@ -17,7 +17,7 @@ from . import stats
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
 from .console import Progress, run_table, status_line
 from .errors import UsageError, unknown
-from .files import check_writable, write_json, write_text
+from .files import check_not_input, check_writable, write_json, write_text
 from .loops import LOOPS, builtin_loops, get_loop
 from .metrics import METRICS, headline_metrics
 from .profiles import ENV_VAR, PROFILES, get_profile
@@ -122,10 +122,11 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     """Compare records across TF versions: a table, markdown, JSON or CSV."""
     from . import compare
 
+    from .record import find_records_files, load_records
+
     if args.output:
         check_writable(args.output)
-    from .record import load_records
-
+        check_not_input(args.output, [path for path, _ in find_records_files(args.paths)])
     groups = compare.group(load_records(args.paths))
     cells = compare.compare(groups, baseline=args.baseline)
     if args.changes_only:
@@ -145,6 +146,7 @@ def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
     from .runner import RunSpec
 
     metric = triage.check_metric(args.metric)
+    triage.check_ends(args.good, args.bad)
     loop = "repro" if args.repro else args.loop
     if loop is None:
         raise UsageError("What to triage? Give --loop NAME and --strategy NAME, or --repro FILE.")
@@ -152,6 +154,7 @@ def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
                        repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
     if args.json:
         check_writable(args.json)
+        check_not_input(args.json, [args.repro] if args.repro else [])
     reproduce = ["kerasbench", "run", "--config", args.config] + \
         (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
         ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),

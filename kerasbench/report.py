@@ -19,9 +19,9 @@ from typing import Any, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__, compare, stats
 from .errors import UsageError
-from .files import write_text
+from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
-from .record import Record, load_records, newest_run, place_of
+from .record import Record, find_records_files, load_records, newest_run, place_of
 from .releases import version_key
 from .units import KIB, MIB
 
@@ -474,6 +474,7 @@ def _page(paths, groups, versions, baseline, cells, loops, sections):
 
 def write(paths: Sequence[str], output: str = DEFAULT_OUTPUT, baseline: Optional[str] = None) -> str:
     """Build the report and write it atomically to `output` (its folder made if missing)."""
+    check_not_input(output, [path for path, _ in find_records_files(paths)], "the report")
     text = build(paths, baseline)  # every input error is raised here, before anything is written
     folder = os.path.dirname(os.path.abspath(output))
     try:

@@ -1,8 +1,13 @@
 """Fault suite (issue #15), inputs and outputs: every bad input is one line and exit 2, never a traceback,
 a hang or a silently disabled limit; no output replaces an input; nothing from a record runs in the report."""
 
+import copy
 import io
+import json
 import math
+import os
+import pathlib
+import threading
 
 import pytest
 
@@ -13,6 +18,10 @@ from kerasbench.units import KIB, MIN_MEMORY_CAP, check_number, parse_bytes
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "compare"
 
 
 def call(argv):
@@ -99,3 +108,155 @@ def test_parse_bytes_gives_a_size_at_least_minimum_or_raises_usage_error(text, m
         assert "\n" not in str(e)
         return
     assert isinstance(got, int) and got >= minimum
+
+
+# ---------------------------------------------------------------- class 10: input files and records
+
+
+def _fifo(tmp_path, name="records.json"):
+    path = tmp_path / name
+    os.mkfifo(path)
+    return str(path)
+
+
+def _no_hang(fn):
+    """Run fn in a thread; fail (instead of hanging the suite) if it has not returned within 10 s."""
+    box = {}
+    thread = threading.Thread(target=lambda: box.setdefault("value", fn()), daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive(), "hung on a FIFO"
+    return box["value"]
+
+
+@pytest.mark.parametrize("command", [["compare"], ["report", "--output", "{tmp}/r.html"]])
+def test_a_fifo_given_as_records_is_refused_not_opened(command, tmp_path, capsys):
+    argv = [a.format(tmp=tmp_path) for a in command] + [_fifo(tmp_path)]
+    code = _no_hang(lambda: call(argv)[0])
+    err = capsys.readouterr().err
+    assert code == 2 and "not a regular file" in err and err.count("\n") == 1
+
+
+def test_a_fifo_inside_a_records_folder_is_refused_not_opened(tmp_path, capsys):
+    (tmp_path / "ok.json").write_text((FIXTURES / "tf212.json").read_text())
+    _fifo(tmp_path, "z.json")
+    assert _no_hang(lambda: call(["compare", str(tmp_path)])[0]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_fifo_as_the_repro_file_is_refused_not_opened(tmp_path, capsys):
+    code = _no_hang(lambda: call(["run", "--repro", _fifo(tmp_path, "r.py"), "--strategy", "reuse_model"])[0])
+    err = capsys.readouterr().err
+    assert code == 2 and "Cannot read repro file" in err and "not a regular file" in err
+
+
+def _records_with(tmp_path, mutate):
+    payload = json.loads((FIXTURES / "tf221.json").read_text())
+    mutate(payload["records"][0])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(payload))
+    return str(path)
+
+
+WRONG_TYPES = [
+    (lambda r: r.update(loop=3), "records[0].loop is an integer, expected string"),
+    (lambda r: r.update(summary="x"), "records[0].summary is a string, expected object"),
+    (lambda r: r.update(spec=[]), "records[0].spec is an array"),
+    (lambda r: r.update(status="weird"), "records[0].status is 'weird'"),
+    (lambda r: r.update(repeats={}), "records[0].repeats is an object"),
+    (lambda r: r["repeats"].append(None), "records[0].repeats[1] is a null"),
+    (lambda r: r["summary"].update(growth_per_iter="big"), "growth_per_iter is a string"),
+    (lambda r: r["environment"].update(tensorflow=2.21), "environment.tensorflow is a number"),
+    (lambda r: r["environment"].update(env={"TF_X": 1}), "environment.env.TF_X is an integer"),
+    (lambda r: r["spec"].update(iterations="30"), "spec.iterations is a string"),
+]
+
+
+@pytest.mark.parametrize("mutate,needle", WRONG_TYPES)
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_records_of_the_wrong_inner_types_are_one_line_exit_2(mutate, needle, command, tmp_path, capsys):
+    path = _records_with(tmp_path, mutate)
+    argv = [command, str(FIXTURES / "tf212.json"), path] + (["--output", str(tmp_path / "r.html")]
+                                                              if command == "report" else [])
+    err = one_line_exit_2(argv, capsys, needle)
+    assert "bad.json" in err
+
+
+def test_the_fixtures_pass_the_type_check():
+    from kerasbench.record import check_record
+
+    for path in FIXTURES.glob("*.json"):
+        for i, record in enumerate(json.loads(path.read_text())["records"]):
+            check_record(copy.deepcopy(record), str(path), i)
+
+
+@pytest.mark.parametrize("source", ["iteration = lambda ctx, model: None\n",
+                                    "build = lambda ctx: None\niteration = lambda ctx, model, *rest: model\n",
+                                    "iteration: object = lambda ctx, model=None: None\n"])
+def test_a_repro_hook_defined_as_a_lambda_is_accepted(source, tmp_path):
+    from kerasbench import repro
+
+    path = tmp_path / "r.py"
+    path.write_text(source)
+    assert repro.check(str(path)) == str(path)
+
+
+def test_a_lambda_hook_of_the_wrong_arity_is_still_refused(tmp_path):
+    from kerasbench import repro
+
+    path = tmp_path / "r.py"
+    path.write_text("iteration = lambda ctx: None\n")
+    with pytest.raises(UsageError, match="iteration must be a plain function iteration"):
+        repro.check(str(path))
+
+
+@pytest.mark.parametrize("good,bad", [("2.14.0", "2.14.0"), ("2.14", "2.14.0")])
+def test_triage_with_the_same_good_and_bad_release_is_refused_up_front(good, bad, capsys):
+    err = one_line_exit_2(["triage", "--config", str(ROOT / "asv.matrix.json"), "--good", good, "--bad", bad,
+                           "--loop", "sweep"], capsys, "Nothing to bisect")
+    assert "same release" in err
+
+
+# ---------------------------------------------------------------- class 2: an output is never one of the inputs
+
+
+def _copy_fixture(tmp_path, name="tf212.json"):
+    path = tmp_path / name
+    path.write_text((FIXTURES / name).read_text())
+    return path
+
+
+@pytest.mark.parametrize("command,flag", [("compare", "--output"), ("report", "--output")])
+def test_an_output_that_is_an_input_file_is_refused_and_the_input_kept(command, flag, tmp_path, capsys):
+    a, b = _copy_fixture(tmp_path), _copy_fixture(tmp_path, "tf221.json")
+    before = a.read_bytes()
+    err = one_line_exit_2([command, str(a), str(b), flag, str(a)], capsys, "one of the inputs")
+    assert str(a) in err and a.read_bytes() == before
+
+
+def test_an_output_reached_through_a_link_or_a_folder_input_is_refused(tmp_path, capsys):
+    records = tmp_path / "records"
+    records.mkdir()
+    a = _copy_fixture(records)
+    _copy_fixture(records, "tf221.json")
+    link = tmp_path / "link.json"
+    link.symlink_to(a)
+    before = a.read_bytes()
+    one_line_exit_2(["compare", str(records), "--output", str(link)], capsys, "one of the inputs")
+    one_line_exit_2(["report", str(records), "--output", str(a)], capsys, "one of the inputs")
+    one_line_exit_2(["compare", str(records), "--output", str(tmp_path / "records" / ".." / "records" / a.name)],
+                    capsys, "one of the inputs")
+    assert a.read_bytes() == before
+
+
+def test_a_new_output_beside_the_inputs_is_fine(tmp_path, capsys):
+    a, b = _copy_fixture(tmp_path), _copy_fixture(tmp_path, "tf221.json")
+    code, _ = call(["compare", str(a), str(b), "--output", str(tmp_path / "table.txt")])
+    assert code == 0 and (tmp_path / "table.txt").exists()
+
+
+def test_triage_json_over_the_repro_file_is_refused(tmp_path, capsys):
+    repro = tmp_path / "r.py"
+    repro.write_text("def iteration(ctx, model):\n    pass\n")
+    one_line_exit_2(["triage", "--config", str(ROOT / "asv.matrix.json"), "--good", "2.12.1", "--bad", "2.21.0",
+                     "--repro", str(repro), "--json", str(repro)], capsys, "one of the inputs")
