@@ -260,3 +260,55 @@ def test_triage_json_over_the_repro_file_is_refused(tmp_path, capsys):
     repro.write_text("def iteration(ctx, model):\n    pass\n")
     one_line_exit_2(["triage", "--config", str(ROOT / "asv.matrix.json"), "--good", "2.12.1", "--bad", "2.21.0",
                      "--repro", str(repro), "--json", str(repro)], capsys, "one of the inputs")
+
+
+# ---------------------------------------------------------------- class 6: nothing from a record runs in the report
+
+EVIL = "<script>alert(1)</script>\"'&"
+ENUMS = {"status", "verdict", "class", "schema"}  # the type check refuses other values here, so they never reach HTML
+
+
+def _poison(value, key=None):
+    """Every string of a record replaced by EVIL (and an EVIL variable name added); the enum-typed fields kept."""
+    if isinstance(value, dict):
+        out = {k: _poison(v, k) for k, v in value.items()}
+        return {**out, EVIL: EVIL} if key == "env" else out
+    if isinstance(value, list):
+        return [_poison(v, key) for v in value]
+    if isinstance(value, str) and key not in ENUMS:
+        return EVIL
+    return value
+
+
+def test_every_string_of_a_record_is_escaped_in_the_report(tmp_path):
+    from html.parser import HTMLParser
+
+    from kerasbench import report
+
+    paths = []
+    for n, name in enumerate(("tf212.json", "tf221.json")):
+        payload = json.loads((FIXTURES / name).read_text())
+        payload["records"] = [_poison(r) for r in payload["records"]]
+        for i, r in enumerate(payload["records"]):
+            r["environment"]["tensorflow"] = f"2.{12 + n}.0{EVIL}"  # versions must differ to be compared
+            r["strategy"] = r["spec"]["strategy"] = f"{EVIL}{i}"  # and strategies within a version
+        path = tmp_path / f"{EVIL.replace('/', '_')}{n}.json"
+        path.write_text(json.dumps(payload))
+        paths.append(str(path))
+    page = report.build(paths)
+    assert "<script>alert" not in page and "\"'&<" not in page
+    assert page.count("<script>") == 1  # the page's own script, nothing else
+
+    class Tags(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.scripts, self.handlers = 0, []
+
+        def handle_starttag(self, tag, attrs):
+            self.scripts += tag == "script"
+            self.handlers += [k for k, _ in attrs if k.startswith("on")]
+
+    parser = Tags()
+    parser.feed(page)
+    parser.close()
+    assert parser.scripts == 1 and parser.handlers == []
