@@ -105,6 +105,24 @@ def localize(html_dir: str, cache: Optional[str] = None) -> int:
     return replaced
 
 
+_ASV_ERROR = re.compile(r"^(?:\[[^\]]*\])?[\s·]*(Error\b.*)$", re.MULTILINE)
+_ASV_FILE = re.compile(r"file '([^']+)'")
+
+
+def asv_errors(output: str) -> Optional[str]:
+    """One line naming what asv publish logged as an error (it still exits 0), or None if it logged none."""
+    errors = list(dict.fromkeys(m[1].strip() for m in _ASV_ERROR.finditer(output)))
+    if not errors:
+        return None
+    files = list(dict.fromkeys(f for e in errors for f in _ASV_FILE.findall(e)))
+    if files:
+        first = next(e for e in errors if files[0] in e)
+        more = f" (and {len(files) - 1} more file(s))" if len(files) > 1 else ""
+        return (f"asv publish could not read the results file {files[0]}{more}: {first.split(': ', 1)[-1]}; "
+                "fix or delete it (or run `asv run` again), then publish again.")
+    return f"asv publish reported an error: {errors[0]}"
+
+
 def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: TextIO = sys.stdout) -> str:
     """`asv publish`, then make the pages self-contained unless `cdn`; returns the html folder."""
     html = html_dir_of(config)
@@ -112,6 +130,9 @@ def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: Tex
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise UsageError(f"asv publish failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    problem = asv_errors(proc.stdout + "\n" + proc.stderr)
+    if problem:  # asv publish exits 0 after skipping a results file it cannot read: the dashboard would miss it
+        raise UsageError(problem)
     if not cdn and shutil.which("npm") is None and not _all_cached():
         # a fresh machine without Node.js still gets its dashboard, just not an offline one
         out.write("npm not found: the dashboard keeps asv's CDN links (a browser needs the network to draw it); "

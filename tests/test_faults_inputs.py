@@ -312,3 +312,39 @@ def test_every_string_of_a_record_is_escaped_in_the_report(tmp_path):
     parser.feed(page)
     parser.close()
     assert parser.scripts == 1 and parser.handlers == []
+
+
+# ---------------------------------------------------------------- class 8: asv's logged errors are not swallowed
+
+
+@pytest.mark.parametrize("content,needle", [('{"results": {tru', "Expecting property name"),
+                                            ('{"version": 2, "results": {}}', "missing key 'params'")])
+def test_publish_fails_naming_a_results_file_asv_could_not_read(content, needle, tmp_path, monkeypatch, capsys):
+    import subprocess
+    import sys
+
+    if subprocess.run([sys.executable, "-m", "asv", "--version"], capture_output=True).returncode:
+        pytest.skip("asv is not installed")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "x"], check=True)
+    (tmp_path / "asv.conf.json").write_text(json.dumps({
+        "version": 1, "project": "x", "repo": ".", "branches": ["master"], "results_dir": "results",
+        "html_dir": "html", "environment_type": "virtualenv"}))
+    machine = tmp_path / "results" / "m"
+    machine.mkdir(parents=True)
+    (machine / "machine.json").write_text('{"machine": "m", "version": 1}')
+    (tmp_path / "results" / "benchmarks.json").write_text('{"version": 2}')
+    (machine / "deadbeef-virtualenv-py3.11.json").write_text(content)
+    monkeypatch.chdir(tmp_path)
+    err = one_line_exit_2(["publish", "--config", "asv.conf.json", "--cdn"], capsys, "deadbeef-virtualenv-py3.11.json")
+    assert needle in err
+
+
+def test_asv_errors_reads_asvs_log_lines():
+    from kerasbench.dashboard import asv_errors
+
+    assert asv_errors("[ 11%] · Loading machine info\n[100.00%] · Writing index\n") is None
+    assert "a.json (and 1 more file(s))" in asv_errors("[2%] ·· Error loading results file 'a.json': missing key 'x'\n"
+                                                       "[3%] ·· Error parsing JSON in file 'b.json': bad\n")
+    assert asv_errors("·· Error: something else\n") == "asv publish reported an error: Error: something else"
