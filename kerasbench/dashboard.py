@@ -73,17 +73,44 @@ def _all_cached(cache=None):
     return all(os.path.exists(os.path.join(cache, "{}-{}.tgz".format(*spec.rsplit("@", 1)))) for spec in specs)
 
 
+def member_target(tarball: str, member: tarfile.TarInfo, inner: str, folder: str) -> Optional[str]:
+    """Where a wanted tar member is copied: a path inside `folder`; None for a folder entry; UsageError otherwise.
+
+    A member that is a link, a device or a FIFO, or whose name is absolute or climbs out with '..',
+    would write outside the dashboard (or somewhere a link points): the tarball is refused, not extracted.
+    """
+    if member.isdir():
+        return None
+    bad = None
+    if not member.isfile():
+        bad = "is a link or special file, not a regular file"
+    elif os.path.isabs(inner) or inner.startswith("\\") or ".." in inner.replace("\\", "/").split("/"):
+        bad = "has a path that leaves its folder"
+    else:
+        target = os.path.join(folder, inner)
+        root = os.path.realpath(folder)
+        if os.path.commonpath([root, os.path.realpath(target)]) != root:
+            bad = "would be written outside the dashboard's vendor folder (through a link)"
+    if bad:
+        raise UsageError(f"Refusing the npm package {tarball}: its member {member.name!r} {bad}; "
+                         "delete the file and publish again (or publish with --cdn).")
+    return target
+
+
 def localize(html_dir: str, cache: Optional[str] = None) -> int:
     """Copy every CDN asset of asv's pages into html_dir/vendor/, point the pages at them; returns the links changed."""
     cache = cache or cache_dir()
     vendor = os.path.join(html_dir, "vendor")
     for spec in sorted({spec for spec, _ in ASSETS.values()}):
         wanted = [member for s, member in ASSETS.values() if s == spec]
-        with tarfile.open(_tarball(spec, cache)) as tar:
+        tarball = _tarball(spec, cache)
+        with tarfile.open(tarball) as tar:
             for member in tar.getmembers():
                 inner = member.name.split("/", 1)[1] if "/" in member.name else member.name
-                if member.isfile() and (inner in wanted or (spec in EXTRA and inner.startswith(EXTRA[spec]))):
-                    target = os.path.join(vendor, spec.rsplit("@", 1)[0], inner)
+                if inner in wanted or (spec in EXTRA and inner.startswith(EXTRA[spec])):
+                    target = member_target(tarball, member, inner, os.path.join(vendor, spec.rsplit("@", 1)[0]))
+                    if target is None:
+                        continue  # a folder entry
                     os.makedirs(os.path.dirname(target), exist_ok=True)
                     with tar.extractfile(member) as src, open(target, "wb") as dst:
                         shutil.copyfileobj(src, dst)

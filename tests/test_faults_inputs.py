@@ -348,3 +348,105 @@ def test_asv_errors_reads_asvs_log_lines():
     assert "a.json (and 1 more file(s))" in asv_errors("[2%] ·· Error loading results file 'a.json': missing key 'x'\n"
                                                        "[3%] ·· Error parsing JSON in file 'b.json': bad\n")
     assert asv_errors("·· Error: something else\n") == "asv publish reported an error: Error: something else"
+
+
+# ---------------------------------------------------------------- class 11: npm tarballs, secrets in records
+
+
+def _fake_cache(cache, evil_spec=None, evil=None):
+    """A cache of every npm tarball the dashboard needs (tiny files); `evil(tar)` adds members to one of them."""
+    import tarfile
+
+    from kerasbench.dashboard import ASSETS
+
+    cache.mkdir(exist_ok=True)
+    for spec in {s for s, _ in ASSETS.values()}:
+        name, version = spec.rsplit("@", 1)
+        with tarfile.open(cache / f"{name}-{version}.tgz", "w:gz") as tar:
+            for s, inner in ASSETS.values():
+                if s == spec:
+                    data = b"/* asset */"
+                    info = tarfile.TarInfo(f"package/{inner}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+            if spec == evil_spec:
+                evil(tar)
+    return cache
+
+
+def _member(name, kind=None, target=""):
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    if kind:
+        info.type, info.linkname = kind, target
+    else:
+        info.size = 4
+    return info
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda: _member("package/dist/fonts/../../../../../escaped.txt"), "leaves its folder"),
+    (lambda: _member("package/dist/fonts/x/../../../../../../escaped.txt"), "leaves its folder"),
+    (lambda: _member("package/dist/fonts/link", __import__("tarfile").SYMTYPE, "/etc/passwd"), "link"),
+    (lambda: _member("package/dist/fonts/hard", __import__("tarfile").LNKTYPE, "/etc/passwd"), "link"),
+])
+def test_a_tarball_member_escaping_the_vendor_folder_is_refused(make, needle, tmp_path):
+    from kerasbench import dashboard
+
+    def evil(tar):
+        info = make()
+        tar.addfile(info, io.BytesIO(b"evil") if info.isfile() else None)
+
+    cache = _fake_cache(tmp_path / "cache", "bootstrap@3.1.1", evil)
+    html = tmp_path / "site" / "html"
+    html.mkdir(parents=True)
+    with pytest.raises(UsageError, match=needle):
+        dashboard.localize(str(html), str(cache))
+    assert not list(tmp_path.rglob("escaped.txt"))
+
+
+def test_a_link_already_in_the_vendor_folder_is_not_written_through(tmp_path):
+    from kerasbench import dashboard
+
+    cache = _fake_cache(tmp_path / "cache")
+    html = tmp_path / "html"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (html / "vendor" / "jquery").mkdir(parents=True)
+    (html / "vendor" / "jquery" / "dist").symlink_to(outside)
+    with pytest.raises(UsageError, match="outside"):
+        dashboard.localize(str(html), str(cache))
+    assert list(outside.iterdir()) == []
+
+
+def test_a_clean_tarball_is_still_localized(tmp_path):
+    from kerasbench import dashboard
+
+    cache = _fake_cache(tmp_path / "cache")
+    html = tmp_path / "html"
+    html.mkdir()
+    (html / "index.html").write_text('<script src="https://code.jquery.com/jquery-3.3.1.min.js"></script>')
+    assert dashboard.localize(str(html), str(cache)) == 1
+    assert (html / "vendor" / "jquery" / "dist" / "jquery.min.js").read_bytes() == b"/* asset */"
+
+
+@pytest.mark.parametrize("name", ["KERASBENCH_API_TOKEN", "TF_SECRET", "KERAS_HUB_KEY", "KERAS_API_KEYS",
+                                  "TF_PASSWORD", "KERASBENCH_DB_PASSWD", "TF_CREDENTIALS_FILE", "KERASBENCH_AUTH",
+                                  "KERASBENCH_UPLOAD_URL", "TF_PRIVATE_THING", "KERAS_SESSION", "KERASBENCH_PW"])
+def test_a_variable_that_may_hold_a_secret_is_not_recorded(name):
+    from kerasbench.record import environment_variables
+
+    kept = environment_variables({name: "s3cr3t", "TF_CPP_MIN_LOG_LEVEL": "2", "HOME": "/root"})
+    assert kept == {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def test_the_settings_that_change_a_measurement_are_still_recorded():
+    from kerasbench.record import environment_variables
+
+    settings_ = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_GPU_ALLOCATOR": "cuda_malloc_async", "KERAS_BACKEND": "tensorflow",
+                 "KERASBENCH_PROFILE": "quick", "MALLOC_ARENA_MAX": "2", "LD_PRELOAD": "/usr/lib/libjemalloc.so.2",
+                 "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "-1", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    assert environment_variables({**settings_, "PATH": "/bin"}) == settings_
+    assert environment_variables({"KERASBENCH_PYPI": "https://bob:hunter2@pypi.example/simple"}) == \
+        {"KERASBENCH_PYPI": "https://***@pypi.example/simple"}
