@@ -17,12 +17,12 @@ from . import stats
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
 from .console import Progress, run_table, status_line
 from .errors import UsageError, unknown
-from .files import check_writable, write_json, write_text
+from .files import check_not_input, check_writable, write_json, write_text
 from .loops import LOOPS, builtin_loops, get_loop
 from .metrics import METRICS, headline_metrics
 from .profiles import ENV_VAR, PROFILES, get_profile
 from .strategies import STRATEGIES, get_strategy, strategies_for
-from .units import KIB, parse_bytes
+from .units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
 
 
 def _names(text: str, registry: dict, kind: str) -> list:
@@ -158,10 +158,11 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     """Compare records across TF versions: a table, markdown, JSON or CSV."""
     from . import compare
 
+    from .record import find_records_files, load_records
+
     if args.output:
         check_writable(args.output)
-    from .record import load_records
-
+        check_not_input(args.output, [path for path, _ in find_records_files(args.paths)])
     groups = compare.group(load_records(args.paths))
     cells = compare.compare(groups, baseline=args.baseline)
     if args.changes_only:
@@ -181,6 +182,7 @@ def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
     from .runner import RunSpec
 
     metric = triage.check_metric(args.metric)
+    triage.check_ends(args.good, args.bad)
     loop = "repro" if args.repro else args.loop
     if loop is None:
         raise UsageError("What to triage? Give --loop NAME and --strategy NAME, or --repro FILE.")
@@ -188,6 +190,7 @@ def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
                        repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
     if args.json:
         check_writable(args.json)
+        check_not_input(args.json, [args.repro] if args.repro else [])
     reproduce = ["kerasbench", "run", "--config", args.config] + \
         (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
         ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
@@ -292,9 +295,46 @@ def cmd_envs(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line like every other user mistake (exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Print `message` on one line, pointing at --help, and exit 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _number(name: str, minimum: float = 0.0, maximum: float = float("inf")):
+    """An argparse type: a finite float in [minimum, maximum] (units.check_number, RunSpec's checker too)."""
+    def parse(text: str) -> float:
+        try:
+            return check_number(text, name, minimum, maximum)
+        except UsageError as e:
+            raise argparse.ArgumentTypeError(e.short) from None
+    parse.__name__ = name
+    return parse
+
+
+def _size(minimum: int):
+    """An argparse type: a size such as 4GiB of at least `minimum` bytes, kept as typed (cmd_run parses it)."""
+    def parse(text: str) -> str:
+        try:
+            parse_bytes(text, "the size", minimum)
+        except UsageError as e:
+            raise argparse.ArgumentTypeError(e.short) from None
+        return text
+    return parse
+
+
+def _path(text: str) -> str:
+    """An argparse type: a non-empty path (an empty one would silently write nothing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("Invalid path. Received: ''. Expected a file name.")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per cmd_* function."""
-    parser = argparse.ArgumentParser(prog="kerasbench", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="kerasbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -319,16 +359,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fresh processes per pair (overrides the profile; 2+ to trust a verdict)")
     p.add_argument("--device", default="cpu", help="cpu (GPUs hidden from TF) or gpu (skipped where TF sees none)")
     p.add_argument("--batch-size", type=int, default=32, help="batch size of stable-shape loops (default 32)")
-    p.add_argument("--floor-kib", type=float, default=None,
+    p.add_argument("--floor-kib", type=_number("floor-kib"), default=None,
                    help="smallest growth called a leak, KiB/iteration (default: the allocator's stored calibration, "
                    f"else {stats.DEFAULT_FLOOR // KIB})")
     p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
-    p.add_argument("--memory-cap", help="stop a worker whose processes exceed this, e.g. 4GiB (default: half of RAM)")
-    p.add_argument("--time-limit", type=float, default=1800.0, help="seconds per worker process (default 1800)")
-    p.add_argument("--leak-kib", type=float, default=0, help="leak per iteration of control_leak_* (default 256)")
+    p.add_argument("--memory-cap", type=_size(MIN_MEMORY_CAP),
+                   help="stop a worker whose processes exceed this, e.g. 4GiB (default: half of RAM)")
+    p.add_argument("--time-limit", type=_number("time-limit", MIN_TIME_LIMIT), default=1800.0,
+                   help="seconds per worker process (default 1800)")
+    p.add_argument("--leak-kib", type=_number("leak-kib", 0, MAX_LEAK_BYTES / KIB), default=0,
+                   help="leak per iteration of control_leak_* (default 256)")
     p.add_argument("--no-probes", action="store_true", help="time the loop only (to measure probe overhead)")
-    p.add_argument("--json", metavar="PATH", help="also write the records to PATH (atomically)")
+    p.add_argument("--json", metavar="PATH", type=_path, help="also write the records to PATH (atomically)")
     p.set_defaults(func=cmd_run)
 
     from .compare import FORMATS, __doc__ as rules
@@ -341,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")
     p.add_argument("--format", default="table", choices=FORMATS, help="table (default), markdown, json or csv")
     p.add_argument("--changes-only", action="store_true", help="leave out unchanged and n/a cells")
-    p.add_argument("--output", metavar="PATH", help="write to PATH (atomically) instead of stdout")
+    p.add_argument("--output", metavar="PATH", type=_path, help="write to PATH (atomically) instead of stdout")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("triage", help="bisect TF releases for the first whose behaviour differs (asv environments)")
@@ -363,7 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="asv config with the TF matrix (default asv.matrix.json)")
     p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
-    p.add_argument("--json", metavar="PATH", help="also write every version's record and the answer to PATH")
+    p.add_argument("--json", metavar="PATH", type=_path,
+                   help="also write every version's record and the answer to PATH")
     p.set_defaults(func=cmd_triage)
 
     p = sub.add_parser("report", help="the same records as compare, as one self-contained HTML page "
@@ -404,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="iteration counts of the scaling grid (default 10,20,40)")
     p.add_argument("--scale-strategies", default="1,2,4",
                    help="numbers of control strategies of the scaling grid (default 1,2,4)")
-    p.add_argument("--json", metavar="PATH", help="also write every figure to PATH (atomically)")
+    p.add_argument("--json", metavar="PATH", type=_path, help="also write every figure to PATH (atomically)")
     p.set_defaults(func=cmd_overhead)
 
     p = sub.add_parser("publish", help="asv publish, with the dashboard's scripts copied locally (works offline)")

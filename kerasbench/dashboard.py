@@ -73,17 +73,44 @@ def _all_cached(cache=None):
     return all(os.path.exists(os.path.join(cache, "{}-{}.tgz".format(*spec.rsplit("@", 1)))) for spec in specs)
 
 
+def member_target(tarball: str, member: tarfile.TarInfo, inner: str, folder: str) -> Optional[str]:
+    """Where a wanted tar member is copied: a path inside `folder`; None for a folder entry; UsageError otherwise.
+
+    A member that is a link, a device or a FIFO, or whose name is absolute or climbs out with '..',
+    would write outside the dashboard (or somewhere a link points): the tarball is refused, not extracted.
+    """
+    if member.isdir():
+        return None
+    bad = None
+    if not member.isfile():
+        bad = "is a link or special file, not a regular file"
+    elif os.path.isabs(inner) or inner.startswith("\\") or ".." in inner.replace("\\", "/").split("/"):
+        bad = "has a path that leaves its folder"
+    else:
+        target = os.path.join(folder, inner)
+        root = os.path.realpath(folder)
+        if os.path.commonpath([root, os.path.realpath(target)]) != root:
+            bad = "would be written outside the dashboard's vendor folder (through a link)"
+    if bad:
+        raise UsageError(f"Refusing the npm package {tarball}: its member {member.name!r} {bad}; "
+                         "delete the file and publish again (or publish with --cdn).")
+    return target
+
+
 def localize(html_dir: str, cache: Optional[str] = None) -> int:
     """Copy every CDN asset of asv's pages into html_dir/vendor/, point the pages at them; returns the links changed."""
     cache = cache or cache_dir()
     vendor = os.path.join(html_dir, "vendor")
     for spec in sorted({spec for spec, _ in ASSETS.values()}):
         wanted = [member for s, member in ASSETS.values() if s == spec]
-        with tarfile.open(_tarball(spec, cache)) as tar:
+        tarball = _tarball(spec, cache)
+        with tarfile.open(tarball) as tar:
             for member in tar.getmembers():
                 inner = member.name.split("/", 1)[1] if "/" in member.name else member.name
-                if member.isfile() and (inner in wanted or (spec in EXTRA and inner.startswith(EXTRA[spec]))):
-                    target = os.path.join(vendor, spec.rsplit("@", 1)[0], inner)
+                if inner in wanted or (spec in EXTRA and inner.startswith(EXTRA[spec])):
+                    target = member_target(tarball, member, inner, os.path.join(vendor, spec.rsplit("@", 1)[0]))
+                    if target is None:
+                        continue  # a folder entry
                     os.makedirs(os.path.dirname(target), exist_ok=True)
                     with tar.extractfile(member) as src, open(target, "wb") as dst:
                         shutil.copyfileobj(src, dst)
@@ -105,6 +132,24 @@ def localize(html_dir: str, cache: Optional[str] = None) -> int:
     return replaced
 
 
+_ASV_ERROR = re.compile(r"^(?:\[[^\]]*\])?[\s·]*(Error\b.*)$", re.MULTILINE)
+_ASV_FILE = re.compile(r"file '([^']+)'")
+
+
+def asv_errors(output: str) -> Optional[str]:
+    """One line naming what asv publish logged as an error (it still exits 0), or None if it logged none."""
+    errors = list(dict.fromkeys(m[1].strip() for m in _ASV_ERROR.finditer(output)))
+    if not errors:
+        return None
+    files = list(dict.fromkeys(f for e in errors for f in _ASV_FILE.findall(e)))
+    if files:
+        first = next(e for e in errors if files[0] in e)
+        more = f" (and {len(files) - 1} more file(s))" if len(files) > 1 else ""
+        return (f"asv publish could not read the results file {files[0]}{more}: {first.split(': ', 1)[-1]}; "
+                "fix or delete it (or run `asv run` again), then publish again.")
+    return f"asv publish reported an error: {errors[0]}"
+
+
 def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: TextIO = sys.stdout) -> str:
     """`asv publish`, then make the pages self-contained unless `cdn`; returns the html folder."""
     html = html_dir_of(config)
@@ -112,6 +157,9 @@ def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: Tex
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise UsageError(f"asv publish failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    problem = asv_errors(proc.stdout + "\n" + proc.stderr)
+    if problem:  # asv publish exits 0 after skipping a results file it cannot read: the dashboard would miss it
+        raise UsageError(problem)
     if not cdn and shutil.which("npm") is None and not _all_cached():
         # a fresh machine without Node.js still gets its dashboard, just not an offline one
         out.write("npm not found: the dashboard keeps asv's CDN links (a browser needs the network to draw it); "

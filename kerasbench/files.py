@@ -4,14 +4,16 @@ A write is atomic (a uniquely named temp file in the target's folder, then a ren
 never sees half a file and an interrupted write leaves the old one in place. A path that exists
 must be a regular file (or a link to one, whose target is written): a device, a FIFO or a folder
 given as an output is refused, never replaced. `check_writable` says so before an hour of
-measuring, not after it.
+measuring, not after it. Inputs are checked here too: `check_readable` refuses what is not a regular
+file (a FIFO would hang the reader, a device would never end), and `check_not_input` refuses an output
+that is one of the command's inputs (the table would replace the records it was made from).
 """
 
 import json
 import os
 import stat
 import tempfile
-from typing import Any
+from typing import Any, Sequence
 
 from .errors import UsageError
 
@@ -45,6 +47,39 @@ def check_writable(path: str, what: str = "results") -> None:
         tempfile.TemporaryFile(dir=directory).close()
     except OSError as e:
         raise UsageError(f"Cannot write {what} to {path}: {e.strerror}.") from None
+
+
+def check_readable(path: str, what: str = "records from {path}") -> str:
+    """`path` if it is a regular file (or a link to one) that can be opened; a one-line UsageError otherwise."""
+    where = "Cannot read " + what.format(path=path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such file.") from None
+    except OSError as e:
+        raise UsageError(f"{where}: {e.strerror}.") from None
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{where}: it is a directory.")
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{where}: not a regular file (a FIFO, socket or device).")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"{where}: permission denied.")
+    return path
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet): compare where they resolve to
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_not_input(output: str, inputs: Sequence[str], what: str = "the output") -> None:
+    """UsageError if `output` is (or links to) one of the `inputs` files: writing it would destroy an input."""
+    for path in inputs:
+        if _same(output, path):
+            raise UsageError(f"Cannot write {what} to {output}: it is one of the inputs ({path}); "
+                             "give another path.")
 
 
 def _umask() -> int:

@@ -13,7 +13,7 @@ from typing import Any, Optional, Tuple
 
 from . import stats
 from .errors import UsageError
-from .files import make_folder, write_json
+from .files import check_readable, make_folder, write_json
 
 ENV_VAR = "KERASBENCH_CALIBRATION"  # a folder of <host>-<allocator>.json files
 SCHEMA = 1
@@ -41,6 +41,8 @@ def save(calibration: dict, path: str) -> str:
 def load(allocator: str, path: Optional[str] = None) -> Optional[dict]:
     """The stored calibration of `allocator` here, None if there is none; UsageError if the file is bad."""
     path = path or path_for(allocator)
+    if os.path.lexists(path):
+        check_readable(path, "calibration file {path}")  # a FIFO would hang every run
     try:
         with open(path) as f:
             data = json.load(f)

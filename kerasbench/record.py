@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, TypedDic
 
 from . import allocators
 from .errors import UsageError
-from .files import make_folder, write_json
+from .files import check_readable, make_folder, write_json
 from .metrics import METRICS, growth_fit
 
 # Bump when what a record measures or means changes: asv benchmark versions follow it, so asv
@@ -297,6 +297,31 @@ def records_payload(records: Sequence[Record], **extra: Any) -> RecordsFile:
     return {"schema": SCHEMA_VERSION, **extra, "records": list(records)}
 
 
+# ---------------------------------------------------------------- the environment variables a record keeps
+
+# What changes a measurement: TF's and Keras's settings, the allocator's, threads, the visible GPUs, kerasbench's.
+ENV_PREFIXES = ("TF_", "MALLOC_", "LD_PRELOAD", "OMP_", "KERAS", "CUDA_VISIBLE", "KERASBENCH_")
+# ... except a name that may hold a secret (records are published: the dashboard, the report, a bug report):
+# one containing any of SECRET_PARTS, or with one of SECRET_WORDS between underscores. Dropping a harmless
+# variable (TF_MONKEY) costs a line of context; keeping a token publishes it.
+SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "KEY")
+SECRET_WORDS = ("AUTH", "PASS", "PW", "PWD", "COOKIE", "SESSION", "CERT", "DSN", "URL", "URI", "LOGIN")
+_USERINFO = re.compile(r"(://)[^/@\s]+@")
+
+
+def environment_variables(environ: Dict[str, str]) -> Dict[str, str]:
+    """The variables a record keeps (worker.environment): ENV_PREFIXES minus names that may hold a secret.
+
+    A value that is an address with a user and password in it keeps the address, not the user and password.
+    """
+    def secret(name: str) -> bool:
+        name = name.upper()
+        return any(p in name for p in SECRET_PARTS) or any(w in SECRET_WORDS for w in name.split("_"))
+
+    return {k: _USERINFO.sub(r"\1***@", v) for k, v in sorted(environ.items())
+            if k.startswith(ENV_PREFIXES) and not secret(k)}
+
+
 # ---------------------------------------------------------------- the records tree
 
 RECORDS_DIR_VAR = "KERASBENCH_RECORDS_DIR"  # where the asv suite's records go, instead of <asv conf dir>/.asv/records
@@ -360,10 +385,10 @@ def find_records_files(paths: Sequence[str]) -> List[Tuple[str, bool]]:
         if os.path.isdir(path):
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found += [(os.path.join(root, f), False) for f in sorted(files)
+                found += [(check_readable(os.path.join(root, f)), False) for f in sorted(files)
                           if f.endswith(".json") and not f.startswith(".")]
-        elif os.path.exists(path):
-            found.append((path, True))
+        elif os.path.lexists(path):
+            found.append((check_readable(path), True))  # a FIFO would hang the reader: refused, not opened
         else:
             raise UsageError(f"Cannot read records from {path}: no such file or folder.")
     return found
@@ -380,6 +405,69 @@ def read_records_file(path: str) -> Any:
         raise UsageError(f"Cannot parse records file {path}: {e} (truncated or corrupt JSON?).") from None
 
 
+_JSON_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+               "integer": int, "number": (int, float)}
+
+
+def _is(value: Any, kind: str) -> bool:
+    return isinstance(value, _JSON_TYPES[kind]) and not (isinstance(value, bool) and kind in ("integer", "number"))
+
+
+def type_problem(value: Any, schema: Dict[str, Any], defs: Dict[str, Any], where: str) -> Optional[str]:
+    """Where `value` has a type the record's JSON Schema does not allow, e.g. 'summary: a str, expected an object'.
+
+    Keys a definition does not list are let through (newer writers, probes), and so are missing ones
+    (older records lack keys that came later): what is checked is that every value present has its type.
+    """
+    if "$ref" in schema:
+        return type_problem(value, defs[schema["$ref"].rsplit("/", 1)[1]], defs, where)
+    if "anyOf" in schema:
+        problems = [type_problem(value, member, defs, where) for member in schema["anyOf"]]
+        return None if None in problems else problems[0]
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{where} is {value!r}, expected one of {', '.join(map(repr, schema['enum']))}"
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if kinds and not any(_is(value, k) for k in kinds):
+        found = next((k for k in ("boolean", "integer", "number", "string", "null", "array", "object")
+                      if _is(value, k)), type(value).__name__)
+        return f"{where} is {'an' if found[0] in 'aeiou' else 'a'} {found}, expected {' or '.join(kinds)}"
+    if isinstance(value, dict):
+        props, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = props.get(key, extra if isinstance(extra, dict) else None)
+            problem = sub is not None and type_problem(item, sub, defs, f"{where}.{key}")
+            if problem:
+                return problem
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            problem = type_problem(item, schema["items"], defs, f"{where}[{i}]")
+            if problem:
+                return problem
+    return None
+
+
+def check_record(record: Any, path: str, index: int) -> Record:
+    """`record` if it is a kerasbench record whose every value has its type; a one-line UsageError otherwise."""
+    if not isinstance(record, dict) or not RECORD_KEYS <= set(record):
+        raise UsageError(f"Not a kerasbench record in {path} (records[{index}]): "
+                         f"expected the keys {', '.join(sorted(RECORD_KEYS))}.")
+    schema = _record_schema()
+    problem = type_problem(record, schema, schema["$defs"], f"records[{index}]")
+    if problem:
+        raise UsageError(f"Not a kerasbench record in {path}: {problem}.")
+    return record
+
+
+_SCHEMA: Dict[str, Any] = {}
+
+
+def _record_schema() -> Dict[str, Any]:
+    if not _SCHEMA:
+        _SCHEMA.update(json_schema())
+    return _SCHEMA
+
+
 def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
     """Every usable record under `paths` as [(record, path, tf_version)]: one schema, one machine, one commit."""
     out, schema, machine, commit = [], None, None, None
@@ -392,10 +480,8 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
         host, file_commit, env_name = place_of(path)
         versions = {(r.get("environment") or {}).get("tensorflow")
                     for r in payload["records"] if isinstance(r, dict)} - {None}
-        for record in payload["records"]:
-            if not isinstance(record, dict) or not RECORD_KEYS <= set(record):
-                raise UsageError(f"Not a kerasbench record in {path}: "
-                                 f"expected the keys {', '.join(sorted(RECORD_KEYS))}.")
+        for index, record in enumerate(payload["records"]):
+            check_record(record, path, index)
             found = record.get("schema", payload.get("schema"))
             if schema is None:
                 schema = (found, path)

@@ -19,9 +19,9 @@ from typing import Any, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__, compare, stats
 from .errors import UsageError
-from .files import write_text
+from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
-from .record import Record, load_records, newest_run, place_of
+from .record import Record, find_records_files, load_records, newest_run, place_of
 from .releases import version_key
 from .units import KIB, MIB
 
@@ -49,6 +49,7 @@ MARKS = {"regressed": "▲", "improved": "▼", "unchanged": "=", "inconclusive"
 
 
 def esc(value: Any) -> str:
+    """Any text bound for the page (element or attribute): every string from a record goes through here."""
     return html.escape(str(value), quote=True)
 
 
@@ -127,9 +128,9 @@ def _cell(metric, record, version, baseline, verdict, curve, values):
         tip.append(f"verdict {s.get('verdict')} (floor {(s.get('floor') or 0) / KIB:g} KiB/iter)")
         badge = f'<span class="run {esc(s.get("verdict"))}">{esc(s.get("verdict"))}</span>'
     if verdict:
-        tip.append(f"vs TF {baseline}: {verdict['verdict']}: {verdict['why']}")
+        tip.append(f"vs TF {baseline}: {verdict['verdict']}: {verdict['why']}")  # tip is escaped below
         if verdict["verdict"] != "n/a":
-            badge += f'<span class="cmp {verdict["verdict"]}">{MARKS[verdict["verdict"]]}</span>'
+            badge += f'<span class="cmp {esc(verdict["verdict"])}">{MARKS[verdict["verdict"]]}</span>'
     return (f'<td class="ok" data-value="{value!r}" style="{_shade(metric, value, values)}" '
             f'title="{esc(chr(10).join(tip))}"{attrs}>{view.text(value)}{badge}</td>')
 
@@ -148,7 +149,7 @@ def _table(metric, loop, strategies, versions, baseline, groups, verdicts, curve
             tds.append(_cell(metric, _record(groups, ver, loop, s), ver, baseline,
                              verdicts.get((loop, s, metric.name, ver)), curves.get((loop, s, ver)), values))
         rows.append(f'<tr data-strategy="{esc(s)}"><th class="strategy">{esc(s)}</th>{"".join(tds)}</tr>')
-    return (f'<table class="heat" data-metric="{metric.name}"><caption>{esc(metric.report.title)} '
+    return (f'<table class="heat" data-metric="{esc(metric.name)}"><caption>{esc(metric.report.title)} '
             f'({esc(metric.report.unit)})</caption>'
             f'<thead><tr><th>strategy \\ TF</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
@@ -382,7 +383,7 @@ def _summary(groups, versions, baseline, cells):
                                 f"{(e.get('memory_total') or 0) / 1024**3:.0f} GiB RAM")
     loops = sorted({r["loop"] for r in records})
     facts = [
-        f"<b>Compared</b>: TF {', '.join(versions)} over {len(loops)} loop shape(s) and "
+        f"<b>Compared</b>: TF {esc(', '.join(versions))} over {len(loops)} loop shape(s) and "
         f"{len({(r['loop'], r['strategy']) for r in records})} (loop, strategy) pairs, {len(records)} records.",
         f"<b>Baseline</b>: TF {esc(baseline)}"
         + ("" if len(versions) > 1 else " (one TF version: no verdicts against a baseline)") + ".",
@@ -394,7 +395,7 @@ def _summary(groups, versions, baseline, cells):
     for key in _judged(shown(records)):
         found = compare.counts([c for c in cells if c["metric"] == key])
         if found:
-            facts.append(f"<b>{key} vs TF {esc(baseline)}</b>: {esc(found)}.")
+            facts.append(f"<b>{esc(key)} vs TF {esc(baseline)}</b>: {esc(found)}.")
     note = compare.describe(groups).splitlines()[-1]
     if note.startswith("note:"):
         facts.append(f'<span class="warn">{esc(note)}</span>')
@@ -474,6 +475,7 @@ def _page(paths, groups, versions, baseline, cells, loops, sections):
 
 def write(paths: Sequence[str], output: str = DEFAULT_OUTPUT, baseline: Optional[str] = None) -> str:
     """Build the report and write it atomically to `output` (its folder made if missing)."""
+    check_not_input(output, [path for path, _ in find_records_files(paths)], "the report")
     text = build(paths, baseline)  # every input error is raised here, before anything is written
     folder = os.path.dirname(os.path.abspath(output))
     try:

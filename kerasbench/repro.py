@@ -25,6 +25,7 @@ import runpy
 from typing import Any
 
 from .errors import UsageError
+from .files import check_readable
 
 HOOKS = {  # name: (required, positional parameters)
     "setup": (False, 0),
@@ -36,6 +37,7 @@ SEE = "see the README, 'Bring your own repro'"
 
 def check(path: str) -> str:
     """The absolute path of a readable repro file that defines the contract; UsageError otherwise."""
+    check_readable(path, "repro file {path}")  # a FIFO would hang here
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()
@@ -45,7 +47,7 @@ def check(path: str) -> str:
         tree = ast.parse(source, filename=path)
     except SyntaxError as e:
         raise UsageError(f"Repro file {path} is not valid Python: {e.msg} (line {e.lineno}).") from None
-    defined = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    defined = _top_level_names(tree)
     for name, (required, arity) in HOOKS.items():
         node = defined.get(name)
         if node is None:
@@ -53,10 +55,29 @@ def check(path: str) -> str:
                 raise UsageError(f"Repro file {path} does not define {name}(ctx, model), "
                                  f"the loop body to repeat; {SEE}.")
             continue
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue  # bound some other way (imported, assigned from a call): only running it can tell
         if isinstance(node, ast.AsyncFunctionDef) or not _accepts(node.args, arity):
             signature = {0: "setup()", 1: "build(ctx)", 2: "iteration(ctx, model)"}[arity]
             raise UsageError(f"Repro file {path}: {name} must be a plain function {signature}; {SEE}.")
     return os.path.abspath(path)
+
+
+def _top_level_names(tree: ast.Module) -> dict:
+    """Each name the module binds at top level -> its last binding's node (a def, a lambda, or what else bound it)."""
+    names: dict = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    names[target.id] = node.value
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names[(alias.asname or alias.name).split(".")[0]] = node
+    return names
 
 
 def _accepts(args, n):

@@ -20,7 +20,7 @@ from . import allocators, floors, procs, record
 from .errors import UsageError, repro_failed, unknown
 from .loops import get_loop
 from .strategies import Strategy, get_strategy
-from .units import GIB, KIB, parse_bytes
+from .units import GIB, KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
 
 DEVICES = ("cpu", "gpu")
 
@@ -76,23 +76,28 @@ class RunSpec:
             if not isinstance(value, int) or value <= 0:
                 raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. "
                                  "Expected a positive integer.")
-        if not isinstance(self.warmup, int) or self.warmup < 0:
+        if not isinstance(self.warmup, int) or isinstance(self.warmup, bool) or self.warmup < 0:
             raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={self.warmup!r}. "
                              "Expected 0 or more.")
-        if self.time_limit <= 0:
-            raise UsageError(f"Invalid value for argument `time_limit`. Received: time_limit={self.time_limit!r}. "
-                             "Expected > 0 seconds.")
+        self.time_limit = check_number(self.time_limit, "time_limit (--time-limit, seconds)", MIN_TIME_LIMIT)
         if self.device not in DEVICES:
             raise unknown("device", self.device, DEVICES)
         allocators.require(self.allocator)
-        if self.floor is not None and self.floor < 0:
-            raise UsageError(f"Invalid value for argument `floor`. Received: floor={self.floor!r}. Expected >= 0.")
-        if self.floor is None:
+        if self.floor is not None:
+            self.floor = check_number(self.floor, "floor (--floor-kib, bytes)")
+        else:
             floors.load(self.allocator)  # a bad calibration file fails now; the record resolves the floor
-        if not self.memory_cap:
+        if self.memory_cap:
+            self.memory_cap = int(check_number(self.memory_cap, "memory_cap (--memory-cap, bytes)", MIN_MEMORY_CAP))
+        elif os.environ.get("KERASBENCH_MEMORY_CAP"):
+            self.memory_cap = parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"], "$KERASBENCH_MEMORY_CAP", MIN_MEMORY_CAP)
+        else:
             self.memory_cap = default_memory_cap()
         if not self.leak_bytes:
-            self.leak_bytes = int(float(os.environ.get("KERASBENCH_LEAK_KIB") or 256) * KIB)
+            kib = check_number(os.environ.get("KERASBENCH_LEAK_KIB") or 256, "$KERASBENCH_LEAK_KIB (KiB)",
+                               maximum=MAX_LEAK_BYTES / KIB)
+            self.leak_bytes = int(kib * KIB)
+        self.leak_bytes = int(check_number(self.leak_bytes, "leak_bytes (--leak-kib)", maximum=MAX_LEAK_BYTES))
         return self
 
 

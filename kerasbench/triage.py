@@ -110,6 +110,17 @@ def check_metric(metric: str) -> str:
     return metric
 
 
+def check_ends(good: str, bad: str) -> None:
+    """UsageError when --good and --bad name the same release: there would be nothing to bisect."""
+    def release(v):  # 2.14 and 2.14.0 are one release; names that are not versions are left to releases
+        key = tuple(version_key(v))
+        return key + (0,) * (3 - len(key)) if all(math.isfinite(k) for k in key) else v
+
+    if good.strip() == bad.strip() or release(good) == release(bad):
+        raise UsageError(f"Nothing to bisect: --good and --bad are the same release ({good}). "
+                         "Give the release with the behaviour you expect as --good and the changed one as --bad.")
+
+
 def _evidence(record, metric):
     """One row of evidence for a version: Keras, growth with CI and verdict, peak, the metric."""
     s, env = record["summary"], record.get("environment") or {}

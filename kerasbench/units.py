@@ -1,28 +1,68 @@
-"""Sizes: the byte units every module uses, parsing a size a user typed, and showing one ("n/a" for none)."""
+"""Sizes and numbers: the byte units every module uses, the one checker of a number or size a user typed
+(command line, environment variable or RunSpec field alike), and showing one ("n/a" for none)."""
 
-from typing import Any
+import math
+from typing import Any, Optional
 
 from .errors import UsageError
 
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
 _UNITS = {"": 1, "B": 1, "K": KIB, "KB": KIB, "KIB": KIB, "M": MIB, "MB": MIB, "MIB": MIB,
           "G": GIB, "GB": GIB, "GIB": GIB}
+# The bounds of a run's numbers (RunSpec.validate and the CLI's types check against the same ones).
+MIN_MEMORY_CAP = 64 * MIB  # below this a worker cannot even import numpy: every pair would be "stopped"
+MIN_TIME_LIMIT = 1.0  # seconds per worker
+MAX_LEAK_BYTES = GIB  # per iteration of control_leak_*: more would only measure the memory cap
 
 
-def parse_bytes(text: str) -> int:
-    """'4GiB', '512MiB', '1.5G' or a plain number of bytes -> int bytes; UsageError otherwise."""
+def _invalid(name: str, value: Any, expected: str, kind: str = "value") -> UsageError:
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    error = UsageError(f"Invalid {kind} for {name}. Received: {shown}. Expected {expected}.")
+    error.short = f"Invalid {kind}. Received: {shown}. Expected {expected}."  # argparse names the option itself
+    return error
+
+
+def check_number(value: Any, name: str, minimum: float = 0.0, maximum: float = math.inf) -> float:
+    """`value` (a number or its text) as a finite float in [minimum, maximum]; else a UsageError naming `name`."""
+    if isinstance(value, bool):
+        number = math.nan
+    else:
+        try:
+            number = float(str(value).strip()) if isinstance(value, str) else float(value)
+        except (TypeError, ValueError, OverflowError):
+            number = math.nan
+    expected = f"a finite number >= {minimum:.15g}" + (f" and <= {maximum:.15g}" if maximum < math.inf else "")
+    if not math.isfinite(number) or number < minimum or number > maximum:
+        raise _invalid(name, value, expected)
+    return number
+
+
+def parse_bytes(text: Any, name: str = "the size", minimum: int = 1) -> int:
+    """'4GiB', '512MiB', '1.5G' or a plain number of bytes -> int bytes >= minimum; UsageError otherwise."""
     s = str(text).strip().upper().replace(" ", "")
     number = s.rstrip("KMGIB")
     unit = s[len(number):]
+    expected = "a size with an optional unit, e.g. 4GiB, 512MiB" + \
+        (f", of at least {size_text(minimum)}" if minimum > 1 else "")
+    if unit not in _UNITS or isinstance(text, bool):
+        raise _invalid(name, text, expected, "size")
     try:
         value = float(number) * _UNITS[unit]
-    except (ValueError, KeyError):
-        raise UsageError(
-            f"Invalid size. Received: {text!r}. Expected a number with an optional unit, e.g. 4GiB, 512MiB."
-        ) from None
-    if not value > 0 or value == float("inf"):
-        raise UsageError(f"Invalid size. Received: {text!r}. Expected a positive size.")
+    except ValueError:
+        raise _invalid(name, text, expected, "size") from None
+    if not math.isfinite(value) or value < max(minimum, 1):
+        raise _invalid(name, text, expected, "size")
     return int(value)
+
+
+def size_text(n: Optional[float]) -> str:
+    """Bytes in the largest whole unit, e.g. '64 MiB'; 'n/a' for None."""
+    if n is None:
+        return "n/a"
+    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if n >= size:
+            return f"{n / size:g} {unit}"
+    return f"{n:g} B"
 
 
 def kib_text(v: Any) -> str:

@@ -1,0 +1,452 @@
+"""Fault suite (issue #15), inputs and outputs: every bad input is one line and exit 2, never a traceback,
+a hang or a silently disabled limit; no output replaces an input; nothing from a record runs in the report."""
+
+import copy
+import io
+import json
+import math
+import os
+import pathlib
+import threading
+
+import pytest
+
+from kerasbench.cli import main
+from kerasbench.errors import UsageError
+from kerasbench.runner import RunSpec
+from kerasbench.units import KIB, MIN_MEMORY_CAP, check_number, parse_bytes
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "compare"
+
+
+def call(argv):
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+def one_line_exit_2(argv, capsys, needle=""):
+    code, _ = call(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert needle in err
+    return err
+
+
+# ---------------------------------------------------------------- class 10: numbers, one checker
+
+
+@pytest.mark.parametrize("option", ["--time-limit", "--floor-kib", "--leak-kib", "--memory-cap"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "1e400", "lots", ""])
+def test_numeric_options_refuse_nan_inf_negative_and_garbage(option, value, capsys):
+    one_line_exit_2(["run", "--loop", "control", "--strategy", "control_noop", option, value], capsys, option)
+
+
+@pytest.mark.parametrize("option,value", [("--time-limit", "0.001"), ("--memory-cap", "1"), ("--memory-cap", "1MiB"),
+                                          ("--leak-kib", "1e9")])
+def test_numeric_options_refuse_values_too_small_or_too_large_to_measure(option, value, capsys):
+    one_line_exit_2(["run", "--loop", "control", "--strategy", "control_noop", option, value], capsys, "Invalid")
+
+
+@pytest.mark.parametrize("var,value", [("KERASBENCH_MEMORY_CAP", "nan"), ("KERASBENCH_MEMORY_CAP", "1"),
+                                       ("KERASBENCH_MEMORY_CAP", "-4G"), ("KERASBENCH_LEAK_KIB", "nan"),
+                                       ("KERASBENCH_LEAK_KIB", "inf"), ("KERASBENCH_LEAK_KIB", "-5"),
+                                       ("KERASBENCH_LEAK_KIB", "lots")])
+def test_environment_variables_are_checked_like_the_options(var, value, monkeypatch, capsys):
+    monkeypatch.setenv(var, value)
+    one_line_exit_2(["run", "--loop", "control", "--strategy", "control_noop"], capsys, "$" + var)
+    with pytest.raises(UsageError, match=var):
+        RunSpec("control", "control_noop").validate()
+
+
+@pytest.mark.parametrize("field,value", [("time_limit", math.nan), ("time_limit", math.inf), ("floor", math.nan),
+                                         ("floor", -1.0), ("memory_cap", 1), ("leak_bytes", -KIB),
+                                         ("time_limit", "x"), ("warmup", True)])
+def test_runspec_validate_uses_the_same_checker(field, value):
+    with pytest.raises(UsageError):
+        RunSpec("control", "control_noop", **{field: value}).validate()
+
+
+def test_a_valid_spec_keeps_finite_limits():
+    spec = RunSpec("control", "control_noop", time_limit=5, floor=0.0, memory_cap=MIN_MEMORY_CAP).validate()
+    assert spec.time_limit == 5.0 and spec.floor == 0.0 and spec.memory_cap == MIN_MEMORY_CAP
+    assert spec.leak_bytes == 256 * KIB
+
+
+def test_json_path_must_not_be_empty(capsys):
+    one_line_exit_2(["run", "--loop", "control", "--json", ""], capsys, "--json")
+    one_line_exit_2(["compare", "x.json", "--output", ""], capsys, "--output")
+
+
+ANY_INPUT = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(), st.text(max_size=30),
+                      st.booleans(), st.none(), st.floats().map(repr), st.integers().map(str))
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=ANY_INPUT, minimum=st.floats(0, 1e6), span=st.floats(0, 1e9))
+def test_check_number_passes_a_finite_in_range_value_or_raises_usage_error(value, minimum, span):
+    try:
+        got = check_number(value, "x", minimum, minimum + span)
+    except UsageError as e:
+        assert "\n" not in str(e) and len(str(e)) < 200
+        return
+    assert isinstance(got, float) and math.isfinite(got) and minimum <= got <= minimum + span
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.one_of(st.text(max_size=20), st.from_regex(r"\s*-?[0-9.e+]{0,8}\s*[kKmMgG]?[iI]?[bB]?", fullmatch=True)),
+       minimum=st.integers(1, 2**40))
+def test_parse_bytes_gives_a_size_at_least_minimum_or_raises_usage_error(text, minimum):
+    try:
+        got = parse_bytes(text, "x", minimum)
+    except UsageError as e:
+        assert "\n" not in str(e)
+        return
+    assert isinstance(got, int) and got >= minimum
+
+
+# ---------------------------------------------------------------- class 10: input files and records
+
+
+def _fifo(tmp_path, name="records.json"):
+    path = tmp_path / name
+    os.mkfifo(path)
+    return str(path)
+
+
+def _no_hang(fn):
+    """Run fn in a thread; fail (instead of hanging the suite) if it has not returned within 10 s."""
+    box = {}
+    thread = threading.Thread(target=lambda: box.setdefault("value", fn()), daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive(), "hung on a FIFO"
+    return box["value"]
+
+
+@pytest.mark.parametrize("command", [["compare"], ["report", "--output", "{tmp}/r.html"]])
+def test_a_fifo_given_as_records_is_refused_not_opened(command, tmp_path, capsys):
+    argv = [a.format(tmp=tmp_path) for a in command] + [_fifo(tmp_path)]
+    code = _no_hang(lambda: call(argv)[0])
+    err = capsys.readouterr().err
+    assert code == 2 and "not a regular file" in err and err.count("\n") == 1
+
+
+def test_a_fifo_inside_a_records_folder_is_refused_not_opened(tmp_path, capsys):
+    (tmp_path / "ok.json").write_text((FIXTURES / "tf212.json").read_text())
+    _fifo(tmp_path, "z.json")
+    assert _no_hang(lambda: call(["compare", str(tmp_path)])[0]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_fifo_as_the_repro_file_is_refused_not_opened(tmp_path, capsys):
+    code = _no_hang(lambda: call(["run", "--repro", _fifo(tmp_path, "r.py"), "--strategy", "reuse_model"])[0])
+    err = capsys.readouterr().err
+    assert code == 2 and "Cannot read repro file" in err and "not a regular file" in err
+
+
+def _records_with(tmp_path, mutate):
+    payload = json.loads((FIXTURES / "tf221.json").read_text())
+    mutate(payload["records"][0])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(payload))
+    return str(path)
+
+
+WRONG_TYPES = [
+    (lambda r: r.update(loop=3), "records[0].loop is an integer, expected string"),
+    (lambda r: r.update(summary="x"), "records[0].summary is a string, expected object"),
+    (lambda r: r.update(spec=[]), "records[0].spec is an array"),
+    (lambda r: r.update(status="weird"), "records[0].status is 'weird'"),
+    (lambda r: r.update(repeats={}), "records[0].repeats is an object"),
+    (lambda r: r["repeats"].append(None), "records[0].repeats[1] is a null"),
+    (lambda r: r["summary"].update(growth_per_iter="big"), "growth_per_iter is a string"),
+    (lambda r: r["environment"].update(tensorflow=2.21), "environment.tensorflow is a number"),
+    (lambda r: r["environment"].update(env={"TF_X": 1}), "environment.env.TF_X is an integer"),
+    (lambda r: r["spec"].update(iterations="30"), "spec.iterations is a string"),
+]
+
+
+@pytest.mark.parametrize("mutate,needle", WRONG_TYPES)
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_records_of_the_wrong_inner_types_are_one_line_exit_2(mutate, needle, command, tmp_path, capsys):
+    path = _records_with(tmp_path, mutate)
+    argv = [command, str(FIXTURES / "tf212.json"), path] + (["--output", str(tmp_path / "r.html")]
+                                                              if command == "report" else [])
+    err = one_line_exit_2(argv, capsys, needle)
+    assert "bad.json" in err
+
+
+def test_the_fixtures_pass_the_type_check():
+    from kerasbench.record import check_record
+
+    for path in FIXTURES.glob("*.json"):
+        for i, record in enumerate(json.loads(path.read_text())["records"]):
+            check_record(copy.deepcopy(record), str(path), i)
+
+
+@pytest.mark.parametrize("source", ["iteration = lambda ctx, model: None\n",
+                                    "build = lambda ctx: None\niteration = lambda ctx, model, *rest: model\n",
+                                    "iteration: object = lambda ctx, model=None: None\n"])
+def test_a_repro_hook_defined_as_a_lambda_is_accepted(source, tmp_path):
+    from kerasbench import repro
+
+    path = tmp_path / "r.py"
+    path.write_text(source)
+    assert repro.check(str(path)) == str(path)
+
+
+def test_a_lambda_hook_of_the_wrong_arity_is_still_refused(tmp_path):
+    from kerasbench import repro
+
+    path = tmp_path / "r.py"
+    path.write_text("iteration = lambda ctx: None\n")
+    with pytest.raises(UsageError, match="iteration must be a plain function iteration"):
+        repro.check(str(path))
+
+
+@pytest.mark.parametrize("good,bad", [("2.14.0", "2.14.0"), ("2.14", "2.14.0")])
+def test_triage_with_the_same_good_and_bad_release_is_refused_up_front(good, bad, capsys):
+    err = one_line_exit_2(["triage", "--config", str(ROOT / "asv.matrix.json"), "--good", good, "--bad", bad,
+                           "--loop", "sweep"], capsys, "Nothing to bisect")
+    assert "same release" in err
+
+
+# ---------------------------------------------------------------- class 2: an output is never one of the inputs
+
+
+def _copy_fixture(tmp_path, name="tf212.json"):
+    path = tmp_path / name
+    path.write_text((FIXTURES / name).read_text())
+    return path
+
+
+@pytest.mark.parametrize("command,flag", [("compare", "--output"), ("report", "--output")])
+def test_an_output_that_is_an_input_file_is_refused_and_the_input_kept(command, flag, tmp_path, capsys):
+    a, b = _copy_fixture(tmp_path), _copy_fixture(tmp_path, "tf221.json")
+    before = a.read_bytes()
+    err = one_line_exit_2([command, str(a), str(b), flag, str(a)], capsys, "one of the inputs")
+    assert str(a) in err and a.read_bytes() == before
+
+
+def test_an_output_reached_through_a_link_or_a_folder_input_is_refused(tmp_path, capsys):
+    records = tmp_path / "records"
+    records.mkdir()
+    a = _copy_fixture(records)
+    _copy_fixture(records, "tf221.json")
+    link = tmp_path / "link.json"
+    link.symlink_to(a)
+    before = a.read_bytes()
+    one_line_exit_2(["compare", str(records), "--output", str(link)], capsys, "one of the inputs")
+    one_line_exit_2(["report", str(records), "--output", str(a)], capsys, "one of the inputs")
+    one_line_exit_2(["compare", str(records), "--output", str(tmp_path / "records" / ".." / "records" / a.name)],
+                    capsys, "one of the inputs")
+    assert a.read_bytes() == before
+
+
+def test_a_new_output_beside_the_inputs_is_fine(tmp_path, capsys):
+    a, b = _copy_fixture(tmp_path), _copy_fixture(tmp_path, "tf221.json")
+    code, _ = call(["compare", str(a), str(b), "--output", str(tmp_path / "table.txt")])
+    assert code == 0 and (tmp_path / "table.txt").exists()
+
+
+def test_triage_json_over_the_repro_file_is_refused(tmp_path, capsys):
+    repro = tmp_path / "r.py"
+    repro.write_text("def iteration(ctx, model):\n    pass\n")
+    one_line_exit_2(["triage", "--config", str(ROOT / "asv.matrix.json"), "--good", "2.12.1", "--bad", "2.21.0",
+                     "--repro", str(repro), "--json", str(repro)], capsys, "one of the inputs")
+
+
+# ---------------------------------------------------------------- class 6: nothing from a record runs in the report
+
+EVIL = "<script>alert(1)</script>\"'&"
+ENUMS = {"status", "verdict", "class", "schema"}  # the type check refuses other values here, so they never reach HTML
+
+
+def _poison(value, key=None):
+    """Every string of a record replaced by EVIL (and an EVIL variable name added); the enum-typed fields kept."""
+    if isinstance(value, dict):
+        out = {k: _poison(v, k) for k, v in value.items()}
+        return {**out, EVIL: EVIL} if key == "env" else out
+    if isinstance(value, list):
+        return [_poison(v, key) for v in value]
+    if isinstance(value, str) and key not in ENUMS:
+        return EVIL
+    return value
+
+
+def test_every_string_of_a_record_is_escaped_in_the_report(tmp_path):
+    from html.parser import HTMLParser
+
+    from kerasbench import report
+
+    paths = []
+    for n, name in enumerate(("tf212.json", "tf221.json")):
+        payload = json.loads((FIXTURES / name).read_text())
+        payload["records"] = [_poison(r) for r in payload["records"]]
+        for i, r in enumerate(payload["records"]):
+            r["environment"]["tensorflow"] = f"2.{12 + n}.0{EVIL}"  # versions must differ to be compared
+            r["strategy"] = r["spec"]["strategy"] = f"{EVIL}{i}"  # and strategies within a version
+        path = tmp_path / f"{EVIL.replace('/', '_')}{n}.json"
+        path.write_text(json.dumps(payload))
+        paths.append(str(path))
+    page = report.build(paths)
+    assert "<script>alert" not in page and "\"'&<" not in page
+    assert page.count("<script>") == 1  # the page's own script, nothing else
+
+    class Tags(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.scripts, self.handlers = 0, []
+
+        def handle_starttag(self, tag, attrs):
+            self.scripts += tag == "script"
+            self.handlers += [k for k, _ in attrs if k.startswith("on")]
+
+    parser = Tags()
+    parser.feed(page)
+    parser.close()
+    assert parser.scripts == 1 and parser.handlers == []
+
+
+# ---------------------------------------------------------------- class 8: asv's logged errors are not swallowed
+
+
+@pytest.mark.parametrize("content,needle", [('{"results": {tru', "Expecting property name"),
+                                            ('{"version": 2, "results": {}}', "missing key 'params'")])
+def test_publish_fails_naming_a_results_file_asv_could_not_read(content, needle, tmp_path, monkeypatch, capsys):
+    import subprocess
+    import sys
+
+    if subprocess.run([sys.executable, "-m", "asv", "--version"], capture_output=True).returncode:
+        pytest.skip("asv is not installed")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "x"], check=True)
+    (tmp_path / "asv.conf.json").write_text(json.dumps({
+        "version": 1, "project": "x", "repo": ".", "branches": ["master"], "results_dir": "results",
+        "html_dir": "html", "environment_type": "virtualenv"}))
+    machine = tmp_path / "results" / "m"
+    machine.mkdir(parents=True)
+    (machine / "machine.json").write_text('{"machine": "m", "version": 1}')
+    (tmp_path / "results" / "benchmarks.json").write_text('{"version": 2}')
+    (machine / "deadbeef-virtualenv-py3.11.json").write_text(content)
+    monkeypatch.chdir(tmp_path)
+    err = one_line_exit_2(["publish", "--config", "asv.conf.json", "--cdn"], capsys, "deadbeef-virtualenv-py3.11.json")
+    assert needle in err
+
+
+def test_asv_errors_reads_asvs_log_lines():
+    from kerasbench.dashboard import asv_errors
+
+    assert asv_errors("[ 11%] · Loading machine info\n[100.00%] · Writing index\n") is None
+    assert "a.json (and 1 more file(s))" in asv_errors("[2%] ·· Error loading results file 'a.json': missing key 'x'\n"
+                                                       "[3%] ·· Error parsing JSON in file 'b.json': bad\n")
+    assert asv_errors("·· Error: something else\n") == "asv publish reported an error: Error: something else"
+
+
+# ---------------------------------------------------------------- class 11: npm tarballs, secrets in records
+
+
+def _fake_cache(cache, evil_spec=None, evil=None):
+    """A cache of every npm tarball the dashboard needs (tiny files); `evil(tar)` adds members to one of them."""
+    import tarfile
+
+    from kerasbench.dashboard import ASSETS
+
+    cache.mkdir(exist_ok=True)
+    for spec in {s for s, _ in ASSETS.values()}:
+        name, version = spec.rsplit("@", 1)
+        with tarfile.open(cache / f"{name}-{version}.tgz", "w:gz") as tar:
+            for s, inner in ASSETS.values():
+                if s == spec:
+                    data = b"/* asset */"
+                    info = tarfile.TarInfo(f"package/{inner}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+            if spec == evil_spec:
+                evil(tar)
+    return cache
+
+
+def _member(name, kind=None, target=""):
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    if kind:
+        info.type, info.linkname = kind, target
+    else:
+        info.size = 4
+    return info
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda: _member("package/dist/fonts/../../../../../escaped.txt"), "leaves its folder"),
+    (lambda: _member("package/dist/fonts/x/../../../../../../escaped.txt"), "leaves its folder"),
+    (lambda: _member("package/dist/fonts/link", __import__("tarfile").SYMTYPE, "/etc/passwd"), "link"),
+    (lambda: _member("package/dist/fonts/hard", __import__("tarfile").LNKTYPE, "/etc/passwd"), "link"),
+])
+def test_a_tarball_member_escaping_the_vendor_folder_is_refused(make, needle, tmp_path):
+    from kerasbench import dashboard
+
+    def evil(tar):
+        info = make()
+        tar.addfile(info, io.BytesIO(b"evil") if info.isfile() else None)
+
+    cache = _fake_cache(tmp_path / "cache", "bootstrap@3.1.1", evil)
+    html = tmp_path / "site" / "html"
+    html.mkdir(parents=True)
+    with pytest.raises(UsageError, match=needle):
+        dashboard.localize(str(html), str(cache))
+    assert not list(tmp_path.rglob("escaped.txt"))
+
+
+def test_a_link_already_in_the_vendor_folder_is_not_written_through(tmp_path):
+    from kerasbench import dashboard
+
+    cache = _fake_cache(tmp_path / "cache")
+    html = tmp_path / "html"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (html / "vendor" / "jquery").mkdir(parents=True)
+    (html / "vendor" / "jquery" / "dist").symlink_to(outside)
+    with pytest.raises(UsageError, match="outside"):
+        dashboard.localize(str(html), str(cache))
+    assert list(outside.iterdir()) == []
+
+
+def test_a_clean_tarball_is_still_localized(tmp_path):
+    from kerasbench import dashboard
+
+    cache = _fake_cache(tmp_path / "cache")
+    html = tmp_path / "html"
+    html.mkdir()
+    (html / "index.html").write_text('<script src="https://code.jquery.com/jquery-3.3.1.min.js"></script>')
+    assert dashboard.localize(str(html), str(cache)) == 1
+    assert (html / "vendor" / "jquery" / "dist" / "jquery.min.js").read_bytes() == b"/* asset */"
+
+
+@pytest.mark.parametrize("name", ["KERASBENCH_API_TOKEN", "TF_SECRET", "KERAS_HUB_KEY", "KERAS_API_KEYS",
+                                  "TF_PASSWORD", "KERASBENCH_DB_PASSWD", "TF_CREDENTIALS_FILE", "KERASBENCH_AUTH",
+                                  "KERASBENCH_UPLOAD_URL", "TF_PRIVATE_THING", "KERAS_SESSION", "KERASBENCH_PW"])
+def test_a_variable_that_may_hold_a_secret_is_not_recorded(name):
+    from kerasbench.record import environment_variables
+
+    kept = environment_variables({name: "s3cr3t", "TF_CPP_MIN_LOG_LEVEL": "2", "HOME": "/root"})
+    assert kept == {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def test_the_settings_that_change_a_measurement_are_still_recorded():
+    from kerasbench.record import environment_variables
+
+    settings_ = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_GPU_ALLOCATOR": "cuda_malloc_async", "KERAS_BACKEND": "tensorflow",
+                 "KERASBENCH_PROFILE": "quick", "MALLOC_ARENA_MAX": "2", "LD_PRELOAD": "/usr/lib/libjemalloc.so.2",
+                 "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "-1", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    assert environment_variables({**settings_, "PATH": "/bin"}) == settings_
+    assert environment_variables({"KERASBENCH_PYPI": "https://bob:hunter2@pypi.example/simple"}) == \
+        {"KERASBENCH_PYPI": "https://***@pypi.example/simple"}
