@@ -106,6 +106,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     ).validate()
     if args.json:
         check_writable(args.json)
+        check_not_input(args.json, [args.repro] if args.repro else [])
     if args.tf:
         from .asvconf import python_for_tf
 

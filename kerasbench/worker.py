@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes
 from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
+from .record import environment_variables
 from .runner import RunSpec
 from .strategies import CLEANUPS, STRATEGIES, Strategy
 
@@ -187,11 +188,7 @@ def environment(pair: Optional[MeasuredPair] = None) -> dict:
         "tensorflow": None,
         "keras": None,
         "device": pair.spec.device if pair else "cpu",
-        "env": {
-            k: v
-            for k, v in sorted(os.environ.items())
-            if k.startswith(("TF_", "MALLOC_", "LD_PRELOAD", "OMP_", "KERAS", "CUDA_VISIBLE", "KERASBENCH_"))
-        },
+        "env": environment_variables(dict(os.environ)),  # the settings that matter, never a secret
     }
     if pair is not None and pair.spec.device == "gpu":
         env.update(gpu.driver_details())  # NVML needs no TF: the driver and GPU model even where TF is not loaded

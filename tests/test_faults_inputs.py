@@ -450,3 +450,15 @@ def test_the_settings_that_change_a_measurement_are_still_recorded():
     assert environment_variables({**settings_, "PATH": "/bin"}) == settings_
     assert environment_variables({"KERASBENCH_PYPI": "https://bob:hunter2@pypi.example/simple"}) == \
         {"KERASBENCH_PYPI": "https://***@pypi.example/simple"}
+
+
+def test_a_secret_in_the_environment_never_reaches_the_record(monkeypatch):
+    """Class 11, wired: the worker's record keeps TF/Keras settings, not a token under a KERASBENCH_ name."""
+    from kerasbench.runner import measure
+
+    monkeypatch.setenv("KERASBENCH_API_TOKEN", "hunter2")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    record = measure(RunSpec("control", "control_noop", iterations=3, warmup=0))
+    env = record["environment"]["env"]
+    assert "KERASBENCH_API_TOKEN" not in env and "hunter2" not in json.dumps(record)
+    assert env["TF_CPP_MIN_LOG_LEVEL"] == "2"
