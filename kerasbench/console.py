@@ -3,6 +3,7 @@
 One text-table renderer (`text_table`) serves the run table, compare and triage.
 """
 
+import threading
 from typing import Callable, Iterable, Sequence, TextIO
 
 from .metrics import METRICS
@@ -33,12 +34,33 @@ def sparkline(values: Sequence[float], width: int = 16) -> str:
 
 
 class Progress:
-    """The status line of (loop, strategy) pairs being measured: redrawn in place on a terminal, else a line a phase."""
+    """The status line of (loop, strategy) pairs being measured: redrawn in place on a terminal, else a line a phase.
 
-    def __init__(self, stream: TextIO, total_pairs: int, warmup: int):
-        self.stream, self.total, self.warmup = stream, total_pairs, warmup
+    With several pairs at once (`pair`), each has a Progress of its own writing whole labelled lines (no redraw,
+    so two pairs never overwrite each other's line), through one lock.
+    """
+
+    def __init__(self, stream: TextIO, total_pairs: int, warmup: int, concurrent: bool = False):
+        self.stream, self.total, self.warmup, self.concurrent = stream, total_pairs, warmup, concurrent
         self.label = ""
         self.iterations = 0
+        self._lock = threading.Lock()
+
+    def pair(self, index: int, loop: str, strategy: str, iterations: int) -> "Progress":
+        """The Progress of one of several pairs measured at once: the same stream, whole lines only."""
+        mine = Progress(self.stream, self.total, self.warmup, concurrent=True)
+        mine._lock = self._lock
+        mine.start(index, loop, strategy, iterations)
+        return mine
+
+    def _show(self, text: str, final: bool = False, milestone: bool = False) -> None:
+        with self._lock:
+            if self.concurrent:  # several pairs share the stream: milestones as whole lines, nothing redrawn
+                if final or milestone:
+                    self.stream.write(text + "\n")
+                    self.stream.flush()
+            else:
+                status_line(self.stream, text, final=final, milestone=milestone)
 
     def start(self, index: int, loop: str, strategy: str, iterations: int) -> None:
         """A new pair (the `index`-th of the total): its label; the runner says when a worker starts."""
@@ -50,16 +72,15 @@ class Progress:
         kind = ev["event"]
         if kind == "start":
             repeat = f" r{ev['repeat'] + 1}" if ev["repeat"] else ""
-            status_line(self.stream, f"{self.label}{repeat}: starting a fresh worker", milestone=True)
+            self._show(f"{self.label}{repeat}: starting a fresh worker", milestone=True)
         elif kind == "warmup":
             text = f"{self.label} r{ev['repeat'] + 1}: warm-up {ev['iteration'] + 1}/{self.warmup}"
-            status_line(self.stream, text, milestone=ev["iteration"] == 0)
+            self._show(text, milestone=ev["iteration"] == 0)
         elif kind == "iteration":
             k = ev["iteration"] + 1
             rss = f"  rss {ev['rss'] / MIB:.0f} MiB" if "rss" in ev else ""
             text = f"{self.label} r{ev['repeat'] + 1}: iteration {k}/{self.iterations}{rss}"
-            status_line(self.stream, text,
-                        milestone=k == 1 or k == self.iterations or k % max(1, self.iterations // 4) == 0)
+            self._show(text, milestone=k == 1 or k == self.iterations or k % max(1, self.iterations // 4) == 0)
 
     def done(self, record: dict) -> None:
         """The pair's outcome, on a line of its own: verdict and growth, or why it did not run."""
@@ -68,7 +89,7 @@ class Progress:
             text = f"{self.label}: {s['verdict']}, {kib_text(s['growth_per_iter'])} KiB/iteration"
         else:
             text = f"{self.label}: {record['status']}: {record['reason']}"
-        status_line(self.stream, text, final=True)
+        self._show(text, final=True)
 
 
 def status_line(stream: TextIO, text: str, final: bool = False, milestone: bool = False) -> None:

@@ -58,6 +58,7 @@ class RecordSpec(_SpecFields, total=False):
     allocator: str
     repro: str
     python: str
+    jobs: int  # pairs measured at once (records before `--jobs` lack it: one at a time)
 
 
 class _SeriesFields(TypedDict):

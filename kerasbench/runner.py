@@ -55,6 +55,7 @@ class RunSpec:
     allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
     repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
     python: str = ""  # the worker's interpreter, e.g. an asv environment's (asvconf.python_for); "" = this one
+    jobs: int = 1  # pairs measured at once: memory figures are per process, times per iteration under contention
 
     def validate(self) -> "RunSpec":
         """Check every field (UsageError naming the first bad one) and fill the defaults; returns self."""
@@ -71,7 +72,7 @@ class RunSpec:
                              f"Received: repro={self.repro!r}.")
         if self.python and not os.access(self.python, os.X_OK):
             raise UsageError(f"Cannot run the worker interpreter {self.python}: not an executable file.")
-        for name in ("iterations", "repeats", "batch_size"):
+        for name in ("iterations", "repeats", "batch_size", "jobs"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. "
@@ -91,8 +92,8 @@ class RunSpec:
             self.memory_cap = int(check_number(self.memory_cap, "memory_cap (--memory-cap, bytes)", MIN_MEMORY_CAP))
         elif os.environ.get("KERASBENCH_MEMORY_CAP"):
             self.memory_cap = parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"], "$KERASBENCH_MEMORY_CAP", MIN_MEMORY_CAP)
-        else:
-            self.memory_cap = default_memory_cap()
+        else:  # several workers at once share the machine's default
+            self.memory_cap = max(MIN_MEMORY_CAP, default_memory_cap() // self.jobs)
         if not self.leak_bytes:
             kib = check_number(os.environ.get("KERASBENCH_LEAK_KIB") or 256, "$KERASBENCH_LEAK_KIB (KiB)",
                                maximum=MAX_LEAK_BYTES / KIB)
@@ -278,7 +279,7 @@ def _watch(spec, group, read_fd, log, repeat, progress, poll, started, spawned, 
 def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: Callable[[Strategy], int],
                   progress: Optional[Any] = None,
                   finished: Optional[Callable[[record.Record], None]] = None) -> List[record.Record]:
-    """Measure each (loop, strategy) of `pairs` in turn with `base`'s settings; their records, in order.
+    """Measure each (loop, strategy) of `pairs` with `base`'s settings, `base.jobs` at once; their records, in order.
 
     `iterations(strategy)` is a pair's count (a profile gives process_isolation fewer); `progress`, a
     console.Progress or None, is told when a pair starts and ends and sees its workers' events; `finished` gets
@@ -286,9 +287,13 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
     that raises in the worker stops the run with that error (after `finished` got its record): the next pair
     would raise it again.
     """
+    specs = [dataclasses.replace(base, loop=loop, strategy=strategy, iterations=iterations(get_strategy(strategy)))
+             for loop, strategy in pairs]
+    if base.jobs > 1 and len(specs) > 1:
+        return _measure_at_once(specs, base.jobs, progress, finished)
     records = []
-    for index, (loop, strategy) in enumerate(pairs, 1):
-        spec = dataclasses.replace(base, loop=loop, strategy=strategy, iterations=iterations(get_strategy(strategy)))
+    for index, spec in enumerate(specs, 1):
+        loop, strategy = spec.loop, spec.strategy
         if progress is not None:
             progress.start(index, loop, strategy, spec.iterations)
         result = measure(spec, progress=progress)
@@ -300,6 +305,62 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
         if spec.repro and result["status"] == "failed":
             raise repro_failed(spec.repro, result)
     return records
+
+
+def _measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
+                     finished: Optional[Callable[[record.Record], None]]) -> List[record.Record]:
+    """measure_pairs with `jobs` pairs at once: a thread per running pair, each pair still in its own workers.
+
+    An interrupt (or any error in this thread) ends every running worker at once (procs), so the threads return
+    within moments; a pair cut short that way is not a measurement and reaches neither `finished` nor the result.
+    """
+    from concurrent.futures import ThreadPoolExecutor, TimeoutError as Pending
+
+    from . import procs
+
+    records: List[Optional[record.Record]] = [None] * len(specs)
+    lock, stop, raised = threading.Lock(), threading.Event(), []
+
+    def one(index: int) -> None:
+        spec = specs[index]
+        if stop.is_set():
+            return
+        mine = progress.pair(index + 1, spec.loop, spec.strategy, spec.iterations) if progress is not None else None
+        result = measure(spec, progress=mine)
+        if stop.is_set():  # its workers were ended under it
+            return
+        with lock:
+            if mine is not None:
+                mine.done(result)
+            records[index] = result
+            if finished is not None:
+                finished(result)
+        if spec.repro and result["status"] == "failed":
+            raised.append(result)
+            stop.set()
+
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="kerasbench-pair")
+    futures = [pool.submit(one, i) for i in range(len(specs))]
+    try:
+        for future in futures:
+            while True:
+                try:
+                    future.result(timeout=0.2)  # short waits: the main thread takes Ctrl-C and SIGTERM in between
+                    break
+                except Pending:
+                    continue
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        if stop.is_set():
+            while not all(f.done() for f in futures):  # a thread may have started a worker since: end it too
+                procs.end_all()
+                time.sleep(0.05)
+        pool.shutdown(wait=True, cancel_futures=True)
+    if raised:
+        raise repro_failed(raised[0]["spec"]["repro"], raised[0])
+    return [r for r in records if r is not None]
 
 
 def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) -> record.Record:

@@ -292,3 +292,38 @@ def test_a_pair_skipped_without_a_worker_does_not_say_one_starts():
     lines = stream.getvalue().splitlines()
     assert not any("clear_session" in line and "starting" in line for line in lines)
     assert "[2/2] control × control_noop: starting a fresh worker" in lines
+
+
+# ---------------------------------------------------------------- several pairs at once (--jobs)
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupting_a_parallel_run_ends_every_worker_and_keeps_the_finished_pairs(fault, tmp_path, signum, code):
+    """--jobs 2: one pair hangs (with a child) while the others finish beside it; an interrupt ends it all."""
+    pids = fault("hang", strategy="control_leak_native")
+    path = tmp_path / "out.json"
+    cmd = [sys.executable, "-m", "kerasbench", "run", "--loop", "control", "--jobs", "2",
+           "--strategy", "control_noop,control_leak_native,control_leak_python", "--iterations", "3", "--warmup", "0",
+           "--leak-kib", "64", "--json", str(path)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(read_pids(pids)) < 2 or not path.exists() or len(json.loads(path.read_text())["records"]) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        worker, child = read_pids(pids)
+        assert alive(worker) and alive(child)
+        started = time.monotonic()
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=2)
+        ended = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(0.2)  # init reaps the orphans
+    assert not alive(worker) and not alive(child)
+    assert proc.returncode == code and ended < 2, err
+    assert "Traceback" not in err and "2 of 3 pair(s) finished before the interrupt" in err
+    records = json.loads(path.read_text())["records"]
+    assert [r["strategy"] for r in records] == ["control_noop", "control_leak_python"]  # in the order named
+    assert all(r["status"] == "ok" and r["spec"]["jobs"] == 2 for r in records)
