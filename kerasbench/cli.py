@@ -107,6 +107,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         check_writable(args.json)
         check_not_input(args.json, [args.repro] if args.repro else [])
+        if os.path.isfile(args.json):  # never silently: the earlier records go as soon as the first pair ends
+            status_line(sys.stderr, f"kerasbench: {args.json} exists: this run's records replace it as pairs finish",
+                        final=True)
     if args.tf:
         from .asvconf import python_for_tf
 

@@ -103,3 +103,12 @@ def test_a_planted_link_at_a_temp_name_is_not_followed(tmp_path):
     files.write_text(str(tmp_path / "page.html"), "<p>page</p>")
     assert victim.read_text() == "keep me"
     assert (tmp_path / "page.html").read_text() == "<p>page</p>"
+
+
+def test_a_run_over_an_existing_records_file_says_it_replaces_it(tmp_path, capsys):
+    path = tmp_path / "out.json"
+    path.write_text('{"schema": 1, "records": []}')
+    assert main(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3", "--warmup", "0",
+                 "--json", str(path)]) == 0
+    assert f"{path} exists: this run's records replace it" in capsys.readouterr().err
+    assert json.loads(path.read_text())["records"][0]["strategy"] == "control_noop"
