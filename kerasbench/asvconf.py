@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 from typing import Callable, Optional
 
 from . import releases
@@ -86,6 +88,10 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
     conf, env = environment_for(config, reqs)
     if not env.check_presence():
         started = time.monotonic()
+        if os.path.isdir(env._path):  # what an interrupted or failed creation left: asv would stop on it
+            if progress:
+                progress(f"removing the half-made environment {env._path} (an earlier creation did not finish)")
+            shutil.rmtree(env._path, ignore_errors=True)
         if progress:
             progress(f"creating asv environment {env.name} (pip installs {len(reqs)} pinned packages, minutes)")
         try:
@@ -93,11 +99,35 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
             extras = gpu_extras(conf, reqs)
             if extras:  # asv's matrix drops pip extras: the GPU config installs them with the project
                 env.run_executable("python", ["-m", "pip", "install", *extras])
-        except Exception as e:  # asv's own errors: pip's output is in asv's log
-            raise UsageError(f"asv could not create environment {env.name}: {e}") from None
+        except BaseException as e:  # an interrupt, or asv's own errors (pip's output is in asv's log)
+            _discard(env._path)
+            if isinstance(e, Exception):
+                raise UsageError(f"asv could not create environment {env.name}: {e}") from None
+            raise
         if progress:
             progress(f"environment ready in {time.monotonic() - started:.0f} s")
     return os.path.join(env._path, "bin", "python"), env.name
+
+
+def _discard(path: str) -> None:
+    """End what an unfinished environment creation started (pip, virtualenv) and remove its folder.
+
+    Only processes this one started and kerasbench.procs does not own (those are measuring workers) are ended.
+    """
+    import psutil
+
+    from . import procs
+
+    spared = set()
+    for group in procs.live():
+        spared.add(group.pid)
+        with contextlib.suppress(psutil.Error):
+            spared.update(p.pid for p in psutil.Process(group.pid).children(recursive=True))
+    for child in psutil.Process().children(recursive=True):
+        if child.pid not in spared:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], None]] = None) -> str:

@@ -327,3 +327,54 @@ def test_interrupting_a_parallel_run_ends_every_worker_and_keeps_the_finished_pa
     records = json.loads(path.read_text())["records"]
     assert [r["strategy"] for r in records] == ["control_noop", "control_leak_python"]  # in the order named
     assert all(r["status"] == "ok" and r["spec"]["jobs"] == 2 for r in records)
+
+
+# ---------------------------------------------------------------- environment creation (triage, run --tf)
+
+
+class _FakeEnv:
+    """An asv Environment whose creation starts a child (pip, in life) and then meets `fault`."""
+
+    name = "virtualenv-py3.11-fake"
+
+    def __init__(self, path, fault):
+        self._path, self.fault, self.created = str(path), fault, False
+
+    def check_presence(self):
+        return self.created
+
+    def create(self):
+        os.makedirs(os.path.join(self._path, "lib"), exist_ok=True)  # half made
+        self.child = subprocess.Popen(["sleep", "1000"])
+        if self.fault:
+            raise self.fault
+        self.created = True
+
+
+@pytest.mark.parametrize("fault", [KeyboardInterrupt(), procs.Terminated(), RuntimeError("pip failed")])
+def test_an_interrupted_environment_creation_ends_pip_and_leaves_no_half_made_folder(fault, tmp_path, monkeypatch):
+    from kerasbench import asvconf
+    from kerasbench.errors import UsageError
+
+    env = _FakeEnv(tmp_path / "env" / "fake", fault)
+    monkeypatch.setattr(asvconf, "environment_for", lambda config, reqs: (object(), env))
+    with pytest.raises(UsageError if isinstance(fault, Exception) else type(fault)):
+        asvconf.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"})
+    time.sleep(0.1)
+    assert not alive(env.child.pid)  # before: pip ran on after the interrupt
+    assert not os.path.exists(env._path)  # before: the next triage stopped on "Directory not empty"
+
+
+def test_a_half_made_environment_left_by_a_killed_run_is_removed_first(tmp_path, monkeypatch):
+    from kerasbench import asvconf
+
+    env = _FakeEnv(tmp_path / "env" / "fake", None)
+    os.makedirs(os.path.join(env._path, "bin"))
+    (Path(env._path) / "bin" / "leftover").write_text("")
+    said = []
+    monkeypatch.setattr(asvconf, "environment_for", lambda config, reqs: (object(), env))
+    python, name = asvconf.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"}, said.append)
+    env.child.kill()
+    assert name == env.name and python == os.path.join(env._path, "bin", "python")
+    assert not (Path(env._path) / "bin" / "leftover").exists()
+    assert any("half-made" in s for s in said)
