@@ -167,6 +167,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
 
     from .record import find_records_files, load_records
 
+    gates = compare.fail_on(args.fail_on) if args.fail_on is not None else ()
     if args.output:
         check_writable(args.output)
         check_not_input(args.output, [path for path, _ in find_records_files(args.paths)])
@@ -180,6 +181,11 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"wrote {len(cells)} cells ({compare.counts(cells)}) to {args.output}\n")
     else:
         out.write(text)
+    failing = compare.gate(cells, gates)
+    if failing:  # a CI job's gate: the cells that fail it, then exit 1 (2 stays for usage errors)
+        sys.stderr.write(f"kerasbench: {len(failing)} cell(s) are {' or '.join(gates)} (--fail-on):\n")
+        sys.stderr.write("".join(f"  {line}\n" for line in failing))
+        return 1
     return 0
 
 
@@ -395,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")
     p.add_argument("--format", default="table", choices=FORMATS, help="table (default), markdown, json or csv")
     p.add_argument("--changes-only", action="store_true", help="leave out unchanged and n/a cells")
+    p.add_argument("--fail-on", metavar="VERDICTS", help="exit 1, listing the cells, when any cell has one of these "
+                   "verdicts: a comma list of regressed, improved, inconclusive, n/a (e.g. regressed,inconclusive)")
     p.add_argument("--output", metavar="PATH", type=_path, help="write to PATH (atomically) instead of stdout")
     p.set_defaults(func=cmd_compare)
 

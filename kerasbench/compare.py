@@ -34,7 +34,7 @@ import numpy as np
 
 from . import stats
 from .console import text_table
-from .errors import UsageError
+from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, growth_fit, headline_metrics
 from .record import SCHEMA_VERSION, Record
 from .releases import version_key
@@ -280,6 +280,24 @@ def _rows(cells):
             c["verdict"], c["why"],
         ])
     return rows
+
+
+GATES = ("regressed", "improved", "inconclusive", "n/a")  # what --fail-on may name
+
+
+def fail_on(text: str) -> Tuple[str, ...]:
+    """The verdicts of `--fail-on regressed,inconclusive`; UsageError naming the valid ones otherwise."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    for name in names or ("",):
+        if name not in GATES:
+            raise unknown("fail-on", name, GATES)
+    return names
+
+
+def gate(cells: Sequence[Cell], verdicts: Sequence[str]) -> List[str]:
+    """One line per cell whose verdict is one of `verdicts`: what a CI job prints before it fails."""
+    return [f"{c['loop']} × {c['strategy']} {c['metric']}: {c['verdict']} on TF {c['version']} vs {c['baseline']}"
+            f" ({c['why']})" for c in cells if c["verdict"] in verdicts]
 
 
 def counts(cells: Sequence[Cell]) -> str:

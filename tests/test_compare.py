@@ -328,3 +328,49 @@ def test_help_documents_the_rules(capsys):
     help_text = capsys.readouterr().out
     for words in ("growth_per_iter", "16 MiB", "1.5x", "Mann-Whitney", "exact counts"):
         assert words in help_text
+
+
+# ---------------------------------------------------------------- the regression gate (--fail-on)
+
+
+def _relabelled(tmp_path, version):
+    """The 2.12 fixture's records as if measured on TF `version`: the same series, so every cell is unchanged."""
+    payload = json.loads((FIXTURES / "tf212.json").read_text())
+    for record in payload["records"]:
+        if record.get("environment"):
+            record["environment"]["tensorflow"] = version
+    path = tmp_path / f"tf{version}.json"
+    path.write_text(json.dumps(payload))
+    return str(path)
+
+
+def test_fail_on_regressed_exits_1_listing_the_failing_cells(capsys):
+    out = io.StringIO()
+    code = main(["compare", str(FIXTURES / "tf212.json"), str(FIXTURES / "tf221.json"), "--fail-on", "regressed"],
+                out=out)
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "cell(s) are regressed (--fail-on)" in err
+    assert "sweep × clear_session_del_gc growth_per_iter: regressed on TF 2.21.0 vs 2.12.1" in err
+    assert "improved" not in err.split("\n", 1)[1]  # only the cells the gate names
+    assert "regressed" in out.getvalue()  # the comparison itself is still printed
+
+
+def test_fail_on_passes_a_clean_comparison(tmp_path, capsys):
+    clean = _relabelled(tmp_path, "2.12.2")
+    out = io.StringIO()
+    assert main(["compare", str(FIXTURES / "tf212.json"), clean, "--fail-on", "regressed,inconclusive"], out=out) == 0
+    assert "--fail-on" not in capsys.readouterr().err
+    assert "unchanged" in out.getvalue()
+
+
+def test_without_fail_on_compare_exits_0_whatever_it_finds():
+    assert main(["compare", str(FIXTURES / "tf212.json"), str(FIXTURES / "tf221.json")], out=io.StringIO()) == 0
+
+
+@pytest.mark.parametrize("value", ["nope", "", "regressed,unchanged"])
+def test_fail_on_names_only_verdicts_a_gate_can_fail_on(value, capsys):
+    assert main(["compare", str(FIXTURES / "tf212.json"), str(FIXTURES / "tf221.json"), "--fail-on", value],
+                out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kerasbench: error: Unknown fail-on.") and "regressed" in err and "Traceback" not in err
