@@ -4,7 +4,7 @@ One text-table renderer (`text_table`) serves the run table, compare and triage.
 """
 
 import threading
-from typing import Callable, Iterable, Sequence, TextIO
+from typing import Iterable, Sequence, TextIO
 
 from .metrics import METRICS
 from .units import KIB, MIB, kib_text
@@ -111,8 +111,6 @@ def _rss_sparkline(record: dict) -> str:
     r = repeats[0]
     return sparkline(r["result"]["series"]["rss"] if r.get("result") else r["partial_rss"])
 
-
-Column = Callable[[dict, dict], str]
 
 # The record's own columns; each metric with a run column in kerasbench.metrics follows, in registry order.
 COLUMNS: tuple = (

@@ -300,8 +300,3 @@ METRICS: Dict[str, Metric] = {
 def headline_metrics() -> List[str]:
     """compare's default metrics and triage's --metric choices, in their order."""
     return [m.name for m in sorted((m for m in METRICS.values() if m.headline), key=lambda m: m.headline)]
-
-
-def judged(names: Sequence[str]) -> List[str]:
-    """Those of `names` that compare can judge (they have a compare rule)."""
-    return [name for name in names if METRICS[name].compare is not None]
