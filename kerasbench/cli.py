@@ -84,7 +84,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     With --json each pair's record is written as it ends; after an interrupt or a repro that raised, the table
     of the finished pairs is printed and they stay in the file. A write that fails is one line, exit 1.
     """
-    from .runner import RunSpec, measure_pairs
+    from .runner import RunSpec, default_jobs, measure_pairs
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
@@ -102,7 +102,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB), probes=not args.no_probes,
         memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0, time_limit=args.time_limit,
         floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
-        allocator=args.allocator, repro=args.repro or "", jobs=args.jobs,
+        allocator=args.allocator, repro=args.repro or "", jobs=default_jobs() if args.jobs is None else args.jobs,
     ).validate()
     if args.json:
         check_writable(args.json)
@@ -130,7 +130,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 
     def finished(record: dict) -> None:  # each pair is on disk as it ends: an interrupt or a crash loses none
         records.append(record)
-        if args.jobs > 1:  # pairs finish out of order when several run at once
+        if base.jobs > 1:  # pairs finish out of order when several run at once
             records.sort(key=lambda r: order.get((r["loop"], r["strategy"]), len(order)))
         if args.json:
             save()
@@ -379,10 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
     p.add_argument("--memory-cap", type=_size(MIN_MEMORY_CAP),
                    help="stop a worker whose processes exceed this, e.g. 4GiB (default: half of RAM)")
-    p.add_argument("--jobs", type=int, default=1,
-                   help="pairs measured at once, each in its own workers (default 1); memory figures are per "
+    p.add_argument("--jobs", type=int, default=None,
+                   help="pairs measured at once, each in its own workers (default: $KERASBENCH_JOBS, else the usable "
+                   "cores; a pair starts only while the expected peaks fit in free memory); memory figures are per "
                    "process, but seconds per iteration are then measured under contention (the record's spec says "
-                   "jobs), and the default memory cap is shared between them")
+                   "jobs; compare does not judge time across jobs), and the default memory cap is shared between them")
     p.add_argument("--time-limit", type=_number("time-limit", MIN_TIME_LIMIT), default=1800.0,
                    help="seconds per worker process (default 1800)")
     p.add_argument("--leak-kib", type=_number("leak-kib", 0, MAX_LEAK_BYTES / KIB), default=0,
