@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import Optional, TextIO
 
 from . import stats
@@ -148,6 +149,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"wrote {len(records)} record(s) to {args.json}\n")
         return error is None
 
+    started = time.perf_counter()
     try:
         measure_pairs(base, pairs, count, Progress(sys.stderr, len(pairs), warmup), finished)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what finished is printed and kept; main says interrupted
@@ -158,7 +160,20 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         raise
     if not keep():
         return 1
+    _say_limit(records, time.perf_counter() - started, base.jobs)
     return 1 if any(r["status"] in ("failed", "stopped") for r in records) else 0
+
+
+def _say_limit(records: list, wall: float, jobs: int) -> None:
+    """One line on stderr: the run's wall against its physical limit (kerasbench overhead --records explains it)."""
+    from .overhead import limit_summary
+    from .runner import usable_cores
+
+    s = limit_summary(records, wall, min(jobs, usable_cores()))
+    if s["workers"] and s["limit"] >= 1:  # controls alone: setup and work are milliseconds, the ratio says nothing
+        status_line(sys.stderr, f"kerasbench: {s['workers']} worker(s) in {wall:.1f} s, {jobs} at once; the physical "
+                    f"limit, Σ (setup + loop work) / {s['cores']} core(s), is {s['limit']:.1f} s: "
+                    f"{s['wall_over_limit']:.2f}× it", final=True)
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
@@ -272,7 +287,17 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_overhead(args: argparse.Namespace, out: TextIO) -> int:
     """Measure what the harness costs, print it, and optionally write every figure as JSON."""
     from . import overhead
+    from .runner import usable_cores
 
+    if args.records:  # a finished run's records: its wall against the physical limit, nothing measured
+        cores = usable_cores() if args.cores is None else args.cores
+        if cores < 1:
+            raise UsageError(f"Invalid value for argument `cores`. Received: cores={cores!r}. Expected 1 or more.")
+        text, report = overhead.records_limit(args.records, args.wall, cores)
+        out.write(text)
+        if args.json:
+            write_json(args.json, report)
+        return 0
     if args.runs < 1 or args.iterations < 3:
         raise UsageError(f"Invalid value for argument `runs` or `iterations`. Received: runs={args.runs!r}, "
                          f"iterations={args.iterations!r}. Expected runs >= 1 and iterations >= 3.")
@@ -468,6 +493,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="iteration counts of the scaling grid (default 10,20,40)")
     p.add_argument("--scale-strategies", default="1,2,4",
                    help="numbers of control strategies of the scaling grid (default 1,2,4)")
+    p.add_argument("--records", nargs="+", metavar="PATH",
+                   help="measure nothing: a finished run's records (files or folders, e.g. .asv/records) against "
+                   "the physical limit, Σ (setup + bare work) / cores, and where the rest of the wall went")
+    p.add_argument("--wall", type=_number("wall", 0.001), default=None,
+                   help="with --records: the run's wall time in seconds (default: Σ worker seconds / cores)")
+    p.add_argument("--cores", type=int, default=None, help="with --records: cores (default: the usable ones)")
     p.add_argument("--json", metavar="PATH", type=_path, help="also write every figure to PATH (atomically)")
     p.set_defaults(func=cmd_overhead)
 
