@@ -92,3 +92,20 @@ def test_a_pair_larger_than_free_memory_still_runs_alone():
 
     gate = MemoryGate(free=1)
     assert gate.enter(RunSpec("sweep", "reuse_model"), threading.Event()) is not None
+
+
+def test_pairs_that_spawn_per_iteration_start_first_and_records_keep_the_named_order(monkeypatch):
+    from kerasbench import runner
+
+    started = []
+
+    def fake_measure(spec, progress=None):
+        started.append(spec.strategy)
+        return {"loop": spec.loop, "strategy": spec.strategy, "status": "ok", "repeats": []}
+
+    monkeypatch.setattr(runner, "measure", fake_measure)
+    pairs = [("sweep", "reuse_model"), ("sweep", "clear_session"), ("sweep", "process_isolation")]
+    base = RunSpec("sweep", "reuse_model", jobs=2).validate()
+    records = runner.measure_pairs(base, pairs, lambda strategy: 5)
+    assert started[0] == "process_isolation"
+    assert [r["strategy"] for r in records] == ["reuse_model", "clear_session", "process_isolation"]
