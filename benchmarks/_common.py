@@ -1,9 +1,11 @@
 """What every loop-shape benchmark shares: measure each strategy once, serve every metric from it.
 
 Cost model: asv calls `setup_cache` once per class (one loop shape), which runs every applicable
-strategy in its own fresh worker processes (kerasbench.runner). Then asv spawns one short process
-per track_ method and parameter; those only read the cached summaries, so keep them cheap: no
-TensorFlow, numpy or scipy is imported here.
+strategy in its own fresh worker processes (kerasbench.runner), as many at once as the machine has usable
+cores and free memory for ($KERASBENCH_JOBS sets it; the records say how many ran at once). Then asv
+starts one short process per track_ method and parameter (forked from its forkserver, which imported
+this module once); those only read the cached summaries, so keep them cheap: no TensorFlow, numpy or
+scipy is imported here.
 """
 
 import os
@@ -16,7 +18,7 @@ from kerasbench import allocators
 from kerasbench.metrics import METRICS
 from kerasbench.profiles import get_profile
 from kerasbench.record import records_payload, records_root, run_folder, save_records
-from kerasbench.strategies import get_strategy, strategies_for
+from kerasbench.strategies import strategies_for
 
 PROFILE = get_profile()  # KERASBENCH_PROFILE=quick|default|full, shared with the CLI
 # The device is an environment variable, set by the asv config of a GPU machine (asv.gpu.json):
@@ -44,22 +46,21 @@ def _gpu_driver_present():
 def measure_loop(loop: str) -> dict:
     """Run every strategy of `loop` on DEVICE, each in fresh workers; return {strategy: small dict}."""
     from kerasbench import procs
-    from kerasbench.runner import RunSpec, measure
+    from kerasbench.console import Progress
+    from kerasbench.runner import RunSpec, default_jobs, measure_pairs
 
     if DEVICE == "gpu" and not _gpu_driver_present():
         reason = "no GPU visible to TensorFlow (no NVIDIA driver on this machine)"
         return {s: {"status": "skipped", "reason": reason, "summary": {}} for s in strategies_for(loop)}
-    records, out = [], {}
+    strategies = strategies_for(loop)
+    base = RunSpec(loop, strategies[0], iterations=PROFILE.iterations, warmup=PROFILE.warmup, repeats=PROFILE.repeats,
+                   profile=PROFILE.name, device=DEVICE, allocator=ALLOCATOR, jobs=default_jobs())
+    print(f"kerasbench: {loop}, {len(strategies)} strategies on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile, "
+          f"{base.jobs} at once)", file=sys.stderr, flush=True)
+    progress = Progress(sys.stderr, len(strategies), PROFILE.warmup)
     with procs.interrupts():  # asv's timeout (SIGTERM) must not leave this class's workers running
-        for strategy in strategies_for(loop):
-            spec = RunSpec(loop, strategy, iterations=PROFILE.iterations_for(get_strategy(strategy)),
-                           warmup=PROFILE.warmup, repeats=PROFILE.repeats, profile=PROFILE.name, device=DEVICE,
-                           allocator=ALLOCATOR)
-            print(f"kerasbench: {loop} × {strategy} on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile)",
-                  file=sys.stderr, flush=True)
-            record = measure(spec)
-            records.append(record)
-            out[strategy] = {k: record[k] for k in ("status", "reason", "summary")}
+        records = measure_pairs(base.validate(), [(loop, s) for s in strategies], PROFILE.iterations_for, progress)
+    out = {r["strategy"]: {k: r[k] for k in ("status", "reason", "summary")} for r in records}
     save_records(records_dir(), loop, records_payload(records, profile=PROFILE.name))
     return out
 

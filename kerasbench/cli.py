@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import Optional, TextIO
 
 from . import stats
@@ -84,7 +85,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     With --json each pair's record is written as it ends; after an interrupt or a repro that raised, the table
     of the finished pairs is printed and they stay in the file. A write that fails is one line, exit 1.
     """
-    from .runner import RunSpec, measure_pairs
+    from .runner import RunSpec, default_jobs, measure_pairs
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
@@ -102,7 +103,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB), probes=not args.no_probes,
         memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0, time_limit=args.time_limit,
         floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
-        allocator=args.allocator, repro=args.repro or "", jobs=args.jobs,
+        allocator=args.allocator, repro=args.repro or "", jobs=default_jobs() if args.jobs is None else args.jobs,
     ).validate()
     if args.json:
         check_writable(args.json)
@@ -130,7 +131,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 
     def finished(record: dict) -> None:  # each pair is on disk as it ends: an interrupt or a crash loses none
         records.append(record)
-        if args.jobs > 1:  # pairs finish out of order when several run at once
+        if base.jobs > 1:  # pairs finish out of order when several run at once
             records.sort(key=lambda r: order.get((r["loop"], r["strategy"]), len(order)))
         if args.json:
             save()
@@ -148,6 +149,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"wrote {len(records)} record(s) to {args.json}\n")
         return error is None
 
+    started = time.perf_counter()
     try:
         measure_pairs(base, pairs, count, Progress(sys.stderr, len(pairs), warmup), finished)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what finished is printed and kept; main says interrupted
@@ -158,7 +160,20 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         raise
     if not keep():
         return 1
+    _say_limit(records, time.perf_counter() - started, base.jobs)
     return 1 if any(r["status"] in ("failed", "stopped") for r in records) else 0
+
+
+def _say_limit(records: list, wall: float, jobs: int) -> None:
+    """One line on stderr: the run's wall against its physical limit (kerasbench overhead --records explains it)."""
+    from .overhead import limit_summary
+    from .runner import usable_cores
+
+    s = limit_summary(records, wall, min(jobs, usable_cores()))
+    if s["workers"] and s["limit"] >= 1:  # controls alone: setup and work are milliseconds, the ratio says nothing
+        status_line(sys.stderr, f"kerasbench: {s['workers']} worker(s) in {wall:.1f} s, {jobs} at once; the physical "
+                    f"limit, Σ (setup + loop work) / {s['cores']} core(s), is {s['limit']:.1f} s: "
+                    f"{s['wall_over_limit']:.2f}× it", final=True)
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
@@ -272,7 +287,17 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_overhead(args: argparse.Namespace, out: TextIO) -> int:
     """Measure what the harness costs, print it, and optionally write every figure as JSON."""
     from . import overhead
+    from .runner import usable_cores
 
+    if args.records:  # a finished run's records: its wall against the physical limit, nothing measured
+        cores = usable_cores() if args.cores is None else args.cores
+        if cores < 1:
+            raise UsageError(f"Invalid value for argument `cores`. Received: cores={cores!r}. Expected 1 or more.")
+        text, report = overhead.records_limit(args.records, args.wall, cores)
+        out.write(text)
+        if args.json:
+            write_json(args.json, report)
+        return 0
     if args.runs < 1 or args.iterations < 3:
         raise UsageError(f"Invalid value for argument `runs` or `iterations`. Received: runs={args.runs!r}, "
                          f"iterations={args.iterations!r}. Expected runs >= 1 and iterations >= 3.")
@@ -379,10 +404,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
     p.add_argument("--memory-cap", type=_size(MIN_MEMORY_CAP),
                    help="stop a worker whose processes exceed this, e.g. 4GiB (default: half of RAM)")
-    p.add_argument("--jobs", type=int, default=1,
-                   help="pairs measured at once, each in its own workers (default 1); memory figures are per "
+    p.add_argument("--jobs", type=int, default=None,
+                   help="pairs measured at once, each in its own workers (default: $KERASBENCH_JOBS, else the usable "
+                   "cores; a pair starts only while the expected peaks fit in free memory); memory figures are per "
                    "process, but seconds per iteration are then measured under contention (the record's spec says "
-                   "jobs), and the default memory cap is shared between them")
+                   "jobs; compare does not judge time across jobs), and the default memory cap is shared between them")
     p.add_argument("--time-limit", type=_number("time-limit", MIN_TIME_LIMIT), default=1800.0,
                    help="seconds per worker process (default 1800)")
     p.add_argument("--leak-kib", type=_number("leak-kib", 0, MAX_LEAK_BYTES / KIB), default=0,
@@ -467,6 +493,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="iteration counts of the scaling grid (default 10,20,40)")
     p.add_argument("--scale-strategies", default="1,2,4",
                    help="numbers of control strategies of the scaling grid (default 1,2,4)")
+    p.add_argument("--records", nargs="+", metavar="PATH",
+                   help="measure nothing: a finished run's records (files or folders, e.g. .asv/records) against "
+                   "the physical limit, Σ (setup + bare work) / cores, and where the rest of the wall went")
+    p.add_argument("--wall", type=_number("wall", 0.001), default=None,
+                   help="with --records: the run's wall time in seconds (default: Σ worker seconds / cores)")
+    p.add_argument("--cores", type=int, default=None, help="with --records: cores (default: the usable ones)")
     p.add_argument("--json", metavar="PATH", type=_path, help="also write every figure to PATH (atomically)")
     p.set_defaults(func=cmd_overhead)
 

@@ -167,6 +167,60 @@ def suite_summary(records: list, wall: float) -> dict:
     }
 
 
+def limit_summary(records: list, wall: float, cores: int) -> dict:
+    """A run's wall time against its physical limit: Σ (setup + bare work) of its workers spread over `cores`.
+
+    Setup (TF import, data, first model) and bare work (warm-up + measured iterations) are what a pair cannot do
+    without; everything else a worker spends (start, probes, protocol, exit) is the harness's. The wall's
+    core-seconds (wall × cores) not spent in workers went to whatever ran around them (asv, pip, publish) or
+    to idle cores.
+    """
+    outcomes = [o for rec in records for o in rec["repeats"] if o.get("result") and o["result"].get("timing")]
+    parts = breakdown(outcomes, wall)
+    del parts["runner"]  # with several workers at once, wall minus their sum means nothing: core-seconds below
+    needed = parts["setup"] + parts["work"]
+    worker = sum(o["worker_seconds"] for o in outcomes)
+    limit = needed / cores
+    return {
+        "workers": len(outcomes), "wall": wall, "cores": cores, "limit": limit,
+        "wall_over_limit": _ratio(wall, limit), "worker_seconds": worker, "setup_and_work": needed,
+        "worker_over_needed": _ratio(worker, needed), "parts": parts,
+        "outside_workers": wall * cores - worker,  # core-seconds: asv, pip, publish, idle cores
+        "jobs": sorted({rec["spec"].get("jobs", 1) for rec in records}),
+    }
+
+
+def render_limit(s: dict) -> str:
+    """limit_summary as markdown: the ratio to the limit, then where the core-seconds went."""
+    lines = [f"{s['workers']} workers, wall {s['wall']:.0f} s on {s['cores']} cores (jobs {s['jobs']}): "
+             f"limit {s['limit']:.0f} s = Σ (setup + bare work) {s['setup_and_work']:.0f} s / {s['cores']} cores; "
+             f"wall / limit {_x(s['wall_over_limit'])}; Σ worker seconds / Σ (setup + bare work) "
+             f"{_x(s['worker_over_needed'])}", "",
+             "| where the core-seconds went (wall × cores) | core-seconds | share |", "|---|---|---|"]
+    total = s["wall"] * s["cores"]
+    rows = [(PARTS[k], v) for k, v in s["parts"].items()]
+    rows.append(("outside the workers: asv, pip, publish, idle cores", s["outside_workers"]))
+    lines += [f"| {name} | {v:.1f} | {v / total:.1%} |" for name, v in rows]
+    return "\n".join(lines) + "\n"
+
+
+def records_limit(paths: Sequence[str], wall: Optional[float], cores: int) -> tuple:
+    """(markdown, summary) of the records under `paths` (a run's files or folder); wall defaults to Σ worker seconds."""
+    from .record import find_records_files, read_records_file
+
+    records = []
+    for path, _ in find_records_files(paths):
+        payload = read_records_file(path)
+        if isinstance(payload, dict) and isinstance(payload.get("records"), list):
+            records += [r for r in payload["records"] if isinstance(r, dict)]
+    if not records:
+        raise UsageError(f"No kerasbench records under {', '.join(paths)}.")
+    if wall is None:
+        wall = sum(o.get("worker_seconds", 0) for r in records for o in r.get("repeats", [])) / cores
+    summary = limit_summary(records, wall, cores)
+    return render_limit(summary), summary
+
+
 def run_suite(pairs: Sequence[tuple], iterations: int, warmup: int, progress: Notify = None) -> tuple:
     """Measure each (loop, strategy) once through runner.measure; returns (records, wall seconds)."""
     from .runner import RunSpec, measure

@@ -102,9 +102,15 @@ def live_objects() -> int:
 
 
 def gc_barrier() -> None:
-    """Collect until cycles freed by a collection are gone too (three full collections)."""
+    """Collect until a full collection finds nothing unreachable (cycles freed by one are gone too); at most three.
+
+    A collection that finds nothing leaves the heap as it was, so a further one would find nothing either:
+    stopping there gives the same heap as three collections at two thirds of the cost (each full collection
+    walks every tracked object: ~0.1-0.2 s in a TF process).
+    """
     for _ in range(3):
-        gc.collect()
+        if gc.collect() == 0:
+            return
 
 
 def timer() -> float:

@@ -34,6 +34,31 @@ def default_memory_cap() -> int:
     return psutil.virtual_memory().total // 2
 
 
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity mask, which a container or taskset narrows)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_jobs() -> int:
+    """Pairs measured at once by default: $KERASBENCH_JOBS, else the usable cores (memory gates each start)."""
+    value = os.environ.get("KERASBENCH_JOBS")
+    if value:
+        jobs = check_number(value, "$KERASBENCH_JOBS (pairs at once)", 1)
+        if jobs != int(jobs):
+            raise UsageError(f"Invalid value for $KERASBENCH_JOBS. Received: {value!r}. Expected a positive integer.")
+        return int(jobs)
+    return usable_cores()
+
+
+# What a pair is expected to hold at its peak before one of its loop shape has run (then: the largest seen).
+# Measured: TF pairs of the default sizes peak at 0.5-0.9 GiB of RSS (2.12-2.21), the control at ~40 MiB.
+EXPECTED_PEAK_TF = 1 * GIB
+EXPECTED_PEAK_NO_TF = 128 * 1024 * KIB
+
+
 @dataclasses.dataclass
 class RunSpec:
     """Everything that decides a measurement; recorded with its result."""
@@ -307,12 +332,64 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
     return records
 
 
+class MemoryGate:
+    """Admits a pair only while the expected peaks of the running ones plus its own fit in the memory free at the start.
+
+    A pair's expected peak is the largest process-tree RSS seen for its loop shape in this run, else a prior by
+    whether it loads TF. A pair that does not fit is still started when nothing else runs (it would never fit).
+    """
+
+    def __init__(self, free: int):
+        self.free = free
+        self.running = 0  # bytes expected of the running pairs
+        self.active = 0
+        self.seen: dict = {}  # loop shape: largest max_tree_rss of its workers so far
+        self.waited = 0  # pairs that had to wait for memory (said in the run's progress)
+        self._cond = threading.Condition()
+
+    def expected(self, spec: RunSpec) -> int:
+        """The peak `spec`'s workers are expected to reach, in bytes."""
+        if spec.loop in self.seen:
+            return int(self.seen[spec.loop] * 1.25)
+        return EXPECTED_PEAK_TF if get_loop(spec.loop).needs_tf else EXPECTED_PEAK_NO_TF
+
+    def enter(self, spec: RunSpec, stop: threading.Event) -> Optional[int]:
+        """Wait until `spec` fits (or `stop` is set: None); the bytes reserved for it."""
+        need, waited = self.expected(spec), False
+        with self._cond:
+            while self.active and self.running + need > self.free:
+                if stop.is_set():
+                    return None
+                waited = True
+                self._cond.wait(timeout=0.2)
+            self.running += need
+            self.active += 1
+            self.waited += waited
+        return need
+
+    def leave(self, spec: RunSpec, reserved: int, result: Optional[record.Record]) -> None:
+        """The pair ended: release its reservation and learn its loop shape's peak."""
+        with self._cond:
+            self.running -= reserved
+            self.active -= 1
+            for repeat in (result or {}).get("repeats", []):
+                self.seen[spec.loop] = max(self.seen.get(spec.loop, 0), repeat.get("max_tree_rss") or 0)
+            self._cond.notify_all()
+
+
+def _free_memory() -> int:
+    import psutil
+
+    return psutil.virtual_memory().available
+
+
 def _measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
                      finished: Optional[Callable[[record.Record], None]]) -> List[record.Record]:
     """measure_pairs with `jobs` pairs at once: a thread per running pair, each pair still in its own workers.
 
-    An interrupt (or any error in this thread) ends every running worker at once (procs), so the threads return
-    within moments; a pair cut short that way is not a measurement and reaches neither `finished` nor the result.
+    A pair starts only when the memory gate admits it (MemoryGate). An interrupt (or any error in this thread)
+    ends every running worker at once (procs), so the threads return within moments; a pair cut short that way
+    is not a measurement and reaches neither `finished` nor the result.
     """
     from concurrent.futures import ThreadPoolExecutor, TimeoutError as Pending
 
@@ -320,13 +397,21 @@ def _measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
 
     records: List[Optional[record.Record]] = [None] * len(specs)
     lock, stop, raised = threading.Lock(), threading.Event(), []
+    gate = MemoryGate(_free_memory())
 
     def one(index: int) -> None:
         spec = specs[index]
         if stop.is_set():
             return
-        mine = progress.pair(index + 1, spec.loop, spec.strategy, spec.iterations) if progress is not None else None
-        result = measure(spec, progress=mine)
+        reserved = gate.enter(spec, stop)
+        if reserved is None:
+            return
+        result = None
+        try:
+            mine = progress.pair(index + 1, spec.loop, spec.strategy, spec.iterations) if progress else None
+            result = measure(spec, progress=mine)
+        finally:
+            gate.leave(spec, reserved, result)
         if stop.is_set():  # its workers were ended under it
             return
         with lock:
@@ -340,7 +425,10 @@ def _measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
             stop.set()
 
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="kerasbench-pair")
-    futures = [pool.submit(one, i) for i in range(len(specs))]
+    # Longest first, so that the last pair does not run alone while the other cores idle: process_isolation
+    # starts a fresh interpreter every iteration (2-3× any other pair of its loop). Records keep the named order.
+    order = sorted(range(len(specs)), key=lambda i: not get_strategy(specs[i].strategy).isolate)
+    futures = [pool.submit(one, i) for i in order]
     try:
         for future in futures:
             while True:

@@ -74,7 +74,10 @@ def test_tracked_metrics_have_units_and_the_schema_version(discovered):
 
 def test_asv_config_pins_exactly():
     conf = _conf("asv.conf.json")
-    assert conf["repo"] == "." and conf["launch_method"] == "spawn"
+    assert conf["repo"] == "."
+    # forkserver forks each track_ process from one that imported the benchmarks: they must not import TF
+    # (test_discovery_does_not_import_tensorflow), and every config says so alike
+    assert {_conf(c)["launch_method"] for c in ("asv.conf.json", "asv.matrix.json", "asv.gpu.json")} == {"forkserver"}
     assert all(conf[k].startswith(".asv/") for k in ("env_dir", "results_dir", "html_dir"))
     for name, versions in conf["matrix"]["req"].items():
         assert all(v and v[0].isdigit() for v in versions), f"{name}: exact pins only (asv turns ranges into ==)"

@@ -45,3 +45,67 @@ def test_jobs_must_be_a_positive_count():
 
     with pytest.raises(UsageError, match="jobs"):
         RunSpec("control", "control_noop", jobs=0).validate()
+
+
+def test_default_jobs_are_the_usable_cores_unless_set(monkeypatch):
+    from kerasbench import runner
+    from kerasbench.errors import UsageError
+
+    monkeypatch.delenv("KERASBENCH_JOBS", raising=False)
+    monkeypatch.setattr(runner.os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    assert runner.default_jobs() == 3
+    monkeypatch.setenv("KERASBENCH_JOBS", "1")
+    assert runner.default_jobs() == 1
+    for bad in ("0", "1.5", "many"):
+        monkeypatch.setenv("KERASBENCH_JOBS", bad)
+        with pytest.raises(UsageError, match="KERASBENCH_JOBS"):
+            runner.default_jobs()
+
+
+def test_the_memory_gate_holds_a_pair_that_would_not_fit():
+    """Two pairs expected at 1 GiB each with 1.5 GiB free: the second waits until the first has ended."""
+    import threading
+
+    from kerasbench.runner import EXPECTED_PEAK_TF, MemoryGate
+
+    gate, stop = MemoryGate(free=int(1.5 * EXPECTED_PEAK_TF)), threading.Event()
+    sweep = RunSpec("sweep", "reuse_model")
+    first = gate.enter(sweep, stop)
+    assert first == EXPECTED_PEAK_TF
+    entered = threading.Event()
+    thread = threading.Thread(target=lambda: (gate.enter(sweep, stop), entered.set()))
+    thread.start()
+    assert not entered.wait(0.5)  # held: 2 GiB expected, 1.5 free
+    control = RunSpec("control", "control_noop")  # small: fits beside the first
+    assert gate.enter(control, stop) is not None
+    gate.leave(sweep, first, {"repeats": [{"max_tree_rss": 600 * 1024 * KIB}]})
+    assert entered.wait(5)
+    thread.join()
+    assert gate.waited == 1
+    assert gate.expected(sweep) == int(600 * 1024 * KIB * 1.25)  # learnt from the pair that ran
+
+
+def test_a_pair_larger_than_free_memory_still_runs_alone():
+    import threading
+
+    from kerasbench.runner import MemoryGate
+
+    gate = MemoryGate(free=1)
+    assert gate.enter(RunSpec("sweep", "reuse_model"), threading.Event()) is not None
+
+
+def test_pairs_that_spawn_per_iteration_start_first_and_records_keep_the_named_order(monkeypatch):
+    from kerasbench import runner
+
+    started = []
+
+    def fake_measure(spec, progress=None):
+        started.append(spec.strategy)
+        return {"loop": spec.loop, "strategy": spec.strategy, "status": "ok", "repeats": []}
+
+    monkeypatch.setattr(runner, "measure", fake_measure)
+    pairs = [("sweep", "reuse_model"), ("sweep", "clear_session"), ("sweep", "process_isolation")]
+    base = RunSpec("sweep", "reuse_model", jobs=2).validate()
+    records = runner.measure_pairs(base, pairs, lambda strategy: 5)
+    assert "process_isolation" in started[:2]  # among the first two started (named last: it would start third)
+    assert [r["strategy"] for r in records] == ["reuse_model", "clear_session", "process_isolation"]

@@ -113,3 +113,27 @@ def test_overhead_bad_input_is_one_line_exit_2(argv, capsys):
     assert call(argv)[0] == 2
     err = capsys.readouterr().err
     assert "Invalid value" in err and err.count("\n") == 1
+
+
+def test_limit_is_setup_and_bare_work_over_the_cores():
+    """Two workers of known parts on 2 cores: limit = Σ (setup + warm-up + bodies) / 2; the rest is accounted for."""
+    records = [{"loop": "control", "strategy": s, "spec": {"jobs": 2}, "repeats": [outcome(setup=setup)]}
+               for s, setup in (("control_noop", 1.0), ("control_leak_native", 3.0))]
+    worker = sum(r["repeats"][0]["worker_seconds"] for r in records)
+    s = overhead.limit_summary(records, wall=5.0, cores=2)
+    needed = (1.0 + 0.2 + 0.3) + (3.0 + 0.2 + 0.3)
+    assert s["setup_and_work"] == pytest.approx(needed) and s["limit"] == pytest.approx(needed / 2)
+    assert s["wall_over_limit"] == pytest.approx(5.0 / (needed / 2))
+    assert s["worker_over_needed"] == pytest.approx(worker / needed)
+    assert sum(s["parts"].values()) + s["outside_workers"] == pytest.approx(5.0 * 2)  # core-seconds add up
+    assert s["jobs"] == [2]
+
+
+def test_overhead_records_reads_a_finished_run(tmp_path):
+    records = [{"loop": "control", "strategy": "control_noop", "spec": {"jobs": 1}, "repeats": [outcome(setup=2.0)]}]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"schema": 1, "records": records}))
+    code, text = call(["overhead", "--records", str(path), "--wall", "10", "--cores", "2"])
+    assert code == 0
+    assert "limit 1 s" in text and "wall / limit 8.0×" in text and "outside the workers" in text
+    assert call(["overhead", "--records", str(tmp_path / "none")])[0] == 2
