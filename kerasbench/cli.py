@@ -402,7 +402,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="table", choices=FORMATS, help="table (default), markdown, json or csv")
     p.add_argument("--changes-only", action="store_true", help="leave out unchanged and n/a cells")
     p.add_argument("--fail-on", metavar="VERDICTS", help="exit 1, listing the cells, when any cell has one of these "
-                   "verdicts: a comma list of regressed, improved, inconclusive, n/a (e.g. regressed,inconclusive)")
+                   "verdicts: a comma list of regressed, improved, inconclusive, not comparable, n/a "
+                   "(e.g. regressed,inconclusive)")
     p.add_argument("--output", metavar="PATH", type=_path, help="write to PATH (atomically) instead of stdout")
     p.set_defaults(func=cmd_compare)
 

@@ -147,6 +147,8 @@ class Environment(TypedDict, total=False):
     cuda_version: str
     cudnn_version: str
     gpus: List[Dict[str, Any]]
+    load_start: List[float]  # os.getloadavg() (1, 5, 15 minutes, whole machine) as the worker started ...
+    load_end: List[float]  # ... and as its loop ended: compare's time verdicts read them
 
 
 class _RepeatFields(TypedDict):

@@ -45,7 +45,7 @@ def _judged(metrics: Sequence[Metric]) -> List[str]:
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 DASHES = ("", "6 3", "2 3")  # beyond ten strategies a colour comes back with a dash pattern
-MARKS = {"regressed": "▲", "improved": "▼", "unchanged": "=", "inconclusive": "?"}
+MARKS = {"regressed": "▲", "improved": "▼", "unchanged": "=", "inconclusive": "?", "not comparable": "≠"}
 
 
 def esc(value: Any) -> str:

@@ -223,6 +223,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     `gpu_reader` (a gpu.GpuMemoryReader) turns the GPU probe on with it, e.g. a fake in tests.
     """
     entered = time.monotonic()  # system-wide on Linux: the runner subtracts its spawn time from it
+    load_start = list(os.getloadavg())  # the machine's load: compare's time verdicts need it
     pair = pair_for(spec)
     try:
         t0 = probes.timer()
@@ -269,7 +270,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
                 emit("iteration", iteration=k)
                 last_emit = now
     stack.stop()
-    environment_now = environment(pair)
+    environment_now = {**environment(pair), "load_start": load_start, "load_end": list(os.getloadavg())}
     pair.teardown()
     stack.after_cleanup()
     # Where the worker's time went (kerasbench overhead): the rest of done - entered is protocol.
