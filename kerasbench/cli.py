@@ -85,6 +85,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     of the finished pairs is printed and they stay in the file. A write that fails is one line, exit 1.
     """
     from .runner import RunSpec, measure_pairs
+    from .trace import text as trace_text
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
@@ -94,6 +95,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     pairs = pairs_for(args.loop, args.strategy)
     if args.strategy == "all" and args.device != "gpu":  # named ones still run, and say why they skip
         pairs = [(loop, s) for loop, s in pairs if not get_strategy(s).needs_gpu] or pairs
+    if args.trace and len(pairs) != 1:
+        raise UsageError(f"--trace traces one pair; this run names {len(pairs)}: "
+                         "give one --loop and one --strategy.")
     iterations = args.iterations  # None: each pair gets its profile's count
     warmup = profile.warmup if args.warmup is None else args.warmup
     base = RunSpec(
@@ -102,7 +106,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB), probes=not args.no_probes,
         memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0, time_limit=args.time_limit,
         floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
-        allocator=args.allocator, repro=args.repro or "", jobs=args.jobs,
+        allocator=args.allocator, repro=args.repro or "", jobs=args.jobs, trace=int(args.trace),
     ).validate()
     if args.json:
         check_writable(args.json)
@@ -138,6 +142,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     def keep(note: str = "") -> bool:  # the table of what finished, then the file; False if the write failed
         if records:
             out.write(run_table(records))
+            out.write(trace_text(records))  # nothing unless traced
             out.flush()
         error = save() if args.json else None
         if error:
@@ -388,6 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--leak-kib", type=_number("leak-kib", 0, MAX_LEAK_BYTES / KIB), default=0,
                    help="leak per iteration of control_leak_* (default 256)")
     p.add_argument("--no-probes", action="store_true", help="time the loop only (to measure probe overhead)")
+    p.add_argument("--trace", metavar="N", nargs="?", type=_number("trace", 1, 1000), const=10, default=0,
+                   help="one pair: where memory grows, top N (default 10) Python allocation sites, object types "
+                   "and, with memray installed, native sites; slower, and its memory figures are marked traced")
     p.add_argument("--json", metavar="PATH", type=_path, help="also write the records to PATH (atomically)")
     p.set_defaults(func=cmd_run)
 

@@ -45,6 +45,7 @@ from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, growth_fit, headline_metrics
 from .record import SCHEMA_VERSION, Record
 from .releases import version_key
+from .trace import traced
 from .units import KIB
 
 VERDICTS = ("regressed", "improved", "inconclusive", "not comparable", "unchanged", "n/a")  # also the output order
@@ -62,7 +63,13 @@ Cell = Dict[str, Any]  # one row of the comparison (FIELDS)
 def group(loaded: Sequence[Tuple[Record, str, str]]) -> Groups:
     """{version: {(loop, strategy): (record, path)}}; a pair measured twice for one version is an error."""
     groups: Groups = {}
+    mixed: Dict[bool, str] = {}  # traced or not: a path of each
     for record, path, version in loaded:
+        mixed.setdefault(traced(record), path)
+        if len(mixed) > 1:
+            raise UsageError(f"Traced and untraced records: {mixed[True]} was measured with `run --trace`, "
+                             f"{mixed[False]} without; a trace moves the memory figures: compare traced with "
+                             "traced, or run again without --trace.")
         key = (record["loop"], record["strategy"])
         pairs = groups.setdefault(version, {})
         if key in pairs:

@@ -59,6 +59,7 @@ class RecordSpec(_SpecFields, total=False):
     repro: str
     python: str
     jobs: int  # pairs measured at once (records before `--jobs` lack it: one at a time)
+    trace: int  # top N of `run --trace` (0 or missing: not traced; a traced record's memory figures move)
 
 
 class _SeriesFields(TypedDict):
@@ -84,6 +85,42 @@ class Timing(TypedDict, total=False):
     setup_seconds: float
     warmup_seconds: float
     done: float
+
+
+class TraceSite(TypedDict):
+    """An allocation site that grew between the trace's two snapshots: per iteration, and the frames that led there."""
+
+    site: str
+    bytes_per_iter: float
+    count_per_iter: float
+    stack: List[str]
+
+
+class TraceType(TypedDict):
+    """An object type whose GC-tracked count grew, per iteration."""
+
+    type: str
+    per_iter: float
+
+
+class _TraceFields(TypedDict):
+    top: int
+
+
+class Trace(_TraceFields, total=False):
+    """`run --trace`: where memory grew between the first and the last measured iteration (kerasbench.trace)."""
+
+    skipped: str
+    iterations: int
+    first: int
+    last: int
+    python_bytes_per_iter: float
+    python_sites: List[TraceSite]
+    types: List[TraceType]
+    native_sites: Optional[List[TraceSite]]
+    native_note: str
+    seconds_in_loop: float
+    seconds_after: float
 
 
 class _ResultFields(TypedDict):
@@ -118,6 +155,7 @@ class Result(_ResultFields, total=False):
     child_gpu_alloc_peaks: List[Optional[int]]
     child_gpu_reserved_peaks: List[Optional[int]]
     timing: Timing
+    trace: Trace
 
 
 class Environment(TypedDict, total=False):
