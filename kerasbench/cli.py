@@ -95,6 +95,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     pairs = pairs_for(args.loop, args.strategy)
     if args.strategy == "all" and args.device != "gpu":  # named ones still run, and say why they skip
         pairs = [(loop, s) for loop, s in pairs if not get_strategy(s).needs_gpu] or pairs
+    if args.trace_native and not args.trace:
+        args.trace = 10
     if args.trace and len(pairs) != 1:
         raise UsageError(f"--trace traces one pair; this run names {len(pairs)}: "
                          "give one --loop and one --strategy.")
@@ -107,6 +109,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0, time_limit=args.time_limit,
         floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
         allocator=args.allocator, repro=args.repro or "", jobs=args.jobs, trace=int(args.trace),
+        trace_native=args.trace_native,
     ).validate()
     if args.json:
         check_writable(args.json)
@@ -394,8 +397,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leak per iteration of control_leak_* (default 256)")
     p.add_argument("--no-probes", action="store_true", help="time the loop only (to measure probe overhead)")
     p.add_argument("--trace", metavar="N", nargs="?", type=_number("trace", 1, 1000), const=10, default=0,
-                   help="one pair: where memory grows, top N (default 10) Python allocation sites, object types "
-                   "and, with memray installed, native sites; slower, and its memory figures are marked traced")
+                   help="one pair: where memory grows, top N (default 10) Python allocation sites and object types; "
+                   "slower, and its memory figures are marked traced")
+    p.add_argument("--trace-native", action="store_true", help="with --trace: memray's native sites too (pip "
+                   "install 'kerasbench[trace]'; tens of times slower on TF loops)")
     p.add_argument("--json", metavar="PATH", type=_path, help="also write the records to PATH (atomically)")
     p.set_defaults(func=cmd_run)
 

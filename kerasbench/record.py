@@ -60,6 +60,7 @@ class RecordSpec(_SpecFields, total=False):
     python: str
     jobs: int  # pairs measured at once (records before `--jobs` lack it: one at a time)
     trace: int  # top N of `run --trace` (0 or missing: not traced; a traced record's memory figures move)
+    trace_native: bool  # `run --trace-native`: memray's native sites too
 
 
 class _SeriesFields(TypedDict):

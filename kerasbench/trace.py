@@ -3,10 +3,11 @@
 In the worker, around the measured loop: tracemalloc runs from before the baseline; after the first
 measured iteration and after the last one it takes a snapshot and counts the GC-tracked objects by
 type. The differences, divided by the iterations between the two, say which Python allocation sites
-(file:line, with the few frames that led there) and which object types grow per iteration. Where
-memray is installed (the `trace` extra), a memray tracker with native frames runs over the same
-window and its allocations still alive at the end are grouped by their innermost native frame:
-the native sites. What a trace costs is in the record (seconds spent in snapshots and counts), and
+(file:line, with the few frames that led there) and which object types grow per iteration. Asked
+for (`--trace-native`) and where memray is installed (the `trace` extra), a memray tracker with
+native frames runs over the same window (it slows a TF iteration tens of times), and its
+allocations still alive at the end are grouped by their first frame past the allocator's own: the
+native sites. What a trace costs is in the record (seconds spent in snapshots and counts), and
 the loop's own figures move with it (tracemalloc's traces live in the same heap): a traced record
 is marked (spec.trace > 0) and compare and report refuse to mix it with untraced ones.
 """
@@ -51,8 +52,8 @@ def _memray():
 class Tracer:
     """The trace of one worker's measured loop: start before the baseline, after_iteration(k) after each."""
 
-    def __init__(self, top: int, iterations: int, in_process: bool = True):
-        self.top, self.iterations, self.in_process = top, iterations, in_process
+    def __init__(self, top: int, iterations: int, in_process: bool = True, native: bool = False):
+        self.top, self.iterations, self.in_process, self.want_native = top, iterations, in_process, native
         self.early = self.late = None  # (snapshot, type counts)
         self.seconds = 0.0  # spent in snapshots and counts: the trace's own cost inside the loop
         self.native = None  # (memray tracker, its file) while it runs
@@ -62,7 +63,8 @@ class Tracer:
     def start(self) -> None:
         """Start tracemalloc (when there is a loop in this process to trace and two iterations to compare)."""
         if self.in_process and self.iterations >= 2:
-            _memray()  # imported now (it imports rich): not inside the traced window
+            if self.want_native:
+                _memray()  # imported now (it imports rich): not inside the traced window
             tracemalloc.start(FRAMES)
             self.started = True
 
@@ -83,6 +85,9 @@ class Tracer:
         return tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, f) for f in _IGNORED])
 
     def _start_native(self) -> None:
+        if not self.want_native:
+            self.native_note = "not asked for (run --trace-native, with memray installed)"
+            return
         memray = _memray()
         if memray is None:
             self.native_note = "memray not installed (pip install 'kerasbench[trace]')"

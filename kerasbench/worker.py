@@ -250,7 +250,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     series = stack.series  # every probe's series by name, each list made as its probe starts
 
     emit("phase", phase="iteration")
-    tracer = trace.Tracer(spec.trace, spec.iterations, pair.in_process) if spec.trace else None
+    tracer = trace.Tracer(spec.trace, spec.iterations, pair.in_process, spec.trace_native) if spec.trace else None
     if tracer:  # before the barrier and the baseline: its own memory is there from the start
         tracer.start()
     probes.gc_barrier()

@@ -29,7 +29,7 @@ def _leaky_loop(tracer, iterations, kept):
 
 def test_a_known_python_leak_is_the_top_site_with_its_size(monkeypatch):
     monkeypatch.setattr(trace, "_memray", lambda: None)  # tracemalloc and gc only
-    tracer, kept = trace.Tracer(top=5, iterations=6), []
+    tracer, kept = trace.Tracer(top=5, iterations=6, native=True), []
     tracer.start()
     _leaky_loop(tracer, 6, kept)
     t = tracer.result()
@@ -57,7 +57,7 @@ def test_nothing_grows_nothing_is_named(monkeypatch):
 
 def test_native_sites_with_memray():
     pytest.importorskip("memray")
-    tracer, kept = trace.Tracer(top=5, iterations=6), []
+    tracer, kept = trace.Tracer(top=5, iterations=6, native=True), []
     tracer.start()
     _leaky_loop(tracer, 6, kept)
     t = tracer.result()
@@ -89,7 +89,7 @@ def test_run_trace_stores_prints_and_marks_the_record(tmp_path):
     assert t["python_sites"][0]["bytes_per_iter"] == pytest.approx(256 * KIB, rel=0.05)  # the control's default leak
     text = out.getvalue()
     assert "trace of control × control_leak_python" in text and "loops.py:247" in text
-    assert "object types that grow" in text
+    assert "object types that grow" in text and "native sites: n/a (not asked for" in text
 
 
 def test_untraced_runs_carry_no_trace(tmp_path):
