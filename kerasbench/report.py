@@ -448,6 +448,8 @@ table.heat td.sel{outline:3px solid #222;outline-offset:-3px}
 td.na{color:#888;text-align:center!important}td.failed{background:#fbe3e3;color:#900;text-align:center!important}
 .run{font-size:10px;margin-left:4px;padding:0 3px;border-radius:3px;background:rgba(255,255,255,.75);color:#111}
 .run.grows{background:#fff;color:#b00;font-weight:700}.run.inconclusive{color:#666}
+.trace{margin-top:12px}.trace table{border-collapse:collapse;font-size:12px;margin-bottom:8px}
+.trace td,.trace th{padding:1px 6px;text-align:left}.trace td.num{text-align:right;font-variant-numeric:tabular-nums}
 .cmp{margin-left:3px;padding:0 3px;border-radius:3px;font-weight:700;background:#fff;color:#555}
 .cmp.regressed{color:#d00}.cmp.improved{color:#070}
 .tables,.plots{display:flex;flex-wrap:wrap;align-items:flex-start}.plots>div{margin:0 1em 1em 0}
