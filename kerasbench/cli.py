@@ -86,6 +86,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     of the finished pairs is printed and they stay in the file. A write that fails is one line, exit 1.
     """
     from .runner import RunSpec, default_jobs, measure_pairs
+    from .trace import text as trace_text
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
@@ -95,6 +96,11 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     pairs = pairs_for(args.loop, args.strategy)
     if args.strategy == "all" and args.device != "gpu":  # named ones still run, and say why they skip
         pairs = [(loop, s) for loop, s in pairs if not get_strategy(s).needs_gpu] or pairs
+    if args.trace_native and not args.trace:
+        args.trace = 10
+    if args.trace and len(pairs) != 1:
+        raise UsageError(f"--trace traces one pair; this run names {len(pairs)}: "
+                         "give one --loop and one --strategy.")
     iterations = args.iterations  # None: each pair gets its profile's count
     warmup = profile.warmup if args.warmup is None else args.warmup
     base = RunSpec(
@@ -104,6 +110,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0, time_limit=args.time_limit,
         floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
         allocator=args.allocator, repro=args.repro or "", jobs=default_jobs() if args.jobs is None else args.jobs,
+        trace=int(args.trace), trace_native=args.trace_native,
     ).validate()
     if args.json:
         check_writable(args.json)
@@ -139,6 +146,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     def keep(note: str = "") -> bool:  # the table of what finished, then the file; False if the write failed
         if records:
             out.write(run_table(records))
+            out.write(trace_text(records))  # nothing unless traced
             out.flush()
         error = save() if args.json else None
         if error:
@@ -414,6 +422,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--leak-kib", type=_number("leak-kib", 0, MAX_LEAK_BYTES / KIB), default=0,
                    help="leak per iteration of control_leak_* (default 256)")
     p.add_argument("--no-probes", action="store_true", help="time the loop only (to measure probe overhead)")
+    p.add_argument("--trace", metavar="N", nargs="?", type=_number("trace", 1, 1000), const=10, default=0,
+                   help="one pair: where memory grows, top N (default 10) Python allocation sites and object types; "
+                   "slower, and its memory figures are marked traced")
+    p.add_argument("--trace-native", action="store_true", help="with --trace: memray's native sites too (pip "
+                   "install 'kerasbench[trace]'; tens of times slower on TF loops)")
     p.add_argument("--json", metavar="PATH", type=_path, help="also write the records to PATH (atomically)")
     p.set_defaults(func=cmd_run)
 
@@ -428,7 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="table", choices=FORMATS, help="table (default), markdown, json or csv")
     p.add_argument("--changes-only", action="store_true", help="leave out unchanged and n/a cells")
     p.add_argument("--fail-on", metavar="VERDICTS", help="exit 1, listing the cells, when any cell has one of these "
-                   "verdicts: a comma list of regressed, improved, inconclusive, n/a (e.g. regressed,inconclusive)")
+                   "verdicts: a comma list of regressed, improved, inconclusive, not comparable, n/a "
+                   "(e.g. regressed,inconclusive)")
     p.add_argument("--output", metavar="PATH", type=_path, help="write to PATH (atomically) instead of stdout")
     p.set_defaults(func=cmd_compare)
 

@@ -7,19 +7,26 @@ growth_per_iter   regressed when the new slope's 95% CI (Theil-Sen, spanning all
                   above the baseline's and the slopes differ by more than the floor; improved the
                   other way round; unchanged when both runs get the same verdict (grows, flat or
                   inconclusive) and the slopes differ by less than the floor; else inconclusive.
-peak_loop,        regressed / improved when the difference is at least 16 MiB and at least 3x the
-retained          noise (the larger of the spread across repeats and the residual sd of the RSS
-                  series around its line, combined over both versions); unchanged below 16 MiB;
-                  inconclusive in between, or when no noise can be measured.
+peak_over_baseline, regressed / improved when the difference is at least 16 MiB and at least 3x the
+retained          noise (the larger of the spread across repeats and the robust scatter, 1.4826 x MAD,
+                  of each RSS series around its Theil-Sen line, from series of 8 or more iterations;
+                  combined over both versions); unchanged below 16 MiB; inconclusive in between, or
+                  when no noise can be measured (one repeat of a short series) or it measures 0: a
+                  noise of 0 would pass any difference. The peak judged is the loop's own (its peak
+                  over the post-warm-up baseline); the absolute peak (peak_loop) is shown beside it.
 train_traces,     exact counts: any change is regressed (more) or improved (fewer); inconclusive
 predict_traces    when the repeats of one version disagree.
 objects_per_iter  like peak_loop, with 25 objects/iteration as the minimum and the spread across
                   repeats as the noise (one repeat: the counts are taken at face value).
-seconds_per_iter  timings are noisy: unchanged within a 1.5x band; regressed / improved beyond it
-                  only when the per-iteration times of the two versions are separated (one-sided
-                  Mann-Whitney p < 0.05); else inconclusive.
+seconds_per_iter  not comparable (with the reason) when either side measured pairs at once (jobs > 1),
+                  when the 1-minute loads per CPU (os.getloadavg at each worker's start and end, the
+                  larger) differ by more than 0.5, or when a side has one repeat and its machine was
+                  loaded (> 1 per CPU) or its load was not recorded. Else: unchanged within a 1.5x
+                  band; regressed / improved beyond it only when the per-iteration times of the two
+                  versions are separated (one-sided Mann-Whitney p < 0.05); else inconclusive.
 
-A cell whose record is missing, not ok, or lacks the metric is n/a. Regressions come first.
+A cell whose record is missing, not ok, or lacks the metric is n/a. Regressions come first. The ratio
+is given only where both values have the same sign and the baseline is not 0; the difference always.
 """
 
 from __future__ import annotations
@@ -38,11 +45,14 @@ from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, growth_fit, headline_metrics
 from .record import SCHEMA_VERSION, Record
 from .releases import version_key
+from .trace import traced
 from .units import KIB
 
-VERDICTS = ("regressed", "improved", "inconclusive", "unchanged", "n/a")  # also the output order
+VERDICTS = ("regressed", "improved", "inconclusive", "not comparable", "unchanged", "n/a")  # also the output order
 FORMATS = ("table", "markdown", "json", "csv")
 NOISE_K = 3.0  # a difference must be this many times the measured noise
+MIN_SERIES = 8  # iterations a series needs before its scatter around its line counts as noise
+MAD_SD = 1.4826  # MAD x this estimates a normal standard deviation
 ALPHA = 0.05
 
 Groups = Dict[str, Dict[Tuple[str, str], Tuple[Record, str]]]  # {version: {(loop, strategy): (record, path)}}
@@ -53,7 +63,13 @@ Cell = Dict[str, Any]  # one row of the comparison (FIELDS)
 def group(loaded: Sequence[Tuple[Record, str, str]]) -> Groups:
     """{version: {(loop, strategy): (record, path)}}; a pair measured twice for one version is an error."""
     groups: Groups = {}
+    mixed: Dict[bool, str] = {}  # traced or not: a path of each
     for record, path, version in loaded:
+        mixed.setdefault(traced(record), path)
+        if len(mixed) > 1:
+            raise UsageError(f"Traced and untraced records: {mixed[True]} was measured with `run --trace`, "
+                             f"{mixed[False]} without; a trace moves the memory figures: compare traced with "
+                             "traced, or run again without --trace.")
         key = (record["loop"], record["strategy"])
         pairs = groups.setdefault(version, {})
         if key in pairs:
@@ -72,15 +88,17 @@ def _results(record):
     return [r["result"] for r in record.get("repeats", []) if r.get("result")]
 
 
-def _residual_sd(values):
-    """Standard deviation of a series around its Theil-Sen line (NaN for fewer than 3 points)."""
+def residual_noise(values: Sequence[float]) -> float:
+    """Robust scatter of a series around its Theil-Sen line (1.4826 x MAD of the residuals); NaN under MIN_SERIES."""
     y = np.asarray(values, dtype=float)
+    if len(y) < MIN_SERIES:
+        return float("nan")
     fit = stats.fit_growth(y)
     if not np.isfinite(fit.slope):
         return float("nan")
     x = np.arange(len(y))
     resid = y - np.median(y - fit.slope * x) - fit.slope * x
-    return float(np.sqrt(np.sum(resid**2) / (len(y) - 2)))
+    return float(MAD_SD * np.median(np.abs(resid - np.median(resid))))
 
 
 def _spread(values):
@@ -110,13 +128,28 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
     elif isinstance(rule, Magnitude):
         noise = _spread(side["per_repeat"])
         if rule.series_noise:
-            series_sd = float(np.nanmedian([_residual_sd(r["series"]["rss"]) for r in results])) \
-                if any(len(r["series"]["rss"]) >= 3 for r in results) else float("nan")
-            noise = _nanmax(noise, series_sd)
-        side.update(noise=noise)
+            scatter = [residual_noise(r["series"]["rss"]) for r in results]
+            scatter = [v for v in scatter if np.isfinite(v)]
+            noise = _nanmax(noise, float(np.median(scatter)) if scatter else float("nan"))
+        side.update(noise=noise, iterations=n)
     elif isinstance(rule, TimingBand):
-        side.update(seconds=[s for r in results for s in r["series"].get("seconds") or []])
+        side.update(seconds=[s for r in results for s in r["series"].get("seconds") or []],
+                    jobs=record["spec"].get("jobs") or 1, load=load_per_cpu(record))
     return side
+
+
+def load_per_cpu(record: Record) -> Optional[float]:
+    """The largest 1-minute load per CPU at the start or end of the record's ok workers; None if not recorded."""
+    loads = []
+    for rep in record.get("repeats", []):
+        env = rep.get("environment") or record.get("environment") or {}
+        if rep.get("status") != "ok" or not env.get("cpu_count"):
+            continue
+        found = [env[k][0] for k in ("load_start", "load_end") if env.get(k)]
+        if not found:
+            return None  # a worker that did not record it: the record's conditions are not known
+        loads.append(max(found) / env["cpu_count"])
+    return max(loads) if loads else None
 
 
 def _slope_ci(base, new):
@@ -142,9 +175,15 @@ def _magnitude(base, new, rule):
     size = fmt(abs(diff)).lstrip("+")
     if abs(diff) < minimum:
         return "unchanged", f"difference {fmt(diff)} below the minimum {fmt(minimum).lstrip('+')}"
-    if not np.isfinite(noise):
+    if not np.isfinite(noise) or noise <= 0:
         if not rule.face_value_alone:
-            return "inconclusive", f"difference {fmt(diff)}, noise unknown (one repeat, too few iterations)"
+            if not np.isfinite(noise):
+                short = min(base.get("iterations", 0), new.get("iterations", 0)) < MIN_SERIES
+                why = (f"one repeat of fewer than {MIN_SERIES} iterations" if short else "one repeat") \
+                    if min(base["repeats"], new["repeats"]) < 2 else "no spread measurable"
+            else:
+                why = "measured 0 (repeats and series without scatter cannot tell)"
+            return "inconclusive", f"difference {fmt(diff)}, noise unknown: {why}"
         verdict = "regressed" if diff > 0 else "improved"  # e.g. object counts of one repeat: taken at face value
         return verdict, f"difference {fmt(diff)} ≥ the minimum {fmt(minimum).lstrip('+')} (one repeat: no spread)"
     if abs(diff) >= NOISE_K * noise:
@@ -163,9 +202,30 @@ def _exact_count(base, new, unit):
     return ("regressed" if n > b else "improved"), f"{b} -> {n} {unit}"
 
 
-def _timing_band(base, new, band):
+def timing_conditions(base: Side, new: Side, rule: TimingBand) -> Optional[str]:
+    """Why the two sides' timings are not comparable (jobs, load, one repeat on a loaded machine); None if they are."""
+    for name, side in (("baseline", base), ("new", new)):
+        if side.get("jobs", 1) > 1:
+            return f"the {name} run measured {side['jobs']} pairs at once (jobs {side['jobs']}): timings share the CPUs"
+    lb, ln = base.get("load"), new.get("load")
+    if lb is not None and ln is not None and abs(lb - ln) > rule.load_difference:
+        return f"loads differ: {lb:.2f} vs {ln:.2f} per CPU (1-minute averages; more than {rule.load_difference:g})"
+    for name, side in (("baseline", base), ("new", new)):
+        if side["repeats"] < 2:
+            if side.get("load") is None:
+                return f"one repeat of the {name} run, its load not recorded"
+            if side["load"] > rule.loaded:
+                return f"one repeat of the {name} run on a loaded machine ({side['load']:.2f} per CPU)"
+    return None
+
+
+def _timing_band(base, new, rule):
     from scipy.stats import mannwhitneyu
 
+    band = rule.band
+    reason = timing_conditions(base, new, rule)
+    if reason:
+        return "not comparable", reason
     ratio = new["value"] / base["value"] if base["value"] else float("inf")
     if 1 / band < ratio < band:
         return "unchanged", f"ratio {ratio:.2f} within the {band:g}x noise band"
@@ -191,7 +251,7 @@ def judge(metric: str, base: Side, new: Side) -> Tuple[str, str]:
     if isinstance(rule, ExactCount):
         return _exact_count(base, new, METRICS[metric].unit)
     if isinstance(rule, TimingBand):
-        return _timing_band(base, new, rule.band)
+        return _timing_band(base, new, rule)
     raise ValueError(metric)
 
 
@@ -235,19 +295,36 @@ def compare(groups: Groups, baseline: Optional[str] = None, metrics: Optional[Se
                     why = f"status {_status(base_rec)} / {_status(rec)}"
                 bv, nv = _finite(base["value"]), _finite(new["value"])
                 noise = math.hypot(base["noise"], new["noise"]) if "noise" in base and "noise" in new else None
+                beside = METRICS[metric].beside
                 cells.append({
                     "loop": loop, "strategy": strategy, "metric": metric, "unit": METRICS[metric].unit,
                     "baseline": baseline, "version": version, "baseline_value": bv, "value": nv,
-                    "ratio": nv / bv if bv not in (None, 0) and nv is not None else None,
+                    "ratio": ratio(bv, nv), "difference": None if None in (bv, nv) else nv - bv,
                     "verdict": verdict, "why": why,
                     "baseline_repeats": base["repeats"], "repeats": new["repeats"],
                     "baseline_ci_low": _finite(base.get("low")), "baseline_ci_high": _finite(base.get("high")),
                     "ci_low": _finite(new.get("low")), "ci_high": _finite(new.get("high")),
                     "noise": _finite(noise),
+                    "beside": beside or None,
+                    "baseline_beside_value": _summary_value(base_rec, beside),
+                    "beside_value": _summary_value(rec, beside),
                 })
     order = {v: i for i, v in enumerate(VERDICTS)}
     cells.sort(key=lambda c: order[c["verdict"]])  # stable: within a verdict, registry order
     return cells
+
+
+def ratio(base: Optional[float], new: Optional[float]) -> Optional[float]:
+    """new / base, only where both have the same sign and base is not 0 (else the difference says it)."""
+    if base is None or new is None or base == 0 or (base < 0) != (new < 0) and new != 0:
+        return None
+    return new / base
+
+
+def _summary_value(record, metric):
+    if not metric or record is None or record.get("status") != "ok":
+        return None
+    return _finite(record["summary"].get(metric))
 
 
 def pair_order(pair: Tuple[str, str]) -> tuple:
@@ -263,26 +340,44 @@ def pair_order(pair: Tuple[str, str]) -> tuple:
 # ---------------------------------------------------------------- output
 
 FIELDS = ("loop", "strategy", "metric", "unit", "baseline", "version", "baseline_value", "value", "ratio",
-          "verdict", "why", "baseline_repeats", "repeats", "baseline_ci_low", "baseline_ci_high", "ci_low", "ci_high",
-          "noise")
+          "difference", "verdict", "why", "baseline_repeats", "repeats", "baseline_ci_low", "baseline_ci_high",
+          "ci_low", "ci_high", "noise", "beside", "baseline_beside_value", "beside_value")
 COLUMNS = ("loop", "strategy", "metric", "baseline", "value", "ratio", "verdict", "why")
+
+
+def difference_text(metric: str, diff: float) -> str:
+    """A signed difference of `metric` as people read it (the ratio column where a ratio would mislead)."""
+    rule = METRICS[metric].compare
+    if isinstance(rule, Magnitude):
+        return rule.difference(diff)
+    text = METRICS[metric].show(diff)
+    return text if text.startswith(("+", "-")) else f"{'+' if diff >= 0 else ''}{text}"
+
+
+def _value_text(c, which):
+    value = c["baseline_value" if which == "baseline" else "value"]
+    text = f"{c[which]}: " + ("n/a" if value is None else METRICS[c["metric"]].show(value))
+    beside = c["baseline_beside_value" if which == "baseline" else "beside_value"]
+    if c.get("beside") and beside is not None:
+        text += f" ({c['beside'].replace('_', ' ')} {METRICS[c['beside']].show(beside)})"
+    return text
 
 
 def _rows(cells):
     rows = []
     for c in cells:
-        show = METRICS[c["metric"]].show
-        rows.append([
-            c["loop"], c["strategy"], c["metric"],
-            f"{c['baseline']}: " + ("n/a" if c["baseline_value"] is None else show(c["baseline_value"])),
-            f"{c['version']}: " + ("n/a" if c["value"] is None else show(c["value"])),
-            "n/a" if c["ratio"] is None else f"{c['ratio']:.2f}x",
-            c["verdict"], c["why"],
-        ])
+        if c["ratio"] is not None:
+            shown = f"{c['ratio']:.2f}x"
+        elif c["difference"] is not None and c["baseline_value"]:
+            shown = f"Δ {difference_text(c['metric'], c['difference'])}"  # a ratio across signs would mislead
+        else:
+            shown = "n/a"
+        rows.append([c["loop"], c["strategy"], c["metric"], _value_text(c, "baseline"), _value_text(c, "version"),
+                     shown, c["verdict"], c["why"]])
     return rows
 
 
-GATES = ("regressed", "improved", "inconclusive", "n/a")  # what --fail-on may name
+GATES = ("regressed", "improved", "inconclusive", "not comparable", "n/a")  # what --fail-on may name
 
 
 def fail_on(text: str) -> Tuple[str, ...]:

@@ -59,6 +59,8 @@ class RecordSpec(_SpecFields, total=False):
     repro: str
     python: str
     jobs: int  # pairs measured at once (records before `--jobs` lack it: one at a time)
+    trace: int  # top N of `run --trace` (0 or missing: not traced; a traced record's memory figures move)
+    trace_native: bool  # `run --trace-native`: memray's native sites too
 
 
 class _SeriesFields(TypedDict):
@@ -84,6 +86,42 @@ class Timing(TypedDict, total=False):
     setup_seconds: float
     warmup_seconds: float
     done: float
+
+
+class TraceSite(TypedDict):
+    """An allocation site that grew between the trace's two snapshots: per iteration, and the frames that led there."""
+
+    site: str
+    bytes_per_iter: float
+    count_per_iter: float
+    stack: List[str]
+
+
+class TraceType(TypedDict):
+    """An object type whose GC-tracked count grew, per iteration."""
+
+    type: str
+    per_iter: float
+
+
+class _TraceFields(TypedDict):
+    top: int
+
+
+class Trace(_TraceFields, total=False):
+    """`run --trace`: where memory grew between the first and the last measured iteration (kerasbench.trace)."""
+
+    skipped: str
+    iterations: int
+    first: int
+    last: int
+    python_bytes_per_iter: float
+    python_sites: List[TraceSite]
+    types: List[TraceType]
+    native_sites: Optional[List[TraceSite]]
+    native_note: str
+    seconds_in_loop: float
+    seconds_after: float
 
 
 class _ResultFields(TypedDict):
@@ -118,6 +156,7 @@ class Result(_ResultFields, total=False):
     child_gpu_alloc_peaks: List[Optional[int]]
     child_gpu_reserved_peaks: List[Optional[int]]
     timing: Timing
+    trace: Trace
 
 
 class Environment(TypedDict, total=False):
@@ -147,6 +186,8 @@ class Environment(TypedDict, total=False):
     cuda_version: str
     cudnn_version: str
     gpus: List[Dict[str, Any]]
+    load_start: List[float]  # os.getloadavg() (1, 5, 15 minutes, whole machine) as the worker started ...
+    load_end: List[float]  # ... and as its loop ended: compare's time verdicts read them
 
 
 class _RepeatFields(TypedDict):

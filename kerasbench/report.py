@@ -22,6 +22,7 @@ from .errors import UsageError
 from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
 from .record import Record, find_records_files, load_records, newest_run, place_of
+from .trace import record_trace
 from .releases import version_key
 from .units import KIB, MIB
 
@@ -45,7 +46,7 @@ def _judged(metrics: Sequence[Metric]) -> List[str]:
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 DASHES = ("", "6 3", "2 3")  # beyond ten strategies a colour comes back with a dash pattern
-MARKS = {"regressed": "▲", "improved": "▼", "unchanged": "=", "inconclusive": "?"}
+MARKS = {"regressed": "▲", "improved": "▼", "unchanged": "=", "inconclusive": "?", "not comparable": "≠"}
 
 
 def esc(value: Any) -> str:
@@ -361,10 +362,44 @@ def _section(loop, strategies, versions, baseline, groups, verdicts, metrics, cu
                 figures.append(_curve(r, loop, s, ver, curves[(loop, s, ver)]))
     tables = "".join(_table(m, loop, strategies, versions, baseline, groups, verdicts, curves) for m in metrics)
     plots = "".join(f"<div>{_version_plot(m, loop, strategies, versions, groups)}</div>" for m in metrics)
+    traces = "".join(_trace(r, loop, s, ver) for s in strategies for ver in versions
+                     for r in [_record(groups, ver, loop, s)] if r is not None and record_trace(r))
     return (f'<section class="loop" id="loop-{esc(loop)}" data-loop="{esc(loop)}"><h2>{esc(loop)}</h2>'
             f'<div class="tables">{tables}</div>'
             f'<div class="curves"><p class="hint">Click a cell for its RSS curve.</p>{"".join(figures)}</div>'
-            f'<div class="plots">{plots}</div>{_legend(strategies)}</section>')
+            f'<div class="plots">{plots}</div>{_legend(strategies)}{traces}</section>')
+
+
+def _trace_sites(rows, unit):
+    body = []
+    for r in rows:
+        kib, count, stack = format(r["bytes_per_iter"] / KIB, "+,.1f"), format(r["count_per_iter"], "+.1f"), \
+            " ← ".join(r["stack"])
+        body.append(f'<tr><td class="num">{esc(kib)}</td><td class="num">{esc(count)}</td>'
+                    f'<td title="{esc(stack)}">{esc(r["site"])}</td></tr>')
+    return (f'<table class="sites"><tr><th>KiB/iter</th><th>{esc(unit)}/iter</th><th>site (the stack in the '
+            f'tooltip)</th></tr>{"".join(body)}</table>')
+
+
+def _trace(record, loop, strategy, version):
+    """A traced record's trace (`run --trace`): the sites and object types that grow, per iteration."""
+    t = record_trace(record)
+    head = (f'<div class="trace" data-strategy="{esc(strategy)}" data-version="{esc(version)}">'
+            f"<h3>Where it grows: {esc(loop)} × {esc(strategy)}, TF {esc(version)}</h3>")
+    if t.get("skipped"):
+        return head + f"<p>Not traced: {esc(t['skipped'])}.</p></div>"
+    types = "".join(f'<tr><td class="num">{esc(format(r["per_iter"], "+.1f"))}</td><td>{esc(r["type"])}</td></tr>'
+                    for r in t["types"])
+    note = esc(t.get("native_note"))
+    native = (f"<h4>Native sites ({note})</h4>{_trace_sites(t['native_sites'], 'allocations')}"
+              if t.get("native_sites") else f"<p>Native sites: n/a ({note}).</p>")
+    growth, cost = format(t["python_bytes_per_iter"] / KIB, "+,.1f"), format(t["seconds_in_loop"], ".2f")
+    return (head + f"<p>Between iteration {esc(t['first'])} and {esc(t['last'])} (tracemalloc and gc): Python heap "
+            f"{esc(growth)} KiB/iteration; the trace cost {esc(cost)} s in the loop. Memory figures of a traced run "
+            f"are not comparable with untraced ones.</p><h4>Python allocation sites</h4>"
+            f"{_trace_sites(t['python_sites'], 'blocks')}"
+            f'<h4>Object types that grow</h4><table class="types"><tr><th>objects/iter</th><th>type</th></tr>'
+            f"{types}</table>{native}</div>")
 
 
 def _summary(groups, versions, baseline, cells):
@@ -413,6 +448,8 @@ table.heat td.sel{outline:3px solid #222;outline-offset:-3px}
 td.na{color:#888;text-align:center!important}td.failed{background:#fbe3e3;color:#900;text-align:center!important}
 .run{font-size:10px;margin-left:4px;padding:0 3px;border-radius:3px;background:rgba(255,255,255,.75);color:#111}
 .run.grows{background:#fff;color:#b00;font-weight:700}.run.inconclusive{color:#666}
+.trace{margin-top:12px}.trace table{border-collapse:collapse;font-size:12px;margin-bottom:8px}
+.trace td,.trace th{padding:1px 6px;text-align:left}.trace td.num{text-align:right;font-variant-numeric:tabular-nums}
 .cmp{margin-left:3px;padding:0 3px;border-radius:3px;font-weight:700;background:#fff;color:#555}
 .cmp.regressed{color:#d00}.cmp.improved{color:#070}
 .tables,.plots{display:flex;flex-wrap:wrap;align-items:flex-start}.plots>div{margin:0 1em 1em 0}

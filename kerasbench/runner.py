@@ -81,6 +81,8 @@ class RunSpec:
     repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
     python: str = ""  # the worker's interpreter, e.g. an asv environment's (asvconf.python_for); "" = this one
     jobs: int = 1  # pairs measured at once: memory figures are per process, times per iteration under contention
+    trace: int = 0  # top N sites of a trace of where memory grows (kerasbench.trace); 0 = off (traced figures move)
+    trace_native: bool = False  # the trace's native sites too (memray; tens of times slower on TF loops)
 
     def validate(self) -> "RunSpec":
         """Check every field (UsageError naming the first bad one) and fill the defaults; returns self."""

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes
+from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes, trace
 from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
 from .record import environment_variables
@@ -223,6 +223,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     `gpu_reader` (a gpu.GpuMemoryReader) turns the GPU probe on with it, e.g. a fake in tests.
     """
     entered = time.monotonic()  # system-wide on Linux: the runner subtracts its spawn time from it
+    load_start = list(os.getloadavg())  # the machine's load: compare's time verdicts need it
     pair = pair_for(spec)
     try:
         t0 = probes.timer()
@@ -249,6 +250,9 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     series = stack.series  # every probe's series by name, each list made as its probe starts
 
     emit("phase", phase="iteration")
+    tracer = trace.Tracer(spec.trace, spec.iterations, pair.in_process, spec.trace_native) if spec.trace else None
+    if tracer:  # before the barrier and the baseline: its own memory is there from the start
+        tracer.start()
     probes.gc_barrier()
     stack.start()
     last_emit = float("-inf")  # the first iteration is always reported
@@ -268,14 +272,17 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
             if now - last_emit >= EMIT_EVERY or k + 1 == spec.iterations:
                 emit("iteration", iteration=k)
                 last_emit = now
+        if tracer:
+            tracer.after_iteration(k)
     stack.stop()
-    environment_now = environment(pair)
+    traced = {"trace": tracer.result()} if tracer else {}
+    environment_now = {**environment(pair), "load_start": load_start, "load_end": list(os.getloadavg())}
     pair.teardown()
     stack.after_cleanup()
     # Where the worker's time went (kerasbench overhead): the rest of done - entered is protocol.
     timing = {"entered": entered, "setup_seconds": setup_seconds, "warmup_seconds": warmup_seconds,
               "done": time.monotonic()}
-    result = {"iterations_done": spec.iterations, "series": series, **stack.fields(), "timing": timing}
+    result = {"iterations_done": spec.iterations, "series": series, **stack.fields(), "timing": timing, **traced}
     emit("done", result=result, environment=environment_now)
 
 

@@ -84,9 +84,11 @@ def test_real_regression_and_improvement_between_tf_2_12_and_2_21():
     assert (growth["baseline"], growth["version"], growth["verdict"]) == ("2.12.1", "2.21.0", "regressed")
     assert growth["value"] > 5 * growth["baseline_value"]
     assert growth["ci_low"] > growth["baseline_ci_high"]  # the evidence travels with the verdict
-    assert cell(cells, "sweep", "clear_session_del_gc", "peak_loop")["noise"] > 0
     assert cell(cells, "inference", "clear_session", "growth_per_iter")["verdict"] == "improved"
-    assert cell(cells, "sweep", "clear_session_del_gc", "peak_loop")["verdict"] == "regressed"  # +100 MiB
+    # +89.6 MiB of absolute peak is the process being bigger before the loop; the loop's own peak is flat
+    peak = cell(cells, "inference", "clear_session", "peak_over_baseline")
+    assert peak["verdict"] == "unchanged" and abs(peak["difference"]) < MIB
+    assert peak["beside"] == "peak_loop" and peak["beside_value"] - peak["baseline_beside_value"] > 80 * MIB
     assert cell(cells, "inference", "clear_session", "train_traces")["verdict"] == "unchanged"
     verdicts = [c["verdict"] for c in cells]
     assert verdicts == sorted(verdicts, key=compare.VERDICTS.index)  # regressions first
@@ -111,8 +113,8 @@ def test_noise_alone_is_not_a_regression(tmp_path):
 
 
 def test_equal_inputs_are_unchanged(tmp_path):
-    same = write(tmp_path / "same.json", as_version(payload(), "2.22.0"))
-    cells = cells_of([TF221, same])
+    same = write(tmp_path / "same.json", with_load(as_version(payload(), "2.22.0"), 0.4))
+    cells = cells_of([write(tmp_path / "base.json", with_load(payload(), 0.4)), same])
     assert cells and {c["verdict"] for c in cells} == {"unchanged"}
     assert {c["ratio"] for c in cells if c["ratio"] is not None} == {1.0}
 
@@ -129,21 +131,117 @@ def test_any_trace_count_change_is_found(tmp_path):
     assert cell(cells, "inference", "clear_session", "train_traces")["verdict"] == "unchanged"
 
 
+def with_load(data, start, end=None, jobs=None):
+    """Every worker of `data` as if it saw these 1-minute loads (the whole machine's, 2 CPUs) at its start and end."""
+    for r in data["records"]:
+        if jobs is not None:
+            r["spec"]["jobs"] = jobs
+        for env in [r["environment"]] + [rep["environment"] for rep in r["repeats"] if rep["environment"]]:
+            env.update(load_start=[start, start, start], load_end=[end or start] * 3)
+    return data
+
+
 def test_timing_within_the_noise_band_is_unchanged(tmp_path):
-    data = as_version(payload(), "2.22.0")
+    data = with_load(as_version(payload(), "2.22.0"), 0.5)
     for r in data["records"]:
         r["summary"]["seconds_per_iter"] *= 1.3
         for rep in r["repeats"]:
             rep["result"]["series"]["seconds"] = [s * 1.3 for s in rep["result"]["series"]["seconds"]]
-    cells = cells_of([TF221, write(tmp_path / "slower.json", data)])
+    quiet = write(tmp_path / "quiet.json", with_load(payload(), 0.4))
+    cells = cells_of([quiet, write(tmp_path / "slower.json", data)])
     assert {c["verdict"] for c in cells if c["metric"] == "seconds_per_iter"} == {"unchanged"}
+
+
+# ---------------------------------------------------------------- fair comparisons (issue 12)
+
+
+def test_fixture_timings_of_one_repeat_without_a_load_are_not_comparable():
+    cells = [c for c in cells_of([TF212, TF221]) if c["metric"] == "seconds_per_iter"]
+    assert cells and {c["verdict"] for c in cells} == {"not comparable"}
+    assert all("one repeat" in c["why"] and "load not recorded" in c["why"] for c in cells)
+
+
+@pytest.mark.parametrize("base_load, new_load, jobs, verdict, why", [
+    (0.4, 0.6, None, "regressed", "separated"),  # quiet and alike: judged (2 CPUs: 0.2 vs 0.3 per CPU)
+    (0.4, 3.0, None, "not comparable", "loads differ: 0.20 vs 1.50 per CPU"),
+    (2.4, 2.6, None, "not comparable", "one repeat of the baseline run on a loaded machine (1.20 per CPU)"),
+    (0.4, 0.4, 2, "not comparable", "jobs 2"),
+])
+def test_time_verdicts_only_where_conditions_make_them_meaningful(tmp_path, base_load, new_load, jobs, verdict, why):
+    base = with_load(payload(), base_load, jobs=jobs)
+    slow = with_load(as_version(payload(), "2.22.0"), new_load)
+    for r in slow["records"]:
+        r["summary"]["seconds_per_iter"] *= 3
+        for rep in r["repeats"]:
+            rep["result"]["series"]["seconds"] = [s * 3 for s in rep["result"]["series"]["seconds"]]
+    c = cell(cells_of([write(tmp_path / "a.json", base), write(tmp_path / "b.json", slow)]),
+             "inference", "clear_session", "seconds_per_iter")
+    assert c["verdict"] == verdict and why in c["why"], c["why"]
+
+
+def test_one_repeat_of_a_smooth_series_has_no_zero_noise(tmp_path):
+    """The fixture's 4 smooth iterations measured a noise of 0.0 MiB: any 16 MiB difference passed."""
+    data = as_version(payload(), "2.22.0")
+    [record] = [r for r in data["records"] if (r["loop"], r["strategy"]) == ("inference", "clear_session")]
+    result = record["repeats"][0]["result"]
+    result["peak_loop_rss"] += 40 * MIB  # the loop's own peak 40 MiB higher, one repeat of 4 iterations
+    record["summary"]["peak_over_baseline"] += 40 * MIB
+    c = cell(cells_of([TF221, write(tmp_path / "peak.json", data)]), "inference", "clear_session",
+             "peak_over_baseline")
+    assert c["verdict"] == "inconclusive" and c["noise"] is None
+    assert "noise unknown: one repeat of fewer than 8 iterations" in c["why"]
+    assert compare.residual_noise([float(v) for v in range(20)]) == 0.0  # a perfect line: measured 0 ...
+    assert compare.judge("peak_over_baseline", {"value": 0.0, "repeats": 1, "noise": 0.0},
+                         {"value": 40.0 * MIB, "repeats": 1, "noise": 0.0})[0] == "inconclusive"  # ... refused
+
+
+def test_series_noise_is_the_scatter_around_the_line(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    y = 1000.0 * np.arange(200) + rng.normal(0, 5000.0, 200)
+    assert compare.residual_noise(list(y)) == pytest.approx(5000.0, rel=0.15)  # sd 5000 around a slope of 1000
+    assert np.isnan(compare.residual_noise(list(y[:7])))  # too short to say
+
+
+@pytest.mark.parametrize("extra, verdict", [(40 * MIB, "regressed"), (1 * MIB, "unchanged")])
+def test_peak_verdict_is_on_the_loops_own_peak(tmp_path, extra, verdict):
+    """A release whose process is 200 MiB bigger before the loop, with a loop peak `extra` higher over it."""
+    a = synthetic("2.15.1", slope=0, n=20)
+    b = synthetic("2.16.2", slope=0, n=20, seed=1)
+    for rep in b["records"][0]["repeats"]:
+        result = rep["result"]
+        result["series"]["rss"] = [v + 200 * MIB for v in result["series"]["rss"]]
+        result["baseline_rss"] += 200 * MIB
+        result["peak_loop_rss"] += 200 * MIB + extra
+    b["records"][0]["summary"] = summarize(b["records"][0]["repeats"], RunSpec(**b["records"][0]["spec"]))
+    c = cell(cells_of([write(tmp_path / "a.json", a), write(tmp_path / "b.json", b)]), "sweep",
+             "clear_session_del_gc", "peak_over_baseline")
+    assert c["verdict"] == verdict, c["why"]
+    assert c["difference"] == pytest.approx(extra, abs=2 * MIB) and c["noise"] > 0
+    assert c["beside_value"] - c["baseline_beside_value"] == pytest.approx(200 * MIB + extra, abs=2 * MIB)
+
+
+def test_no_ratio_against_a_baseline_of_the_other_sign(tmp_path):
+    """retained -41 KiB on the baseline, +15 MiB now: printed as -370.49x before; now the difference."""
+    base = payload(TF212)
+    [record] = [r for r in base["records"] if r["strategy"] == "clear_session_del_gc"]
+    result = record["repeats"][0]["result"]
+    result["final_rss"] = result["baseline_rss"] - 41 * KIB
+    record["summary"]["retained"] = -41.0 * KIB
+    c = cell(cells_of([write(tmp_path / "neg.json", base), TF221]), "sweep", "clear_session_del_gc", "retained")
+    assert c["ratio"] is None and c["difference"] == pytest.approx(c["value"] + 41 * KIB)
+    code, text = call(["compare", str(tmp_path / "neg.json"), TF221])
+    [line] = [ln for ln in text.splitlines() if "retained" in ln and "sweep" in ln]
+    assert "Δ +15.4 MiB" in line and "x " not in line.split("Δ")[0].split("MiB")[-1]
+    assert compare.ratio(-2.0, 4.0) is None and compare.ratio(0.0, 4.0) is None and compare.ratio(-2.0, -4.0) == 2.0
 
 
 def test_skipped_pair_is_n_a(tmp_path):
     data = as_version(payload(), "2.22.0")
     data["records"][0].update(status="skipped", reason="needs an API this TF lacks")
     cells = cells_of([TF221, write(tmp_path / "skip.json", data)])
-    c = cell(cells, "sweep", "clear_session_del_gc", "peak_loop")
+    c = cell(cells, "sweep", "clear_session_del_gc", "peak_over_baseline")
     assert c["verdict"] == "n/a" and "skipped" in c["why"]
     assert cells[-1]["verdict"] == "n/a"
 

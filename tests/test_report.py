@@ -139,7 +139,7 @@ def test_a_plot_per_loop_and_metric_with_a_line_per_strategy(tmp_path):
     _, root = page(tmp_path, [TF212, TF221])
     for section in root.find_all("section"):
         plots = section.find_all("div", class_="plots")[0].find_all("svg", class_="plot")
-        assert len(plots) == 2  # growth and peak
+        assert len(plots) == 3  # growth, peak, and the loop's own peak (over its baseline)
         strategies = [tr.attrs["data-strategy"] for tr in section.find_all("table")[0].find_all("tr")
                       if "data-strategy" in tr.attrs]
         for svg in plots:
@@ -156,7 +156,7 @@ def test_a_curve_per_cell_with_every_repeat(tmp_path):
         cells = [td for td in section.find_all("td") if "data-curve" in td.attrs]
         ids = {td.attrs["data-curve"] for td in cells}
         figures = {f.attrs["id"]: f for f in section.find_all("figure", class_="curve")}
-        assert ids == set(figures) and len(ids) == len(cells) / 2  # one curve, shared by the growth and peak cell
+        assert ids == set(figures) and len(ids) == len(cells) / 3  # one curve, shared by the growth and peak cells
         assert all("hidden" in f.attrs for f in figures.values())
     [row] = heat(root, "sweep", "growth_per_iter").find_all("tr", data_strategy="clear_session_del_gc")
     curve = row.find_all("td")[2].attrs["data-curve"]
@@ -209,7 +209,7 @@ def test_gpu_peaks_appear_only_when_a_record_ran_on_a_gpu(tmp_path):
         [row] = heat(root, loop, metric).find_all("tr", data_strategy=strategy)
         assert row.find_all("td")[2].text == str(mib) and row.find_all("td")[0].text == "n/a"
     [section] = root.find_all("section", data_loop=loop)
-    assert len(section.find_all("div", class_="plots")[0].find_all("svg", class_="plot")) == 4
+    assert len(section.find_all("div", class_="plots")[0].find_all("svg", class_="plot")) == 5
     assert "NVIDIA L4" in root.find_all("table", class_="env")[0].all_text()
 
 
