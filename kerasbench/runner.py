@@ -314,10 +314,11 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
     that raises in the worker stops the run with that error (after `finished` got its record): the next pair
     would raise it again.
     """
-    specs = [dataclasses.replace(base, loop=loop, strategy=strategy, iterations=iterations(get_strategy(strategy)))
-             for loop, strategy in pairs]
-    if base.jobs > 1 and len(specs) > 1:
-        return _measure_at_once(specs, base.jobs, progress, finished)
+    jobs = max(1, min(base.jobs, len(pairs)))  # what the records say: one pair alone ran at jobs 1, whatever asked
+    specs = [dataclasses.replace(base, loop=loop, strategy=strategy, iterations=iterations(get_strategy(strategy)),
+                                 jobs=jobs) for loop, strategy in pairs]
+    if jobs > 1:
+        return _measure_at_once(specs, jobs, progress, finished)
     records = []
     for index, spec in enumerate(specs, 1):
         loop, strategy = spec.loop, spec.strategy

@@ -109,3 +109,10 @@ def test_pairs_that_spawn_per_iteration_start_first_and_records_keep_the_named_o
     records = runner.measure_pairs(base, pairs, lambda strategy: 5)
     assert "process_isolation" in started[:2]  # among the first two started (named last: it would start third)
     assert [r["strategy"] for r in records] == ["reuse_model", "clear_session", "process_isolation"]
+
+
+def test_one_pair_alone_is_recorded_at_jobs_1():
+    """Asked for 2 at once with one pair: nothing ran beside it, so its time per iteration is not marked contended."""
+    base = RunSpec("control", "control_noop", iterations=5, warmup=1, jobs=2).validate()
+    (record,) = measure_pairs(base, [("control", "control_noop")], lambda strategy: 5)
+    assert record["spec"]["jobs"] == 1
