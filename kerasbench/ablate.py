@@ -85,12 +85,14 @@ def pairs(loop: str, steps: Sequence[str], base: str = BASE) -> List[Tuple[str, 
     return list(dict.fromkeys((loop, v.strategy) for v in variants(steps, base)))
 
 
-def measure(spec: Any, loop: str, steps: Sequence[str], base: str = BASE, progress: Optional[Any] = None,
+def measure(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str = BASE, progress: Optional[Any] = None,
             finished: Optional[Callable[[Record], None]] = None) -> List[Record]:
-    """Measure every variant of `loop` with `spec`'s settings (runner.measure_pairs: fresh workers); the records."""
+    """Measure every variant of each of `loops` with `spec`'s settings (runner.measure_pairs: fresh workers, one
+    progress count over all of them); the records."""
     from .runner import measure_pairs
 
-    return measure_pairs(spec, pairs(loop, steps, base), lambda strategy: spec.iterations, progress, finished)
+    todo = [pair for loop in loops for pair in pairs(loop, steps, base)]
+    return measure_pairs(spec, todo, lambda strategy: spec.iterations, progress, finished)
 
 
 # ---------------------------------------------------------------- the analysis

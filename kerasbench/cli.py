@@ -9,9 +9,9 @@ User mistakes (unknown names, bad values, unwritable paths) print one line and e
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
+import time
 from typing import Optional, TextIO
 
 from . import stats
@@ -208,25 +208,32 @@ def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
         if json_path:
             write_json(json_path, records_payload(records, ablation={"base": args.base, "steps": list(steps)}))
 
-    total = sum(len(ablate.pairs(loop, steps, args.base)) for loop in loops)
-    progress = Progress(sys.stderr, total, base.warmup)
+    total = sum(len(ablate.pairs(loop, steps, args.base)) for loop in loops)  # each loop's variants, in order
+
+    def show() -> None:  # the tables of every loop with a finished variant (the others of it n/a)
+        for loop in dict.fromkeys(r["loop"] for r in records):
+            result = ablate.analyse(records, loop, steps, args.base)
+            env = next((r["environment"] for r in records if r["loop"] == loop and r.get("environment")), None) or {}
+            title = (f"{loop}: cleanup ablation on {args.base}, TF {env.get('tensorflow')}, Keras {env.get('keras')}, "
+                     f"{base.iterations} iterations, {base.repeats} repeat(s)")
+            out.write(ablate.text(result, title) + "\n")
+        floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given")
+                  for r in records if r["summary"].get("floor") is not None}
+        for floor, source in sorted(floors):
+            out.write(f"floor {floor / KIB:g} KiB/iteration, from {source}\n")
+        out.flush()
+
+    started, load = time.monotonic(), os.getloadavg()[0]
     try:
-        for loop in loops:
-            ablate.measure(dataclasses.replace(base, loop=loop), loop, steps, args.base, progress, finished)
-    except KeyboardInterrupt:
+        ablate.measure(base, loops, steps, args.base, Progress(sys.stderr, total, base.warmup), finished)
+    except KeyboardInterrupt:  # what finished is shown (the rest n/a) and kept; main says interrupted
+        show()
         sys.stderr.write(f"kerasbench: {len(records)} of {total} variant(s) finished before the interrupt"
                          + (f"; kept in {json_path}" if json_path and records else "") + "\n")
         raise
-    for loop in loops:
-        result = ablate.analyse(records, loop, steps, args.base)
-        env = next((r["environment"] for r in records if r["loop"] == loop and r.get("environment")), None) or {}
-        title = (f"{loop}: cleanup ablation on {args.base}, TF {env.get('tensorflow')}, Keras {env.get('keras')}, "
-                 f"{base.iterations} iterations, {base.repeats} repeat(s)")
-        out.write(ablate.text(result, title) + "\n")
-    floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given")
-              for r in records if r["summary"].get("floor") is not None}
-    for floor, source in sorted(floors):
-        out.write(f"floor {floor / KIB:g} KiB/iteration, from {source}\n")
+    show()
+    out.write(f"wall {(time.monotonic() - started) / 60:.1f} min for {total} variant(s); load average "
+              f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
     if json_path:
         out.write(f"wrote {len(records)} record(s) to {json_path} (kerasbench compare / report read it)\n")
     if args.html:

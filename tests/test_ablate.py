@@ -134,6 +134,7 @@ def test_fake_steps_necessary_and_sufficient(fake_steps, tmp_path, capsys):
     text = out.getvalue()
     assert "necessary: fake_release; not necessary: fake_halve, fake_noop" in text
     assert "sufficient: fake_release; not sufficient: fake_halve, fake_noop" in text
+    assert "wall " in text and "load average" in text
     assert ablate.find(records) == [("control", "control_leak_native", ablate.check_steps(fake_steps))]
     payload = json.loads(path.read_text())  # the control never imports TF: give its records a version to report
     for r in payload["records"]:
@@ -167,3 +168,23 @@ def test_tf_smoke_inference(tmp_path):
                                                 "rebuild_no_clear+del_model", "rebuild_no_clear+gc_collect"]
     assert all(r["status"] == "ok" and r["environment"]["tensorflow"] for r in records)
     assert "no cleanup" in out.getvalue() and "all but gc_collect" in out.getvalue()
+
+
+def test_an_interrupt_keeps_and_shows_the_finished_variants(fake_steps, tmp_path, monkeypatch, capsys):
+    from kerasbench import runner
+
+    def two_then_interrupt(spec, loops, steps, base, progress, finished):
+        for loop, strategy in ablate.pairs(loops[0], steps, base)[:2]:
+            finished(runner.measure(runner.RunSpec(loop, strategy, iterations=4, warmup=0,
+                                                   leak_bytes=LEAK_KIB * KIB)))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ablate, "measure", two_then_interrupt)
+    out, path = io.StringIO(), tmp_path / "abl.json"
+    code = cli.main(["ablate", "--loop", "control", "--base", "control_leak_native", "--steps", ",".join(fake_steps),
+                     "--json", str(path)], out=out)
+    assert code == 130
+    assert [r["strategy"] for r in json.loads(path.read_text())["records"]] == [
+        "control_leak_native", compose("control_leak_native", fake_steps)]
+    assert "only fake_release" in out.getvalue() and "missing: not measured" in out.getvalue()
+    assert "2 of 8 variant(s) finished before the interrupt" in capsys.readouterr().err
