@@ -186,8 +186,9 @@ def conclusion(per_step: Sequence[dict], full: str, none: str) -> List[str]:
 
 
 def find(records: Sequence[Record]) -> List[Tuple[str, str, tuple]]:
-    """(loop, base, steps) of each ablation among `records`: a full cleanup is the composed strategy of a loop with
-    the most steps whose base, single-step and leave-one-out variants are all present too."""
+    """(loop, base, steps) of each ablation among `records`: its full cleanup is a loop's composed strategy with the
+    most steps (two or more), and at least two of its other composed variants are there too (an interrupted
+    ablation is shown with the rest n/a; a lone composed strategy run with `run` is not an ablation)."""
     by_loop: Dict[Tuple[str, str], List[tuple]] = {}
     for r in records:
         base, steps = split(r["strategy"])
@@ -196,9 +197,8 @@ def find(records: Sequence[Record]) -> List[Tuple[str, str, tuple]]:
     found = []
     for (loop, base), compositions in by_loop.items():
         full = max(compositions, key=len)
-        have = set(compositions)
-        expected = {v.steps for v in variants(full, base) if v.steps}
-        if len(full) >= 2 and expected <= have:
+        others = {v.steps for v in variants(full, base) if v.steps and v.steps != full}
+        if len(full) >= 2 and len(others & set(compositions)) >= 2:
             found.append((loop, base, full))
     return found
 

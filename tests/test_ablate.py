@@ -147,6 +147,16 @@ def test_fake_steps_necessary_and_sufficient(fake_steps, tmp_path, capsys):
     assert "[1/8] control × control_leak_native" in err and "[8/8]" in err  # progress, one line per variant
 
 
+def test_find_an_interrupted_ablation_but_not_a_lone_composition():
+    steps = ("del_model", "clear_session", "gc_collect")
+    names = [v.strategy for v in ablate.variants(steps)]
+    records = [{"loop": "sweep", "strategy": name} for name in names]
+    assert ablate.find(records) == [("sweep", "rebuild_no_clear", steps)]
+    assert ablate.find(records[:4]) == ablate.find(records)  # none, full and two alone: the rest shown n/a
+    assert ablate.find(records[:3]) == []  # the full cleanup and one other: a composed strategy `run` measured
+    assert ablate.find([{"loop": "sweep", "strategy": "clear_session_del_gc"}]) == []
+
+
 def test_analysis_without_records_is_all_na():
     result = ablate.analyse([], "sweep", ("gc_collect", "malloc_trim"))
     assert {row["verdict"] for row in result["rows"]} == {"n/a"}
