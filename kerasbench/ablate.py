@@ -63,8 +63,9 @@ def check_base(base: str, loop: str) -> str:
         raise UsageError(f"Ablation adds cleanup steps to a strategy without any: {base} already runs "
                          f"{', '.join(strategy.cleanup)}. Expected e.g. {BASE}.")
     if loop not in strategy.applies_to:
-        rebuilding = [name for name in ("sweep", "kfold", "notebook", "inference", "repro")
-                      if name in get_strategy(BASE).applies_to]
+        from .loops import LOOPS
+
+        rebuilding = [name for name in LOOPS if name in get_strategy(BASE).applies_to]
         raise UsageError(f"Strategy {base} does not apply to loop {loop}: ablation needs a loop that rebuilds "
                          f"its model. Expected one of: {', '.join(rebuilding)}.")
     return base
