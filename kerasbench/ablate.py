@@ -162,18 +162,23 @@ def analyse(records: Sequence[Record], loop: str, steps: Sequence[str], base: st
                          "sufficient_why": why_s, "alone_vs_none": helps, "alone_vs_none_why": why_h})
     return {"loop": loop, "base": base, "steps": list(steps), "rows": rows, "per_step": per_step,
             "full_verdict": _verdict(full), "none_verdict": _verdict(none),
-            "conclusion": conclusion(per_step, _verdict(full), _verdict(none))}
+            "conclusion": conclusion(per_step, _verdict(full), _verdict(none),
+                                     [row["variant"] for row in rows if row["verdict"] == "flat"])}
 
 
-def conclusion(per_step: Sequence[dict], full: str, none: str) -> List[str]:
-    """The ablation's findings as sentences: only what the CIs support, the rest called inconclusive."""
+def conclusion(per_step: Sequence[dict], full: str, none: str, flat: Optional[Sequence[str]] = None) -> List[str]:
+    """The ablation's findings as sentences: only what the CIs support, the rest called inconclusive.
+
+    `flat`: the labels of the variants whose verdict is flat, named when the full cleanup is not (a step can hurt).
+    """
     def named(key: str, value: str) -> List[str]:
         return [p["step"] for p in per_step if p[key] == value]
 
     lines = [f"no cleanup: {none}; full cleanup ({len(per_step)} steps): {full}."]
     if full == "grows":
-        lines.append("The full cleanup does not stop the growth: no combination of these steps suffices; "
-                     "'necessary' below means leaving it out adds growth.")
+        lines.append("The full cleanup does not stop the growth; 'necessary' below means leaving it out adds growth.")
+    if flat is not None and full != "flat":
+        lines.append(f"Flat variants: {', '.join(flat) or 'none'}.")
     for key, meaning, values in (
             ("necessary", "leaving it out of the full cleanup makes it grow more",
              ("necessary", "not necessary", "inconclusive", "n/a")),
@@ -253,4 +258,4 @@ def markdown(result: Dict[str, Any]) -> str:
         return out + ["| " + " | ".join(row) + " |" for row in rows]
 
     lines = table(VARIANT_HEADER, variant_rows(result)) + [""] + table(STEP_HEADER, step_rows(result))
-    return "\n".join(lines + [""] + result["conclusion"]) + "\n"
+    return "\n".join(lines + [""] + [f"- {line}" for line in result["conclusion"]]) + "\n"
