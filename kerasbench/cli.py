@@ -22,7 +22,7 @@ from .files import check_not_input, check_writable, write_json, write_text
 from .loops import LOOPS, builtin_loops, get_loop
 from .metrics import METRICS, headline_metrics
 from .profiles import ENV_VAR, PROFILES, get_profile
-from .strategies import STRATEGIES, get_strategy, strategies_for
+from .strategies import CLEANUPS, STRATEGIES, get_strategy, strategies_for
 from .units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
 
 
@@ -182,6 +182,87 @@ def _say_limit(records: list, wall: float, jobs: int) -> None:
         status_line(sys.stderr, f"kerasbench: {s['workers']} worker(s) in {wall:.1f} s, {jobs} at once; the physical "
                     f"limit, Σ (setup + loop work) / {s['cores']} core(s), is {s['limit']:.1f} s: "
                     f"{s['wall_over_limit']:.2f}× it", final=True)
+
+
+def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
+    """Measure every cleanup-step variant of each loop (kerasbench.ablate), print the tables and the conclusion.
+
+    Exit 0 when every variant ran (or skipped), 1 when one failed or was stopped; records are written as
+    variants finish (--json), an interrupt keeps the finished ones; --html writes the report of them.
+    """
+    from . import ablate
+    from .record import records_payload
+    from .runner import RunSpec, default_jobs
+
+    profile = get_profile(args.profile)
+    if args.repro and args.loop is None:
+        args.loop = "repro"
+    if args.loop is None:
+        raise UsageError("Which loop? Give --loop NAME (one that rebuilds its model: sweep, kfold, notebook, "
+                         "inference) or --repro FILE.")
+    loops = _names(args.loop, LOOPS, "loop")
+    for loop in loops:
+        get_loop(loop)
+        ablate.check_base(args.base, loop)
+    steps = ablate.check_steps(_names(args.steps, CLEANUPS, "steps"))
+    base = RunSpec(
+        loop=loops[0], strategy=args.base,
+        iterations=profile.iterations if args.iterations is None else args.iterations,
+        warmup=profile.warmup if args.warmup is None else args.warmup,
+        repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name,
+        leak_bytes=int(args.leak_kib * KIB), memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
+        time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB,
+        allocator=args.allocator, repro=args.repro or "", jobs=default_jobs() if args.jobs is None else args.jobs,
+    ).validate()
+    json_path = args.json or (os.path.splitext(args.html)[0] + ".json" if args.html else None)
+    for path in filter(None, (json_path, args.html)):
+        check_writable(path)
+        check_not_input(path, [args.repro] if args.repro else [])
+    if args.tf:
+        from .asvconf import python_for_tf
+
+        base.python = python_for_tf(args.config, args.tf,
+                                    lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
+    records: list = []
+
+    def finished(record: dict) -> None:  # on disk as each variant ends: an interrupt or a crash loses none
+        records.append(record)
+        if json_path:
+            write_json(json_path, records_payload(records, ablation={"base": args.base, "steps": list(steps)}))
+
+    total = sum(len(ablate.pairs(loop, steps, args.base)) for loop in loops)  # each loop's variants, in order
+
+    def show() -> None:  # the tables of every loop with a finished variant (the others of it n/a)
+        for loop in dict.fromkeys(r["loop"] for r in records):
+            result = ablate.analyse(records, loop, steps, args.base)
+            env = next((r["environment"] for r in records if r["loop"] == loop and r.get("environment")), None) or {}
+            title = (f"{loop}: cleanup ablation on {args.base}, TF {env.get('tensorflow')}, Keras {env.get('keras')}, "
+                     f"{base.iterations} iterations, {base.repeats} repeat(s)")
+            out.write(ablate.text(result, title) + "\n")
+        floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given")
+                  for r in records if r["summary"].get("floor") is not None}
+        for floor, source in sorted(floors):
+            out.write(f"floor {floor / KIB:g} KiB/iteration, from {source}\n")
+        out.flush()
+
+    started, load = time.monotonic(), os.getloadavg()[0]
+    try:
+        ablate.measure(base, loops, steps, args.base, Progress(sys.stderr, total, base.warmup), finished)
+    except KeyboardInterrupt:  # what finished is shown (the rest n/a) and kept; main says interrupted
+        show()
+        sys.stderr.write(f"kerasbench: {len(records)} of {total} variant(s) finished before the interrupt"
+                         + (f"; kept in {json_path}" if json_path and records else "") + "\n")
+        raise
+    show()
+    out.write(f"wall {(time.monotonic() - started) / 60:.1f} min for {total} variant(s); load average "
+              f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
+    if json_path:
+        out.write(f"wrote {len(records)} record(s) to {json_path} (kerasbench compare / report read it)\n")
+    if args.html:
+        from . import report
+
+        out.write(f"wrote the HTML report to {report.write([json_path], args.html)}\n")
+    return 1 if any(r["status"] in ("failed", "stopped") for r in records) else 0
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
@@ -429,6 +510,38 @@ def build_parser() -> argparse.ArgumentParser:
                    "install 'kerasbench[trace]'; tens of times slower on TF loops)")
     p.add_argument("--json", metavar="PATH", type=_path, help="also write the records to PATH (atomically)")
     p.set_defaults(func=cmd_run)
+
+    from .ablate import BASE as ABLATE_BASE
+
+    p = sub.add_parser("ablate", help="which cleanup steps are necessary and which suffice: the full cleanup, each "
+                       "step alone, and all but each step, each in fresh workers")
+    p.add_argument("--loop", help="loop shape(s) that rebuild a model, comma list: sweep, kfold, notebook, inference")
+    p.add_argument("--repro", metavar="FILE", help="ablate your own loop body (a repro file with build)")
+    p.add_argument("--steps", default="all", help="cleanup steps, comma list or 'all' (default): "
+                   + ", ".join(CLEANUPS))
+    p.add_argument("--base", default=ABLATE_BASE,
+                   help=f"the strategy the steps are added to (default {ABLATE_BASE}: a new model, nothing released)")
+    p.add_argument("--tf", metavar="VERSION", help="run the workers in the asv environment of this TF release")
+    p.add_argument("--config", default="asv.matrix.json", help="asv config whose environments --tf uses")
+    p.add_argument("--profile", help=f"quick, default or full (default: ${ENV_VAR} or 'default')")
+    p.add_argument("--iterations", type=int, help="measured iterations per variant (overrides the profile)")
+    p.add_argument("--warmup", type=int, help="iterations run before the baseline (overrides the profile)")
+    p.add_argument("--repeats", type=int, help="fresh processes per variant (overrides the profile)")
+    p.add_argument("--floor-kib", type=_number("floor-kib"), default=None,
+                   help="smallest growth called a leak, KiB/iteration (default: the stored calibration)")
+    p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
+                   help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
+    p.add_argument("--memory-cap", type=_size(MIN_MEMORY_CAP), help="stop a worker whose processes exceed this")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="variants measured at once (default: $KERASBENCH_JOBS, else the usable cores)")
+    p.add_argument("--time-limit", type=_number("time-limit", MIN_TIME_LIMIT), default=1800.0,
+                   help="seconds per worker process (default 1800)")
+    p.add_argument("--leak-kib", type=_number("leak-kib", 0, MAX_LEAK_BYTES / KIB), default=0,
+                   help="leak per iteration of a control_leak_* base (default 256)")
+    p.add_argument("--json", metavar="PATH", type=_path, help="also write the records to PATH (atomically)")
+    p.add_argument("--html", metavar="PATH", type=_path,
+                   help="also write the HTML report of them (the records go to --json, else beside it as .json)")
+    p.set_defaults(func=cmd_ablate)
 
     from .compare import FORMATS, __doc__ as rules
 

@@ -71,6 +71,7 @@ def build(paths: Sequence[str], baseline: Optional[str] = None) -> str:
     curves = {}  # (loop, strategy, version) -> element id of its RSS curve
     sections = [_section(loop, [s for lp, s in pairs if lp == loop], versions, baseline, groups, verdicts, metrics,
                          curves) for loop in loops]
+    sections = _ablations(groups, versions) + sections
     return _page(paths, groups, versions, baseline, cells, loops, sections)
 
 
@@ -347,6 +348,34 @@ def _env_table(groups, versions):
     head = "".join(f"<th>{esc(h)}</th>" for h in ["TF"] + [h for h, _ in ENV_COLUMNS])
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="env"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+# ---------------------------------------------------------------- cleanup ablations (kerasbench.ablate)
+
+
+def _ablations(groups, versions) -> List[str]:
+    """A section per ablation found among each version's records: the variant and per-step tables, the conclusion."""
+    from . import ablate
+
+    found = []
+    for ver in versions:
+        records = [r for r, _ in groups[ver].values()]
+        for loop, base, steps in ablate.find(records):
+            result = ablate.analyse(records, loop, steps, base)
+
+            def table(header, rows, cls):
+                head = "".join(f"<th>{esc(h)}</th>" for h in header)
+                body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
+                return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+            found.append(
+                f'<section class="ablation" id="ablation-{esc(loop)}-{esc(ver)}" data-loop="{esc(loop)}" '
+                f'data-version="{esc(ver)}"><h2>Cleanup ablation: {esc(loop)} on {esc(base)}, TF {esc(ver)}</h2>'
+                f'<div class="tables">{table(ablate.VARIANT_HEADER, ablate.variant_rows(result), "ablation-variants")}'
+                f'{table(ablate.STEP_HEADER, ablate.step_rows(result), "ablation-steps")}</div>'
+                f'<ul class="conclusion">{"".join(f"<li>{esc(line)}</li>" for line in result["conclusion"])}</ul>'
+                "</section>")
+    return found
 
 
 # ---------------------------------------------------------------- the page

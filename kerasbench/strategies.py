@@ -8,12 +8,14 @@ TensorFlow only through kerasbench._compat, which imports it when an action firs
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import gc
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from . import _compat, allocators
-from .errors import unknown
+from .errors import UsageError, unknown
 
 # Loop-shape groups a strategy can apply to (names from kerasbench.loops).
 TRAINING = frozenset({"sweep", "kfold", "notebook"})
@@ -29,6 +31,7 @@ class Cleanup:
     name: str
     description: str
     action: Callable[[Any], None]  # called with the measured pair (kerasbench.worker.MeasuredPair)
+    needs: tuple = ()  # features of the installed TF it needs (see _compat.missing); a composition inherits them
 
 
 # Cleanup actions, run in a strategy's order after each iteration, each measurable on its own.
@@ -42,9 +45,9 @@ CLEANUPS = {
         Cleanup("reset_default_graph", "tf.compat.v1.reset_default_graph()",
                 lambda pair: _compat.reset_default_graph()),
         Cleanup("clear_kernel_cache", "context.context().clear_kernel_cache() (the eager kernel cache)",
-                lambda pair: _compat.clear_kernel_cache()),
+                lambda pair: _compat.clear_kernel_cache(), needs=("clear_kernel_cache",)),
         Cleanup("malloc_trim", "glibc malloc_trim(0): hand freed heap pages back to the OS",
-                lambda pair: allocators.malloc_trim()),
+                lambda pair: allocators.malloc_trim(), needs=("malloc_trim",)),
     )
 }
 
@@ -170,12 +173,45 @@ STRATEGIES = {
 }
 
 
+# A composed strategy is data, not a registry entry: a strategy's name, then cleanup steps (names from CLEANUPS)
+# run after its own, joined by STEP_JOIN, e.g. "rebuild_no_clear+del_model+gc_collect" (kerasbench.ablate).
+STEP_JOIN = "+"
+
+
+def compose(base: str, steps: Sequence[str]) -> str:
+    """The name of strategy `base` with cleanup `steps` run after its own (just `base` when there are none)."""
+    return STEP_JOIN.join((base,) + tuple(steps))
+
+
+def split(name: str) -> tuple:
+    """(base strategy name, steps) of a strategy name; a registry strategy has no steps."""
+    base, *steps = name.split(STEP_JOIN)
+    return base, tuple(steps)
+
+
+@functools.lru_cache(maxsize=None)
+def _composed(name: str) -> Strategy:
+    base_name, steps = split(name)
+    base = get_strategy(base_name)
+    for step in steps:
+        if step not in CLEANUPS:
+            raise unknown("cleanup step", step, CLEANUPS)
+    cleanup = base.cleanup + steps
+    if len(set(cleanup)) < len(cleanup):
+        raise UsageError(f"Strategy {name} runs a cleanup step twice. Expected each of {', '.join(CLEANUPS)} "
+                         "at most once.")
+    needs = base.needs + tuple(dict.fromkeys(n for s in steps for n in CLEANUPS[s].needs if n not in base.needs))
+    return dataclasses.replace(base, name=name, cleanup=cleanup, needs=needs,
+                               description=f"{base_name}, then after every iteration: {', '.join(steps)}.")
+
+
 def get_strategy(name: str) -> Strategy:
-    """The strategy called `name`, or a UsageError listing the valid names."""
-    try:
+    """The strategy called `name` (a registry name, or one composed with cleanup steps), else a UsageError."""
+    if name in STRATEGIES:
         return STRATEGIES[name]
-    except KeyError:
-        raise unknown("strategy", name, STRATEGIES) from None
+    if STEP_JOIN in name and name.split(STEP_JOIN, 1)[0] in STRATEGIES:
+        return _composed(name)
+    raise unknown("strategy", name, STRATEGIES)
 
 
 def strategies_for(loop: str) -> list:

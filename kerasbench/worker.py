@@ -25,7 +25,7 @@ from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
 from .record import environment_variables
 from .runner import RunSpec
-from .strategies import CLEANUPS, STRATEGIES, Strategy
+from .strategies import CLEANUPS, Strategy, get_strategy
 
 
 class MeasuredPair:
@@ -132,7 +132,7 @@ def pair_for(spec: RunSpec, in_child: bool = False) -> MeasuredPair:
 
     `in_child`: an isolated child's pair, the same strategy run in process on this spec's loop.
     """
-    shape, strategy = LOOPS[spec.loop], STRATEGIES[spec.strategy]
+    shape, strategy = LOOPS[spec.loop], get_strategy(spec.strategy)  # composed ones too
     if in_child:
         strategy = dataclasses.replace(strategy, isolate=False, applies_to=frozenset({spec.loop}))
     return (IsolatedPair if strategy.isolate else MeasuredPair)(spec, shape, strategy)

@@ -1,0 +1,261 @@
+"""`kerasbench ablate`: which cleanup steps are necessary, and which suffice, for a loop that rebuilds its model.
+
+For a base strategy that rebuilds (rebuild_no_clear: a new model per iteration, nothing released) and a set of
+cleanup steps (names from strategies.CLEANUPS, the one registry), the variants are: no step (the base), every
+step (the full cleanup), each step alone, and every step but one (leave-one-out). A variant is a composed
+strategy name (strategies.compose), so each is measured like any pair of `run` (runner.measure_pairs: fresh
+workers, the same probes and records) and its records are ordinary records that `compare` and `report` read.
+
+The verdicts are the ones kerasbench already has: a variant's own growth verdict (grows / flat / inconclusive
+against the floor), and compare's slope rule between two variants (95% CIs apart by more than the floor). A
+step is *necessary* when leaving it out of the full cleanup makes the loop grow more (compare: regressed), and
+*sufficient* when it alone keeps the loop flat; either is "inconclusive" where the CIs do not decide it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from . import compare
+from .errors import UsageError, unknown
+from .record import Record
+from .strategies import CLEANUPS, compose, get_strategy, split
+from .units import KIB
+
+BASE = "rebuild_no_clear"  # a new model per iteration and nothing released: what the steps are added to
+METRIC = "growth_per_iter"
+KINDS = ("none", "full", "alone", "without")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One measured composition: what kind it is, the step it is about, and its strategy name."""
+
+    kind: str  # "none", "full", "alone" (`step` only) or "without" (every step but `step`)
+    step: str
+    steps: tuple  # the cleanup steps it runs after each iteration, in CLEANUPS order
+    strategy: str
+
+    @property
+    def label(self) -> str:
+        """How the table names it: 'no cleanup', 'full cleanup', 'only STEP', 'all but STEP'."""
+        return {"none": "no cleanup", "full": "full cleanup", "alone": f"only {self.step}",
+                "without": f"all but {self.step}"}[self.kind]
+
+
+def check_steps(names: Sequence[str]) -> tuple:
+    """`names` in CLEANUPS order, at least two, each known (else a UsageError listing the valid ones)."""
+    for name in names:
+        if name not in CLEANUPS:
+            raise unknown("cleanup step", name, CLEANUPS)
+    steps = tuple(s for s in CLEANUPS if s in names)
+    if len(steps) < 2:
+        raise UsageError(f"Ablation needs two or more cleanup steps. Received: steps={','.join(names)!r}. "
+                         f"Expected a comma list of: {', '.join(CLEANUPS)}.")
+    return steps
+
+
+def check_base(base: str, loop: str) -> str:
+    """`base` if it is a registry strategy with no cleanup of its own that applies to `loop`; else a UsageError."""
+    strategy = get_strategy(base)
+    if strategy.cleanup or split(base)[1]:
+        raise UsageError(f"Ablation adds cleanup steps to a strategy without any: {base} already runs "
+                         f"{', '.join(strategy.cleanup)}. Expected e.g. {BASE}.")
+    if loop not in strategy.applies_to:
+        from .loops import LOOPS
+
+        rebuilding = [name for name in LOOPS if name in get_strategy(BASE).applies_to]
+        raise UsageError(f"Strategy {base} does not apply to loop {loop}: ablation needs a loop that rebuilds "
+                         f"its model. Expected one of: {', '.join(rebuilding)}.")
+    return base
+
+
+def variants(steps: Sequence[str], base: str = BASE) -> List[Variant]:
+    """The variants of an ablation of `steps` on `base`: none, full, each alone, each left out (no duplicates)."""
+    steps = tuple(steps)
+    found = [Variant("none", "", (), base), Variant("full", "", steps, compose(base, steps))]
+    found += [Variant("alone", s, (s,), compose(base, (s,))) for s in steps]
+    found += [Variant("without", s, tuple(t for t in steps if t != s), compose(base, [t for t in steps if t != s]))
+              for s in steps]
+    return found
+
+
+def pairs(loop: str, steps: Sequence[str], base: str = BASE) -> List[Tuple[str, str]]:
+    """The (loop, strategy) pairs to measure, each once, in variants' order."""
+    return list(dict.fromkeys((loop, v.strategy) for v in variants(steps, base)))
+
+
+def measure(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str = BASE, progress: Optional[Any] = None,
+            finished: Optional[Callable[[Record], None]] = None) -> List[Record]:
+    """Measure every variant of each of `loops` with `spec`'s settings (runner.measure_pairs: fresh workers, one
+    progress count over all of them); the records."""
+    from .runner import measure_pairs
+
+    todo = [pair for loop in loops for pair in pairs(loop, steps, base)]
+    return measure_pairs(spec, todo, lambda strategy: spec.iterations, progress, finished)
+
+
+# ---------------------------------------------------------------- the analysis
+
+
+def _side(record: Optional[Record]) -> dict:
+    return compare.cell_side(record, METRIC) if record else {"value": None, "repeats": 0}
+
+
+def _judge(base: Optional[Record], new: Optional[Record]) -> Tuple[str, str]:
+    """compare's slope verdict of `new` against `base` (regressed: more growth), with why."""
+    verdict, why = compare.judge(METRIC, _side(base), _side(new))
+    if verdict == "n/a":
+        why = "not measured" if base is None or new is None else f"status {base['status']} / {new['status']}"
+    return verdict, why
+
+
+def _verdict(record: Optional[Record]) -> str:
+    if record is None:
+        return "n/a"
+    return record["summary"].get("verdict") or "n/a" if record["status"] == "ok" else record["status"]
+
+
+def _necessary(full: Optional[Record], without: Optional[Record]) -> Tuple[str, str]:
+    verdict, why = _judge(full, without)
+    answer = {"regressed": "necessary", "unchanged": "not necessary", "improved": "not necessary"}.get(
+        verdict, "inconclusive" if verdict == "inconclusive" else "n/a")
+    if verdict == "improved":
+        why = "less growth without it: " + why
+    return answer, why
+
+
+def _sufficient(alone: Optional[Record]) -> Tuple[str, str]:
+    verdict = _verdict(alone)
+    if verdict == "flat":
+        return "sufficient", "alone it stays flat (CI below the floor)"
+    if verdict == "grows":
+        return "not sufficient", "alone it grows"
+    if verdict == "inconclusive":
+        return "inconclusive", "alone: neither flat nor grows at this floor and iteration count"
+    return "n/a", "not measured" if alone is None else f"status {alone['status']}"
+
+
+def analyse(records: Sequence[Record], loop: str, steps: Sequence[str], base: str = BASE) -> Dict[str, Any]:
+    """The ablation of `loop` from `records` (one TF version): each variant's slope, CI and verdict, and per step
+    whether it is necessary and sufficient, with why; missing variants are n/a."""
+    by_strategy = {r["strategy"]: r for r in records if r["loop"] == loop}
+    rows = []
+    for v in variants(steps, base):
+        r = by_strategy.get(v.strategy)
+        side = _side(r)
+        rows.append({"variant": v.label, "kind": v.kind, "step": v.step, "steps": list(v.steps),
+                     "strategy": v.strategy, "status": r["status"] if r else "missing", "verdict": _verdict(r),
+                     "slope": side.get("value"), "low": side.get("low"), "high": side.get("high"),
+                     "reason": r.get("reason") if r and r["status"] != "ok" else None})
+    full = by_strategy.get(compose(base, steps))
+    none = by_strategy.get(base)
+    per_step = []
+    for s in steps:
+        without = by_strategy.get(compose(base, [t for t in steps if t != s]))
+        alone = by_strategy.get(compose(base, (s,)))
+        necessary, why_n = _necessary(full, without)
+        sufficient, why_s = _sufficient(alone)
+        helps, why_h = _judge(none, alone)  # does it alone reduce the growth of no cleanup at all?
+        per_step.append({"step": s, "necessary": necessary, "necessary_why": why_n, "sufficient": sufficient,
+                         "sufficient_why": why_s, "alone_vs_none": helps, "alone_vs_none_why": why_h})
+    return {"loop": loop, "base": base, "steps": list(steps), "rows": rows, "per_step": per_step,
+            "full_verdict": _verdict(full), "none_verdict": _verdict(none),
+            "conclusion": conclusion(per_step, _verdict(full), _verdict(none),
+                                     [row["variant"] for row in rows if row["verdict"] == "flat"])}
+
+
+def conclusion(per_step: Sequence[dict], full: str, none: str, flat: Optional[Sequence[str]] = None) -> List[str]:
+    """The ablation's findings as sentences: only what the CIs support, the rest called inconclusive.
+
+    `flat`: the labels of the variants whose verdict is flat, named when the full cleanup is not (a step can hurt).
+    """
+    def named(key: str, value: str) -> List[str]:
+        return [p["step"] for p in per_step if p[key] == value]
+
+    lines = [f"no cleanup: {none}; full cleanup ({len(per_step)} steps): {full}."]
+    if full == "grows":
+        lines.append("The full cleanup does not stop the growth; 'necessary' below means leaving it out adds growth.")
+    if flat is not None and full != "flat":
+        lines.append(f"Flat variants: {', '.join(flat) or 'none'}.")
+    for key, meaning, values in (
+            ("necessary", "leaving it out of the full cleanup makes it grow more",
+             ("necessary", "not necessary", "inconclusive", "n/a")),
+            ("sufficient", "alone it stays flat", ("sufficient", "not sufficient", "inconclusive", "n/a"))):
+        parts = [f"{value}: {', '.join(named(key, value))}" for value in values if named(key, value)]
+        lines.append(f"{key.capitalize()} ({meaning}) — {'; '.join(parts)}.")
+    reducing = named("alone_vs_none", "improved")
+    if reducing and full != "flat":
+        lines.append(f"Alone, these reduce the growth of no cleanup: {', '.join(reducing)}.")
+    return lines
+
+
+def find(records: Sequence[Record]) -> List[Tuple[str, str, tuple]]:
+    """(loop, base, steps) of each ablation among `records`: its full cleanup is a loop's composed strategy with the
+    most steps (two or more), and at least two of its other composed variants are there too (an interrupted
+    ablation is shown with the rest n/a; a lone composed strategy run with `run` is not an ablation)."""
+    by_loop: Dict[Tuple[str, str], List[tuple]] = {}
+    for r in records:
+        base, steps = split(r["strategy"])
+        if steps:
+            by_loop.setdefault((r["loop"], base), []).append(steps)
+    found = []
+    for (loop, base), compositions in by_loop.items():
+        full = max(compositions, key=len)
+        others = {v.steps for v in variants(full, base) if v.steps and v.steps != full}
+        if len(full) >= 2 and len(others & set(compositions)) >= 2:
+            found.append((loop, base, full))
+    return found
+
+
+# ---------------------------------------------------------------- text
+
+
+def _kib(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{value / KIB:+.0f}"
+
+
+def _ci(row: dict) -> str:
+    if row["low"] is None or row["high"] is None or row["slope"] is None:
+        return "n/a"
+    return f"[{row['low'] / KIB:+.0f}, {row['high'] / KIB:+.0f}]"
+
+
+def variant_rows(result: Dict[str, Any]) -> List[List[str]]:
+    """The variant table's rows: variant, KiB/iteration, 95% CI, verdict."""
+    return [[row["variant"], _kib(row["slope"]), _ci(row),
+             row["verdict"] if row["status"] == "ok" else f"{row['status']}: {row['reason'] or 'not measured'}"]
+            for row in result["rows"]]
+
+
+VARIANT_HEADER = ("variant", "KiB/iter", "95% CI", "verdict")
+STEP_HEADER = ("step", "alone", "all but it", "necessary", "sufficient")
+
+
+def step_rows(result: Dict[str, Any]) -> List[List[str]]:
+    """The per-step table's rows: step, its alone and left-out verdicts, necessary, sufficient."""
+    verdicts = {(row["kind"], row["step"]): row["verdict"] for row in result["rows"]}
+    return [[p["step"], verdicts.get(("alone", p["step"]), "n/a"), verdicts.get(("without", p["step"]), "n/a"),
+             p["necessary"], p["sufficient"]] for p in result["per_step"]]
+
+
+def text(result: Dict[str, Any], title: str = "") -> str:
+    """The ablation as text: the variant table, the per-step table, the conclusion."""
+    from .console import text_table
+
+    lines = [title] if title else []
+    lines += text_table(VARIANT_HEADER, variant_rows(result)) + [""]
+    lines += text_table(STEP_HEADER, step_rows(result)) + [""]
+    lines += result["conclusion"]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(result: Dict[str, Any]) -> str:
+    """The ablation's two tables as markdown (for docs/findings.md and notes)."""
+    def table(header, rows):
+        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        return out + ["| " + " | ".join(row) + " |" for row in rows]
+
+    lines = table(VARIANT_HEADER, variant_rows(result)) + [""] + table(STEP_HEADER, step_rows(result))
+    return "\n".join(lines + [""] + [f"- {line}" for line in result["conclusion"]]) + "\n"

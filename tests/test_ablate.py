@@ -1,0 +1,200 @@
+"""`kerasbench ablate`: cleanup steps composed as data, measured in fresh workers, judged necessary / sufficient.
+
+The control loop keeps a numpy buffer of known size per iteration; fake cleanup steps of known effect (drop every
+buffer, halve the newest, do nothing) are registered in the workers through a sitecustomize module on PYTHONPATH
+and in this process by monkeypatch, so the answer is known before anything runs.
+"""
+
+import io
+import json
+import textwrap
+
+import pytest
+
+from kerasbench import ablate, cli
+from kerasbench.errors import UsageError
+from kerasbench.strategies import CLEANUPS, STRATEGIES, compose, get_strategy, split
+from kerasbench.units import KIB
+
+LEAK_KIB = 1024
+FAKES = textwrap.dedent("""
+    from kerasbench.strategies import CLEANUPS, Cleanup
+
+    def release(pair):
+        pair.loop.kept.clear()
+
+    def halve(pair):
+        if pair.loop.kept:  # empty after fake_release
+            pair.loop.kept[-1] = pair.loop.kept[-1][: len(pair.loop.kept[-1]) // 2].copy()
+
+    FAKES = {
+        "fake_release": Cleanup("fake_release", "drop every leaked buffer", release),
+        "fake_halve": Cleanup("fake_halve", "keep half of the newest buffer", halve),
+        "fake_noop": Cleanup("fake_noop", "nothing", lambda pair: None),
+    }
+    CLEANUPS.update(FAKES)
+""")
+
+
+@pytest.fixture
+def fake_steps(tmp_path, monkeypatch):
+    """The fake steps, known to this process and (through sitecustomize) to every worker it starts."""
+    (tmp_path / "kb_fake_steps.py").write_text(FAKES)
+    (tmp_path / "sitecustomize.py").write_text("import kb_fake_steps  # noqa: F401\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    namespace: dict = {}
+    exec(compile(FAKES.replace("CLEANUPS.update(FAKES)", ""), "fakes", "exec"), namespace)
+    for name, step in namespace["FAKES"].items():
+        monkeypatch.setitem(CLEANUPS, name, step)
+    return list(namespace["FAKES"])
+
+
+# ---------------------------------------------------------------- composition (no worker)
+
+
+def test_a_composition_is_its_base_plus_the_steps():
+    name = compose("rebuild_no_clear", ["del_model", "clear_kernel_cache", "malloc_trim"])
+    strategy = get_strategy(name)
+    base = STRATEGIES["rebuild_no_clear"]
+    assert split(name) == ("rebuild_no_clear", ("del_model", "clear_kernel_cache", "malloc_trim"))
+    assert strategy.cleanup == ("del_model", "clear_kernel_cache", "malloc_trim")
+    assert strategy.needs == ("clear_kernel_cache", "malloc_trim")  # the steps' needs, declared in CLEANUPS
+    assert (strategy.model, strategy.applies_to) == (base.model, base.applies_to)
+    assert name not in STRATEGIES  # data, not a registry entry
+    assert compose("rebuild_no_clear", []) == "rebuild_no_clear"
+
+
+def test_the_usual_advice_composed_is_the_registry_strategy():
+    composed = get_strategy(compose("rebuild_no_clear", ["del_model", "clear_session", "gc_collect"]))
+    assert composed.cleanup == STRATEGIES["clear_session_del_gc"].cleanup
+
+
+@pytest.mark.parametrize("name,words", [
+    ("rebuild_no_clear+fooo", ["cleanup step", "'fooo'", "gc_collect", "malloc_trim"]),
+    ("rebuild_no_clear+gc_collect+gc_collect", ["twice"]),
+    ("no_such+gc_collect", ["Unknown strategy", "rebuild_no_clear"]),
+])
+def test_bad_compositions_are_one_line_errors(name, words):
+    with pytest.raises(UsageError) as e:
+        get_strategy(name)
+    assert "\n" not in str(e.value) and all(w in str(e.value) for w in words), str(e.value)
+
+
+def test_the_variants_of_six_steps():
+    steps = ablate.check_steps(list(reversed(list(CLEANUPS))))  # any order in, registry order out
+    assert steps == tuple(CLEANUPS)
+    found = ablate.variants(steps)
+    assert [v.kind for v in found].count("alone") == [v.kind for v in found].count("without") == len(steps)
+    assert len({v.strategy for v in found}) == len(found) == 2 + 2 * len(steps)
+    full = next(v for v in found if v.kind == "full")
+    assert get_strategy(full.strategy).cleanup == steps
+    for v in found:
+        if v.kind == "without":
+            assert set(get_strategy(v.strategy).cleanup) == set(steps) - {v.step}
+    assert len(ablate.pairs("sweep", steps[:2])) == 4  # two steps: full = none's complement, no duplicates
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--loop", "swep"], ["Unknown loop", "sweep"]),
+    (["--loop", "sweep", "--steps", "gc,del_model"], ["Unknown cleanup step", "'gc'", "gc_collect"]),
+    (["--loop", "batch_stream"], ["does not apply", "sweep", "inference"]),
+    (["--loop", "sweep", "--steps", "gc_collect"], ["two or more", "malloc_trim"]),
+    (["--loop", "sweep", "--base", "clear_session_del_gc"], ["already runs", "rebuild_no_clear"]),
+    (["--loop", "sweep", "--iterations", "0"], ["iterations"]),
+])
+def test_usage_errors_exit_2_on_one_line(argv, words, capsys):
+    assert cli.main(["ablate"] + argv, out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and all(w in err for w in words), err
+
+
+# ---------------------------------------------------------------- fake steps of known effect, in real workers
+
+
+def test_fake_steps_necessary_and_sufficient(fake_steps, tmp_path, capsys):
+    out, path, html = io.StringIO(), tmp_path / "abl.json", tmp_path / "abl.html"
+    code = cli.main(["ablate", "--loop", "control", "--base", "control_leak_native", "--steps", ",".join(fake_steps),
+                     "--iterations", "8", "--warmup", "1", "--leak-kib", str(LEAK_KIB), "--json", str(path)], out=out)
+    assert code == 0, capsys.readouterr().err
+    records = json.loads(path.read_text())["records"]
+    assert len(records) == 2 + 2 * 3 and all(r["status"] == "ok" for r in records)
+    result = ablate.analyse(records, "control", ablate.check_steps(fake_steps), "control_leak_native")
+    slopes = {row["variant"]: row["slope"] / KIB for row in result["rows"]}
+    verdicts = {row["variant"]: row["verdict"] for row in result["rows"]}
+    assert slopes["no cleanup"] == pytest.approx(LEAK_KIB, rel=0.1)
+    assert slopes["only fake_halve"] == pytest.approx(LEAK_KIB / 2, rel=0.1)
+    assert slopes["all but fake_release"] == pytest.approx(LEAK_KIB / 2, rel=0.1)
+    assert verdicts["full cleanup"] == verdicts["only fake_release"] == verdicts["all but fake_noop"] == "flat"
+    steps = {p["step"]: p for p in result["per_step"]}
+    assert (steps["fake_release"]["necessary"], steps["fake_release"]["sufficient"]) == ("necessary", "sufficient")
+    assert (steps["fake_halve"]["necessary"], steps["fake_halve"]["sufficient"]) == ("not necessary",
+                                                                                     "not sufficient")
+    assert (steps["fake_noop"]["necessary"], steps["fake_noop"]["sufficient"]) == ("not necessary", "not sufficient")
+    assert steps["fake_halve"]["alone_vs_none"] == "improved" and steps["fake_noop"]["alone_vs_none"] == "unchanged"
+    text = out.getvalue()
+    assert "necessary: fake_release; not necessary: fake_halve, fake_noop" in text
+    assert "sufficient: fake_release; not sufficient: fake_halve, fake_noop" in text
+    assert "wall " in text and "load average" in text
+    assert ablate.find(records) == [("control", "control_leak_native", ablate.check_steps(fake_steps))]
+    payload = json.loads(path.read_text())  # the control never imports TF: give its records a version to report
+    for r in payload["records"]:
+        r["environment"]["tensorflow"] = "2.99.0"
+    path.write_text(json.dumps(payload))
+    assert cli.main(["report", str(path), "--output", str(html)], out=io.StringIO()) == 0
+    page = html.read_text()
+    assert page.count('<section class="ablation"') == 1 and "all but fake_release" in page
+    err = capsys.readouterr().err
+    assert "[1/8] control × control_leak_native" in err and "[8/8]" in err  # progress, one line per variant
+
+
+def test_find_an_interrupted_ablation_but_not_a_lone_composition():
+    steps = ("del_model", "clear_session", "gc_collect")
+    names = [v.strategy for v in ablate.variants(steps)]
+    records = [{"loop": "sweep", "strategy": name} for name in names]
+    assert ablate.find(records) == [("sweep", "rebuild_no_clear", steps)]
+    assert ablate.find(records[:4]) == ablate.find(records)  # none, full and two alone: the rest shown n/a
+    assert ablate.find(records[:3]) == []  # the full cleanup and one other: a composed strategy `run` measured
+    assert ablate.find([{"loop": "sweep", "strategy": "clear_session_del_gc"}]) == []
+
+
+def test_analysis_without_records_is_all_na():
+    result = ablate.analyse([], "sweep", ("gc_collect", "malloc_trim"))
+    assert {row["verdict"] for row in result["rows"]} == {"n/a"}
+    assert {p["necessary"] for p in result["per_step"]} == {"n/a"}
+    assert "n/a: gc_collect, malloc_trim" in ablate.text(result)
+
+
+# ---------------------------------------------------------------- TensorFlow smoke
+
+
+@pytest.mark.tf
+def test_tf_smoke_inference(tmp_path):
+    out, path = io.StringIO(), tmp_path / "abl.json"
+    code = cli.main(["ablate", "--loop", "inference", "--steps", "del_model,gc_collect", "--iterations", "3",
+                     "--warmup", "1", "--json", str(path)], out=out)
+    assert code == 0
+    records = json.loads(path.read_text())["records"]
+    assert [r["strategy"] for r in records] == ["rebuild_no_clear", "rebuild_no_clear+del_model+gc_collect",
+                                                "rebuild_no_clear+del_model", "rebuild_no_clear+gc_collect"]
+    assert all(r["status"] == "ok" and r["environment"]["tensorflow"] for r in records)
+    assert "no cleanup" in out.getvalue() and "all but gc_collect" in out.getvalue()
+
+
+def test_an_interrupt_keeps_and_shows_the_finished_variants(fake_steps, tmp_path, monkeypatch, capsys):
+    from kerasbench import runner
+
+    def two_then_interrupt(spec, loops, steps, base, progress, finished):
+        for loop, strategy in ablate.pairs(loops[0], steps, base)[:2]:
+            finished(runner.measure(runner.RunSpec(loop, strategy, iterations=4, warmup=0,
+                                                   leak_bytes=LEAK_KIB * KIB)))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ablate, "measure", two_then_interrupt)
+    out, path = io.StringIO(), tmp_path / "abl.json"
+    code = cli.main(["ablate", "--loop", "control", "--base", "control_leak_native", "--steps", ",".join(fake_steps),
+                     "--json", str(path)], out=out)
+    assert code == 130
+    assert [r["strategy"] for r in json.loads(path.read_text())["records"]] == [
+        "control_leak_native", compose("control_leak_native", fake_steps)]
+    assert "only fake_release" in out.getvalue() and "missing: not measured" in out.getvalue()
+    assert "2 of 8 variant(s) finished before the interrupt" in capsys.readouterr().err
