@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import stats
+from . import machine as machines, stats
 from .console import text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, growth_fit, headline_metrics
@@ -233,6 +233,9 @@ def compare(groups: Groups, baseline: Optional[str] = None, metrics: Optional[Se
                 verdict, why = judge(metric, base, new)
                 if verdict == "n/a" and (_status(base_rec) != "ok" or _status(rec) != "ok"):
                     why = f"status {_status(base_rec)} / {_status(rec)}"
+                names, hardware = hardware_note(base_rec, rec)
+                if hardware:  # a fan-out's machines: said on the cell, not refused for the whole files
+                    why = f"other hardware ({hardware}): figures not comparable; {why}"
                 bv, nv = _finite(base["value"]), _finite(new["value"])
                 noise = math.hypot(base["noise"], new["noise"]) if "noise" in base and "noise" in new else None
                 cells.append({
@@ -243,11 +246,18 @@ def compare(groups: Groups, baseline: Optional[str] = None, metrics: Optional[Se
                     "baseline_repeats": base["repeats"], "repeats": new["repeats"],
                     "baseline_ci_low": _finite(base.get("low")), "baseline_ci_high": _finite(base.get("high")),
                     "ci_low": _finite(new.get("low")), "ci_high": _finite(new.get("high")),
-                    "noise": _finite(noise),
+                    "noise": _finite(noise), "machines": names, "hardware": hardware,
                 })
     order = {v: i for i, v in enumerate(VERDICTS)}
     cells.sort(key=lambda c: order[c["verdict"]])  # stable: within a verdict, registry order
     return cells
+
+
+def hardware_note(base: Optional[Record], new: Optional[Record]) -> Tuple[str, Optional[str]]:
+    """('m1' or 'm1 vs m2', None or what differs in the hardware fingerprint) of a cell's two records."""
+    envs = [(r or {}).get("environment") or {} for r in (base, new)]
+    names = list(dict.fromkeys(machines.label(e) for e, r in zip(envs, (base, new)) if r is not None))
+    return " vs ".join(names), (machines.difference(*envs) if base and new else None)
 
 
 def pair_order(pair: Tuple[str, str]) -> tuple:
@@ -264,7 +274,7 @@ def pair_order(pair: Tuple[str, str]) -> tuple:
 
 FIELDS = ("loop", "strategy", "metric", "unit", "baseline", "version", "baseline_value", "value", "ratio",
           "verdict", "why", "baseline_repeats", "repeats", "baseline_ci_low", "baseline_ci_high", "ci_low", "ci_high",
-          "noise")
+          "noise", "machines", "hardware")
 COLUMNS = ("loop", "strategy", "metric", "baseline", "value", "ratio", "verdict", "why")
 
 
@@ -343,6 +353,19 @@ def describe(groups: Groups) -> str:
         lines.append(f"TF {version}: Keras {env.get('keras')}, Python {env.get('python')}, numpy {env.get('numpy')}, "
                      f"{len(recs)} pairs, {'/'.join(map(str, iters))} iterations, {'/'.join(map(str, reps))} repeat(s)")
         weak = weak or min(reps, default=1) < 2 or min(iters, default=0) < 8
+    ran_on: Dict[str, List[str]] = {}
+    for version in sorted(groups, key=version_key):
+        for record, _ in groups[version].values():
+            names = ran_on.setdefault(machines.label(record.get("environment")), [])
+            if version not in names:
+                names.append(version)
+    if len(ran_on) > 1:
+        envs = {machines.label(r.get("environment")): r.get("environment")
+                for g in groups.values() for r, _ in g.values() if r.get("environment")}
+        first = next(iter(envs.values()), None)
+        differ = [n for n, e in envs.items() if machines.difference(first, e)]
+        lines.append("machines: " + "; ".join(f"{n} (TF {', '.join(v)})" for n, v in ran_on.items()) + ": " +
+                     ("different hardware (cells between them say so)" if differ else "the same hardware fingerprint"))
     if weak:
         lines.append("note: fewer than 8 iterations or 2 repeats per pair: the verdicts are weak "
                      "(measure with --profile full before you trust them)")
