@@ -322,6 +322,19 @@ def cmd_envs(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_merge(args: argparse.Namespace, out: TextIO) -> int:
+    """The union of asv results and records trees into DEST; a conflict writes nothing (exit 2)."""
+    from .merge import asv_folder, merge
+
+    *sources, dest = args.folders
+    written, unchanged, notes = merge(sources, dest)
+    for note in notes:
+        out.write(f"note: {note}\n")
+    out.write(f"merged {len(sources)} folder(s) into {asv_folder(dest, dest=True)}: {written} file(s) written, "
+              f"{unchanged} already there\n")
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with its errors on one line like every other user mistake (exit 2)."""
 
@@ -491,6 +504,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "folder, or the clone kerasbench was imported from)")
     p.add_argument("--cdn", action="store_true", help="keep asv's CDN links (no npm needed)")
     p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser("merge", help="the union of asv results and records trees (a fan-out's jobs) into one",
+                       description="Merge the .asv folders of several runs (each with results/ and records/, or a "
+                       "clone holding .asv/) into DEST: files only one side has are copied, identical ones left "
+                       "alone (merging twice changes nothing); the same results file with other content stops the "
+                       "merge before anything is written. machine.json: the newest copy; benchmarks.json: the "
+                       "union. Then `kerasbench publish --config DEST-clone/asv.conf.json`.")
+    p.add_argument("folders", nargs="+", metavar="SRC... DEST", help="folders to merge, then the destination")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("envs", help="the asv environments of a config (names for `asv run -E`)")
     p.add_argument("--config", help="asv config file (default: asv.matrix.json, found as for run --tf)")
