@@ -487,15 +487,25 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
     compared is kerasbench.machine's fingerprint, which compare notes per cell.
     """
     out, schema, commit = [], None, None
+    payloads = []
     for path, named in find_records_files(paths):
         payload = read_records_file(path)
         if not (isinstance(payload, dict) and isinstance(payload.get("records"), list)):
             if named:
                 raise UsageError(f"Not a kerasbench records file: {path} (expected an object with a 'records' list).")
             continue  # e.g. asv's own JSON files in a .asv tree
+        payloads.append((path, payload))
+    in_run: Dict[str, set] = {}  # the TF versions of each run folder (one asv environment): the controls' too
+    for path, payload in payloads:
+        if place_of(path)[1]:
+            in_run.setdefault(os.path.dirname(os.path.abspath(path)), set()).update(
+                (r.get("environment") or {}).get("tensorflow") for r in payload["records"] if isinstance(r, dict))
+    for path, payload in payloads:
         _, file_commit, env_name = place_of(path)
         versions = {(r.get("environment") or {}).get("tensorflow")
                     for r in payload["records"] if isinstance(r, dict)} - {None}
+        if not versions:  # e.g. the control loop, which never imports TF: its run folder's other loops say it
+            versions = in_run.get(os.path.dirname(os.path.abspath(path)), set()) - {None}
         for index, record in enumerate(payload["records"]):
             check_record(record, path, index)
             found = record.get("schema", payload.get("schema"))

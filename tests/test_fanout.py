@@ -3,6 +3,7 @@ with their own host and machine names, merged into one tree that compare, report
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,95 @@ def test_envs_json_is_github_s_matrix_of_the_config(elsewhere, capsys, config, d
     assert {j["device"] for j in jobs} == {device} and {j["config"] for j in jobs} == {config}
     assert [n for n, _ in asvconf.environments(str(ROOT / config))] == [j["name"] for j in jobs]
     assert str(ROOT) not in out and os.uname().nodename not in out  # the same on every machine
+
+
+# ---------------------------------------------------------------- the fan-out, with the controls
+
+# Two CI jobs: each its own clone, host name (as root, `unshare --uts`), asv machine and release.
+# The controls import no TF, so a job's release is the label of its asv environment (ASV_ENV_NAME,
+# which asv's own environments set; `--python=same` sets none): the plumbing is what is tested here.
+JOBS = {"ci-tf212": ("runner-7c1f", "2.12.1"), "ci-tf221": ("runner-a93e", "2.21.0")}
+
+
+def _can_unshare():
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    return subprocess.run(["unshare", "--uts", "true"], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def fanout(tmp_path_factory):
+    from conftest import clone_for_asv
+
+    jobs = {}
+    for machine, (host, release) in JOBS.items():
+        work, repo = clone_for_asv(tmp_path_factory, machine)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+        env = dict(os.environ, KERASBENCH_PROFILE="quick", HOME=str(work), ASV_PYTHONPATH=str(repo),
+                   ASV_CONF_DIR=str(repo), ASV_COMMIT=commit, ASV_ENV_NAME=f"existing-py3.11-tensorflow-cpu{release}")
+        for name in ("KERASBENCH_RECORDS_DIR", "KERASBENCH_MACHINE", "KERASBENCH_CONFIG"):
+            env.pop(name, None)
+        script = (f"asv machine --yes --machine {machine} >/dev/null && asv run --python=same --set-commit-hash HEAD "
+                  f"-b ^control --machine {machine} --show-stderr")
+        argv = ["sh", "-c", script]
+        if _can_unshare():
+            argv = ["unshare", "--uts", "sh", "-c", f"hostname {host} && {script}"]
+        proc = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+        jobs[machine] = repo
+    _, site = clone_for_asv(tmp_path_factory, "site")  # the merge job's checkout
+    return jobs, site
+
+
+def test_each_job_keys_its_records_by_its_machine_name_not_its_host(fanout):
+    jobs, _ = fanout
+    for machine, repo in jobs.items():
+        assert os.listdir(repo / ".asv" / "records") == [machine]
+        [path] = (repo / ".asv" / "records" / machine).glob("*/control.json")
+        env = json.loads(path.read_text())["records"][0]["environment"]
+        assert env["machine_name"] == machine
+        if _can_unshare():
+            assert env["hostname"] == JOBS[machine][0]
+
+
+def test_the_merged_tree_publishes_compares_and_reports_across_machines(fanout, capsys, monkeypatch):
+    jobs, site = fanout
+    monkeypatch.delenv(asvconf.CONFIG_VAR, raising=False)
+    code, out, _ = call(["merge", *map(str, jobs.values()), str(site)], capsys)
+    assert code == 0 and "0 already there" in out
+    code, again, _ = call(["merge", *map(str, jobs.values()), str(site)], capsys)
+    assert code == 0 and " 0 file(s) written" in again  # idempotent
+    records = site / ".asv" / "records"
+    assert sorted(os.listdir(records)) == sorted(JOBS)
+    code, out, _ = call(["compare", str(records), "--format", "json"], capsys)
+    result = json.loads(out)
+    assert code == 0 and result["versions"] == ["2.12.1", "2.21.0"]
+    assert "ci-tf212 (TF 2.12.1); ci-tf221 (TF 2.21.0): the same hardware fingerprint" in result["context"]
+    assert {c["machines"] for c in result["cells"]} == {"ci-tf212 vs ci-tf221"}
+    assert not any(c["hardware"] for c in result["cells"])
+    monkeypatch.chdir(site.parent)  # publish finds the site's config by --config; the report goes beside
+    code, out, err = call(["publish", "--config", str(site / "asv.conf.json"), "--cdn"], capsys)
+    assert code == 0 and "ci-tf212+ci-tf221" in out, err  # the report of both machines' newest run
+    index = json.loads((site / ".asv" / "html" / "index.json").read_text())
+    assert set(index["machines"]) == set(JOBS)
+    report = (site / ".asv" / "html" / "kerasbench-report.html").read_text()
+    assert "2.12.1" in report and "2.21.0" in report
+
+
+def test_a_control_takes_the_tf_release_of_its_run_folder(tmp_path):
+    """`asv run -E existing:...` names no TF release: the controls (no TF import) take their run's other loops'."""
+    from kerasbench.record import load_records
+
+    fixture = json.loads((ROOT / "tests" / "fixtures" / "compare" / "tf212.json").read_text())
+    run = tmp_path / "ci-a" / "0123abcd-existing-py_opt_env_bin_python"
+    run.mkdir(parents=True)
+    (run / "sweep.json").write_text(json.dumps(fixture))
+    control = json.loads(json.dumps(fixture))
+    for r in control["records"]:
+        r.update(loop="control")
+        r["environment"].update(tensorflow=None, keras=None)
+    (run / "control.json").write_text(json.dumps(control))
+    versions = {(r["loop"], v) for r, _, v in load_records([str(tmp_path)])}
+    assert versions == {(r["loop"], "2.12.1") for r in fixture["records"]} | {("control", "2.12.1")}
