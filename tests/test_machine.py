@@ -85,3 +85,15 @@ def test_a_difference_in_the_hardware_is_named(key, value, said):
 def test_older_records_without_a_fingerprint_are_comparable():
     assert machine.difference({}, ENV) is None and machine.difference(None, None) is None
     assert machine.label({"hostname": "old-box"}) == "old-box" and machine.label(ENV) == "ci-a"
+
+
+def test_run_machine_names_the_records(no_machine, monkeypatch, tmp_path):
+    from kerasbench.cli import main
+
+    monkeypatch.setenv(machine.ENV_VAR, "")  # restored after the test: cmd_run sets it for its workers
+    out = tmp_path / "r.json"
+    code = main(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3", "--warmup", "0",
+                 "--machine", "laptop-7", "--json", str(out)], open(os.devnull, "w"))
+    [rec] = json.loads(out.read_text())["records"]
+    assert code == 0 and rec["environment"]["machine_name"] == "laptop-7"
+    assert main(["run", "--loop", "control", "--strategy", "control_noop", "--machine", "../x"]) == 2
