@@ -57,8 +57,11 @@ def group(loaded: Sequence[Tuple[Record, str, str]]) -> Groups:
         key = (record["loop"], record["strategy"])
         pairs = groups.setdefault(version, {})
         if key in pairs:
+            where = [machines.label(r.get("environment")) for r in (pairs[key][0], record)]
+            hint = (f" (machines {where[0]} and {where[1]}: compare one machine's folder, e.g. .asv/records/{where[0]})"
+                    if where[0] != where[1] else "")
             raise UsageError(f"Duplicate record for TF {version} {key[0]} × {key[1]}: "
-                             f"in {path} and in {pairs[key][1]}.")
+                             f"in {path} and in {pairs[key][1]}{hint}.")
         pairs[key] = (record, path)
     return groups
 

@@ -389,3 +389,11 @@ def test_fail_on_names_only_verdicts_a_gate_can_fail_on(value, capsys):
                 out=io.StringIO()) == 2
     err = capsys.readouterr().err
     assert err.startswith("kerasbench: error: Unknown fail-on.") and "regressed" in err and "Traceback" not in err
+
+
+def test_one_release_on_two_machines_names_them(tmp_path, capsys):
+    data = payload(TF221)
+    for r in data["records"]:
+        r["environment"].update(machine_name="ci-b")
+    err = _one_line_error(["compare", TF212, TF221, write(tmp_path / "b.json", data)], capsys)
+    assert "Duplicate record for TF 2.21.0" in err and "and ci-b: compare one machine's folder" in err
