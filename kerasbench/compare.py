@@ -259,7 +259,7 @@ def compare(groups: Groups, baseline: Optional[str] = None, metrics: Optional[Se
 def hardware_note(base: Optional[Record], new: Optional[Record]) -> Tuple[str, Optional[str]]:
     """('m1' or 'm1 vs m2', None or what differs in the hardware fingerprint) of a cell's two records."""
     envs = [(r or {}).get("environment") or {} for r in (base, new)]
-    names = list(dict.fromkeys(machines.label(e) for e, r in zip(envs, (base, new)) if r is not None))
+    names = list(dict.fromkeys(machines.label(e) for e in envs if e))
     return " vs ".join(names), (machines.difference(*envs) if base and new else None)
 
 
@@ -359,6 +359,8 @@ def describe(groups: Groups) -> str:
     ran_on: Dict[str, List[str]] = {}
     for version in sorted(groups, key=version_key):
         for record, _ in groups[version].values():
+            if not record.get("environment"):  # e.g. a skipped pair: it ran nowhere
+                continue
             names = ran_on.setdefault(machines.label(record.get("environment")), [])
             if version not in names:
                 names.append(version)
