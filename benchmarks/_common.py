@@ -88,7 +88,11 @@ def _asv_context():
 
 
 def records_dir() -> str:
-    """Where full records (per-iteration series, environment) go beside asv's results."""
+    """Where full records (per-iteration series, environment) go beside asv's results, under asv's machine name.
+
+    The machine is kerasbench.machine.name(): $KERASBENCH_MACHINE, the `asv run --machine NAME` this runs
+    under, or the one machine of ~/.asv-machine.json; never the host name a CI runner changes per job.
+    """
     conf_dir, commit, env_name = _asv_context()
     return run_folder(records_root(conf_dir), commit, env_name, ALLOCATOR)
 

@@ -12,6 +12,41 @@ from . import releases
 from .errors import UsageError
 
 
+CONFIG_VAR = "KERASBENCH_CONFIG"  # an asv config file, or a folder holding kerasbench's configs (a clone)
+MATRIX, DEFAULT_CONFIG, GPU_CONFIG = "asv.matrix.json", "asv.conf.json", "asv.gpu.json"
+
+
+def clone_dir() -> str:
+    """The folder kerasbench was imported from: a clone (or an editable install's checkout) holds the configs."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def find_config(given: Optional[str], default: str = MATRIX) -> str:
+    """The asv config a command uses: --config, else $KERASBENCH_CONFIG, else `default` in the current folder,
+    else in the clone kerasbench was imported from; a one-line UsageError naming every place searched.
+
+    A given --config is used as it is (its read error names it). $KERASBENCH_CONFIG may be a file, or a
+    folder in which `default` is looked for.
+    """
+    if given:
+        return given
+    env = os.environ.get(CONFIG_VAR)
+    if env:  # set: it decides (a wrong one falling back to another config would go unnoticed)
+        path = os.path.join(env, default) if os.path.isdir(env) else env
+        if not os.path.isfile(path):
+            raise UsageError(f"No asv config at ${CONFIG_VAR}={env}: expected a config file or a folder with "
+                             f"{default}; searched --config (not given), then ${CONFIG_VAR}.")
+        return path
+    searched = [f"${CONFIG_VAR} (unset)"]
+    for where, folder in (("the current folder", os.getcwd()), ("the clone kerasbench was imported from", clone_dir())):
+        path = os.path.join(folder, default)
+        if os.path.isfile(path):
+            return path if folder != os.getcwd() else default
+        searched.append(f"{where} ({folder})")
+    raise UsageError(f"No asv config {default} found: searched --config (not given), {', '.join(searched)}. "
+                     f"Give --config PATH, or set {CONFIG_VAR} to a clone of kerasbench or a config file.")
+
+
 def read_config(config: str) -> dict:
     """An asv config file as a dict (asv's JSON allows // comment lines)."""
     try:
@@ -29,23 +64,45 @@ def html_dir_of(config: str) -> str:
 
 
 def environments(config: str, tf: Optional[str] = None) -> list:
-    """[(asv environment name, {package: version})] of `config`, optionally only TF version `tf`."""
+    """[(asv environment name, {package: version})] of `config`, optionally only TF release `tf`.
+
+    `tf` may be any release `run --tf` accepts: a patch release the matrix does not pin gets the pins
+    releases.requirements_for derives (from the package index), and the name asv gives those.
+    """
     from asv import environment
     from asv.config import Config
 
     read_config(config)  # a readable error for a missing or broken file, before asv's own
+    if tf is not None:
+        entries = includes(config)
+        package = releases.tf_package(entries)
+        pinned = sorted((e["req"][package] for e in entries), key=releases.version_key)
+        if releases.version_key(tf)[:2] not in {releases.version_key(v)[:2] for v in pinned}:
+            raise UsageError(f"Unknown TF version for {config}. Received: tf={tf!r}. Expected one of: "
+                             f"{', '.join(pinned)}, or another patch release of one of their minor releases.")
+        _, env = environment_for(config, releases.requirements_for(tf, entries))
+        return [(env.name, dict(env.requirements))]
+    conf = Config.load(config)
+    return [(env.name, dict(env.requirements)) for env in environment.get_environments(conf, None, verbose=False)]
+
+
+def matrix_json(config: str) -> dict:
+    """The environments of `config` as GitHub Actions' matrix {"include": [...]}: one entry per environment
+    (name for `asv run -E`, tf, tf_package, keras, python, device), nothing that depends on this machine."""
+    from asv import environment
+    from asv.config import Config
+
+    read_config(config)
     conf = Config.load(config)
     found = []
     for env in environment.get_environments(conf, None, verbose=False):
-        reqs = {name: version for name, version in env.requirements.items()}
-        version = reqs.get("tensorflow-cpu") or reqs.get("tensorflow")
-        if tf is None or version == tf:
-            found.append((env.name, reqs))
-    if tf is not None and not found:
-        versions = sorted({r.get("tensorflow-cpu") or r.get("tensorflow") for _, r in environments(config)} - {None})
-        raise UsageError(f"Unknown TF version for {config}. Received: tf={tf!r}. "
-                         f"Expected one of: {', '.join(versions)}.")
-    return found
+        reqs = dict(env.requirements)
+        package = "tensorflow-cpu" if "tensorflow-cpu" in reqs else "tensorflow"
+        variables = {name: value for (_, name), value in (getattr(env, "_tagged_env_vars", None) or {}).items()}
+        found.append({"name": env.name, "tf": reqs.get(package), "tf_package": package, "keras": reqs.get("keras"),
+                      "python": env.python, "device": variables.get("KERASBENCH_DEVICE", "cpu"),
+                      "config": os.path.basename(config)})
+    return {"include": found}
 
 
 def includes(config: str) -> list:

@@ -118,10 +118,14 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         if os.path.isfile(args.json):  # never silently: the earlier records go as soon as the first pair ends
             status_line(sys.stderr, f"kerasbench: {args.json} exists: this run's records replace it as pairs finish",
                         final=True)
-    if args.tf:
-        from .asvconf import python_for_tf
+    if args.machine:  # the records' machine name (kerasbench.machine), for the workers too
+        from .machine import ENV_VAR as MACHINE_VAR, check_name
 
-        base.python = python_for_tf(args.config, args.tf,
+        os.environ[MACHINE_VAR] = check_name(args.machine)
+    if args.tf:
+        from .asvconf import find_config, python_for_tf
+
+        base.python = python_for_tf(find_config(args.config), args.tf,
                                     lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
     count = profile.iterations_for if iterations is None else (lambda strategy: iterations)
     records: list = []  # as the pairs finish; written and shown in the order they were named
@@ -298,7 +302,10 @@ def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
     from . import triage
     from .runner import RunSpec
 
+    from .asvconf import find_config
+
     metric = triage.check_metric(args.metric)
+    args.config = find_config(args.config)
     triage.check_ends(args.good, args.bad)
     loop = "repro" if args.repro else args.loop
     if loop is None:
@@ -406,19 +413,39 @@ def cmd_overhead(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_publish(args: argparse.Namespace, out: TextIO) -> int:
     """asv publish, with the dashboard made to work offline."""
+    from .asvconf import DEFAULT_CONFIG, find_config
     from .dashboard import publish_dashboard
 
-    publish_dashboard(args.config, cdn=args.cdn, out=out)
+    publish_dashboard(find_config(args.config, DEFAULT_CONFIG), cdn=args.cdn, out=out)
     return 0
 
 
 def cmd_envs(args: argparse.Namespace, out: TextIO) -> int:
-    """The asv environments of a config, with their pins (or the bare name of one TF version's)."""
-    from .asvconf import environments
+    """The asv environments of a config, with their pins (or the bare name of one TF release's; --json: a matrix)."""
+    import json
 
-    for name, reqs in environments(args.config, args.tf):
+    from .asvconf import environments, find_config, matrix_json
+
+    config = find_config(args.config)
+    if args.json:  # one line: a CI job writes it to $GITHUB_OUTPUT and fans out over it
+        out.write(json.dumps(matrix_json(config), separators=(",", ":")) + "\n")
+        return 0
+    for name, reqs in environments(config, args.tf):
         pins = ", ".join(f"{k}=={v}" for k, v in sorted(reqs.items()))
         out.write(name + "\n" if args.tf else f"{name}\n    {pins}\n")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace, out: TextIO) -> int:
+    """The union of asv results and records trees into DEST; a conflict writes nothing (exit 2)."""
+    from .merge import asv_folder, merge
+
+    *sources, dest = args.folders
+    written, unchanged, notes = merge(sources, dest)
+    for note in notes:
+        out.write(f"note: {note}\n")
+    out.write(f"merged {len(sources)} folder(s) into {asv_folder(dest, dest=True)}: {written} file(s) written, "
+              f"{unchanged} already there\n")
     return 0
 
 
@@ -474,8 +501,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "iteration(ctx, model) and optionally setup() and build(ctx) (README: Bring your own repro)")
     p.add_argument("--tf", metavar="VERSION", help="run the workers in the asv environment of this TF release "
                    "(patch releases too; asv creates it if missing, minutes)")
-    p.add_argument("--config", default="asv.matrix.json", help="asv config whose environments --tf uses "
-                   "(default asv.matrix.json; asv.gpu.json on a GPU machine)")
+    p.add_argument("--config", help="asv config whose environments --tf uses (default: asv.matrix.json in "
+                   "$KERASBENCH_CONFIG, the current folder or the clone kerasbench was imported from; asv.gpu.json "
+                   "on a GPU machine)")
+    p.add_argument("--machine", metavar="NAME", help="the machine name the records say (default: "
+                   "$KERASBENCH_MACHINE, else asv's machine, `asv machine --machine NAME`; never the host name)")
     p.add_argument("--strategy", default="all",
                    help="strategy, comma list, or 'all' applicable (default; GPU-only ones with --device gpu)")
     p.add_argument("--profile", help="quick, default or full: iterations, warm-up and repeats "
@@ -574,8 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cpu (default) or gpu (with --config asv.gpu.json on a GPU machine)")
     p.add_argument("--latest-patches", action="store_true",
                    help="only the releases the asv config pins (latest patch per minor), not every patch release")
-    p.add_argument("--config", default="asv.matrix.json",
-                   help="asv config with the TF matrix (default asv.matrix.json)")
+    p.add_argument("--config", help="asv config with the TF matrix (default: asv.matrix.json, found as for run --tf)")
     p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
     p.add_argument("--json", metavar="PATH", type=_path,
@@ -630,13 +659,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_overhead)
 
     p = sub.add_parser("publish", help="asv publish, with the dashboard's scripts copied locally (works offline)")
-    p.add_argument("--config", default="asv.conf.json", help="asv config file (default asv.conf.json)")
+    p.add_argument("--config", help="asv config file (default: asv.conf.json in $KERASBENCH_CONFIG, the current "
+                   "folder, or the clone kerasbench was imported from)")
     p.add_argument("--cdn", action="store_true", help="keep asv's CDN links (no npm needed)")
     p.set_defaults(func=cmd_publish)
 
+    p = sub.add_parser("merge", help="the union of asv results and records trees (a fan-out's jobs) into one",
+                       description="Merge the .asv folders of several runs (each with results/ and records/, or a "
+                       "clone holding .asv/) into DEST: files only one side has are copied, identical ones left "
+                       "alone (merging twice changes nothing); the same results file with other content stops the "
+                       "merge before anything is written. machine.json: the newest copy; benchmarks.json: the "
+                       "union. Then `kerasbench publish --config DEST-clone/asv.conf.json`.")
+    p.add_argument("folders", nargs="+", metavar="SRC... DEST", help="folders to merge, then the destination")
+    p.set_defaults(func=cmd_merge)
+
     p = sub.add_parser("envs", help="the asv environments of a config (names for `asv run -E`)")
-    p.add_argument("--config", default="asv.matrix.json", help="asv config file (default asv.matrix.json)")
-    p.add_argument("--tf", help="only the environment of this TensorFlow version; prints its bare name")
+    p.add_argument("--config", help="asv config file (default: asv.matrix.json, found as for run --tf)")
+    p.add_argument("--tf", help="only the environment of this TensorFlow release (patch releases too, as run --tf); "
+                   "prints its bare name")
+    p.add_argument("--json", action="store_true", help="the environments as one line of JSON, GitHub Actions' "
+                   "matrix form {\"include\": [{name, tf, tf_package, keras, python, device, config}]}")
     p.set_defaults(func=cmd_envs)
     return parser
 

@@ -39,7 +39,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import stats
+from . import machine as machines, stats
 from .console import text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, growth_fit, headline_metrics
@@ -73,8 +73,11 @@ def group(loaded: Sequence[Tuple[Record, str, str]]) -> Groups:
         key = (record["loop"], record["strategy"])
         pairs = groups.setdefault(version, {})
         if key in pairs:
+            where = [machines.label(r.get("environment")) for r in (pairs[key][0], record)]
+            hint = (f" (machines {where[0]} and {where[1]}: compare one machine's folder, e.g. .asv/records/{where[0]})"
+                    if where[0] != where[1] else "")
             raise UsageError(f"Duplicate record for TF {version} {key[0]} × {key[1]}: "
-                             f"in {path} and in {pairs[key][1]}.")
+                             f"in {path} and in {pairs[key][1]}{hint}.")
         pairs[key] = (record, path)
     return groups
 
@@ -293,6 +296,9 @@ def compare(groups: Groups, baseline: Optional[str] = None, metrics: Optional[Se
                 verdict, why = judge(metric, base, new)
                 if verdict == "n/a" and (_status(base_rec) != "ok" or _status(rec) != "ok"):
                     why = f"status {_status(base_rec)} / {_status(rec)}"
+                names, hardware = hardware_note(base_rec, rec)
+                if hardware:  # a fan-out's machines: said on the cell, not refused for the whole files
+                    why = f"other hardware ({hardware}): figures not comparable; {why}"
                 bv, nv = _finite(base["value"]), _finite(new["value"])
                 noise = math.hypot(base["noise"], new["noise"]) if "noise" in base and "noise" in new else None
                 beside = METRICS[metric].beside
@@ -304,7 +310,7 @@ def compare(groups: Groups, baseline: Optional[str] = None, metrics: Optional[Se
                     "baseline_repeats": base["repeats"], "repeats": new["repeats"],
                     "baseline_ci_low": _finite(base.get("low")), "baseline_ci_high": _finite(base.get("high")),
                     "ci_low": _finite(new.get("low")), "ci_high": _finite(new.get("high")),
-                    "noise": _finite(noise),
+                    "noise": _finite(noise), "machines": names, "hardware": hardware,
                     "beside": beside or None,
                     "baseline_beside_value": _summary_value(base_rec, beside),
                     "beside_value": _summary_value(rec, beside),
@@ -327,6 +333,13 @@ def _summary_value(record, metric):
     return _finite(record["summary"].get(metric))
 
 
+def hardware_note(base: Optional[Record], new: Optional[Record]) -> Tuple[str, Optional[str]]:
+    """('m1' or 'm1 vs m2', None or what differs in the hardware fingerprint) of a cell's two records."""
+    envs = [(r or {}).get("environment") or {} for r in (base, new)]
+    names = list(dict.fromkeys(machines.label(e) for e in envs if e))
+    return " vs ".join(names), (machines.difference(*envs) if base and new else None)
+
+
 def pair_order(pair: Tuple[str, str]) -> tuple:
     """Sort key of a (loop, strategy) pair: registry order, unknown names last."""
     from .loops import LOOPS
@@ -341,7 +354,8 @@ def pair_order(pair: Tuple[str, str]) -> tuple:
 
 FIELDS = ("loop", "strategy", "metric", "unit", "baseline", "version", "baseline_value", "value", "ratio",
           "difference", "verdict", "why", "baseline_repeats", "repeats", "baseline_ci_low", "baseline_ci_high",
-          "ci_low", "ci_high", "noise", "beside", "baseline_beside_value", "beside_value")
+          "ci_low", "ci_high", "noise", "beside", "baseline_beside_value", "beside_value",
+          "machines", "hardware")
 COLUMNS = ("loop", "strategy", "metric", "baseline", "value", "ratio", "verdict", "why")
 
 
@@ -438,6 +452,21 @@ def describe(groups: Groups) -> str:
         lines.append(f"TF {version}: Keras {env.get('keras')}, Python {env.get('python')}, numpy {env.get('numpy')}, "
                      f"{len(recs)} pairs, {'/'.join(map(str, iters))} iterations, {'/'.join(map(str, reps))} repeat(s)")
         weak = weak or min(reps, default=1) < 2 or min(iters, default=0) < 8
+    ran_on: Dict[str, List[str]] = {}
+    for version in sorted(groups, key=version_key):
+        for record, _ in groups[version].values():
+            if not record.get("environment"):  # e.g. a skipped pair: it ran nowhere
+                continue
+            names = ran_on.setdefault(machines.label(record.get("environment")), [])
+            if version not in names:
+                names.append(version)
+    if len(ran_on) > 1:
+        envs = {machines.label(r.get("environment")): r.get("environment")
+                for g in groups.values() for r, _ in g.values() if r.get("environment")}
+        first = next(iter(envs.values()), None)
+        differ = [n for n, e in envs.items() if machines.difference(first, e)]
+        lines.append("machines: " + "; ".join(f"{n} (TF {', '.join(v)})" for n, v in ran_on.items()) + ": " +
+                     ("different hardware (cells between them say so)" if differ else "the same hardware fingerprint"))
     if weak:
         lines.append("note: fewer than 8 iterations or 2 repeats per pair: the verdicts are weak "
                      "(measure with --profile full before you trust them)")

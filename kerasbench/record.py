@@ -7,8 +7,9 @@ Every derived number comes from kerasbench.metrics, so the runner and compare de
 
 On disk, records travel in a records file (`records_payload`): `kerasbench run --json`, triage
 and the asv suite write them; the asv suite's go into a tree beside asv's results,
-<root>/<host>/<commit8>-<asv environment>[-<allocator>]/<loop>.json (`run_folder`), which
-`load_records` reads back (compare, report) and `newest_run` picks from (publish).
+<root>/<machine>/<commit8>-<asv environment>[-<allocator>]/<loop>.json (`run_folder`; the machine is asv's
+machine name, kerasbench.machine, not the host name: folders written before were named after the host and
+still load), which `load_records` reads back (compare, report) and `newest_run` picks from (publish).
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import platform
 import re
 import sys
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, TypedDict, Union, get_args, get_origin
 
-from . import allocators
+from . import allocators, machine as machines
 from .errors import UsageError
 from .files import check_readable, make_folder, write_json
 from .metrics import METRICS, growth_fit
@@ -179,6 +179,7 @@ class Environment(TypedDict, total=False):
     device: str
     env: Dict[str, str]
     hostname: str
+    machine_name: str  # asv's machine name (kerasbench.machine); records before it lack it
     allocator_requested: Optional[str]
     tf_in: str
     gpu_driver: str
@@ -319,6 +320,8 @@ def make_record(spec: Any, repeats: List[Repeat]) -> Record:
     status = next((s for s in ("failed", "stopped", "skipped") if s in statuses), "ok")
     reason = next((r["reason"] for r in repeats if r["status"] == status), None)
     environment = next((r["environment"] for r in repeats if r["environment"]), None)
+    if environment is not None and "machine_name" not in environment:
+        environment = {**environment, "machine_name": machines.name()}
     summary = summarize(repeats, spec)
     return {
         "schema": SCHEMA_VERSION,
@@ -375,10 +378,14 @@ def records_root(conf_dir: str) -> str:
     return os.environ.get(RECORDS_DIR_VAR) or os.path.join(conf_dir, ".asv", "records")
 
 
-def run_folder(root: str, commit: str, env_name: str, allocator: str = allocators.DEFAULT) -> str:
-    """The folder of one asv run's records: <root>/<host>/<commit8>-<env name>[-<allocator>]."""
+def run_folder(root: str, commit: str, env_name: str, allocator: str = allocators.DEFAULT,
+               machine: Optional[str] = None) -> str:
+    """The folder of one asv run's records: <root>/<machine>/<commit8>-<env name>[-<allocator>].
+
+    `machine` defaults to this machine's asv name (kerasbench.machine.name), never the host name.
+    """
     suffix = "" if allocator == allocators.DEFAULT else f"-{allocator}"
-    return os.path.join(root, platform.node() or "machine", f"{commit[:8]}-{env_name}{suffix}")
+    return os.path.join(root, machine or machines.name(), f"{commit[:8]}-{env_name}{suffix}")
 
 
 def save_records(folder: str, name: str, payload: RecordsFile) -> str:
@@ -388,7 +395,7 @@ def save_records(folder: str, name: str, payload: RecordsFile) -> str:
 
 
 def place_of(path: str) -> Tuple[Optional[str], Optional[str], Optional[str]]:
-    """(host, commit8, env name) when `path` sits in a records tree, else Nones."""
+    """(machine, commit8, env name) when `path` sits in a records tree, else Nones (older trees: the host)."""
     folder = os.path.dirname(os.path.abspath(path))
     m = RUN_FOLDER.match(os.path.basename(folder))
     if not m:
@@ -397,26 +404,30 @@ def place_of(path: str) -> Tuple[Optional[str], Optional[str], Optional[str]]:
 
 
 def newest_run(root: str) -> Tuple[Tuple[Optional[str], Optional[str]], List[str], int]:
-    """((host, commit), its run folders, how many other (host, commit)s) of the newest in a records tree."""
-    groups: Dict[Tuple[str, str], List[str]] = {}
-    for host in sorted(os.listdir(root)):
-        if not os.path.isdir(os.path.join(root, host)):
+    """((machines, commit), its run folders, how many other commits) of the newest commit in a records tree.
+
+    A fan-out's merged tree holds one folder per machine for the same commit: all of them are the newest
+    run (machines joined with '+', e.g. 'ci-tf212+ci-tf221').
+    """
+    groups: Dict[str, List[Tuple[str, str]]] = {}
+    for machine in sorted(os.listdir(root)):
+        if not os.path.isdir(os.path.join(root, machine)):
             continue
-        for run in sorted(os.listdir(os.path.join(root, host))):
+        for run in sorted(os.listdir(os.path.join(root, machine))):
             m = RUN_FOLDER.match(run)
-            folder = os.path.join(root, host, run)
+            folder = os.path.join(root, machine, run)
             if m and os.path.isdir(folder):
-                groups.setdefault((host, m["commit"]), []).append(folder)
+                groups.setdefault(m["commit"], []).append((machine, folder))
     if not groups:
         return (None, None), [], 0
-    newest = max(groups, key=lambda k: max(os.path.getmtime(f) for f in groups[k]))
-    return newest, groups[newest], len(groups) - 1
+    newest = max(groups, key=lambda k: max(os.path.getmtime(f) for _, f in groups[k]))
+    names = "+".join(dict.fromkeys(m for m, _ in groups[newest]))
+    return (names, newest), [f for _, f in groups[newest]], len(groups) - 1
 
 
 # ---------------------------------------------------------------- reading records back
 
 RECORD_KEYS = {"loop", "strategy", "spec", "status", "repeats", "summary"}  # what every record has had
-MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "memory_total")
 _ENV_TF = re.compile(r"tensorflow(?:-cpu)?(\d+\.\d+(?:\.\d+)?)")
 
 
@@ -511,17 +522,31 @@ def _record_schema() -> Dict[str, Any]:
 
 
 def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
-    """Every usable record under `paths` as [(record, path, tf_version)]: one schema, one machine, one commit."""
-    out, schema, machine, commit = [], None, None, None
+    """Every usable record under `paths` as [(record, path, tf_version)]: one schema, one commit.
+
+    Records of several machines load together (a fan-out's merged tree): whether their figures may be
+    compared is kerasbench.machine's fingerprint, which compare notes per cell.
+    """
+    out, schema, commit = [], None, None
+    payloads = []
     for path, named in find_records_files(paths):
         payload = read_records_file(path)
         if not (isinstance(payload, dict) and isinstance(payload.get("records"), list)):
             if named:
                 raise UsageError(f"Not a kerasbench records file: {path} (expected an object with a 'records' list).")
             continue  # e.g. asv's own JSON files in a .asv tree
-        host, file_commit, env_name = place_of(path)
+        payloads.append((path, payload))
+    in_run: Dict[str, set] = {}  # the TF versions of each run folder (one asv environment): the controls' too
+    for path, payload in payloads:
+        if place_of(path)[1]:
+            in_run.setdefault(os.path.dirname(os.path.abspath(path)), set()).update(
+                (r.get("environment") or {}).get("tensorflow") for r in payload["records"] if isinstance(r, dict))
+    for path, payload in payloads:
+        _, file_commit, env_name = place_of(path)
         versions = {(r.get("environment") or {}).get("tensorflow")
                     for r in payload["records"] if isinstance(r, dict)} - {None}
+        if not versions:  # e.g. the control loop, which never imports TF: its run folder's other loops say it
+            versions = in_run.get(os.path.dirname(os.path.abspath(path)), set()) - {None}
         for index, record in enumerate(payload["records"]):
             check_record(record, path, index)
             found = record.get("schema", payload.get("schema"))
@@ -534,8 +559,6 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
                 raise UsageError(f"Unsupported records schema {found} in {path}: "
                                  f"this kerasbench reads schema {SCHEMA_VERSION}.")
             env = dict(record.get("environment") or {})
-            if host and not env.get("hostname"):
-                env["hostname"] = host
             version = env.get("tensorflow")
             if version is None and len(versions) == 1:
                 version = next(iter(versions))  # e.g. the control loop, which never imports TF
@@ -543,18 +566,6 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
                 version = _ENV_TF.search(env_name)[1]
             if version is None:
                 continue
-            if record.get("environment"):
-                ident = {k: env.get(k) for k in MACHINE_KEYS}
-                if machine is None:
-                    machine = (ident, path)
-                else:
-                    diff = [k for k in MACHINE_KEYS
-                            if ident[k] is not None and machine[0][k] is not None and ident[k] != machine[0][k]]
-                    if diff:
-                        k = diff[0]
-                        raise UsageError(f"Records from different machines: {path} has {k} {ident[k]!r}, "
-                                         f"{machine[1]} has {machine[0][k]!r}.")
-                    machine[0].update({k: v for k, v in ident.items() if machine[0][k] is None})
             if file_commit:
                 if commit is None:
                     commit = (file_commit, path)

@@ -318,13 +318,28 @@ def test_one_version_is_not_a_comparison(capsys):
     assert "two or more TF versions" in _one_line_error(["compare", TF221], capsys)
 
 
-def test_different_machines_are_refused(tmp_path, capsys):
+def test_different_hardware_is_said_per_cell_not_refused(tmp_path):
     data = as_version(payload(), "2.22.0")
     for r in data["records"]:
-        r["environment"]["cpu_model"] = "Intel Xeon"
+        r["environment"].update(cpu_model="Intel Xeon", machine_name="xeon-box")
     other = write(tmp_path / "other.json", data)
-    err = _one_line_error(["compare", TF221, other], capsys)
-    assert "different machines" in err and other in err and "Intel Xeon" in err
+    code, text = call(["compare", TF221, other, "--format", "json"])
+    cells = json.loads(text)["cells"]
+    assert code == 0 and cells
+    for c in cells:
+        assert "Intel Xeon" in c["hardware"] and c["why"].startswith("other hardware (cpu_model ")
+        assert "figures not comparable" in c["why"] and c["machines"].endswith(" vs xeon-box")
+    assert "different hardware" in json.loads(text)["context"]
+
+
+def test_other_machine_names_on_the_same_hardware_are_comparable(tmp_path):
+    data = as_version(payload(), "2.22.0")
+    for r in data["records"]:
+        r["environment"].update(machine_name="ci-other", hostname="runner-123")
+    code, text = call(["compare", TF221, write(tmp_path / "other.json", data), "--format", "json"])
+    out = json.loads(text)
+    assert code == 0 and all(c["hardware"] is None and "other hardware" not in c["why"] for c in out["cells"])
+    assert "ci-other (TF 2.22.0)" in out["context"] and "the same hardware fingerprint" in out["context"]
 
 
 def test_mixed_schema_versions_are_refused(tmp_path, capsys):
@@ -472,3 +487,11 @@ def test_fail_on_names_only_verdicts_a_gate_can_fail_on(value, capsys):
                 out=io.StringIO()) == 2
     err = capsys.readouterr().err
     assert err.startswith("kerasbench: error: Unknown fail-on.") and "regressed" in err and "Traceback" not in err
+
+
+def test_one_release_on_two_machines_names_them(tmp_path, capsys):
+    data = payload(TF221)
+    for r in data["records"]:
+        r["environment"].update(machine_name="ci-b")
+    err = _one_line_error(["compare", TF212, TF221, write(tmp_path / "b.json", data)], capsys)
+    assert "Duplicate record for TF 2.21.0" in err and "and ci-b: compare one machine's folder" in err

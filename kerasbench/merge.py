@@ -1,0 +1,152 @@
+"""`kerasbench merge SRC... DEST`: the union of asv results trees and kerasbench records trees.
+
+What a fan-out's jobs leave (each its own `.asv/results/<machine>/` and `.asv/records/<machine>/`) becomes
+one tree that `kerasbench publish`, `compare` and `report` read. Each SRC and DEST is an asv folder
+(one holding `results/` and/or `records/`, like `.asv`), or a folder whose `.asv/` is one (a clone).
+
+The rules: a file only one side has is copied; the same file with the same content (as JSON) is left
+alone, so merging twice changes nothing; the same results or records file with different content is a
+conflict: the merge stops with one line naming it and writes nothing. Two files asv rewrites on every
+run are not results: a machine's `machine.json` (the newest copy is kept) and `results/benchmarks.json`
+(the union of the benchmarks, the newest file's entry where they differ); the summary says which.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from .errors import UsageError
+from .files import make_folder, write_text
+
+TREES = ("results", "records")  # what is merged; html is made again by `kerasbench publish`
+REWRITTEN = ("machine.json", "benchmarks.json")  # asv writes these on every run: newest (or union), not a conflict
+
+
+def asv_folder(path: str, dest: bool = False) -> str:
+    """The asv folder `path` names: itself when it holds results/ or records/, else its .asv/ (a clone)."""
+    if any(os.path.isdir(os.path.join(path, t)) for t in TREES):
+        return path
+    if os.path.isdir(os.path.join(path, ".asv")) or (dest and os.path.isfile(os.path.join(path, "asv.conf.json"))):
+        return os.path.join(path, ".asv")
+    if dest and not os.path.exists(path):
+        return path
+    if dest and os.path.isdir(path) and not os.listdir(path):
+        return path
+    what = "DEST" if dest else "SRC"
+    raise UsageError(f"Not an asv folder ({what}): {path} has neither results/ nor records/ nor .asv/; "
+                     "give the .asv folder of a run, or a clone that holds one.")
+
+
+def _files(folder: str) -> List[str]:
+    """Relative paths of every file under folder/results and folder/records (hidden ones and temp files left out)."""
+    found = []
+    for tree in TREES:
+        top = os.path.join(folder, tree)
+        for root, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            found += [os.path.relpath(os.path.join(root, f), folder) for f in sorted(files) if not f.startswith(".")]
+    return found
+
+
+def _read(path: str) -> Tuple[str, Any]:
+    """(text, parsed JSON or None) of a file; a one-line UsageError when it cannot be read."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"Cannot read {path}: {getattr(e, 'strerror', None) or e}.") from None
+    try:
+        return text, json.loads(text)
+    except ValueError:
+        return text, None
+
+
+def _same(a: Tuple[str, Any], b: Tuple[str, Any]) -> bool:
+    return a[0] == b[0] or (a[1] is not None and a[1] == b[1])
+
+
+Write = Tuple[str, float]  # (text, the modification time it came with)
+
+
+def plan(sources: List[str], dest: str) -> Tuple[Dict[str, Write], List[str]]:
+    """({relative path: (text, mtime)}, notes): what merging `sources` into `dest` writes; UsageError on a conflict."""
+    folders = [asv_folder(s) for s in sources]
+    target = asv_folder(dest, dest=True)
+    real = os.path.realpath(target)
+    for src, folder in zip(sources, folders):
+        if os.path.realpath(folder) == real:
+            raise UsageError(f"Cannot merge {src} into {dest}: it is the destination.")
+    # every version of every file: (where, mtime, (text, json)); the destination's first
+    versions: Dict[str, List[Tuple[str, float, Tuple[str, Any]]]] = {}
+    for label, folder in [(dest, target)] + list(zip(sources, folders)):
+        for rel in (_files(folder) if os.path.isdir(folder) else []):
+            path = os.path.join(folder, rel)
+            versions.setdefault(rel, []).append((label, os.path.getmtime(path), _read(path)))
+    writes: Dict[str, Write] = {}
+    notes: List[str] = []
+    conflicts: List[str] = []
+    have_dest = set(_files(target)) if os.path.isdir(target) else set()
+    for rel, found in sorted(versions.items()):
+        name = os.path.basename(rel)
+        if name in REWRITTEN:
+            text, mtime, note = _rewritten(rel, found)
+            if note:
+                notes.append(note)
+            if rel not in have_dest or not _same(_read(os.path.join(target, rel)), (text, json.loads(text))):
+                writes[rel] = (text, mtime)
+            continue
+        first = found[0]
+        other = next((f for f in found[1:] if not _same(first[2], f[2])), None)
+        if other is not None:
+            conflicts.append(f"{rel} differs between {first[0]} and {other[0]}")
+            continue
+        if rel not in have_dest:
+            writes[rel] = (first[2][0], first[1])
+    if conflicts:
+        more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+        raise UsageError(f"Conflicting results, nothing written: {conflicts[0]}{more}; the same machine, commit "
+                         "and environment measured twice: keep one (delete the other) or give the runs other "
+                         "machine names.")
+    return writes, notes
+
+
+def _rewritten(rel: str, found: List[Tuple[str, float, Tuple[str, Any]]]) -> Tuple[str, float, Optional[str]]:
+    """(text, mtime, note) of machine.json (the newest copy) or benchmarks.json (the union, newest entry first)."""
+    distinct = []
+    for f in found:
+        if not any(_same(f[2], d[2]) for d in distinct):
+            distinct.append(f)
+    newest = max(distinct, key=lambda f: f[1])
+    if len(distinct) == 1:
+        return newest[2][0], newest[1], None
+    if os.path.basename(rel) == "benchmarks.json" and all(isinstance(d[2][1], dict) for d in distinct):
+        union: Dict[str, Any] = {}
+        changed = 0
+        for f in sorted(distinct, key=lambda f: f[1]):  # oldest first: the newest file's entry wins
+            for key, value in f[2][1].items():
+                changed += key in union and union[key] != value
+                union[key] = value
+        note = (f"{rel}: the union of {len(distinct)} different copies ({len(union)} entries"
+                + (f"; {changed} differed: kept {newest[0]}'s, the newest)" if changed else ")"))
+        return json.dumps(union, indent=4, sort_keys=True) + "\n", newest[1], note
+    return newest[2][0], newest[1], f"{rel}: {len(distinct)} different copies: kept {newest[0]}'s (the newest)"
+
+
+def merge(sources: List[str], dest: str) -> Tuple[int, int, List[str]]:
+    """Merge `sources` into `dest` (checked in full first: a conflict writes nothing); (written, unchanged, notes)."""
+    if not sources:
+        raise UsageError("What to merge? Give one or more SRC folders, then DEST.")
+    for src in sources:
+        if not os.path.isdir(src):
+            raise UsageError(f"Cannot merge {src}: no such folder.")
+    writes, notes = plan(sources, dest)
+    target = asv_folder(dest, dest=True)
+    given = {rel for folder in [asv_folder(s) for s in sources] for rel in _files(folder)}
+    for rel, (text, mtime) in writes.items():
+        path = os.path.join(target, rel)
+        make_folder(os.path.dirname(path), "merged results")
+        write_text(path, text, "merged results")
+        os.utime(path, (mtime, mtime))  # its age travels with it: the newest machine.json, the newest run
+    return len(writes), len(given - set(writes)), notes
