@@ -91,3 +91,14 @@ def test_body_that_raises_is_an_error_naming_it():
 def test_unknown_strategy_lists_the_valid_ones():
     with pytest.raises(UsageError, match="Unknown strategy.*reuse_model"):
         assert_no_growth(flat_body, strategy="nope")
+
+
+@pytest.mark.tf
+def test_tf_predict_body_flat_and_leaking():
+    """tests/tf_bodies.py, as tests/flakiness.py runs them: predict reads flat, + 64 KiB/iteration grows (floor 32)."""
+    import tf_bodies
+
+    settings = dict(setup=tf_bodies.make_model, iterations=40, floor_kib=32)
+    assert assert_no_growth(tf_bodies.predict, **settings)["summary"]["verdict"] == "flat"
+    with pytest.raises(AssertionError, match="verdict grows"):
+        assert_no_growth(tf_bodies.predict_leaking, **settings)
