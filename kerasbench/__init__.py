@@ -21,7 +21,9 @@ _EXPORTS = {  # public name: the module that defines it (imported on first use)
     "get_profile": "profiles",
     "SCHEMA_VERSION": "record",
     "RunSpec": "runner",
-    "measure": "runner",
+    "measure": "api",
+    "Results": "api",
+    "testing": None,
     "fit_growth": "stats",
     "verdict": "stats",
     "Skip": "errors",
@@ -33,6 +35,8 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 def __getattr__(name: str):
     if name in _EXPORTS:
+        if _EXPORTS[name] is None:  # a submodule: kerasbench.testing
+            return importlib.import_module(f".{name}", __name__)
         return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     raise AttributeError(f"module 'kerasbench' has no attribute {name!r}")
 

@@ -1,0 +1,74 @@
+"""Assertions for users' own test suites: `assert_no_growth(body)` fails a test whose loop body grows.
+
+    from kerasbench.testing import assert_no_growth
+
+    def predict_once():            # module level: the fresh worker imports it by name
+        MODEL.predict(X, verbose=0)
+
+    def test_predict_does_not_leak():
+        assert_no_growth(predict_once, iterations=30)
+
+The body runs in a fresh worker process (kerasbench.api.measure: the repro machinery), warm-up first, then
+`iterations` measured iterations; it passes only on the verdict `flat` (the 95% CI of RSS growth per
+iteration below the floor: the one `kerasbench calibrate` stored for this machine and allocator, else
+64 KiB/iteration). `grows`, `inconclusive`, or a worker stopped by the memory cap or the time limit raise
+AssertionError with the slope, its CI, the floor and the RSS curve. A body that raises in the worker is a
+UsageError naming the exception; a lambda or nested function cannot be imported by the worker and is refused
+before anything runs (see kerasbench.api).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from .api import BODY_STRATEGY, DEFAULT_ITERATIONS, DEFAULT_WARMUP, measure
+
+PASSES = ("flat",)  # the verdicts that pass: inconclusive means "not shown flat", so it fails (more iterations)
+
+
+def failure_message(record: dict) -> str:
+    """Why a record does not pass: its verdict or stop, slope and CI, the floor and where it came from, the curve."""
+    from .console import sparkline
+    from .units import KIB, kib_text, mib_text
+
+    s = record["summary"]
+    what = f"{record['loop']} × {record['strategy']}"
+    if record["status"] != "ok":
+        head = f"{what}: {record['status']}: {record['reason']}"
+    else:
+        head = f"{what}: verdict {s['verdict']} (passes only when flat)"
+    series = next((r["result"]["series"]["rss"] if r.get("result") else r.get("partial_rss")
+                   for r in record["repeats"] if r.get("result") or r.get("partial_rss")), None) or []
+    lines = [head]
+    if s.get("growth_per_iter") is not None:
+        trend = f", Kendall p {s['p_trend']:.3g}" if s.get("p_trend") is not None else ""
+        lines.append(f"  growth {kib_text(s['growth_per_iter'])} KiB/iteration, 95% CI "
+                     f"[{kib_text(s['growth_ci_low'])}, {kib_text(s['growth_ci_high'])}] KiB/iteration{trend}")
+    lines.append(f"  floor {s['floor'] / KIB:g} KiB/iteration, from {s.get('floor_source') or 'given'}")
+    if series:
+        lines.append(f"  RSS {sparkline(series, width=40)}  {mib_text(series[0])} -> {mib_text(series[-1])} MiB "
+                     f"over {len(series)} iterations")
+    return "\n".join(lines)
+
+
+def assert_no_growth(body: Callable, strategy: str = BODY_STRATEGY, iterations: int = DEFAULT_ITERATIONS,
+                     setup: Optional[Callable] = None, warmup: int = DEFAULT_WARMUP, repeats: int = 1,
+                     floor_kib: Optional[float] = None, tf: Optional[str] = None, **spec: Any) -> dict:
+    """Run `body` in a fresh worker and raise AssertionError unless its RSS growth per iteration reads flat.
+
+    `body` and `setup` must be module-level functions (the worker imports them); `body()` is called each
+    iteration, or `body(ctx)` with `ctx = setup()` (called once, before warm-up). `strategy` is one of the repro
+    loop's (`reuse_model`, the default, adds nothing between iterations). `floor_kib` overrides the calibrated
+    floor; `tf` runs the worker in that TF release's asv environment. Returns the record when it passes.
+    """
+    records = measure(body=body, setup=setup, strategies=[strategy], iterations=iterations, warmup=warmup,
+                      repeats=repeats, floor_kib=floor_kib, tf=tf, **spec)
+    record = records[0]
+    if record["status"] != "ok" or record["summary"]["verdict"] not in PASSES:
+        error = AssertionError(failure_message(record))
+        error.record = record  # the full record, for a caller that wants more than the message
+        raise error
+    return record
+
+
+__all__ = ["assert_no_growth", "failure_message"]

@@ -1,0 +1,92 @@
+"""kerasbench.measure (kerasbench.api): loops, repro files and functions measured into Results with a readable repr."""
+
+import os
+import sys
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+import kerasbench
+from kerasbench import UsageError, api
+from kerasbench.console import SPARKS
+from kerasbench.units import KIB
+
+KEPT = []
+
+
+def keep_megabyte():
+    KEPT.append(np.ones(KIB * KIB // 8))
+
+
+def test_import_stays_tf_free():
+    import subprocess
+
+    code = "import sys, kerasbench; kerasbench.measure; kerasbench.testing; print('tensorflow' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))).stdout.strip() == "False"
+
+
+def test_measure_loop_returns_records_with_a_table_repr():
+    results = kerasbench.measure("control", strategies="control_noop,control_leak_native", iterations=10, warmup=1,
+                                 leak_bytes=256 * KIB)
+    assert isinstance(results, api.Results) and len(results) == 2
+    assert results.verdicts() == {("control", "control_noop"): "flat", ("control", "control_leak_native"): "grows"}
+    text = repr(results)
+    lines = text.splitlines()
+    assert lines[0].split()[:4] == ["loop", "strategy", "verdict", "RSS"] and set(lines[1]) <= {"-", " "}
+    assert "control_leak_native  grows" in text and any(c in lines[3] for c in SPARKS[1:])
+    assert "floor 64 KiB/iteration, from default" in text
+
+
+def test_html_repr_is_a_table_with_every_record_escaped():
+    results = kerasbench.measure("control", strategies=["control_noop"], iterations=5, warmup=0)
+    results[0]["strategy"] = "<script>x</script>"
+    page = results._repr_html_()
+    cells = []
+
+    class Cells(HTMLParser):
+        def handle_data(self, data):
+            cells.append(data)
+
+        def handle_starttag(self, tag, attrs):
+            assert tag != "script"
+
+    Cells().feed(page)
+    assert page.startswith("<table>") and "<script>x</script>" in cells and "flat" in cells
+
+
+def test_measure_body_and_repro_file(tmp_path):
+    results = kerasbench.measure(body=keep_megabyte, iterations=8, warmup=3)
+    assert [(r["loop"], r["strategy"], r["summary"]["verdict"]) for r in results] == [("repro", "reuse_model", "grows")]
+    assert not os.path.exists(results[0]["spec"]["repro"])  # the generated file is gone with its folder
+    saved = results.save(str(tmp_path / "out.json"))
+    from kerasbench.record import load_records
+
+    assert [r["strategy"] for r, _, _ in load_records([saved])] == ["reuse_model"]
+
+
+def test_measure_needs_exactly_one_subject():
+    with pytest.raises(UsageError, match="exactly one of loop=NAME, repro=FILE or body=FUNCTION"):
+        kerasbench.measure()
+    with pytest.raises(UsageError, match="exactly one"):
+        kerasbench.measure("control", body=keep_megabyte)
+    with pytest.raises(UsageError, match="Unknown loop"):
+        kerasbench.measure("nope")
+
+
+def test_runspec_still_measures_one_record():
+    from kerasbench import RunSpec
+
+    record = kerasbench.measure(RunSpec("control", "control_noop", iterations=3, warmup=0))
+    assert record["status"] == "ok" and record["strategy"] == "control_noop"
+
+
+def test_repro_for_imports_by_module_and_name(tmp_path):
+    path = api.repro_for(keep_megabyte, folder=str(tmp_path))
+    text = open(path).read()
+    assert "_load('test_api', 'keep_megabyte'," in text and os.path.dirname(os.path.abspath(__file__)) in text
+    from kerasbench import repro
+
+    assert repro.check(path) == path  # the file meets the repro contract
+    assert api.importable(keep_megabyte) and not api.importable(lambda: None)

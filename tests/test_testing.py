@@ -1,0 +1,104 @@
+"""kerasbench.testing.assert_no_growth on the controls: a leaking body fails with its numbers, a flat one passes."""
+
+import numpy as np
+import pytest
+
+from kerasbench import UsageError
+from kerasbench.console import SPARKS
+from kerasbench.testing import assert_no_growth
+from kerasbench.units import KIB
+
+# 16x the default floor: the worker imports TF (the repro loop does), whose freed heap can absorb the first
+# megabytes a body keeps; a leak this size shows its own slope after the warm-up.
+LEAK = 1024 * KIB
+KEPT = []
+
+
+def leak_body():
+    """Keeps a written numpy buffer of LEAK bytes per iteration (resident, like control_leak_native)."""
+    KEPT.append(np.ones(LEAK // 8))
+
+
+def flat_body():
+    """Allocates and drops a buffer: RSS does not grow."""
+    np.ones(LEAK // 8).sum()
+
+
+def new_list():
+    return []
+
+
+def leak_into(ctx):
+    ctx.append(np.ones(LEAK // 8))
+
+
+def raising_body():
+    raise ValueError("the body's own error")
+
+
+module_lambda = lambda: None  # noqa: E731 -- bound at module level: the worker finds it by this name
+
+QUICK = dict(iterations=12, warmup=4)
+
+
+def test_flat_body_passes():
+    record = assert_no_growth(flat_body, **QUICK)
+    assert record["summary"]["verdict"] == "flat"
+    assert record["loop"] == "repro" and record["strategy"] == "reuse_model"
+
+
+def test_leaking_body_fails_with_slope_ci_floor_and_curve():
+    with pytest.raises(AssertionError) as failed:
+        assert_no_growth(leak_body, **QUICK)
+    text = str(failed.value)
+    assert "verdict grows" in text
+    growth = float(text.split("growth ")[1].split(" KiB")[0])
+    assert 0.75 * LEAK / KIB < growth < 1.25 * LEAK / KIB  # the known leak, within a quarter
+    assert "95% CI [" in text and "floor 64 KiB/iteration, from default" in text
+    assert any(c in text for c in SPARKS[1:]) and "over 12 iterations" in text
+
+
+def test_setup_context_reaches_the_body():
+    with pytest.raises(AssertionError, match="verdict grows"):
+        assert_no_growth(leak_into, setup=new_list, **QUICK)
+
+
+def test_given_floor_decides():
+    # A floor above the leak: the same body reads flat by it, and the record says which floor judged it.
+    record = assert_no_growth(leak_body, floor_kib=4 * LEAK / KIB, **QUICK)
+    assert record["summary"]["floor"] == 4 * LEAK and record["summary"]["floor_source"].startswith("given")
+
+
+def test_module_level_lambda_runs():
+    assert assert_no_growth(module_lambda, **QUICK)["summary"]["verdict"] == "flat"
+
+
+def test_lambda_and_nested_function_refused_before_running():
+    def nested():
+        pass
+
+    with pytest.raises(UsageError, match="a lambda with no module-level name; define it with def at module level"):
+        assert_no_growth(lambda: None)
+    with pytest.raises(UsageError, match="a nested function"):
+        assert_no_growth(nested)
+
+
+def test_body_that_raises_is_an_error_naming_it():
+    with pytest.raises(UsageError, match="ValueError: the body's own error"):
+        assert_no_growth(raising_body, **QUICK)
+
+
+def test_unknown_strategy_lists_the_valid_ones():
+    with pytest.raises(UsageError, match="Unknown strategy.*reuse_model"):
+        assert_no_growth(flat_body, strategy="nope")
+
+
+@pytest.mark.tf
+def test_tf_predict_body_flat_and_leaking():
+    """tests/tf_bodies.py, as tests/flakiness.py runs them: predict reads flat, + 64 KiB/iteration grows (floor 32)."""
+    import tf_bodies
+
+    settings = dict(setup=tf_bodies.make_model, iterations=40, floor_kib=32)
+    assert assert_no_growth(tf_bodies.predict, **settings)["summary"]["verdict"] == "flat"
+    with pytest.raises(AssertionError, match="verdict grows"):
+        assert_no_growth(tf_bodies.predict_leaking, **settings)
