@@ -12,7 +12,8 @@ everything. The order is the protocol's (after TensorFlow's memory_test_util), a
   start (after the GC barrier):  objects before, graph-building seconds before, TF memory stats reset,
                                  child GPU peaks cleared, GPU reset + baseline, baseline RSS, baseline heap, peak reset,
                                  loop timer
-  around each iteration:         t0 | iteration | t1, RSS, heap bytes + Python blocks, trace counters, TF1 graph ops, GPU reading
+  around each iteration:         t0 | iteration | t1, RSS, heap bytes + Python blocks, trace counters,
+                                 TF1 graph ops, GPU reading
   stop (after the loop):         loop seconds, peak RSS, GPU peak, TF allocator peak, graph-building
                                  seconds after, GC barrier + objects after
   after cleanup (teardown):      final RSS, final heap, final GPU reading
