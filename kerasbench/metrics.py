@@ -82,6 +82,16 @@ def _difference(after_key: str, before_key: str) -> Callable[[Result, int], Opti
     return value
 
 
+def _difference_per_iter(after_key: str, before_key: str) -> Callable[[Result, int], Optional[float]]:
+    difference = _difference(after_key, before_key)
+
+    def value(result: Result, iterations: int) -> Optional[float]:
+        d = difference(result, iterations)
+        return None if d is None else d / iterations
+
+    return value
+
+
 def _field(key: str) -> Callable[[Result, int], Optional[float]]:
     return lambda result, iterations: result[key]
 
@@ -289,8 +299,9 @@ METRICS: Dict[str, Metric] = {
         Metric("heap_peak_over_baseline", "bytes", "largest per-iteration heap reading minus the baseline "
                "(sampled after each iteration: a spike inside one is not seen)",
                _difference("heap_peak", "heap_baseline"), text=_signed_mib, compare=Magnitude(MIN_RSS, _signed_mib)),
-        Metric("py_blocks_per_iter", "blocks/iteration", "growth of Python's allocated blocks per iteration "
-               "(sys.getallocatedblocks: Python objects, native buffers are not blocks)", _series_slope("py_blocks"),
+        Metric("py_blocks_per_iter", "blocks/iteration", "growth of Python's allocated blocks per iteration, "
+               "loop end minus start (sys.getallocatedblocks: every Python object, GC-tracked or not; native buffers "
+               "are not blocks)", _difference_per_iter("py_blocks_after", "py_blocks_before"),
                text=lambda v: f"{v:+.1f}/it",
                column=RunColumn("py blocks/iter", lambda s: number_text(s.get("py_blocks_per_iter"), "{:+.1f}"))),
         Metric("train_traces", "traces", "traces of train_step, warm-up included", _field("train_traces"),

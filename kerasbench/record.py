@@ -75,7 +75,6 @@ class Series(_SeriesFields, total=False):
 
     graph_ops: List[int]
     heap: List[Optional[int]]  # allocator heap bytes in use (absent where no reader: see heap_unavailable)
-    py_blocks: List[int]  # sys.getallocatedblocks()
     gpu_alloc: List[Optional[int]]
     gpu_reserved: List[Optional[int]]
 
@@ -125,8 +124,8 @@ class Result(_ResultFields, total=False):
     heap_final: Optional[int]
     heap_source: Optional[str]
     heap_unavailable: Optional[str]
-    py_blocks_baseline: int
-    py_blocks_final: int
+    py_blocks_before: int  # sys.getallocatedblocks() at the loop's start and end
+    py_blocks_after: int
     timing: Timing
 
 

@@ -49,7 +49,7 @@ cost = min(costs)
 fit = stats.fit_growth(stack.series["heap"]) if "heap" in stack.series else None
 print(json.dumps({"in_use": allocators.allocator_in_use(), "source": fields["heap_source"],
                   "unavailable": fields["heap_unavailable"], "slope": fit.slope if fit else None,
-                  "cost": cost, "blocks": stats.fit_growth(stack.series["py_blocks"]).slope}))
+                  "cost": cost, "blocks": (fields["py_blocks_after"] - fields["py_blocks_before"]) / n}))
 """
 
 
@@ -85,15 +85,16 @@ def test_no_heap_reader_is_na_with_a_reason_never_zero():
                                   counts_steps=False)
     reader = allocators.HeapReader(None, "no reader here")
     probe = probes.HeapProbe(context, reader)
-    probe.series = {"py_blocks": []}
-    assert probe.SERIES == ("py_blocks",)
+    probe.series = {}
+    assert probe.SERIES == ()
     probe.start()
     probe.after_iteration()
+    probe.stop()
     probe.after_cleanup()
     fields = probe.fields()
     assert fields["heap_baseline"] is None and fields["heap_peak"] is None and fields["heap_final"] is None
     assert fields["heap_source"] is None and fields["heap_unavailable"] == "no reader here"
-    assert len(probe.series["py_blocks"]) == 1
+    assert fields["py_blocks_before"] > 0 and fields["py_blocks_after"] > 0
 
 
 def test_a_reader_that_fails_mid_run_leaves_none_and_says_why():
@@ -108,7 +109,7 @@ def test_a_reader_that_fails_mid_run_leaves_none_and_says_why():
         return value
 
     probe = probes.HeapProbe(context, allocators.HeapReader("fake", None, read))
-    probe.series = {"heap": [], "py_blocks": []}
+    probe.series = {"heap": []}
     probe.start()
     probe.after_iteration()
     probe.after_iteration()
@@ -153,11 +154,11 @@ def _summary(rss_slope, heap_slope, heap=True, n=40, repeats=2, floor=16 * KIB):
     for r in range(repeats):
         rss = [int(500 * 2**20 + rss_slope * i + rng.normal(0, 32 * KIB)) for i in range(n)]
         series = {"rss": rss, "seconds": [0.1] * n, "train_traces": [0] * n, "predict_traces": [0] * n,
-                  "function_traces": [0] * n, "py_blocks": [1000 + 3 * i for i in range(n)]}
+                  "function_traces": [0] * n}
         result = {"series": series, "baseline_rss": rss[0], "final_rss": rss[-1], "peak_loop_rss": max(rss),
                   "loop_seconds": 0.1 * n, "objects_before": 0, "objects_after": 0, "train_traces": 0,
                   "predict_traces": 0, "function_traces": 0, "models_built": 1, "graph_build_seconds": None,
-                  "tf_alloc_peak": None, "child_peaks": [], "py_blocks_baseline": 1000, "py_blocks_final": 1000}
+                  "tf_alloc_peak": None, "child_peaks": [], "py_blocks_before": 1000, "py_blocks_after": 1000 + 3 * n}
         if heap:
             series["heap"] = [int(100 * 2**20 + heap_slope * i + rng.normal(0, 256)) for i in range(n)]
             result.update(heap_baseline=series["heap"][0], heap_final=series["heap"][0] + 5 * 2**20,
