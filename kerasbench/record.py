@@ -275,7 +275,8 @@ def summarize(repeats: Sequence[Repeat], spec: Any) -> Summary:
     summary.update({m.name: m.value(results, spec.iterations, fit, heap and heap[0]) for m in METRICS.values()})
     heap_verdict = heap[1] if heap else None
     summary.update(p_trend=fit.p_trend, verdict=verdict, heap_verdict=heap_verdict,
-                   growth_kind=stats.growth_kind(verdict, heap_verdict))
+                   growth_kind=stats.growth_kind(verdict, heap_verdict, summary.get("py_blocks_per_iter"),
+                                                 METRICS["objects_per_iter"].compare.minimum))
     return summary
 
 
