@@ -126,8 +126,9 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
     side["per_repeat"] = [spec.per_repeat(r, n) for r in results] if spec.per_repeat else None
     floor = record["summary"].get("floor") or stats.DEFAULT_FLOOR
     if isinstance(rule, SlopeCI):
-        fit, verdict = growth_fit(results, floor)
-        side.update(low=fit.low, high=fit.high, verdict=verdict, floor=floor)
+        fit, verdict = growth_fit(results, floor, rule.series)
+        kind = record["summary"].get("growth_kind")  # what grew (stats.growth_kind), named beside the verdict
+        side.update(low=fit.low, high=fit.high, verdict=f"{verdict} ({kind})" if kind else verdict, floor=floor)
     elif isinstance(rule, Magnitude):
         noise = _spread(side["per_repeat"])
         if rule.series_noise:

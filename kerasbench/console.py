@@ -86,7 +86,8 @@ class Progress:
         """The pair's outcome, on a line of its own: verdict and growth, or why it did not run."""
         s = record["summary"]
         if record["status"] == "ok":
-            text = f"{self.label}: {s['verdict']}, {kib_text(s['growth_per_iter'])} KiB/iteration"
+            kind = f" ({s['growth_kind']})" if s.get("growth_kind") else ""
+            text = f"{self.label}: {s['verdict']}{kind}, {kib_text(s['growth_per_iter'])} KiB/iteration"
         else:
             text = f"{self.label}: {record['status']}: {record['reason']}"
         self._show(text, final=True)
@@ -117,6 +118,7 @@ COLUMNS: tuple = (
     ("loop", lambda r, s: r["loop"]),
     ("strategy", lambda r, s: r["strategy"]),
     ("verdict", lambda r, s: s["verdict"] if r["status"] == "ok" else r["status"]),
+    ("what grew", lambda r, s: (s.get("growth_kind") or "n/a") if r["status"] == "ok" else ""),
     ("RSS per iteration", lambda r, s: _rss_sparkline(r)),
 )
 

@@ -40,11 +40,23 @@ def median_of_every(values: Sequence[Optional[float]]) -> Optional[float]:
     return median(values) if values and all(v is not None for v in values) else None
 
 
-def growth_fit(results: Sequence[Result], floor: float) -> Tuple[Any, str]:
-    """(stats.Fit, verdict) of RSS growth per iteration over repeats: the slope and CI every reader uses."""
+def growth_fit(results: Sequence[Result], floor: float, series: str = "rss") -> Tuple[Any, str]:
+    """(stats.Fit, verdict) of a series' growth per iteration over repeats (RSS, or "heap"): the slope and CI.
+
+    A repeat without the series (no heap reader) or with a gap in it counts as no fit; none at all: NaN, inconclusive.
+    """
     from . import stats
 
-    return stats.combine([stats.fit_growth(r["series"]["rss"]) for r in results], floor)
+    fits = [stats.fit_growth(r["series"][series]) for r in results
+            if r["series"].get(series) and all(v is not None for v in r["series"][series])]
+    return stats.combine(fits, floor) if len(fits) == len(results) else stats.combine([], floor)
+
+
+def heap_fit(results: Sequence[Result], floor: float) -> Optional[Tuple[Any, str]]:
+    """growth_fit of the heap series, or None when some repeat has no heap reading (the record says why)."""
+    if not results or any(not r["series"].get("heap") or None in r["series"]["heap"] for r in results):
+        return None
+    return growth_fit(results, floor, "heap")
 
 
 # ---------------------------------------------------------------- per-repeat derivations
@@ -66,6 +78,16 @@ def _difference(after_key: str, before_key: str) -> Callable[[Result, int], Opti
     def value(result: Result, iterations: int) -> Optional[float]:
         after, before = result.get(after_key), result.get(before_key)
         return None if after is None or before is None else after - before
+
+    return value
+
+
+def _difference_per_iter(after_key: str, before_key: str) -> Callable[[Result, int], Optional[float]]:
+    difference = _difference(after_key, before_key)
+
+    def value(result: Result, iterations: int) -> Optional[float]:
+        d = difference(result, iterations)
+        return None if d is None else d / iterations
 
     return value
 
@@ -113,6 +135,8 @@ def _seconds_per_iter(result: Result, iterations: int) -> float:
 class SlopeCI:
     """compare: regressed when the new slope's CI lies above the baseline's, by more than the floor."""
 
+    series: str = "rss"  # the series whose fit the slope and CI are: "rss" or "heap"
+
 
 @dataclass(frozen=True)
 class Magnitude:
@@ -156,7 +180,7 @@ class ReportView:
     log: bool = False  # colour on a log scale (growth: 1 KiB .. span per iteration)
     span: float = MIN_RSS  # differences smaller than this get no colour and no steep line
     signed: bool = False
-    optional: bool = False  # the optional views (GPU) appear only when some record has a value for one of them
+    optional: bool = False  # the optional views (heap, GPU) appear only when some record has a value for one of them
 
     def text(self, value: float) -> str:
         v = value / self.scale
@@ -189,6 +213,12 @@ def _signed_mib(v: float) -> str:
     return f"{v / MIB:+.1f} MiB"
 
 
+def _heap_ci(s: Summary) -> str:
+    if s.get("heap_growth_ci_low") is None:
+        return "n/a"
+    return f"[{kib_text(s['heap_growth_ci_low'])}, {kib_text(s['heap_growth_ci_high'])}]"
+
+
 # ---------------------------------------------------------------- the registry
 
 
@@ -202,6 +232,7 @@ class Metric:
     per_repeat: Optional[Callable[[Result, int], Optional[float]]] = None  # (worker result, iterations) -> value
     combine: Callable[[Sequence[Optional[float]]], Optional[float]] = median
     rss_fit: str = ""  # "slope", "low" or "high": a part of growth_fit over the repeats, not per-repeat values
+    heap_fit: str = ""  # the same, of the heap series' fit (None when a repeat has no heap reading)
     text: Optional[Callable[[float], str]] = None  # the value with its unit, for people (compare's tables)
     compare: Optional[CompareRule] = None
     headline: int = 0  # position in compare's default set and triage's --metric choices (1 first); 0: not one
@@ -215,10 +246,13 @@ class Metric:
         """`value` as people read it, with its unit."""
         return self.text(value) if self.text else f"{value:.4g} {self.unit}"
 
-    def value(self, results: Sequence[Result], iterations: int, fit: Any = None) -> Optional[float]:
-        """This metric over the repeats' results; `fit` is growth_fit's, for the parts of the RSS fit."""
+    def value(self, results: Sequence[Result], iterations: int, fit: Any = None,
+              heap: Any = None) -> Optional[float]:
+        """This metric over the repeats' results; `fit` is growth_fit's and `heap` heap_fit's fit (or None)."""
         if self.rss_fit:
             return getattr(fit, self.rss_fit)
+        if self.heap_fit:
+            return None if heap is None else getattr(heap, self.heap_fit)
         return self.combine([self.per_repeat(r, iterations) for r in results])
 
     def tracked_on(self, loop: str) -> bool:
@@ -257,6 +291,31 @@ METRICS: Dict[str, Metric] = {
                compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=3, tracked=True,
                column=RunColumn("retained MiB", lambda s: "n/a" if s.get("retained") is None
                                 else f"{s['retained'] / MIB:+.1f}")),
+        # The allocator's own count of bytes in use (probes.HeapProbe): what a leak grows; RSS also grows when the
+        # allocator keeps freed pages. n/a where the allocator cannot be read (the record's heap_unavailable says why).
+        # Only the slope is tracked by asv (one asv process per strategy each): beside growth_per_iter it tells a
+        # leak (both rise) from allocator retention (RSS rises, heap flat).
+        Metric("heap_growth_per_iter", "bytes/iteration", "heap bytes in use, growth per iteration: Theil-Sen slope "
+               "of the allocator's count (mallinfo2 / jemalloc / tcmalloc)", heap_fit="slope",
+               text=lambda v: f"{v / KIB:+.1f} KiB/it", compare=SlopeCI(series="heap"), headline=8, tracked=True,
+               report=ReportView("Heap growth per iteration", "KiB/iter", KIB, log=True, span=16 * MIB, signed=True,
+                                 optional=True),
+               column=RunColumn("heap KiB/iter", lambda s: kib_text(s.get("heap_growth_per_iter")))),
+        Metric("heap_growth_ci_low", "bytes/iteration", "lower bound of the heap slope's 95% confidence interval",
+               heap_fit="low", column=RunColumn("heap 95% CI", _heap_ci)),
+        Metric("heap_growth_ci_high", "bytes/iteration", "upper bound of the heap slope's 95% confidence interval",
+               heap_fit="high"),
+        Metric("heap_retained", "bytes", "heap bytes in use after the loop and a full cleanup, minus the baseline",
+               _difference("heap_final", "heap_baseline"), text=_signed_mib,
+               compare=Magnitude(MIN_RSS, _signed_mib)),
+        Metric("heap_peak_over_baseline", "bytes", "largest per-iteration heap reading minus the baseline "
+               "(sampled after each iteration: a spike inside one is not seen)",
+               _difference("heap_peak", "heap_baseline"), text=_signed_mib, compare=Magnitude(MIN_RSS, _signed_mib)),
+        Metric("py_blocks_per_iter", "blocks/iteration", "growth of Python's allocated blocks per iteration, "
+               "loop end minus start (sys.getallocatedblocks: every Python object, GC-tracked or not; native buffers "
+               "are not blocks)", _difference_per_iter("py_blocks_after", "py_blocks_before"),
+               text=lambda v: f"{v:+.1f}/it",
+               column=RunColumn("py blocks/iter", lambda s: number_text(s.get("py_blocks_per_iter"), "{:+.1f}"))),
         Metric("train_traces", "traces", "traces of train_step, warm-up included", _field("train_traces"),
                text=lambda v: f"{v:.0f}", compare=ExactCount(), headline=4, tracked=True,
                column=RunColumn("traces t/p/f", _traces)),

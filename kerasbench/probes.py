@@ -10,12 +10,13 @@ stopped first, so the loop timer sits right around the loop and the GC-heavy obj
 everything. The order is the protocol's (after TensorFlow's memory_test_util), and figures depend on it:
 
   start (after the GC barrier):  objects before, graph-building seconds before, TF memory stats reset,
-                                 child GPU peaks cleared, GPU reset + baseline, baseline RSS, peak reset,
-                                 loop timer
-  around each iteration:         t0 | iteration | t1, RSS, trace counters, TF1 graph ops, GPU reading
-  stop (after the loop):         loop seconds, peak RSS, GPU peak, TF allocator peak, graph-building
-                                 seconds after, GC barrier + objects after
-  after cleanup (teardown):      final RSS, final GPU reading
+                                 child GPU peaks cleared, GPU reset + baseline, Python blocks, baseline heap,
+                                 baseline RSS, peak reset, loop timer
+  around each iteration:         t0 | iteration | t1, RSS, heap bytes, trace counters, TF1 graph ops,
+                                 GPU reading
+  stop (after the loop):         loop seconds, peak RSS, Python blocks after, GPU peak, TF allocator peak,
+                                 graph-building seconds after, GC barrier + objects after
+  after cleanup (teardown):      final RSS, final heap, final GPU reading
 
 The readings themselves (rss_bytes, PeakTracker, live_objects, ...) are plain functions, also timed
 by kerasbench.overhead.
@@ -25,13 +26,14 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from . import _compat, counters, gpu
-from .allocators import malloc_trim
+from .allocators import HeapReader, heap_reader, malloc_trim
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
@@ -236,6 +238,68 @@ class RssProbe(Probe):
         return {"baseline_rss": self.baseline, "final_rss": self.final}
 
 
+class HeapProbe(Probe):
+    """Heap bytes in use (the allocator's own count): baseline, per iteration, final; Python's blocks before/after.
+
+    RSS counts what the allocator holds from the OS, freed or not; the heap reading counts what the
+    program still holds, so a leak grows both and allocator retention grows RSS alone. The reader is
+    the running allocator's (allocators.heap_reader, ~1-9 us a reading); where none can be read, the
+    heap series is absent, the heap fields are None and `heap_unavailable` says why. Python's blocks
+    (sys.getallocatedblocks: every object the interpreter's allocator holds, GC-tracked or not) walk
+    every pymalloc arena, ~270 us with TF loaded, so they are read at the loop's ends only, like objects.
+    """
+
+    SERIES = ("heap",)
+    FIELDS = ("heap_baseline", "heap_peak", "heap_final", "heap_source", "heap_unavailable",
+              "py_blocks_before", "py_blocks_after")
+
+    def __init__(self, context: ProbeContext, reader: Optional[HeapReader] = None):
+        super().__init__(context)
+        self.reader = reader if reader is not None else heap_reader()
+        self.unavailable = self.reader.unavailable
+        if self.reader.source is None:
+            self.SERIES = ()  # no heap series at all: n/a, never zeros
+        self.baseline = self.final = self.py_before = self.py_after = None
+
+    def read(self) -> Optional[int]:
+        """Heap bytes in use now, or None once the reader failed (the reason kept for the record)."""
+        if self.reader.source is None or self.unavailable is not None:
+            return None
+        try:
+            return self.reader.read()
+        except OSError as e:
+            self.unavailable = f"{self.reader.source}: {e}"
+            return None
+
+    def start(self) -> None:
+        self.py_before = sys.getallocatedblocks()
+        self.baseline = self.read()
+
+    def after_iteration(self) -> None:
+        if self.SERIES:
+            self.series["heap"].append(self.read())
+
+    def stop(self) -> None:
+        self.py_after = sys.getallocatedblocks()
+
+    def after_cleanup(self) -> None:
+        self.final = self.read()
+
+    def fields(self) -> dict:
+        readings = [v for v in self.series.get("heap") or () if v is not None]
+        if self.baseline is not None:
+            readings.append(self.baseline)
+        return {
+            "heap_baseline": self.baseline,
+            "heap_peak": max(readings) if readings and self.unavailable is None else None,
+            "heap_final": self.final if self.unavailable is None else None,
+            "heap_source": self.reader.source,
+            "heap_unavailable": self.unavailable,
+            "py_blocks_before": self.py_before,
+            "py_blocks_after": self.py_after,
+        }
+
+
 TRACE_KINDS = {"train_traces": "train_step", "predict_traces": "predict_step", "function_traces": "function"}
 
 
@@ -413,6 +477,8 @@ PROBES = {
         ProbeKind("loop_timer", "wall time of each iteration and of the loop", LoopTimerProbe),
         ProbeKind("peak_rss", "peak RSS of the loop (VmHWM or a sampler)", PeakRssProbe),
         ProbeKind("rss", "RSS at the baseline, after each iteration, after cleanup", RssProbe),
+        ProbeKind("heap", "allocator heap bytes in use (baseline, per iteration, after cleanup); Python's "
+                  "allocated blocks before and after the loop", HeapProbe),
         ProbeKind("traces", "trace and model counters after each iteration and at the end", TraceProbe),
         ProbeKind("graph_ops", "operations in the TF1 default graph after each iteration", GraphOpsProbe,
                   on_request=True),

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, TypedDic
 from . import allocators, machine as machines
 from .errors import UsageError
 from .files import check_readable, make_folder, write_json
-from .metrics import METRICS, growth_fit
+from .metrics import METRICS, growth_fit, heap_fit
 
 # Bump when what a record measures or means changes: asv benchmark versions follow it, so asv
 # notices that results from before and after are not comparable. Records of schema 1 written
@@ -33,6 +33,7 @@ SCHEMA_VERSION = 1
 
 Status = Literal["ok", "skipped", "failed", "stopped"]
 Verdict = Literal["grows", "flat", "inconclusive"]
+GrowthKind = Literal["leak", "retention", "flat", "inconclusive"]
 
 
 class _SpecFields(TypedDict):
@@ -75,6 +76,7 @@ class Series(_SeriesFields, total=False):
     """Readings after each measured iteration (empty with probes off); probes may add series."""
 
     graph_ops: List[int]
+    heap: List[Optional[int]]  # allocator heap bytes in use (absent where no reader: see heap_unavailable)
     gpu_alloc: List[Optional[int]]
     gpu_reserved: List[Optional[int]]
 
@@ -155,6 +157,13 @@ class Result(_ResultFields, total=False):
     gpu_reserved_source: Optional[str]
     child_gpu_alloc_peaks: List[Optional[int]]
     child_gpu_reserved_peaks: List[Optional[int]]
+    heap_baseline: Optional[int]
+    heap_peak: Optional[int]
+    heap_final: Optional[int]
+    heap_source: Optional[str]
+    heap_unavailable: Optional[str]
+    py_blocks_before: int  # sys.getallocatedblocks() at the loop's start and end
+    py_blocks_after: int
     timing: Timing
     trace: Trace
 
@@ -229,6 +238,8 @@ class Summary(_SummaryFields, total=False):
     """Every metric of kerasbench.metrics.METRICS (None where a probe does not apply), the verdict and its floor."""
 
     floor_source: str
+    heap_verdict: Optional[Verdict]  # the heap series' verdict at the same floor; None where the heap was not read
+    growth_kind: Optional[GrowthKind]  # what grew (stats.GROWTH_KINDS); None where the heap was not read
 
 
 TriageClass = TypedDict("TriageClass", {"class": Literal["good", "bad", "unclear"], "why": str})
@@ -302,8 +313,12 @@ def summarize(repeats: Sequence[Repeat], spec: Any) -> Summary:
             summary.update(p_trend=fit.p_trend, verdict=stats.verdict(fit, floor))
         return summary
     fit, verdict = growth_fit(results, floor)
-    summary.update({m.name: m.value(results, spec.iterations, fit) for m in METRICS.values()})
-    summary.update(p_trend=fit.p_trend, verdict=verdict)
+    heap = heap_fit(results, floor)
+    summary.update({m.name: m.value(results, spec.iterations, fit, heap and heap[0]) for m in METRICS.values()})
+    heap_verdict = heap[1] if heap else None
+    summary.update(p_trend=fit.p_trend, verdict=verdict, heap_verdict=heap_verdict,
+                   growth_kind=stats.growth_kind(verdict, heap_verdict, summary.get("py_blocks_per_iter"),
+                                                 METRICS["objects_per_iter"].compare.minimum))
     return summary
 
 

@@ -31,12 +31,9 @@ DEFAULT_OUTPUT = os.path.join(".asv", "html", FILENAME)  # beside the asv dashbo
 
 
 def shown(records: Sequence[Record]) -> List[Metric]:
-    """The metrics with a report view (kerasbench.metrics), the optional ones (GPU) only when a record has one."""
-    views = [m for m in METRICS.values() if m.report]
-    optional = [m for m in views if m.report.optional]
-    if not any(r["summary"].get(m.name) is not None for r in records for m in optional):
-        views = [m for m in views if not m.report.optional]
-    return views
+    """The metrics with a report view (kerasbench.metrics), each optional one (heap, GPU) only when a record has it."""
+    return [m for m in METRICS.values() if m.report and (not m.report.optional or any(
+        r["summary"].get(m.name) is not None for r in records))]
 
 
 def _judged(metrics: Sequence[Metric]) -> List[str]:
@@ -129,6 +126,11 @@ def _cell(metric, record, version, baseline, verdict, curve, values):
             tip.append(f"95% CI [{view.text(s['growth_ci_low'])}, {view.text(s['growth_ci_high'])}] {view.unit}")
         tip.append(f"verdict {s.get('verdict')} (floor {(s.get('floor') or 0) / KIB:g} KiB/iter)")
         badge = f'<span class="run {esc(s.get("verdict"))}">{esc(s.get("verdict"))}</span>'
+        if s.get("growth_kind"):  # what grew: the heap says leak or allocator retention
+            tip.append(f"what grew: {s['growth_kind']} (heap verdict {s.get('heap_verdict')})")
+            badge += f'<span class="run kind {esc(s["growth_kind"])}">{esc(s["growth_kind"])}</span>'
+    if metric.name == "heap_growth_per_iter" and s.get("heap_verdict"):
+        tip.append(f"heap verdict {s['heap_verdict']} (floor {(s.get('floor') or 0) / KIB:g} KiB/iter)")
     if verdict:
         tip.append(f"vs TF {baseline}: {verdict['verdict']}: {verdict['why']}")  # tip is escaped below
         if verdict["verdict"] != "n/a":
@@ -275,6 +277,9 @@ def _curve(record, loop, strategy, version, element_id):
     if s.get("growth_per_iter") is not None and math.isfinite(s["growth_per_iter"]):
         growth = METRICS["growth_per_iter"].report.text(s["growth_per_iter"])
         facts.append(f"growth {growth} KiB/iter ({s.get('verdict')})")
+    if s.get("heap_growth_per_iter") is not None and math.isfinite(s["heap_growth_per_iter"]):
+        heap = METRICS["heap_growth_per_iter"].report.text(s["heap_growth_per_iter"])
+        facts.append(f"heap {heap} KiB/iter ({s.get('heap_verdict')}): {s.get('growth_kind')}")
     if s.get("peak_loop") is not None:
         facts.append(f"peak {s['peak_loop'] / MIB:.1f} MiB")
     if s.get("retained") is not None:
@@ -476,7 +481,8 @@ table.heat td{text-align:right;min-width:5.5em;cursor:default}table.heat td[data
 table.heat td.sel{outline:3px solid #222;outline-offset:-3px}
 td.na{color:#888;text-align:center!important}td.failed{background:#fbe3e3;color:#900;text-align:center!important}
 .run{font-size:10px;margin-left:4px;padding:0 3px;border-radius:3px;background:rgba(255,255,255,.75);color:#111}
-.run.grows{background:#fff;color:#b00;font-weight:700}.run.inconclusive{color:#666}
+.run.grows{background:#fff;color:#b00;font-weight:700}.run.kind.leak{color:#b00;font-weight:700}
+.run.kind.retention{color:#a60}.run.inconclusive{color:#666}
 .trace{margin-top:12px}.trace table{border-collapse:collapse;font-size:12px;margin-bottom:8px}
 .trace td,.trace th{padding:1px 6px;text-align:left}.trace td.num{text-align:right;font-variant-numeric:tabular-nums}
 .cmp{margin-left:3px;padding:0 3px;border-radius:3px;font-weight:700;background:#fff;color:#555}

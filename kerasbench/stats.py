@@ -7,7 +7,7 @@ rule out a slope of the floor's size. Anything else is `inconclusive`: run more 
 """
 
 from dataclasses import asdict, dataclass
-from typing import Iterable, Sequence, Tuple
+from typing import Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -21,6 +21,14 @@ ALPHA = 0.05
 # keeps the fit under ~50 MB at any length; series up to MAX_POINTS are fitted exactly as they are.
 MAX_POINTS = 1000
 VERDICTS = ("grows", "flat", "inconclusive")
+# What grew, from the RSS verdict and the heap verdict (the allocator's count of bytes in use):
+GROWTH_KINDS = {
+    "leak": "the heap (or Python's blocks) grows: memory handed out and not given back",
+    "retention": "RSS grows while the heap and Python's blocks are flat: the allocator keeps freed memory "
+                 "(retention/fragmentation)",
+    "flat": "heap and RSS both flat",
+    "inconclusive": "the heap or RSS fit cannot tell (more iterations or repeats)",
+}
 
 
 @dataclass(frozen=True)
@@ -99,3 +107,23 @@ def combine(fits: Iterable[Fit], floor: float = DEFAULT_FLOOR) -> Tuple[Fit, str
         n=sum(f.n for f in fits),
     )
     return combined, verdicts.pop() if len(verdicts) == 1 else "inconclusive"
+
+
+def growth_kind(rss_verdict: str, heap_verdict: Optional[str], py_blocks_per_iter: Optional[float] = None,
+                min_blocks: float = 25) -> Optional[str]:
+    """What grew (a key of GROWTH_KINDS) from the RSS and heap verdicts; None when the heap was not read.
+
+    The heap decides whether it is a leak, also when RSS is flat (a small leak fills holes the allocator
+    already holds). With the heap flat, growing RSS is the allocator keeping pages, unless Python's
+    blocks grow by `min_blocks` or more per iteration: pymalloc's arenas are mmapped outside malloc's
+    count, so Python objects that pile up grow RSS and the blocks, not the heap reading: a leak too.
+    """
+    if heap_verdict is None:
+        return None
+    if heap_verdict == "grows":
+        return "leak"
+    if heap_verdict == "flat":
+        if rss_verdict == "grows" and py_blocks_per_iter is not None and py_blocks_per_iter >= min_blocks:
+            return "leak"
+        return {"grows": "retention", "flat": "flat"}.get(rss_verdict, "inconclusive")
+    return "inconclusive"

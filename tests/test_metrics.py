@@ -18,8 +18,10 @@ FIXTURES = [ROOT / "tests" / "fixtures" / "compare" / name for name in ("tf212.j
 def test_every_metric_says_where_its_value_comes_from():
     for m in METRICS.values():
         assert m.unit and m.description, m.name
-        assert (m.per_repeat is None) == bool(m.rss_fit), m.name  # per-repeat values, or a part of the growth fit
-        assert m.rss_fit in ("", "slope", "low", "high"), m.name
+        # per-repeat values, or a part of the RSS or the heap growth fit
+        assert (m.per_repeat is None) == bool(m.rss_fit or m.heap_fit), m.name
+        assert not (m.rss_fit and m.heap_fit), m.name
+        assert m.rss_fit in ("", "slope", "low", "high") and m.heap_fit in ("", "slope", "low", "high"), m.name
         if m.headline:
             assert m.compare is not None and m.text is not None, m.name
         assert not m.tracked_loops or m.tracked, m.name
@@ -27,7 +29,8 @@ def test_every_metric_says_where_its_value_comes_from():
 
 def test_headline_metrics_keep_compares_order():
     assert metrics.headline_metrics() == ["growth_per_iter", "peak_over_baseline", "retained", "train_traces",
-                                          "predict_traces", "seconds_per_iter", "objects_per_iter"]
+                                          "predict_traces", "seconds_per_iter", "objects_per_iter",
+                                          "heap_growth_per_iter"]
     ranks = sorted(m.headline for m in METRICS.values() if m.headline)
     assert ranks == list(range(1, len(ranks) + 1))
 
@@ -37,9 +40,8 @@ def test_asv_tracks_the_metrics_the_registry_marks(monkeypatch):
     from benchmarks import _common, control, tf1_graph
 
     assert _common.TRACKED == ("growth_per_iter", "growth_ci_low", "peak_loop", "peak_over_baseline", "retained",
-                               "train_traces",
-                               "predict_traces", "objects_per_iter", "gpu_alloc_peak", "gpu_reserved_peak",
-                               "seconds_per_iter")
+                               "heap_growth_per_iter", "train_traces", "predict_traces", "objects_per_iter",
+                               "gpu_alloc_peak", "gpu_reserved_peak", "seconds_per_iter")
     tracks = {name for name in dir(tf1_graph.Tf1Graph) if name.startswith("track_")}
     assert tracks == {f"track_{m}" for m in _common.TRACKED} | {"track_graph_ops"}
     assert "track_graph_ops" not in dir(control.Control)
