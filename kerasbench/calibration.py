@@ -30,7 +30,7 @@ import numpy as np
 from . import floors, stats
 from .console import status_line
 from .errors import UsageError
-from .files import check_writable
+from .files import check_writable, make_folder
 from .units import KIB
 
 DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected
@@ -124,23 +124,45 @@ def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int]) -> dict
     return report
 
 
-def make_calibration(report: dict, allocator: str, detected: str, runs: int, warmup: int, seconds: float) -> dict:
-    """The JSON stored per machine and allocator: the report plus what it was measured on."""
-    return {
+def make_calibration(report: dict, allocator: str, detected: str, runs: int, warmup: int, seconds: float,
+                     jobs: int = 1, heap_report: Optional[dict] = None) -> dict:
+    """The JSON stored per environment key (floors.KEY_FIELDS): the report plus what it was measured on."""
+    cal = {
         "schema": floors.SCHEMA,
-        "host": platform.node(),
+        "key": floors.environment_key(allocator),
+        "host": platform.node(),  # where it was made: information only, not part of the key
         "allocator": allocator,
         "allocator_detected": detected,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "runs": runs,
         "warmup": warmup,
+        "jobs": jobs,
         "seconds": round(seconds, 1),
+        "load": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "floors": {n: r["floor"] for n, r in report["by_iterations"].items()},
         "report": report,
     }
+    if heap_report is not None:
+        cal["heap_floors"] = {n: r["floor"] for n, r in heap_report["by_iterations"].items()}
+        cal["heap_report"] = heap_report
+    return cal
 
 
 # --- measuring ---------------------------------------------------------------------------------
+
+DEFAULT_COUNTS = (4, 8, 30, 40, 60)  # the profiles' counts (quick 4, default 8, full 40) and 30, 60
+DEFAULT_RATES_KIB = (4, 16, 64, 256)
+AUTO_RUNS = 10  # a run that finds no fitting calibration makes one: 10 runs per control (~1 minute on 2 cores)
+SERIES = ("rss", "heap")  # the readings a calibration analyzes, where the worker has them
+
+
+def usable_cores() -> int:
+    """How many CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
 
 def cells_for(rates: Sequence[int], heaps: Sequence[str], tf_control: bool = False) -> list:
     """(heap, strategy, rate) of every control to run: control_noop, then each heap's rates, then the TF control."""
@@ -150,35 +172,75 @@ def cells_for(rates: Sequence[int], heaps: Sequence[str], tf_control: bool = Fal
 
 def run_controls(allocator: str, runs: int, iterations: Sequence[int], rates: Sequence[int],
                  heaps: Sequence[str] = tuple(HEAPS), warmup: int = 2, progress: Optional[Callable[..., None]] = None,
-                 tf_control: bool = False) -> tuple:
-    """Run every control `runs` times in fresh workers on `allocator`; returns (series by cell, detected allocator).
+                 tf_control: bool = False, jobs: int = 1, python: str = "") -> tuple:
+    """Run every control `runs` times in fresh workers on `allocator`, `jobs` at once (runner.measure_pairs).
 
-    `progress(index, cells, heap, rate, run, runs)` is called before each worker starts.
-
-    With `tf_control`, the TF negative control too (cell 'tf', rate 0), last.
+    Returns ({series name: {heap: {rate: [series]}}}, detected allocator); series names are those of SERIES
+    the workers read. `progress(done, total, heap, rate)` is called as each worker ends. With `tf_control`, the
+    TF negative control too (cell 'tf', rate 0), last.
     """
-    from .runner import RunSpec, run_worker
+    from .runner import RunSpec, measure_pairs
 
     longest = max(iterations)
-    series, detected = {}, None
+    series: dict = {}
+    detected = None
     cells = cells_for(rates, heaps, tf_control)
-    for index, (heap, strategy, rate) in enumerate(cells, 1):
-        loop = TF_CONTROL[0] if heap == "tf" else "control"
-        spec = RunSpec(loop, strategy, iterations=longest, warmup=warmup, leak_bytes=rate or KIB,
-                       allocator=allocator, floor=0.0).validate()
-        for run in range(runs):
+    total, done = len(cells) * runs, 0
+    by_rate: dict = {}  # one measure_pairs call per leak size (the spec's leak_bytes): its cells × runs
+    for heap, strategy, rate in cells:
+        by_rate.setdefault((heap == "tf", rate), []).append((heap, strategy))
+    for (tf, rate), group in by_rate.items():
+        base = RunSpec("inference" if tf else "control", group[0][1], iterations=longest, warmup=warmup,
+                       leak_bytes=rate or KIB, allocator=allocator, floor=0.0, jobs=jobs, python=python).validate()
+        pairs = [(base.loop, strategy) for _, strategy in group for _ in range(runs)]
+        heap_of = {strategy: heap for heap, strategy in group}
+
+        def finished(rec, rate=rate, heap_of=heap_of):
+            nonlocal done, detected
+            if rec["status"] != "ok":
+                raise RuntimeError(f"{rec['loop']} × {rec['strategy']} at {rate // KIB} KiB {rec['status']}: "
+                                   f"{rec['reason']}")
+            done += 1
+            detected = rec["environment"]["allocator"]
+            for name, values in rec["repeats"][0]["result"]["series"].items():
+                if name in SERIES and values and all(v is not None for v in values):
+                    series.setdefault(name, {}).setdefault(heap_of[rec["strategy"]], {}).setdefault(
+                        rate, []).append(values)
             if progress:
-                progress(index, len(cells), heap, rate, run, runs)
-            outcome = run_worker(spec, repeat=run)
-            if outcome["status"] != "ok":
-                raise RuntimeError(f"{loop} × {strategy} at {rate // KIB} KiB {outcome['status']}: {outcome['reason']}")
-            detected = outcome["environment"]["allocator"]
-            series.setdefault(heap, {}).setdefault(rate, []).append(outcome["result"]["series"]["rss"])
+                progress(done, total, heap_of[rec["strategy"]], rate)
+
+        measure_pairs(base, pairs, lambda strategy: longest, finished=finished)
     return series, detected
 
 
+def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequence[int], heaps: Sequence[str],
+                  warmup: int, tf_control: bool, err: TextIO, jobs: int = 1, python: str = "",
+                  label: str = "calibrate") -> dict:
+    """Measure, analyze and store one allocator's calibration (in floors.path_for), progress on `err`."""
+    started = time.perf_counter()
+    cells = len(cells_for(rates, heaps, tf_control))
+
+    def progress(done, total, heap, rate):
+        elapsed = time.perf_counter() - started
+        what = " × ".join(TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
+        text = (f"{label} {name}: {done}/{total} workers ({what}), {elapsed:.0f} s, "
+                f"~{elapsed / done * (total - done):.0f} s left")
+        status_line(err, text, final=done == total, milestone=done % max(1, total // 10) == 0)
+
+    status_line(err, f"{label} {name}: {cells} controls × {runs} runs × {max(iterations)} iterations, "
+                f"{jobs} at once", final=True)
+    series, detected = run_controls(name, runs, iterations, rates, heaps, warmup, progress, tf_control=tf_control,
+                                    jobs=jobs, python=python)
+    report = analyze(series.get("rss", {}), iterations, rates)
+    heap_report = analyze(series["heap"], iterations, rates) if series.get("heap") else None
+    cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started, jobs, heap_report)
+    path = floors.save(cal, floors.path_for(name))
+    status_line(err, f"{label} {name}: wrote {path} ({cal['seconds']:.0f} s)", final=True)
+    return cal
+
+
 def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], rates: Sequence[int],
-              heaps: Sequence[str], warmup: int, tf_control: bool, err: TextIO) -> list:
+              heaps: Sequence[str], warmup: int, tf_control: bool, err: TextIO, jobs: int = 1) -> list:
     """`kerasbench calibrate`: measure, analyze and store each allocator's calibration, progress on `err`.
 
     The arguments are checked by the caller; this checks that the calibration can be stored (and TF imported
@@ -190,29 +252,37 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
         raise UsageError(f"Cannot write calibration to {floors.directory()}: {e.strerror}.") from None
     if tf_control and importlib.util.find_spec("tensorflow") is None:
         raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
-    check_writable(floors.path_for(allocators[0]))
-    cals = []
-    for name in allocators:
-        started = time.perf_counter()
-        cells = len(cells_for(rates, heaps, tf_control))
+    check_writable(floors.path_for(allocators[0]), "calibration")
+    return [calibrate_one(name, runs, iterations, rates, heaps, warmup, tf_control, err, jobs)
+            for name in allocators]
 
-        def progress(index, total, heap, rate, run, runs, name=name, started=started):
-            done = (index - 1) * runs + run
-            elapsed = time.perf_counter() - started
-            eta = f", ~{elapsed / done * (total * runs - done):.0f} s left" if done else ""
-            what = " × ".join(TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
-            text = f"calibrate {name}: [{index}/{total}] {what}, run {run + 1}/{runs}{eta}"
-            last = run + 1 == runs  # off a terminal: the first and last run of each control; the last of all ends it
-            status_line(err, text, final=last and index == total, milestone=run == 0 or last)
 
-        status_line(err, f"calibrate {name}: {cells} controls × {runs} runs × {max(iterations)} iterations", final=True)
-        series, detected = run_controls(name, runs, iterations, rates, heaps, warmup, progress, tf_control=tf_control)
-        report = analyze(series, iterations, rates)
-        cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started)
-        path = floors.save(cal, floors.path_for(name))
-        status_line(err, f"calibrate {name}: wrote {path}", final=True)
-        cals.append(cal)
-    return cals
+def ensure(allocator: str, iterations: int, err: TextIO, allowed: bool = True, jobs: Optional[int] = None,
+           python: str = "") -> Optional[str]:
+    """Before a run: make sure a calibration fits `allocator` at `iterations`, calibrating once if none does.
+
+    Returns None when one fits (found, or made now and cached in the user's folder), else why none was made
+    (one phrase, for the run table's floor line).
+    """
+    if floors.find(allocator, iterations)[1] is not None:
+        return None
+    if not allowed:
+        return "not calibrated: --no-calibrate or $" + floors.NO_CALIBRATE_VAR
+    try:
+        make_folder(floors.directory(), "calibration")
+        check_writable(floors.path_for(allocator), "calibration")
+    except UsageError as e:
+        return f"not calibrated: {str(e).rstrip('.')}"
+    counts = sorted(set(DEFAULT_COUNTS) | {iterations})
+    status_line(err, f"kerasbench: no calibration fits {floors.describe(floors.environment_key(allocator))} at "
+                f"<= {iterations} iterations: calibrating once (about a minute; cached in {floors.directory()}; "
+                "--no-calibrate skips it)", final=True)
+    try:
+        calibrate_one(allocator, AUTO_RUNS, counts, [r * KIB for r in DEFAULT_RATES_KIB], tuple(HEAPS), 2, False,
+                      err, jobs or usable_cores(), python, label="calibrating")
+    except RuntimeError as e:
+        return f"not calibrated: {e}"
+    return None
 
 
 # --- reporting ---------------------------------------------------------------------------------
@@ -284,6 +354,6 @@ def render(cals: Sequence[dict]) -> str:
 
 
 def render_stored(allocators: Sequence[str]) -> str:
-    """The stored calibrations of `allocators` as `render` prints them, or a line saying there are none."""
+    """The best fitting stored calibration of each of `allocators` as `render` prints them, or a line saying none."""
     found = [cal for cal in (floors.load(name) for name in allocators) if cal]
-    return render(found) if found else f"no stored calibration in {floors.directory()}\n"
+    return render(found) if found else f"no stored calibration fits here (looked in {', '.join(floors.folders())})\n"
