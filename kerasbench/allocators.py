@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import os
 from dataclasses import dataclass, field
+from typing import Callable, Dict, Optional
 
 from .errors import UsageError, unknown
 
@@ -124,3 +125,115 @@ def malloc_trim() -> bool:
     """glibc malloc_trim(0): return free heap pages to the OS. Returns whether anything was freed."""
     fn = _malloc_trim_fn()
     return bool(fn(0)) if fn is not None else False
+
+
+# Heap readers: bytes the allocator has handed out and not had back (what a leak grows), beside RSS
+# (what the allocator holds from the OS, freed or not). Each allocator is read through its own API,
+# found in this process by ctypes; where it cannot be read, the reader says why (never a silent 0).
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                      "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+@dataclass
+class HeapReader:
+    """How this process's heap bytes in use are read: `read()` gives bytes, or None with `unavailable` saying why."""
+
+    source: Optional[str]  # what is read, e.g. "glibc mallinfo2 uordblks+hblkhd"; None when nothing can be
+    unavailable: Optional[str] = None  # why it cannot be read
+    _read: Optional[Callable[[], int]] = None
+
+    def read(self) -> Optional[int]:
+        """Bytes in use on the heap now, or None (see `unavailable`)."""
+        return self._read() if self._read is not None else None
+
+
+def _process_symbol(name: str):
+    """The C function `name` as this process has it (LD_PRELOAD first), or None."""
+    try:
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+
+
+def _glibc_reader() -> HeapReader:
+    fn = _process_symbol("mallinfo2")
+    if fn is None:
+        return HeapReader(None, "glibc without mallinfo2 (glibc < 2.33; mallinfo's int fields wrap at 2 GiB)")
+    fn.restype = _MallInfo2
+    fn.argtypes = []
+
+    def read() -> int:
+        info = fn()
+        return info.uordblks + info.hblkhd  # chunks in use in every arena, plus mmapped ones
+
+    return HeapReader("glibc mallinfo2 uordblks+hblkhd", None, read)
+
+
+def _jemalloc_reader() -> HeapReader:
+    mallctl = _process_symbol("mallctl")
+    if mallctl is None:
+        return HeapReader(None, "jemalloc in use but no mallctl symbol (a prefixed build, e.g. je_mallctl)")
+    mallctl.restype = ctypes.c_int
+    mallctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p,
+                        ctypes.c_size_t]
+    epoch = ctypes.c_uint64(1)
+    value = ctypes.c_size_t(0)
+    size = ctypes.c_size_t(ctypes.sizeof(value))
+    epoch_size = ctypes.c_size_t(ctypes.sizeof(epoch))
+    epoch_ref, value_ref, size_ref, epoch_size_ref = (ctypes.byref(epoch), ctypes.byref(value), ctypes.byref(size),
+                                                      ctypes.byref(epoch_size))
+
+    def read() -> int:
+        # stats are snapshots: bump the epoch to refresh them, then read stats.allocated
+        if mallctl(b"epoch", epoch_ref, epoch_size_ref, epoch_ref, ctypes.sizeof(epoch)) != 0:
+            raise OSError("mallctl('epoch') failed")
+        size.value = ctypes.sizeof(value)
+        if mallctl(b"stats.allocated", value_ref, size_ref, None, 0) != 0:
+            raise OSError("mallctl('stats.allocated') failed (jemalloc built without --enable-stats?)")
+        return value.value
+
+    try:
+        read()
+    except OSError as e:
+        return HeapReader(None, str(e))
+    return HeapReader("jemalloc stats.allocated", None, read)
+
+
+def _tcmalloc_reader() -> HeapReader:
+    fn = _process_symbol("MallocExtension_GetNumericProperty")
+    if fn is None:
+        return HeapReader(None, "tcmalloc in use but no MallocExtension_GetNumericProperty symbol")
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t)]
+    value = ctypes.c_size_t(0)
+    ref = ctypes.byref(value)
+
+    def read() -> int:
+        if not fn(b"generic.current_allocated_bytes", ref):
+            raise OSError("tcmalloc has no generic.current_allocated_bytes")
+        return value.value
+
+    try:
+        read()
+    except OSError as e:
+        return HeapReader(None, str(e))
+    return HeapReader("tcmalloc generic.current_allocated_bytes", None, read)
+
+
+HEAP_READERS: Dict[str, Callable[[], HeapReader]] = {
+    "glibc": _glibc_reader,
+    "jemalloc": _jemalloc_reader,
+    "tcmalloc": _tcmalloc_reader,
+}
+
+
+def heap_reader(in_use: Optional[str] = None) -> HeapReader:
+    """The heap reader of the allocator this process runs on (allocator_in_use(), or `in_use`)."""
+    in_use = in_use or allocator_in_use()
+    make = HEAP_READERS.get(in_use)
+    if make is None:
+        return HeapReader(None, f"no heap reader for allocator {in_use!r} (readers: {', '.join(HEAP_READERS)})")
+    return make()

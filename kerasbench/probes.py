@@ -10,12 +10,12 @@ stopped first, so the loop timer sits right around the loop and the GC-heavy obj
 everything. The order is the protocol's (after TensorFlow's memory_test_util), and figures depend on it:
 
   start (after the GC barrier):  objects before, graph-building seconds before, TF memory stats reset,
-                                 child GPU peaks cleared, GPU reset + baseline, baseline RSS, peak reset,
+                                 child GPU peaks cleared, GPU reset + baseline, baseline RSS, baseline heap, peak reset,
                                  loop timer
-  around each iteration:         t0 | iteration | t1, RSS, trace counters, TF1 graph ops, GPU reading
+  around each iteration:         t0 | iteration | t1, RSS, heap bytes + Python blocks, trace counters, TF1 graph ops, GPU reading
   stop (after the loop):         loop seconds, peak RSS, GPU peak, TF allocator peak, graph-building
                                  seconds after, GC barrier + objects after
-  after cleanup (teardown):      final RSS, final GPU reading
+  after cleanup (teardown):      final RSS, final heap, final GPU reading
 
 The readings themselves (rss_bytes, PeakTracker, live_objects, ...) are plain functions, also timed
 by kerasbench.overhead.
@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from . import _compat, counters, gpu
-from .allocators import malloc_trim
+from .allocators import HeapReader, heap_reader, malloc_trim
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
@@ -230,6 +231,66 @@ class RssProbe(Probe):
         return {"baseline_rss": self.baseline, "final_rss": self.final}
 
 
+class HeapProbe(Probe):
+    """Heap bytes in use (the allocator's own count) and Python's allocated blocks: baseline, per iteration, final.
+
+    RSS counts what the allocator holds from the OS, freed or not; the heap reading counts what the
+    program still holds, so a leak grows both and allocator retention grows RSS alone. The reader is
+    the running allocator's (allocators.heap_reader); where none can be read, the heap series is absent,
+    the heap fields are None and `heap_unavailable` says why. Python's blocks (sys.getallocatedblocks)
+    are always read: objects and buffers from pymalloc and the object allocator, whichever is under it.
+    """
+
+    SERIES = ("heap", "py_blocks")
+    FIELDS = ("heap_baseline", "heap_peak", "heap_final", "heap_source", "heap_unavailable",
+              "py_blocks_baseline", "py_blocks_final")
+
+    def __init__(self, context: ProbeContext, reader: Optional[HeapReader] = None):
+        super().__init__(context)
+        self.reader = reader if reader is not None else heap_reader()
+        self.unavailable = self.reader.unavailable
+        if self.reader.source is None:
+            self.SERIES = ("py_blocks",)  # no heap series at all: n/a, never zeros
+        self.baseline = self.final = None
+
+    def read(self) -> Optional[int]:
+        """Heap bytes in use now, or None once the reader failed (the reason kept for the record)."""
+        if self.reader.source is None or self.unavailable is not None:
+            return None
+        try:
+            return self.reader.read()
+        except OSError as e:
+            self.unavailable = f"{self.reader.source}: {e}"
+            return None
+
+    def start(self) -> None:
+        self.baseline = self.read()
+        self.py_baseline = sys.getallocatedblocks()
+
+    def after_iteration(self) -> None:
+        if "heap" in self.SERIES:
+            self.series["heap"].append(self.read())
+        self.series["py_blocks"].append(sys.getallocatedblocks())
+
+    def after_cleanup(self) -> None:
+        self.final = self.read()
+        self.py_final = sys.getallocatedblocks()
+
+    def fields(self) -> dict:
+        readings = [v for v in self.series.get("heap") or () if v is not None]
+        if self.baseline is not None:
+            readings.append(self.baseline)
+        return {
+            "heap_baseline": self.baseline,
+            "heap_peak": max(readings) if readings and self.unavailable is None else None,
+            "heap_final": self.final if self.unavailable is None else None,
+            "heap_source": self.reader.source,
+            "heap_unavailable": self.unavailable,
+            "py_blocks_baseline": self.py_baseline,
+            "py_blocks_final": self.py_final,
+        }
+
+
 TRACE_KINDS = {"train_traces": "train_step", "predict_traces": "predict_step", "function_traces": "function"}
 
 
@@ -407,6 +468,8 @@ PROBES = {
         ProbeKind("loop_timer", "wall time of each iteration and of the loop", LoopTimerProbe),
         ProbeKind("peak_rss", "peak RSS of the loop (VmHWM or a sampler)", PeakRssProbe),
         ProbeKind("rss", "RSS at the baseline, after each iteration, after cleanup", RssProbe),
+        ProbeKind("heap", "allocator heap bytes in use and Python's allocated blocks: baseline, per iteration, "
+                  "after cleanup", HeapProbe),
         ProbeKind("traces", "trace and model counters after each iteration and at the end", TraceProbe),
         ProbeKind("graph_ops", "operations in the TF1 default graph after each iteration", GraphOpsProbe,
                   on_request=True),

@@ -73,6 +73,8 @@ class Series(_SeriesFields, total=False):
     """Readings after each measured iteration (empty with probes off); probes may add series."""
 
     graph_ops: List[int]
+    heap: List[Optional[int]]  # allocator heap bytes in use (absent where no reader: see heap_unavailable)
+    py_blocks: List[int]  # sys.getallocatedblocks()
     gpu_alloc: List[Optional[int]]
     gpu_reserved: List[Optional[int]]
 
@@ -117,6 +119,13 @@ class Result(_ResultFields, total=False):
     gpu_reserved_source: Optional[str]
     child_gpu_alloc_peaks: List[Optional[int]]
     child_gpu_reserved_peaks: List[Optional[int]]
+    heap_baseline: Optional[int]
+    heap_peak: Optional[int]
+    heap_final: Optional[int]
+    heap_source: Optional[str]
+    heap_unavailable: Optional[str]
+    py_blocks_baseline: int
+    py_blocks_final: int
     timing: Timing
 
 

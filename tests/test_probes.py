@@ -63,7 +63,8 @@ RESULT_FIELDS = {
     "graph_build_seconds", "tf_alloc_peak", "child_peaks", "gpu_alloc_baseline", "gpu_alloc_peak", "gpu_alloc_final",
     "gpu_reserved_baseline", "gpu_reserved_peak", "gpu_reserved_final", "gpu_reserved_source",
     "child_gpu_alloc_peaks", "child_gpu_reserved_peaks", "train_traces", "predict_traces", "function_traces",
-    "models_built",
+    "models_built", "heap_baseline", "heap_peak", "heap_final", "heap_source", "heap_unavailable",
+    "py_blocks_baseline", "py_blocks_final",
 }
 
 
@@ -102,7 +103,8 @@ def test_probes_nest_like_context_managers(monkeypatch):
 
 def test_inactive_probes_leave_their_fields_none_and_add_no_series():
     stack = probes.ProbeStack(_cpu_context())
-    assert set(stack.probes) == {"loop_timer", "peak_rss", "rss", "traces", "child_peaks", "live_objects"}
+    assert set(stack.probes) == {"loop_timer", "peak_rss", "rss", "heap", "traces", "child_peaks",
+                                  "live_objects"}
     stack.start()
     stack.before_iteration()
     stack.after_iteration()
@@ -112,7 +114,8 @@ def test_inactive_probes_leave_their_fields_none_and_add_no_series():
     assert set(fields) == RESULT_FIELDS
     assert all(fields[k] is None for k in ("tf_alloc_peak", "graph_build_seconds", "gpu_alloc_peak",
                                            "gpu_reserved_source"))
-    assert set(stack.series) == {"seconds", "rss", "train_traces", "predict_traces", "function_traces"}
+    assert set(stack.series) == {"seconds", "rss", "heap", "py_blocks", "train_traces", "predict_traces",
+                                 "function_traces"}
     assert all(len(values) == 1 for values in stack.series.values())
 
 
