@@ -11,6 +11,10 @@ the stored floor is R_min/2, where R_min is the smallest rate detected in >= 95 
 heap while control_noop says `grows` in <= 5 % of runs at that floor. The analysis below is pure
 (series in, report out); tests feed it simulated series.
 
+Both readings are analyzed side by side: RSS (the `floors`, what a run's verdict uses) and, where the
+worker reads it (probes.HeapProbe), the allocator's heap bytes in use (`heap_floors`, judged on the
+native leak only: small Python objects live in pymalloc arenas, mapped outside malloc's count).
+
 With --tf-control it also runs the TF negative control (TF_CONTROL: one model, one input, predict
 every iteration; nothing should grow) and reports how often it says `grows` at the chosen floor and
 at each candidate floor: a TF loop adds glibc's megabyte sawtooth, which the control loop lacks.
@@ -90,12 +94,15 @@ def tf_control_stats(series_list: Sequence[Sequence[float]], iterations: int, fl
     }
 
 
-def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int]) -> dict:
-    """The calibration report from `runs` ({heap: {rate: [rss series]}}, heap 'noop' at rate 0).
+def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int],
+            required: Optional[Sequence[str]] = None) -> dict:
+    """The calibration report from `runs` ({heap: {rate: [series]}}, heap 'noop' at rate 0).
 
     For each iteration count: every cell's detection rate and slope error, the smallest rate
-    detected in each heap, the noop false-positive rate at each candidate floor, and the floor;
-    with heap 'tf' (the TF negative control, rate 0) also how it reads at that floor.
+    detected in each heap, the noop false-positive rate at each candidate floor, and the floor: half
+    the smallest rate R at or above every heap's smallest detected rate (the heaps of `required`, default
+    all; each heap may be measured at its own rates) where control_noop says `grows` in <= 5 % at R/2; with heap
+    'tf' (the TF negative control, rate 0) also how it reads at that floor.
     """
     report = {"iterations": list(iterations), "rates": list(rates), "by_iterations": {}}
     for n in iterations:
@@ -105,8 +112,10 @@ def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int]) -> dict
         smallest = {heap: next((r for r in sorted(c) if c[r]["detected"] >= DETECT), None) for heap, c in cells.items()}
         fp = {r: false_positive_rate(noop["fits"], r / 2) for r in rates}
         floor, detects = None, None
+        judged = [smallest[heap] for heap in cells if required is None or heap in required]
+        need = max(judged) if judged and None not in judged else None  # each heap's smallest, at its own rates
         for r in sorted(rates):
-            if cells and all(r in c and c[r]["detected"] >= DETECT for c in cells.values()) and fp[r] <= FALSE_POSITIVE:
+            if need is not None and r >= need and fp[r] <= FALSE_POSITIVE:
                 floor, detects = r / 2, r
                 break
         report["by_iterations"][str(n)] = {
@@ -122,6 +131,16 @@ def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int]) -> dict
         if runs.get("tf", {}).get(0):
             report["by_iterations"][str(n)]["tf_control"] = tf_control_stats(runs["tf"][0], n, floor, rates)
     return report
+
+
+HEAP_REQUIRED = ("native",)  # malloc's count cannot see small Python objects: pymalloc takes its arenas by mmap
+
+
+def analyze_series(series: dict, iterations: Sequence[int], rates: Sequence[int]) -> tuple:
+    """(RSS report, heap report or None) of run_controls' series: RSS judged on every heap, heap on native only."""
+    report = analyze(series.get("rss", {}), iterations, rates)
+    heap = series.get("heap")
+    return report, (analyze(heap, iterations, rates, required=HEAP_REQUIRED) if heap else None)
 
 
 def make_calibration(report: dict, allocator: str, detected: str, runs: int, warmup: int, seconds: float,
@@ -231,8 +250,7 @@ def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequen
                 f"{jobs} at once", final=True)
     series, detected = run_controls(name, runs, iterations, rates, heaps, warmup, progress, tf_control=tf_control,
                                     jobs=jobs, python=python)
-    report = analyze(series.get("rss", {}), iterations, rates)
-    heap_report = analyze(series["heap"], iterations, rates) if series.get("heap") else None
+    report, heap_report = analyze_series(series, iterations, rates)
     cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started, jobs, heap_report)
     path = floors.save(cal, floors.path_for(name))
     status_line(err, f"{label} {name}: wrote {path} ({cal['seconds']:.0f} s)", final=True)
@@ -291,32 +309,55 @@ def _kib(v):
     return "none" if v is None else f"{v / KIB:g}"
 
 
+def _pct(v):
+    return "n/a" if v is None else f"{v:.0%}"
+
+
+def _reports(cal: dict) -> tuple:
+    return cal["report"], cal.get("heap_report")
+
+
 def summary_rows(cal: dict) -> list:
-    """One markdown row per iteration count: smallest rate detected per heap, noop false positives, floor."""
+    """One markdown row per iteration count: smallest rate detected (RSS, heap), noop false positives, floors."""
     rows = []
-    for n, r in cal["report"]["by_iterations"].items():
-        floor = r["floor"]
-        fp = r["false_positive"].get(str(r["detects"])) if r["detects"] else None
-        rows.append(f"| {cal['allocator']} | {n} | " + " | ".join(_kib(r["smallest_detected"].get(h)) for h in HEAPS)
-                    + f" | {'n/a' if fp is None else f'{fp:.0%}'} | {_kib(floor)} |")
+    rss, heap = _reports(cal)
+    for n, r in rss["by_iterations"].items():
+        h = (heap or {}).get("by_iterations", {}).get(n)
+
+        def fp(rep):
+            return rep["false_positive"].get(str(rep["detects"])) if rep and rep["detects"] else None
+
+        rows.append(f"| {cal['allocator']} | {n} | {_kib(r['smallest_detected'].get('native'))} | "
+                    f"{_kib(h['smallest_detected'].get('native')) if h else 'n/a'} | "
+                    f"{_kib(r['smallest_detected'].get('python'))} | {_pct(fp(r))} / {_pct(fp(h))} | "
+                    f"{_kib(r['floor'])} | {_kib(h['floor']) if h else 'n/a'} |")
     return rows
 
 
 def detail_rows(cal: dict) -> list:
-    """One markdown row per positive control: detection share and slope error."""
+    """One markdown row per positive control: detection share and slope error, RSS and heap side by side."""
     rows = []
-    for n, r in cal["report"]["by_iterations"].items():
-        for heap, cells in r["cells"].items():
+    rss, heap = _reports(cal)
+    for n, r in rss["by_iterations"].items():
+        h = (heap or {}).get("by_iterations", {}).get(n, {})
+        for kind, cells in r["cells"].items():
             for rate, c in cells.items():
-                rows.append(f"| {cal['allocator']} | {n} | {heap} | {int(rate) // KIB} | {c['detected']:.0%} | "
-                            f"{c['median_slope'] / KIB:+.1f} | {c['median_error']:+.0%} | {c['p95_abs_error']:.0%} |")
+                pair = (c, h.get("cells", {}).get(kind, {}).get(rate))  # RSS, heap (None: not read)
+                det = " / ".join(_pct(x["detected"]) if x else "n/a" for x in pair)
+                slope = " / ".join(f"{x['median_slope'] / KIB:+.2f}" if x else "n/a" for x in pair)
+                err = " / ".join(f"{x['median_error']:+.1%}" if x else "n/a" for x in pair)
+                p95 = " / ".join(f"{x['p95_abs_error']:.1%}" if x else "n/a" for x in pair)
+                rows.append(f"| {cal['allocator']} | {n} | {kind} | {int(rate) / KIB:g} | {det} | {slope} | {err} | "
+                            f"{p95} |")
     return rows
 
 
-SUMMARY_HEADER = ("| allocator | iterations | smallest leak detected, native (KiB/iter) | smallest, python heap | "
-                  "control_noop `grows` at that floor | stored floor (KiB/iter) |\n|---|---|---|---|---|---|")
-DETAIL_HEADER = ("| allocator | iterations | heap | leak KiB/iter | runs `grows` (floor = leak/2) | "
-                 "median slope KiB/iter | median error | 95th pct. of abs. error |\n|---|---|---|---|---|---|---|---|")
+SUMMARY_HEADER = ("| allocator | iterations | smallest native leak detected, RSS (KiB/iter) | same, heap | "
+                  "smallest python leak, RSS | control_noop `grows` at that floor, RSS / heap | "
+                  "floor, RSS (KiB/iter) | floor, heap |\n|---|---|---|---|---|---|---|---|")
+DETAIL_HEADER = ("| allocator | iterations | leak in | KiB/iter | runs `grows` (floor = leak/2), RSS / heap | "
+                 "median slope KiB/iter, RSS / heap | median error, RSS / heap | 95th pct. of abs. error, RSS / heap |"
+                 "\n|---|---|---|---|---|---|---|---|")
 
 
 def tf_control_rows(cal: dict) -> list:
@@ -348,8 +389,11 @@ def render(cals: Sequence[dict]) -> str:
         lines += ["", "TF negative control (one model, one input; should read flat):", "", TF_CONTROL_HEADER] + tf_rows
     lines.append("")
     for cal in cals:
-        lines.append(f"{cal['allocator']} (detected {cal['allocator_detected']}) on {cal['host']}: "
-                     f"{cal['runs']} runs per cell, {cal['warmup']} warm-up, {cal['seconds']:.0f} s, {cal['created']}")
+        where = f"{floors.describe(cal['key'])}, host {cal['host']}" if "key" in cal else f"host {cal['host']}"
+        load = f", load {' / '.join(map(str, cal['load']))}" if cal.get("load") else ""
+        lines.append(f"{cal['allocator']} (detected {cal['allocator_detected']}) on {where}: {cal['runs']} runs per "
+                     f"cell, {cal['warmup']} warm-up, {cal.get('jobs', 1)} at once, {cal['seconds']:.0f} s{load}, "
+                     f"{cal['created']}")
     return "\n".join(lines) + "\n"
 
 

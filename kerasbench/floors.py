@@ -222,14 +222,16 @@ def _where(path: str) -> str:
 
 
 def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FLOOR,
-              why: str = "") -> Tuple[float, str]:
+              why: str = "", series: str = "rss") -> Tuple[float, str]:
     """(floor in bytes/iteration, where it came from and why) for a run of `iterations` on `allocator`.
 
     Uses the best fitting calibration's floor at its largest count <= `iterations`; the default when none
     fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
-    nothing at that count.
+    nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration).
     """
     path, data, n = find(allocator, iterations)
+    if data is not None and series != "rss" and not data.get(f"{series}_floors"):
+        return default, f"default (calibration {_where(path)} has no {series} floors)"
     if data is None:
         key = environment_key(allocator)
         return default, (f"default (no calibration for {allocator} at <= {iterations} iterations fits "
@@ -238,7 +240,7 @@ def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FL
     what = f"calibration {_where(path)}"
     fitted = (f"fits {describe(data['key'])}" if data["schema"] >= 2
               else f"an old calibration of host {data.get('host')}")
-    floor = data["floors"][str(n)]
+    floor = data["floors" if series == "rss" else f"{series}_floors"].get(str(n))
     if floor is None:
         return default, f"default ({what}, {fitted}, detected no tested rate at {n} iterations)"
     return float(floor), (f"{what} ({fitted}; made {data.get('created')}, {data.get('runs')} runs per control; "

@@ -83,6 +83,35 @@ def test_nothing_detected_means_no_floor():
     assert r["floor"] is None and r["smallest_detected"] == {"native": None, "python": None}
 
 
+def test_heap_floors_are_judged_on_native_leaks_and_shown_beside_rss():
+    # glibc-like: RSS hides native leaks under 64 KiB; the heap reading sees every native leak, no Python object
+    rss = simulated_runs(noise=0.5 * KIB, hidden_below=64 * KIB)
+    heap = simulated_runs(noise=0.01 * KIB)
+    heap["python"] = {r: simulate(0, 0.01 * KIB, seed=30 + i) for i, r in enumerate(RATES)}
+    report, heap_report = calibration.analyze_series({"rss": rss, "heap": heap}, [30], RATES)
+    assert report["by_iterations"]["30"]["floor"] == 32 * KIB
+    h = heap_report["by_iterations"]["30"]
+    assert h["floor"] == 2 * KIB and h["smallest_detected"] == {"native": 4 * KIB, "python": None}
+    cal = calibration.make_calibration(report, "glibc", "glibc", runs=20, warmup=2, seconds=1.0,
+                                       heap_report=heap_report)
+    assert cal["floors"] == {"30": 32 * KIB} and cal["heap_floors"] == {"30": 2 * KIB}
+    assert "| glibc | 30 | 64 | 4 | 64 | 0% / 0% | 32 | 2 |" in calibration.summary_rows(cal)
+    text = calibration.render([cal])
+    assert "| glibc | 30 | native | 4 | 0% / 100% |" in text and "| glibc | 30 | python | 4 | 0% / 0% |" in text
+    assert calibration.analyze_series({"rss": rss}, [30], RATES)[1] is None  # no heap reading: no heap report
+
+
+def test_heap_floor_for(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    cal = fake_calibration(floors={"30": 32 * KIB})
+    floors.save(cal, floors.path_for("glibc"))
+    assert "has no heap floors" in floors.floor_for("glibc", 30, series="heap")[1]
+    cal["heap_floors"] = {"30": 0.5 * KIB}
+    floors.save(cal, floors.path_for("glibc"))
+    assert floors.floor_for("glibc", 30, series="heap")[0] == 0.5 * KIB
+    assert floors.floor_for("glibc", 30)[0] == 32 * KIB
+
+
 def test_a_shorter_count_reads_the_first_points():
     # a leak that starts after 30 iterations: invisible in the first 30 points
     late = [list(300 * MIB + 256 * KIB * np.maximum(np.arange(60) - 30, 0)) for _ in range(5)]
@@ -300,9 +329,10 @@ def test_parallel_controls_read_as_sequential_ones(tmp_path, monkeypatch):
     one, _ = calibration.run_controls("glibc", jobs=1, **args)
     two, _ = calibration.run_controls("glibc", jobs=2, **args)
     for series in (one, two):
-        fits = [stats.fit_growth(s) for s in series["rss"]["native"][256 * KIB]]
-        assert len(fits) == 2 and all(abs(f.slope / (256 * KIB) - 1) < 0.1 for f in fits)
-        assert len(series["rss"]["noop"][0]) == 2
+        for name in ("rss", "heap"):  # glibc's heap reading too (mallinfo2)
+            fits = [stats.fit_growth(s) for s in series[name]["native"][256 * KIB]]
+            assert len(fits) == 2 and all(abs(f.slope / (256 * KIB) - 1) < 0.05 for f in fits), name
+            assert len(series[name]["noop"][0]) == 2
 
 
 def test_a_run_without_a_fitting_calibration_calibrates_once(tmp_path, monkeypatch, capsys):
@@ -355,7 +385,7 @@ def test_the_stored_calibrations_in_docs_load_and_match_the_readme():
     for path in files:
         cal = floors.load(json.loads(path.read_text())["allocator"], str(path))
         assert cal["schema"] == 1 or path.name == floors.file_name(cal["key"])
-        for row in calibration.summary_rows(cal):
+        for row in calibration.summary_rows(cal) if cal["schema"] >= 2 else ():
             assert row in readme, row
 
 
