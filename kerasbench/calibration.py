@@ -389,7 +389,7 @@ def render(cals: Sequence[dict]) -> str:
         lines += ["", "TF negative control (one model, one input; should read flat):", "", TF_CONTROL_HEADER] + tf_rows
     lines.append("")
     for cal in cals:
-        where = f"{floors.describe(cal['key'])}, host {cal['host']}" if "key" in cal else f"host {cal['host']}"
+        where = (f"{floors.describe(cal['key'], allocator=False)}, " if "key" in cal else "") + f"host {cal['host']}"
         load = f", load {' / '.join(map(str, cal['load']))}" if cal.get("load") else ""
         lines.append(f"{cal['allocator']} (detected {cal['allocator_detected']}) on {where}: {cal['runs']} runs per "
                      f"cell, {cal['warmup']} warm-up, {cal.get('jobs', 1)} at once, {cal['seconds']:.0f} s{load}, "

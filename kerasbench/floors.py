@@ -96,9 +96,9 @@ def environment_key(allocator: str) -> dict:
     }
 
 
-def describe(key: dict) -> str:
-    """A key as one phrase: 'glibc on glibc 2.36, x86_64 (4 KiB pages), Python 3.11'."""
-    return (f"{key.get('allocator')} on {key.get('library')}, {key.get('machine')} "
+def describe(key: dict, allocator: bool = True) -> str:
+    """A key as one phrase: 'glibc on glibc 2.36, x86_64 (4 KiB pages), Python 3.11' (without 'glibc on ')."""
+    return ((f"{key.get('allocator')} on " if allocator else "") + f"{key.get('library')}, {key.get('machine')} "
             f"({int(key.get('page_size') or 0) // 1024} KiB pages), Python {key.get('python')}")
 
 
