@@ -384,8 +384,8 @@ def test_the_stored_calibrations_in_docs_load_and_match_the_readme():
     assert files
     for path in files:
         cal = floors.load(json.loads(path.read_text())["allocator"], str(path))
-        assert cal["schema"] == 1 or path.name == floors.file_name(cal["key"])
-        for row in calibration.summary_rows(cal) if cal["schema"] >= 2 else ():
+        assert cal["schema"] == floors.SCHEMA and path.name == floors.file_name(cal["key"])
+        for row in calibration.summary_rows(cal):
             assert row in readme, row
 
 
