@@ -11,6 +11,10 @@ the stored floor is R_min/2, where R_min is the smallest rate detected in >= 95 
 heap while control_noop says `grows` in <= 5 % of runs at that floor. The analysis below is pure
 (series in, report out); tests feed it simulated series.
 
+Both readings are analyzed side by side: RSS (the `floors`, what a run's verdict uses) and, where the
+worker reads it (probes.HeapProbe), the allocator's heap bytes in use (`heap_floors`, judged on the
+native leak only: small Python objects live in pymalloc arenas, mapped outside malloc's count).
+
 With --tf-control it also runs the TF negative control (TF_CONTROL: one model, one input, predict
 every iteration; nothing should grow) and reports how often it says `grows` at the chosen floor and
 at each candidate floor: a TF loop adds glibc's megabyte sawtooth, which the control loop lacks.
@@ -30,7 +34,7 @@ import numpy as np
 from . import floors, stats
 from .console import status_line
 from .errors import UsageError
-from .files import check_writable
+from .files import check_writable, make_folder
 from .units import KIB
 
 DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected
@@ -90,12 +94,15 @@ def tf_control_stats(series_list: Sequence[Sequence[float]], iterations: int, fl
     }
 
 
-def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int]) -> dict:
-    """The calibration report from `runs` ({heap: {rate: [rss series]}}, heap 'noop' at rate 0).
+def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int],
+            required: Optional[Sequence[str]] = None) -> dict:
+    """The calibration report from `runs` ({heap: {rate: [series]}}, heap 'noop' at rate 0).
 
     For each iteration count: every cell's detection rate and slope error, the smallest rate
-    detected in each heap, the noop false-positive rate at each candidate floor, and the floor;
-    with heap 'tf' (the TF negative control, rate 0) also how it reads at that floor.
+    detected in each heap, the noop false-positive rate at each candidate floor, and the floor: half
+    the smallest rate R at or above every heap's smallest detected rate (the heaps of `required`, default
+    all; each heap may be measured at its own rates) where control_noop says `grows` in <= 5 % at R/2; with heap
+    'tf' (the TF negative control, rate 0) also how it reads at that floor.
     """
     report = {"iterations": list(iterations), "rates": list(rates), "by_iterations": {}}
     for n in iterations:
@@ -105,8 +112,10 @@ def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int]) -> dict
         smallest = {heap: next((r for r in sorted(c) if c[r]["detected"] >= DETECT), None) for heap, c in cells.items()}
         fp = {r: false_positive_rate(noop["fits"], r / 2) for r in rates}
         floor, detects = None, None
+        judged = [smallest[heap] for heap in cells if required is None or heap in required]
+        need = max(judged) if judged and None not in judged else None  # each heap's smallest, at its own rates
         for r in sorted(rates):
-            if cells and all(r in c and c[r]["detected"] >= DETECT for c in cells.values()) and fp[r] <= FALSE_POSITIVE:
+            if need is not None and r >= need and fp[r] <= FALSE_POSITIVE:
                 floor, detects = r / 2, r
                 break
         report["by_iterations"][str(n)] = {
@@ -124,23 +133,55 @@ def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int]) -> dict
     return report
 
 
-def make_calibration(report: dict, allocator: str, detected: str, runs: int, warmup: int, seconds: float) -> dict:
-    """The JSON stored per machine and allocator: the report plus what it was measured on."""
-    return {
+HEAP_REQUIRED = ("native",)  # malloc's count cannot see small Python objects: pymalloc takes its arenas by mmap
+
+
+def analyze_series(series: dict, iterations: Sequence[int], rates: Sequence[int]) -> tuple:
+    """(RSS report, heap report or None) of run_controls' series: RSS judged on every heap, heap on native only."""
+    report = analyze(series.get("rss", {}), iterations, rates)
+    heap = series.get("heap")
+    return report, (analyze(heap, iterations, rates, required=HEAP_REQUIRED) if heap else None)
+
+
+def make_calibration(report: dict, allocator: str, detected: str, runs: int, warmup: int, seconds: float,
+                     jobs: int = 1, heap_report: Optional[dict] = None) -> dict:
+    """The JSON stored per environment key (floors.KEY_FIELDS): the report plus what it was measured on."""
+    cal = {
         "schema": floors.SCHEMA,
-        "host": platform.node(),
+        "key": floors.environment_key(allocator),
+        "host": platform.node(),  # where it was made: information only, not part of the key
         "allocator": allocator,
         "allocator_detected": detected,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "runs": runs,
         "warmup": warmup,
+        "jobs": jobs,
         "seconds": round(seconds, 1),
+        "load": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "floors": {n: r["floor"] for n, r in report["by_iterations"].items()},
         "report": report,
     }
+    if heap_report is not None:
+        cal["heap_floors"] = {n: r["floor"] for n, r in heap_report["by_iterations"].items()}
+        cal["heap_report"] = heap_report
+    return cal
 
 
 # --- measuring ---------------------------------------------------------------------------------
+
+DEFAULT_COUNTS = (4, 8, 30, 40, 60)  # the profiles' counts (quick 4, default 8, full 40) and 30, 60
+DEFAULT_RATES_KIB = (4, 16, 64, 256)
+AUTO_RUNS = 10  # a run that finds no fitting calibration makes one: 10 runs per control (~1 minute on 2 cores)
+SERIES = ("rss", "heap")  # the readings a calibration analyzes, where the worker has them
+
+
+def usable_cores() -> int:
+    """How many CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
 
 def cells_for(rates: Sequence[int], heaps: Sequence[str], tf_control: bool = False) -> list:
     """(heap, strategy, rate) of every control to run: control_noop, then each heap's rates, then the TF control."""
@@ -150,35 +191,74 @@ def cells_for(rates: Sequence[int], heaps: Sequence[str], tf_control: bool = Fal
 
 def run_controls(allocator: str, runs: int, iterations: Sequence[int], rates: Sequence[int],
                  heaps: Sequence[str] = tuple(HEAPS), warmup: int = 2, progress: Optional[Callable[..., None]] = None,
-                 tf_control: bool = False) -> tuple:
-    """Run every control `runs` times in fresh workers on `allocator`; returns (series by cell, detected allocator).
+                 tf_control: bool = False, jobs: int = 1, python: str = "") -> tuple:
+    """Run every control `runs` times in fresh workers on `allocator`, `jobs` at once (runner.measure_pairs).
 
-    `progress(index, cells, heap, rate, run, runs)` is called before each worker starts.
-
-    With `tf_control`, the TF negative control too (cell 'tf', rate 0), last.
+    Returns ({series name: {heap: {rate: [series]}}}, detected allocator); series names are those of SERIES
+    the workers read. `progress(done, total, heap, rate)` is called as each worker ends. With `tf_control`, the
+    TF negative control too (cell 'tf', rate 0), last.
     """
-    from .runner import RunSpec, run_worker
+    from .runner import RunSpec, measure_pairs
 
     longest = max(iterations)
-    series, detected = {}, None
+    series: dict = {}
+    detected = None
     cells = cells_for(rates, heaps, tf_control)
-    for index, (heap, strategy, rate) in enumerate(cells, 1):
-        loop = TF_CONTROL[0] if heap == "tf" else "control"
-        spec = RunSpec(loop, strategy, iterations=longest, warmup=warmup, leak_bytes=rate or KIB,
-                       allocator=allocator, floor=0.0).validate()
-        for run in range(runs):
+    total, done = len(cells) * runs, 0
+    by_rate: dict = {}  # one measure_pairs call per leak size (the spec's leak_bytes): its cells × runs
+    for heap, strategy, rate in cells:
+        by_rate.setdefault((heap == "tf", rate), []).append((heap, strategy))
+    for (tf, rate), group in by_rate.items():
+        base = RunSpec("inference" if tf else "control", group[0][1], iterations=longest, warmup=warmup,
+                       leak_bytes=rate or KIB, allocator=allocator, floor=0.0, jobs=jobs, python=python).validate()
+        pairs = [(base.loop, strategy) for _, strategy in group for _ in range(runs)]
+        heap_of = {strategy: heap for heap, strategy in group}
+
+        def finished(rec, rate=rate, heap_of=heap_of):
+            nonlocal done, detected
+            if rec["status"] != "ok":
+                raise RuntimeError(f"{rec['loop']} × {rec['strategy']} at {rate // KIB} KiB {rec['status']}: "
+                                   f"{rec['reason']}")
+            done += 1
+            detected = rec["environment"]["allocator"]
+            for name, values in rec["repeats"][0]["result"]["series"].items():
+                if name in SERIES and values and all(v is not None for v in values):
+                    series.setdefault(name, {}).setdefault(heap_of[rec["strategy"]], {}).setdefault(
+                        rate, []).append(values)
             if progress:
-                progress(index, len(cells), heap, rate, run, runs)
-            outcome = run_worker(spec, repeat=run)
-            if outcome["status"] != "ok":
-                raise RuntimeError(f"{loop} × {strategy} at {rate // KIB} KiB {outcome['status']}: {outcome['reason']}")
-            detected = outcome["environment"]["allocator"]
-            series.setdefault(heap, {}).setdefault(rate, []).append(outcome["result"]["series"]["rss"])
+                progress(done, total, heap_of[rec["strategy"]], rate)
+
+        measure_pairs(base, pairs, lambda strategy: longest, finished=finished)
     return series, detected
 
 
+def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequence[int], heaps: Sequence[str],
+                  warmup: int, tf_control: bool, err: TextIO, jobs: int = 1, python: str = "",
+                  label: str = "calibrate") -> dict:
+    """Measure, analyze and store one allocator's calibration (in floors.path_for), progress on `err`."""
+    started = time.perf_counter()
+    cells = len(cells_for(rates, heaps, tf_control))
+
+    def progress(done, total, heap, rate):
+        elapsed = time.perf_counter() - started
+        what = " × ".join(TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
+        text = (f"{label} {name}: {done}/{total} workers ({what}), {elapsed:.0f} s, "
+                f"~{elapsed / done * (total - done):.0f} s left")
+        status_line(err, text, final=done == total, milestone=done % max(1, total // 10) == 0)
+
+    status_line(err, f"{label} {name}: {cells} controls × {runs} runs × {max(iterations)} iterations, "
+                f"{jobs} at once", final=True)
+    series, detected = run_controls(name, runs, iterations, rates, heaps, warmup, progress, tf_control=tf_control,
+                                    jobs=jobs, python=python)
+    report, heap_report = analyze_series(series, iterations, rates)
+    cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started, jobs, heap_report)
+    path = floors.save(cal, floors.path_for(name))
+    status_line(err, f"{label} {name}: wrote {path} ({cal['seconds']:.0f} s)", final=True)
+    return cal
+
+
 def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], rates: Sequence[int],
-              heaps: Sequence[str], warmup: int, tf_control: bool, err: TextIO) -> list:
+              heaps: Sequence[str], warmup: int, tf_control: bool, err: TextIO, jobs: int = 1) -> list:
     """`kerasbench calibrate`: measure, analyze and store each allocator's calibration, progress on `err`.
 
     The arguments are checked by the caller; this checks that the calibration can be stored (and TF imported
@@ -190,29 +270,37 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
         raise UsageError(f"Cannot write calibration to {floors.directory()}: {e.strerror}.") from None
     if tf_control and importlib.util.find_spec("tensorflow") is None:
         raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
-    check_writable(floors.path_for(allocators[0]))
-    cals = []
-    for name in allocators:
-        started = time.perf_counter()
-        cells = len(cells_for(rates, heaps, tf_control))
+    check_writable(floors.path_for(allocators[0]), "calibration")
+    return [calibrate_one(name, runs, iterations, rates, heaps, warmup, tf_control, err, jobs)
+            for name in allocators]
 
-        def progress(index, total, heap, rate, run, runs, name=name, started=started):
-            done = (index - 1) * runs + run
-            elapsed = time.perf_counter() - started
-            eta = f", ~{elapsed / done * (total * runs - done):.0f} s left" if done else ""
-            what = " × ".join(TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
-            text = f"calibrate {name}: [{index}/{total}] {what}, run {run + 1}/{runs}{eta}"
-            last = run + 1 == runs  # off a terminal: the first and last run of each control; the last of all ends it
-            status_line(err, text, final=last and index == total, milestone=run == 0 or last)
 
-        status_line(err, f"calibrate {name}: {cells} controls × {runs} runs × {max(iterations)} iterations", final=True)
-        series, detected = run_controls(name, runs, iterations, rates, heaps, warmup, progress, tf_control=tf_control)
-        report = analyze(series, iterations, rates)
-        cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started)
-        path = floors.save(cal, floors.path_for(name))
-        status_line(err, f"calibrate {name}: wrote {path}", final=True)
-        cals.append(cal)
-    return cals
+def ensure(allocator: str, iterations: int, err: TextIO, allowed: bool = True, jobs: Optional[int] = None,
+           python: str = "") -> Optional[str]:
+    """Before a run: make sure a calibration fits `allocator` at `iterations`, calibrating once if none does.
+
+    Returns None when one fits (found, or made now and cached in the user's folder), else why none was made
+    (one phrase, for the run table's floor line).
+    """
+    if floors.find(allocator, iterations)[1] is not None:
+        return None
+    if not allowed:
+        return "not calibrated: --no-calibrate or $" + floors.NO_CALIBRATE_VAR
+    try:
+        make_folder(floors.directory(), "calibration")
+        check_writable(floors.path_for(allocator), "calibration")
+    except UsageError as e:
+        return f"not calibrated: {str(e).rstrip('.')}"
+    counts = sorted(set(DEFAULT_COUNTS) | {iterations})
+    status_line(err, f"kerasbench: no calibration fits {floors.describe(floors.environment_key(allocator))} at "
+                f"<= {iterations} iterations: calibrating once (about a minute; cached in {floors.directory()}; "
+                "--no-calibrate skips it)", final=True)
+    try:
+        calibrate_one(allocator, AUTO_RUNS, counts, [r * KIB for r in DEFAULT_RATES_KIB], tuple(HEAPS), 2, False,
+                      err, jobs or usable_cores(), python, label="calibrating")
+    except RuntimeError as e:
+        return f"not calibrated: {e}"
+    return None
 
 
 # --- reporting ---------------------------------------------------------------------------------
@@ -221,32 +309,55 @@ def _kib(v):
     return "none" if v is None else f"{v / KIB:g}"
 
 
+def _pct(v):
+    return "n/a" if v is None else f"{v:.0%}"
+
+
+def _reports(cal: dict) -> tuple:
+    return cal["report"], cal.get("heap_report")
+
+
 def summary_rows(cal: dict) -> list:
-    """One markdown row per iteration count: smallest rate detected per heap, noop false positives, floor."""
+    """One markdown row per iteration count: smallest rate detected (RSS, heap), noop false positives, floors."""
     rows = []
-    for n, r in cal["report"]["by_iterations"].items():
-        floor = r["floor"]
-        fp = r["false_positive"].get(str(r["detects"])) if r["detects"] else None
-        rows.append(f"| {cal['allocator']} | {n} | " + " | ".join(_kib(r["smallest_detected"].get(h)) for h in HEAPS)
-                    + f" | {'n/a' if fp is None else f'{fp:.0%}'} | {_kib(floor)} |")
+    rss, heap = _reports(cal)
+    for n, r in rss["by_iterations"].items():
+        h = (heap or {}).get("by_iterations", {}).get(n)
+
+        def fp(rep):
+            return rep["false_positive"].get(str(rep["detects"])) if rep and rep["detects"] else None
+
+        rows.append(f"| {cal['allocator']} | {n} | {_kib(r['smallest_detected'].get('native'))} | "
+                    f"{_kib(h['smallest_detected'].get('native')) if h else 'n/a'} | "
+                    f"{_kib(r['smallest_detected'].get('python'))} | {_pct(fp(r))} / {_pct(fp(h))} | "
+                    f"{_kib(r['floor'])} | {_kib(h['floor']) if h else 'n/a'} |")
     return rows
 
 
 def detail_rows(cal: dict) -> list:
-    """One markdown row per positive control: detection share and slope error."""
+    """One markdown row per positive control: detection share and slope error, RSS and heap side by side."""
     rows = []
-    for n, r in cal["report"]["by_iterations"].items():
-        for heap, cells in r["cells"].items():
+    rss, heap = _reports(cal)
+    for n, r in rss["by_iterations"].items():
+        h = (heap or {}).get("by_iterations", {}).get(n, {})
+        for kind, cells in r["cells"].items():
             for rate, c in cells.items():
-                rows.append(f"| {cal['allocator']} | {n} | {heap} | {int(rate) // KIB} | {c['detected']:.0%} | "
-                            f"{c['median_slope'] / KIB:+.1f} | {c['median_error']:+.0%} | {c['p95_abs_error']:.0%} |")
+                pair = (c, h.get("cells", {}).get(kind, {}).get(rate))  # RSS, heap (None: not read)
+                det = " / ".join(_pct(x["detected"]) if x else "n/a" for x in pair)
+                slope = " / ".join(f"{x['median_slope'] / KIB:+.2f}" if x else "n/a" for x in pair)
+                err = " / ".join(f"{x['median_error']:+.1%}" if x else "n/a" for x in pair)
+                p95 = " / ".join(f"{x['p95_abs_error']:.1%}" if x else "n/a" for x in pair)
+                rows.append(f"| {cal['allocator']} | {n} | {kind} | {int(rate) / KIB:g} | {det} | {slope} | {err} | "
+                            f"{p95} |")
     return rows
 
 
-SUMMARY_HEADER = ("| allocator | iterations | smallest leak detected, native (KiB/iter) | smallest, python heap | "
-                  "control_noop `grows` at that floor | stored floor (KiB/iter) |\n|---|---|---|---|---|---|")
-DETAIL_HEADER = ("| allocator | iterations | heap | leak KiB/iter | runs `grows` (floor = leak/2) | "
-                 "median slope KiB/iter | median error | 95th pct. of abs. error |\n|---|---|---|---|---|---|---|---|")
+SUMMARY_HEADER = ("| allocator | iterations | smallest native leak detected, RSS (KiB/iter) | same, heap | "
+                  "smallest python leak, RSS | control_noop `grows` at that floor, RSS / heap | "
+                  "floor, RSS (KiB/iter) | floor, heap |\n|---|---|---|---|---|---|---|---|")
+DETAIL_HEADER = ("| allocator | iterations | leak in | KiB/iter | runs `grows` (floor = leak/2), RSS / heap | "
+                 "median slope KiB/iter, RSS / heap | median error, RSS / heap | 95th pct. of abs. error, RSS / heap |"
+                 "\n|---|---|---|---|---|---|---|---|")
 
 
 def tf_control_rows(cal: dict) -> list:
@@ -278,12 +389,15 @@ def render(cals: Sequence[dict]) -> str:
         lines += ["", "TF negative control (one model, one input; should read flat):", "", TF_CONTROL_HEADER] + tf_rows
     lines.append("")
     for cal in cals:
-        lines.append(f"{cal['allocator']} (detected {cal['allocator_detected']}) on {cal['host']}: "
-                     f"{cal['runs']} runs per cell, {cal['warmup']} warm-up, {cal['seconds']:.0f} s, {cal['created']}")
+        where = (f"{floors.describe(cal['key'], allocator=False)}, " if "key" in cal else "") + f"host {cal['host']}"
+        load = f", load {' / '.join(map(str, cal['load']))}" if cal.get("load") else ""
+        lines.append(f"{cal['allocator']} (detected {cal['allocator_detected']}) on {where}: {cal['runs']} runs per "
+                     f"cell, {cal['warmup']} warm-up, {cal.get('jobs', 1)} at once, {cal['seconds']:.0f} s{load}, "
+                     f"{cal['created']}")
     return "\n".join(lines) + "\n"
 
 
 def render_stored(allocators: Sequence[str]) -> str:
-    """The stored calibrations of `allocators` as `render` prints them, or a line saying there are none."""
+    """The best fitting stored calibration of each of `allocators` as `render` prints them, or a line saying none."""
     found = [cal for cal in (floors.load(name) for name in allocators) if cal]
-    return render(found) if found else f"no stored calibration in {floors.directory()}\n"
+    return render(found) if found else f"no stored calibration fits here (looked in {', '.join(floors.folders())})\n"

@@ -127,6 +127,13 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 
         base.python = python_for_tf(find_config(args.config), args.tf,
                                     lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
+    if base.floor is None:  # no floor given: a calibration must fit, else one is made now (or the table says why not)
+        from . import calibration, floors
+
+        why = calibration.ensure(base.allocator, base.iterations, sys.stderr,
+                                 allowed=not (args.no_calibrate or floors.no_calibrate()), python=base.python)
+        if why:
+            base.floor, base.floor_source = floors.floor_for(base.allocator, base.iterations, why=why)
     count = profile.iterations_for if iterations is None else (lambda strategy: iterations)
     records: list = []  # as the pairs finish; written and shown in the order they were named
     order = {pair: index for index, pair in reversed(list(enumerate(pairs)))}
@@ -375,7 +382,11 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     for h in heaps:
         if h not in calibration.HEAPS:
             raise unknown("heap", h, calibration.HEAPS)
-    cals = calibration.calibrate(names, args.runs, iterations, rates, heaps, args.warmup, args.tf_control, sys.stderr)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. "
+                         "Expected a positive integer.")
+    cals = calibration.calibrate(names, args.runs, iterations, rates, heaps, args.warmup, args.tf_control, sys.stderr,
+                                 jobs=args.jobs or calibration.usable_cores())
     out.write(calibration.render(cals))
     return 0
 
@@ -517,8 +528,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="cpu (GPUs hidden from TF) or gpu (skipped where TF sees none)")
     p.add_argument("--batch-size", type=int, default=32, help="batch size of stable-shape loops (default 32)")
     p.add_argument("--floor-kib", type=_number("floor-kib"), default=None,
-                   help="smallest growth called a leak, KiB/iteration (default: the allocator's stored calibration, "
-                   f"else {stats.DEFAULT_FLOOR // KIB})")
+                   help="smallest growth called a leak, KiB/iteration (default: a stored calibration that fits this "
+                   "allocator, library, machine and Python, else one made now, else "
+                   f"{stats.DEFAULT_FLOOR // KIB})")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="when no stored calibration fits, use the default floor rather than calibrating once "
+                   "(about a minute; also $KERASBENCH_NO_CALIBRATE=1)")
     p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
     p.add_argument("--memory-cap", type=_size(MIN_MEMORY_CAP),
@@ -625,8 +640,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allocator", default=DEFAULT_ALLOCATOR,
                    help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")
     p.add_argument("--runs", type=int, default=20, help="fresh workers per control and rate (default 20)")
-    p.add_argument("--iterations", default="30,60", help="comma list of iteration counts (default 30,60)")
+    p.add_argument("--iterations", default="4,8,30,40,60",
+                   help="comma list of iteration counts (default 4,8,30,40,60: the profiles' counts, 30 and 60; "
+                   "shorter counts read the first points of the longest, at no cost)")
     p.add_argument("--rates-kib", default="4,16,64,256", help="leak rates, KiB/iteration (default 4,16,64,256)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="control workers at once (default: the usable cores)")
     p.add_argument("--heaps", default="native,python", help="native, python or both (default)")
     p.add_argument("--warmup", type=int, default=2, help="warm-up iterations per worker (default 2)")
     p.add_argument("--tf-control", action="store_true",

@@ -125,6 +125,8 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
     n = record["spec"]["iterations"]
     side["per_repeat"] = [spec.per_repeat(r, n) for r in results] if spec.per_repeat else None
     floor = record["summary"].get("floor") or stats.DEFAULT_FLOOR
+    if isinstance(rule, SlopeCI) and rule.series == "heap":  # the heap's own floor (records before it: the RSS one)
+        floor = record["summary"].get("heap_floor") or floor
     if isinstance(rule, SlopeCI):
         fit, verdict = growth_fit(results, floor, rule.series)
         kind = record["summary"].get("growth_kind")  # what grew (stats.growth_kind), named beside the verdict

@@ -144,6 +144,10 @@ def run_table(records: list) -> str:
               for r in records if r["summary"].get("floor") is not None}
     for floor, source in floors:
         lines.append(f"floor {floor / KIB:g} KiB/iteration, from {source}")
+    heap_floors = {(r["summary"]["heap_floor"], r["summary"].get("heap_floor_source") or "given"): None
+                   for r in records if r["summary"].get("heap_floor") is not None and r["summary"].get("heap_verdict")}
+    for floor, source in heap_floors:
+        lines.append(f"heap floor {floor / KIB:g} KiB/iteration, from {source}")
     notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, "
               f"but the worker ran on {r['allocator']['detected']}"
               for r in records if not r.get("allocator", {}).get("matches", True)]

@@ -1,36 +1,125 @@
 """Stored calibrations and the floor a run is judged with.
 
-`kerasbench calibrate` (kerasbench.calibration) measures which leak rates this machine and
-allocator can detect and stores the result here, one JSON file per host and allocator; every
-measurement then reads its floor (the smallest growth per iteration called a leak) from the file
-that fits, else the default. This module only reads and writes those files: it runs nothing.
+`kerasbench calibrate` (kerasbench.calibration) measures which leak rates an allocator can detect and
+stores the result here, one JSON file per *environment key*: the allocator, its library's version (glibc
+2.36, gperftools 2.10, jemalloc 5.3.0), the machine architecture and page size (RSS is counted in pages)
+and the Python version (pymalloc's arenas). A calibration fits a run when its key equals the run's and it
+covers the run's iteration count (a count <= the run's). The host name is not part of the key: a fresh
+install on another machine with the same key uses the calibrations shipped in docs/calibration/.
+
+Where a run looks, in order: the user's folder ($KERASBENCH_CALIBRATION, else
+~/.cache/kerasbench/calibration), an old host-keyed file there (schema 1: <host>-<allocator>.json), then
+the shipped folder. This module only reads and writes those files: it runs nothing (calibration.ensure
+measures when nothing fits).
 """
 
+import functools
 import json
 import os
 import platform
-from typing import Any, Optional, Tuple
+import re
+import subprocess
+import sys
+from typing import Any, List, Optional, Tuple
 
 from . import stats
 from .errors import UsageError
 from .files import check_readable, make_folder, write_json
 
-ENV_VAR = "KERASBENCH_CALIBRATION"  # a folder of <host>-<allocator>.json files
-SCHEMA = 1
+ENV_VAR = "KERASBENCH_CALIBRATION"  # the user's folder of calibrations (read first, and written)
+NO_CALIBRATE_VAR = "KERASBENCH_NO_CALIBRATE"  # set (to anything but 0/empty): never calibrate on the fly
+SCHEMA = 2  # 2: keyed by environment (KEY_FIELDS); 1: keyed by host name (still loads)
+SCHEMAS = (1, 2)
+KEY_FIELDS = ("allocator", "library", "machine", "page_size", "python")
+SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "calibration")
 
 
 def directory() -> str:
-    """Where calibrations live: $KERASBENCH_CALIBRATION, else ~/.cache/kerasbench/calibration."""
+    """The user's calibrations: $KERASBENCH_CALIBRATION, else ~/.cache/kerasbench/calibration."""
     if os.environ.get(ENV_VAR):
         return os.environ[ENV_VAR]
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(cache, "kerasbench", "calibration")
 
 
-def path_for(allocator: str, host: Optional[str] = None) -> str:
-    """The calibration file of `allocator` on `host` (this machine by default)."""
-    return os.path.join(directory(), f"{host or platform.node() or 'machine'}-{allocator}.json")
+def folders() -> List[str]:
+    """Where calibrations are looked for, in order: the user's folder, then the shipped one (if different)."""
+    mine = directory()
+    return [mine] + ([SHIPPED] if os.path.abspath(SHIPPED) != os.path.abspath(mine) else [])
 
+
+# --- the environment key -----------------------------------------------------------------------------
+
+# In a process with the allocator preloaded, print its version (the parent never loads another malloc).
+_VERSION_CODE = """
+import ctypes, sys
+lib = ctypes.CDLL(None)
+if sys.argv[1] == "tcmalloc":
+    lib.tc_version.restype = ctypes.c_char_p
+    print(lib.tc_version(None, None, None).decode())
+else:
+    p, n = ctypes.c_char_p(), ctypes.c_size_t(ctypes.sizeof(ctypes.c_char_p))
+    print("jemalloc " + p.value.decode().split("-")[0] if lib.mallctl(b"version", ctypes.byref(p), ctypes.byref(n),
+          None, 0) == 0 else "jemalloc ?")
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def library(allocator: str) -> str:
+    """The allocator library's name and version as the worker will run it, e.g. 'glibc 2.36', 'gperftools 2.10'."""
+    from . import allocators
+
+    a = allocators.get_allocator(allocator)
+    if not a.preload:
+        try:
+            return os.confstr("CS_GNU_LIBC_VERSION") or "libc ?"
+        except (ValueError, OSError):
+            return "libc ?"
+    env = allocators.apply_env(allocator, dict(os.environ))
+    try:
+        out = subprocess.run([sys.executable, "-S", "-c", _VERSION_CODE, a.detects], env=env, capture_output=True,
+                             text=True, timeout=30)
+        text = out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        text = ""
+    return text or f"{a.detects} ? ({os.path.basename(os.path.realpath(a.preload))})"
+
+
+def environment_key(allocator: str) -> dict:
+    """What a calibration of `allocator` must share with this machine to fit (KEY_FIELDS)."""
+    return {
+        "allocator": allocator,
+        "library": library(allocator),
+        "machine": platform.machine() or "?",
+        "page_size": os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096,
+        "python": "%d.%d" % sys.version_info[:2],
+    }
+
+
+def describe(key: dict, allocator: bool = True) -> str:
+    """A key as one phrase: 'glibc on glibc 2.36, x86_64 (4 KiB pages), Python 3.11' (without 'glibc on ')."""
+    return ((f"{key.get('allocator')} on " if allocator else "") + f"{key.get('library')}, {key.get('machine')} "
+            f"({int(key.get('page_size') or 0) // 1024} KiB pages), Python {key.get('python')}")
+
+
+def file_name(key: dict) -> str:
+    """The stored file's name for `key`: e.g. glibc-glibc_2.36-x86_64-py3.11.json."""
+    lib = re.sub(r"[^A-Za-z0-9.]+", "_", key["library"]).strip("_")
+    pages = "" if key["page_size"] == 4096 else f"-{key['page_size'] // 1024}k"
+    return f"{key['allocator']}-{lib}-{key['machine']}{pages}-py{key['python']}.json"
+
+
+def path_for(allocator: str) -> str:
+    """Where `kerasbench calibrate` stores the calibration of `allocator` on this machine (the user's folder)."""
+    return os.path.join(directory(), file_name(environment_key(allocator)))
+
+
+def legacy_path(allocator: str) -> str:
+    """Where schema-1 calibrations were stored: <user's folder>/<host>-<allocator>.json."""
+    return os.path.join(directory(), f"{platform.node() or 'machine'}-{allocator}.json")
+
+
+# --- reading and writing -----------------------------------------------------------------------------
 
 def save(calibration: dict, path: str) -> str:
     """Write `calibration` to `path` atomically (its folder made if missing)."""
@@ -38,9 +127,8 @@ def save(calibration: dict, path: str) -> str:
     return write_json(path, calibration, "calibration")
 
 
-def load(allocator: str, path: Optional[str] = None) -> Optional[dict]:
-    """The stored calibration of `allocator` here, None if there is none; UsageError if the file is bad."""
-    path = path or path_for(allocator)
+def read(path: str, allocator: str) -> Optional[dict]:
+    """The calibration of `allocator` in the file `path`, None if there is no such file; UsageError if it is bad."""
     if os.path.lexists(path):
         check_readable(path, "calibration file {path}")  # a FIFO would hang every run
     try:
@@ -59,10 +147,12 @@ def load(allocator: str, path: Optional[str] = None) -> Optional[dict]:
 
 
 def _problem(data: Any, allocator: str) -> Optional[str]:
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        return f"expected a JSON object with schema {SCHEMA}"
+    if not isinstance(data, dict) or data.get("schema") not in SCHEMAS:
+        return f"expected a JSON object with schema {' or '.join(map(str, SCHEMAS))}"
     if data.get("allocator") != allocator:
         return f"it is for allocator {data.get('allocator')!r}, not {allocator!r}"
+    if data["schema"] >= 2 and not (isinstance(data.get("key"), dict) and set(KEY_FIELDS) <= set(data["key"])):
+        return f"no environment key ({', '.join(KEY_FIELDS)})"
     floors = data.get("floors")
     if not isinstance(floors, dict) or not floors:
         return "no floors"
@@ -72,21 +162,86 @@ def _problem(data: Any, allocator: str) -> Optional[str]:
     return None
 
 
-def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FLOOR) -> Tuple[float, str]:
-    """(floor in bytes/iteration, where it came from) for a run of `iterations` on `allocator`.
+def candidates(allocator: str) -> List[Tuple[str, dict]]:
+    """Every calibration that fits `allocator` here, best first: (path, calibration).
 
-    Uses the stored floor of the largest calibrated iteration count <= `iterations` (else the
-    smallest count); the default when there is no calibration or it detected nothing at that count.
+    The user's folder first (its keyed files, then an old host-keyed one), then the shipped folder. Files of
+    other allocators are not opened; a bad file of this allocator is a UsageError naming it.
     """
-    path = path_for(allocator)
-    data = load(allocator, path)
+    key = environment_key(allocator)
+    found = []
+    for index, folder in enumerate(folders()):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".json") and name.startswith(allocator + "-"):
+                path = os.path.join(folder, name)
+                data = read(path, allocator)
+                if data and data["schema"] >= 2 and all(data["key"].get(k) == key[k] for k in KEY_FIELDS):
+                    found.append((path, data))
+        if index == 0:
+            old = read(legacy_path(allocator), allocator) if os.path.lexists(legacy_path(allocator)) else None
+            if old and old["schema"] == 1:  # made on this host by an earlier kerasbench
+                found.append((legacy_path(allocator), old))
+    return found
+
+
+def covers(calibration: dict, iterations: int) -> Optional[int]:
+    """The calibrated count a run of `iterations` uses (the largest <= it), None if every count is larger."""
+    counts = [int(n) for n in calibration["floors"] if int(n) <= iterations]
+    return max(counts) if counts else None
+
+
+def find(allocator: str, iterations: int) -> Tuple[Optional[str], Optional[dict], Optional[int]]:
+    """(path, calibration, count) of the best calibration fitting `allocator` at `iterations`; Nones if none."""
+    for path, data in candidates(allocator):
+        n = covers(data, iterations)
+        if n is not None:
+            return path, data, n
+    return None, None, None
+
+
+def load(allocator: str, path: Optional[str] = None) -> Optional[dict]:
+    """The calibration in `path`, or the best one fitting `allocator` here (any count); None if there is none."""
+    if path is not None:
+        return read(path, allocator)
+    found = candidates(allocator)
+    return found[0][1] if found else None
+
+
+def no_calibrate() -> bool:
+    """Whether $KERASBENCH_NO_CALIBRATE forbids calibrating on the fly."""
+    return os.environ.get(NO_CALIBRATE_VAR, "") not in ("", "0")
+
+
+def _where(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home):] if home not in ("", "/") and path.startswith(home + os.sep) else path
+
+
+def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FLOOR,
+              why: str = "", series: str = "rss") -> Tuple[float, str]:
+    """(floor in bytes/iteration, where it came from and why) for a run of `iterations` on `allocator`.
+
+    Uses the best fitting calibration's floor at its largest count <= `iterations`; the default when none
+    fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
+    nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration).
+    """
+    path, data, n = find(allocator, iterations)
+    if data is not None and series != "rss" and not data.get(f"{series}_floors"):
+        return default, f"default (calibration {_where(path)} has no {series} floors)"
     if data is None:
-        return default, f"default (no calibration for {allocator} at {path})"
-    counts = sorted(int(n) for n in data["floors"])
-    n = max([c for c in counts if c <= iterations] or counts[:1])
-    floor = data["floors"][str(n)]
+        key = environment_key(allocator)
+        return default, (f"default (no calibration for {allocator} at <= {iterations} iterations fits "
+                         f"{describe(key)}; looked in {', '.join(_where(f) for f in folders())}"
+                         + (f"; {why}" if why else "") + ")")
+    what = f"calibration {_where(path)}"
+    fitted = (f"fits {describe(data['key'])}" if data["schema"] >= 2
+              else f"an old calibration of host {data.get('host')}")
+    floor = data["floors" if series == "rss" else f"{series}_floors"].get(str(n))
     if floor is None:
-        return default, f"default (calibration {path} detected no tested rate at {n} iterations)"
-    return float(floor), f"calibration {path} ({n} iterations)"
-
-
+        return default, f"default ({what}, {fitted}, detected no tested rate at {n} iterations)"
+    return float(floor), (f"{what} ({fitted}; made {data.get('created')}, {data.get('runs')} runs per control; "
+                          f"{n} iterations)")

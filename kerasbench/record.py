@@ -238,7 +238,9 @@ class Summary(_SummaryFields, total=False):
     """Every metric of kerasbench.metrics.METRICS (None where a probe does not apply), the verdict and its floor."""
 
     floor_source: str
-    heap_verdict: Optional[Verdict]  # the heap series' verdict at the same floor; None where the heap was not read
+    heap_floor: float  # bytes/iteration: the heap series' floor (its own calibration: the heap is quieter than RSS)
+    heap_floor_source: str
+    heap_verdict: Optional[Verdict]  # the heap series' verdict at heap_floor; None where the heap was not read
     growth_kind: Optional[GrowthKind]  # what grew (stats.GROWTH_KINDS); None where the heap was not read
 
 
@@ -288,13 +290,14 @@ _OPEN = {"Result", "Series", "Timing", "Environment"}
 GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
 
 
-def judging_floor(spec: Any) -> Tuple[float, str]:
-    """(floor, where it came from) of a runner.RunSpec: as given, else its allocator's calibration, else the default."""
+def judging_floor(spec: Any, series: str = "rss") -> Tuple[float, str]:
+    """(floor, where it came from) of a runner.RunSpec's `series` ("rss" or "heap"): as given, else its allocator's
+    calibration of that series, else the default."""
     if spec.floor is not None:
         return spec.floor, spec.floor_source or GIVEN_FLOOR
     from . import floors
 
-    return floors.floor_for(spec.allocator, spec.iterations)
+    return floors.floor_for(spec.allocator, spec.iterations, series=series)
 
 
 def summarize(repeats: Sequence[Repeat], spec: Any) -> Summary:
@@ -313,7 +316,9 @@ def summarize(repeats: Sequence[Repeat], spec: Any) -> Summary:
             summary.update(p_trend=fit.p_trend, verdict=stats.verdict(fit, floor))
         return summary
     fit, verdict = growth_fit(results, floor)
-    heap = heap_fit(results, floor)
+    heap_floor, heap_floor_source = judging_floor(spec, "heap")  # the heap reading is far quieter than RSS
+    summary.update(heap_floor=heap_floor, heap_floor_source=heap_floor_source)
+    heap = heap_fit(results, heap_floor)
     summary.update({m.name: m.value(results, spec.iterations, fit, heap and heap[0]) for m in METRICS.values()})
     heap_verdict = heap[1] if heap else None
     summary.update(p_trend=fit.p_trend, verdict=verdict, heap_verdict=heap_verdict,

@@ -14,8 +14,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _no_stored_calibration(tmp_path_factory, monkeypatch):
-    """Every test starts with an empty calibration folder: this machine's stored floors must not leak in."""
+    """Every test starts with empty calibration folders and never calibrates on the fly (stored floors stay out)."""
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path_factory.mktemp("calibration")))
+    monkeypatch.setattr("kerasbench.floors.SHIPPED", str(tmp_path_factory.mktemp("shipped")))  # docs/calibration
+    monkeypatch.setenv("KERASBENCH_NO_CALIBRATE", "1")  # a run without a fitting calibration would calibrate (~1 min)
     monkeypatch.delenv("KERASBENCH_ALLOCATOR", raising=False)
 
 

@@ -83,6 +83,35 @@ def test_nothing_detected_means_no_floor():
     assert r["floor"] is None and r["smallest_detected"] == {"native": None, "python": None}
 
 
+def test_heap_floors_are_judged_on_native_leaks_and_shown_beside_rss():
+    # glibc-like: RSS hides native leaks under 64 KiB; the heap reading sees every native leak, no Python object
+    rss = simulated_runs(noise=0.5 * KIB, hidden_below=64 * KIB)
+    heap = simulated_runs(noise=0.01 * KIB)
+    heap["python"] = {r: simulate(0, 0.01 * KIB, seed=30 + i) for i, r in enumerate(RATES)}
+    report, heap_report = calibration.analyze_series({"rss": rss, "heap": heap}, [30], RATES)
+    assert report["by_iterations"]["30"]["floor"] == 32 * KIB
+    h = heap_report["by_iterations"]["30"]
+    assert h["floor"] == 2 * KIB and h["smallest_detected"] == {"native": 4 * KIB, "python": None}
+    cal = calibration.make_calibration(report, "glibc", "glibc", runs=20, warmup=2, seconds=1.0,
+                                       heap_report=heap_report)
+    assert cal["floors"] == {"30": 32 * KIB} and cal["heap_floors"] == {"30": 2 * KIB}
+    assert "| glibc | 30 | 64 | 4 | 64 | 0% / 0% | 32 | 2 |" in calibration.summary_rows(cal)
+    text = calibration.render([cal])
+    assert "| glibc | 30 | native | 4 | 0% / 100% |" in text and "| glibc | 30 | python | 4 | 0% / 0% |" in text
+    assert calibration.analyze_series({"rss": rss}, [30], RATES)[1] is None  # no heap reading: no heap report
+
+
+def test_heap_floor_for(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    cal = fake_calibration(floors={"30": 32 * KIB})
+    floors.save(cal, floors.path_for("glibc"))
+    assert "has no heap floors" in floors.floor_for("glibc", 30, series="heap")[1]
+    cal["heap_floors"] = {"30": 0.5 * KIB}
+    floors.save(cal, floors.path_for("glibc"))
+    assert floors.floor_for("glibc", 30, series="heap")[0] == 0.5 * KIB
+    assert floors.floor_for("glibc", 30)[0] == 32 * KIB
+
+
 def test_a_shorter_count_reads_the_first_points():
     # a leak that starts after 30 iterations: invisible in the first 30 points
     late = [list(300 * MIB + 256 * KIB * np.maximum(np.arange(60) - 30, 0)) for _ in range(5)]
@@ -106,7 +135,9 @@ def test_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
     cal = fake_calibration()
     path = floors.save(cal, floors.path_for("glibc"))
-    assert os.path.dirname(path) == str(tmp_path) and path.endswith("-glibc.json")
+    assert os.path.dirname(path) == str(tmp_path)
+    assert os.path.basename(path) == floors.file_name(floors.environment_key("glibc"))
+    assert os.path.basename(path).startswith("glibc-glibc_") and "-py3." in path  # keyed, not by host
     assert [p for p in os.listdir(tmp_path)] == [os.path.basename(path)]  # no temp file left behind
     assert floors.load("glibc") == json.loads(json.dumps(cal))
     assert floors.load("tcmalloc") is None
@@ -116,14 +147,55 @@ def test_round_trip(tmp_path, monkeypatch):
 def test_floor_for_picks_the_count(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
     assert floors.floor_for("glibc", 30)[0] == stats.DEFAULT_FLOOR
-    assert "default (no calibration" in floors.floor_for("glibc", 30)[1]
+    source = floors.floor_for("glibc", 30)[1]
+    assert "default (no calibration for glibc at <= 30 iterations fits glibc on glibc" in source
+    assert str(tmp_path) in floors.floor_for("glibc", 30)[1]  # says where it looked
     floors.save(fake_calibration(floors={"30": 128 * KIB, "60": 32 * KIB, "100": None}), floors.path_for("glibc"))
-    assert floors.floor_for("glibc", 10)[0] == 128 * KIB  # fewer than calibrated: the smallest count's
+    floor, source = floors.floor_for("glibc", 10)  # fewer than calibrated: it does not cover the run
+    assert floor == stats.DEFAULT_FLOOR and "no calibration for glibc at <= 10 iterations" in source
     assert floors.floor_for("glibc", 45)[0] == 128 * KIB
     floor, source = floors.floor_for("glibc", 60)
-    assert floor == 32 * KIB and "calibration" in source and "(60 iterations)" in source
+    assert floor == 32 * KIB and "calibration" in source and "60 iterations)" in source and "fits glibc on" in source
     floor, source = floors.floor_for("glibc", 500)
     assert floor == stats.DEFAULT_FLOOR and "detected no tested rate at 100" in source
+
+
+def test_a_calibration_fits_by_key_not_host(tmp_path, monkeypatch):
+    shipped = tmp_path / "shipped"
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path / "mine"))
+    monkeypatch.setattr(floors, "SHIPPED", str(shipped))
+    key = floors.environment_key("glibc")
+    other = fake_calibration(floors={"30": 16 * KIB})
+    other.update(host="another-machine", key={**key, "library": "glibc 2.17"})  # another glibc: does not fit
+    floors.save(other, str(shipped / floors.file_name(other["key"])))
+    assert floors.floor_for("glibc", 30)[0] == stats.DEFAULT_FLOOR
+    same = fake_calibration(floors={"30": 8 * KIB})
+    same["host"] = "another-machine"  # made elsewhere, same key: fits here
+    floors.save(same, str(shipped / floors.file_name(key)))
+    floor, source = floors.floor_for("glibc", 30)
+    assert floor == 8 * KIB and str(shipped) in source
+    mine = fake_calibration(floors={"30": 2 * KIB})  # the user's own folder comes first
+    floors.save(mine, floors.path_for("glibc"))
+    assert floors.floor_for("glibc", 30)[0] == 2 * KIB
+    found = [p for p, _ in floors.candidates("glibc")]
+    assert found == [floors.path_for("glibc"), str(shipped / floors.file_name(key))]
+    assert floors.candidates("glibc_trim") == []  # glibc-*.json is not glibc_trim's
+
+
+def test_an_old_host_keyed_file_still_loads(tmp_path, monkeypatch):
+    import pathlib
+    import shutil
+
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    old = pathlib.Path(__file__).resolve().parent / "fixtures" / "calibration-schema1-glibc.json"
+    data = json.loads(old.read_text())
+    assert data["schema"] == 1 and "key" not in data
+    shutil.copy(old, floors.legacy_path("glibc"))
+    assert floors.load("glibc", floors.legacy_path("glibc"))["floors"] == data["floors"]
+    if data["host"] == __import__("platform").node():  # made on this host: it is this host's calibration
+        floor, source = floors.floor_for("glibc", 30)
+        assert floor == data["floors"]["30"] and "an old calibration of host" in source
+    assert calibration.summary_rows(data)  # and it renders
 
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"schema": 1, "allocator": "glibc"}',
@@ -238,15 +310,56 @@ def test_calibrate_bad_input_is_one_line_exit_2(argv, needle, capsys):
 
 def test_calibrate_measures_stores_and_shows(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    code, text = call(["calibrate", "--runs", "2", "--iterations", "5,8", "--rates-kib", "512", "--heaps", "native"])
+    code, text = call(["calibrate", "--runs", "2", "--iterations", "5,8", "--rates-kib", "512", "--heaps", "native",
+                       "--jobs", "2"])
     assert code == 0 and "| glibc | 8 | 512 |" in text
     err = capsys.readouterr().err
-    assert "run 2/2" in err and "wrote" in err  # progress on stderr
+    assert "4/4 workers" in err and "2 at once" in err and "wrote" in err  # progress on stderr
     cal = floors.load("glibc")
-    assert cal["runs"] == 2 and set(cal["floors"]) == {"5", "8"}
+    assert cal["runs"] == 2 and set(cal["floors"]) == {"5", "8"} and cal["jobs"] == 2
+    assert cal["key"] == floors.environment_key("glibc")
     assert cal["floors"]["8"] == 256 * KIB  # a 512 KiB/iteration leak is seen at once
     code, shown = call(["calibrate", "--show"])
     assert code == 0 and "| glibc | 8 |" in shown
+
+
+def test_parallel_controls_read_as_sequential_ones(tmp_path, monkeypatch):
+    # the controls' series do not depend on how many workers run at once: the same slopes at jobs 1 and 2
+    args = dict(runs=2, iterations=[12], rates=[256 * KIB], heaps=["native"], warmup=1)
+    one, _ = calibration.run_controls("glibc", jobs=1, **args)
+    two, _ = calibration.run_controls("glibc", jobs=2, **args)
+    for series in (one, two):
+        for name in ("rss", "heap"):  # glibc's heap reading too (mallinfo2)
+            fits = [stats.fit_growth(s) for s in series[name]["native"][256 * KIB]]
+            assert len(fits) == 2 and all(abs(f.slope / (256 * KIB) - 1) < 0.05 for f in fits), name
+            assert len(series[name]["noop"][0]) == 2
+
+
+def test_a_run_without_a_fitting_calibration_calibrates_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    monkeypatch.delenv("KERASBENCH_NO_CALIBRATE")
+    monkeypatch.setattr(calibration, "DEFAULT_COUNTS", (6,))  # small and quick: 2 runs, one big leak
+    monkeypatch.setattr(calibration, "DEFAULT_RATES_KIB", (512,))
+    monkeypatch.setattr(calibration, "AUTO_RUNS", 2)
+    argv = ["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "6"]
+    code, text = call(argv)
+    err = capsys.readouterr().err
+    assert code == 0 and "no calibration fits glibc on" in err and "calibrating glibc:" in err
+    assert os.listdir(tmp_path) == [os.path.basename(floors.path_for("glibc"))]  # cached
+    assert f"floor 256 KiB/iteration, from calibration {floors.path_for('glibc')} (fits glibc on" in text
+    code, text = call(argv)  # the next run finds it
+    assert code == 0 and "calibrating" not in capsys.readouterr().err and "from calibration" in text
+
+
+def test_no_calibrate_says_why_the_default(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    monkeypatch.delenv("KERASBENCH_NO_CALIBRATE")
+    code, text = call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "5",
+                       "--no-calibrate"])
+    assert code == 0 and "calibrating" not in capsys.readouterr().err and os.listdir(tmp_path) == []
+    line = next(ln for ln in text.splitlines() if ln.startswith("floor "))
+    assert line.startswith("floor 64 KiB/iteration, from default (no calibration for glibc at <= 5 iterations fits")
+    assert "not calibrated: --no-calibrate" in line
 
 
 def test_an_allocator_that_did_not_load_is_flagged():
@@ -270,8 +383,8 @@ def test_the_stored_calibrations_in_docs_load_and_match_the_readme():
     files = sorted((root / "docs" / "calibration").glob("*.json"))
     assert files
     for path in files:
-        allocator = path.stem.split("-", 1)[1]
-        cal = floors.load(allocator, str(path))
+        cal = floors.load(json.loads(path.read_text())["allocator"], str(path))
+        assert cal["schema"] == floors.SCHEMA and path.name == floors.file_name(cal["key"])
         for row in calibration.summary_rows(cal):
             assert row in readme, row
 
@@ -324,11 +437,11 @@ def test_tf_control_is_a_registered_pair_with_one_model_and_one_input():
 def test_calibrate_renders_the_tf_control(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
 
-    def fake_measure(allocator, runs, iterations, rates, heaps, warmup, progress, tf_control=False):
+    def fake_measure(allocator, runs, iterations, rates, heaps, warmup, progress, tf_control=False, jobs=1, python=""):
         assert tf_control
         series = simulated_runs(noise=0.5 * KIB, heaps=heaps)
         series["tf"] = {0: simulate(0, 0.5 * KIB, runs=runs, seed=5)}
-        return series, "glibc"
+        return {"rss": series}, "glibc"
 
     monkeypatch.setattr(calibration, "run_controls", fake_measure)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: object())
