@@ -280,13 +280,13 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     """Compare records across TF versions: a table, markdown, JSON or CSV."""
     from . import compare
 
-    from .record import find_records_files, load_records
+    from .record import find_records_files
 
     gates = compare.fail_on(args.fail_on) if args.fail_on is not None else ()
     if args.output:
         check_writable(args.output)
         check_not_input(args.output, [path for path, _ in find_records_files(args.paths)])
-    groups = compare.group(load_records(args.paths))
+    groups = compare.group(compare.load(args.paths))
     cells = compare.compare(groups, baseline=args.baseline)
     if args.changes_only:
         cells = [c for c in cells if c["verdict"] in ("regressed", "improved", "inconclusive")]

@@ -35,6 +35,8 @@ import csv
 import io
 import json
 import math
+import os
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -43,7 +45,7 @@ from . import machine as machines, stats
 from .console import text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, growth_fit, headline_metrics
-from .record import SCHEMA_VERSION, Record
+from .record import SCHEMA_VERSION, Record, load_records, place_of
 from .releases import version_key
 from .trace import traced
 from .units import KIB
@@ -58,6 +60,30 @@ ALPHA = 0.05
 Groups = Dict[str, Dict[Tuple[str, str], Tuple[Record, str]]]  # {version: {(loop, strategy): (record, path)}}
 Side = Dict[str, Any]  # what one version contributes to a cell (see _side)
 Cell = Dict[str, Any]  # one row of the comparison (FIELDS)
+
+
+def load(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
+    """record.load_records over `paths`, where two path arguments may hold the same TF release.
+
+    A pull request's records against the ones main published, or one release before and after a change: when
+    two arguments share a release, each argument is a side of its own and its versions are labelled
+    `<release>+<label>` (the commit of its records tree, else its file name), in the order given, so the
+    first argument is the baseline. Without a shared release, one load over all of them (one commit).
+    """
+    if len(paths) < 2:
+        return load_records(paths)
+    sides = [load_records([path]) for path in paths]
+    releases = [{version for _, _, version in side} for side in sides]
+    if all(a.isdisjoint(b) for i, a in enumerate(releases) for b in releases[i + 1:]):
+        return load_records(paths)
+    labels = []
+    for path, side in zip(paths, sides):
+        commit = place_of(side[0][1])[1]
+        label = commit if commit and commit != "nocommit" else os.path.splitext(os.path.basename(path.rstrip("/")))[0]
+        label = re.sub(r"[^A-Za-z0-9.]+", ".", label).strip(".") or "side"
+        labels.append(label if label not in labels else f"{label}.{len(labels) + 1}")
+    return [(record, path, f"{version}+{label}")
+            for side, label in zip(sides, labels) for record, path, version in side]
 
 
 def group(loaded: Sequence[Tuple[Record, str, str]]) -> Groups:

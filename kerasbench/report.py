@@ -21,7 +21,7 @@ from . import __version__, compare, stats
 from .errors import UsageError
 from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
-from .record import Record, find_records_files, load_records, newest_run, place_of
+from .record import Record, find_records_files, newest_run, place_of
 from .trace import record_trace
 from .releases import version_key
 from .units import KIB, MIB
@@ -56,7 +56,7 @@ def esc(value: Any) -> str:
 
 def build(paths: Sequence[str], baseline: Optional[str] = None) -> str:
     """The report page for the records under `paths`; UsageError (compare's) on bad input."""
-    groups = compare.group(load_records(paths))
+    groups = compare.group(compare.load(paths))
     versions = sorted(groups, key=version_key)
     baseline = compare.pick_baseline(versions, baseline)
     records = [r for g in groups.values() for r, _ in g.values()]

@@ -497,3 +497,31 @@ def test_one_release_on_two_machines_names_them(tmp_path, capsys):
         r["environment"].update(machine_name="ci-b")
     err = _one_line_error(["compare", TF212, TF221, write(tmp_path / "b.json", data)], capsys)
     assert "Duplicate record for TF 2.21.0" in err and "and ci-b: compare one machine's folder" in err
+
+
+# ---------------------------------------------------------------- one release, two sides (a pull request vs main)
+
+
+def test_one_release_in_two_arguments_is_two_labelled_sides_the_first_the_baseline(tmp_path):
+    main_run = write(tmp_path / "main.json", as_version(payload(TF212), "2.21.0"))  # main published: flat sweep
+    pr_run = write(tmp_path / "pr.json", payload(TF221))  # the pull request: sweep grows 3.6 MiB a model
+    loaded = compare.load([main_run, pr_run])
+    assert {version for _, _, version in loaded} == {"2.21.0+main", "2.21.0+pr"}
+    cells = compare.compare(compare.group(loaded))
+    found = cell(cells, "sweep", "clear_session_del_gc", "growth_per_iter")
+    assert (found["baseline"], found["version"], found["verdict"]) == ("2.21.0+main", "2.21.0+pr", "regressed")
+    backwards = compare.compare(compare.group(compare.load([pr_run, main_run])))
+    assert cell(backwards, "sweep", "clear_session_del_gc", "growth_per_iter")["verdict"] == "improved"
+
+
+def test_the_gate_of_a_pull_request_against_main(tmp_path, capsys):
+    main_run = write(tmp_path / "main.json", as_version(payload(TF212), "2.21.0"))
+    assert main(["compare", main_run, TF221, "--fail-on", "regressed"], out=io.StringIO()) == 1
+    assert "sweep × clear_session_del_gc growth_per_iter: regressed on TF 2.21.0+tf221 vs 2.21.0+main" \
+        in capsys.readouterr().err
+    same = write(tmp_path / "again.json", payload(TF221))
+    assert main(["compare", TF221, same, "--fail-on", "regressed"], out=io.StringIO()) == 0
+
+
+def test_different_releases_still_load_as_one_comparison():
+    assert {version for _, _, version in compare.load([TF212, TF221])} == {"2.12.1", "2.21.0"}
