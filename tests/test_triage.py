@@ -155,7 +155,7 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
 
     made, measured = [], []
 
-    def python_for(config, reqs, progress=None):
+    def python_for(config, reqs, progress=None, python=None):
         version = reqs["tensorflow-cpu"]
         made.append((version, reqs["keras"]))
         progress("creating asv environment (fake)")
@@ -207,7 +207,7 @@ def test_run_tf_runs_the_worker_with_that_environments_python(monkeypatch, tmp_p
 
     asked = []
 
-    def python_for(config, reqs, progress=None):
+    def python_for(config, reqs, progress=None, python=None):
         asked.append(reqs["tensorflow-cpu"])
         return sys.executable, "env"
 
