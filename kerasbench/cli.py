@@ -110,11 +110,14 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         if os.path.isfile(args.json):  # never silently: the earlier records go as soon as the first pair ends
             status_line(sys.stderr, f"kerasbench: {args.json} exists: this run's records replace it as pairs finish",
                         final=True)
+    if args.python and not args.tf:
+        raise UsageError("--python picks the Python of a --tf release's environment: give --tf VERSION too.")
     if args.tf:
         from .asvconf import python_for_tf
 
         base.python = python_for_tf(args.config, args.tf,
-                                    lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
+                                    lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True),
+                                    args.python)
     count = profile.iterations_for if iterations is None else (lambda strategy: iterations)
     records: list = []  # as the pairs finish; written and shown in the order they were named
     order = {pair: index for index, pair in reversed(list(enumerate(pairs)))}
@@ -208,8 +211,13 @@ def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
         (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
         ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
          "--repeats", str(args.repeats), "--device", args.device]
+    if args.python:
+        reproduce += ["--python", args.python]
+    if args.jobs <= 0:
+        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or 2.")
     text, outcome, records = triage.bisect_releases(args.config, args.good, args.bad, template, metric,
-                                                    args.latest_patches, reproduce, sys.stderr)
+                                                    args.latest_patches, reproduce, sys.stderr, args.python,
+                                                    args.jobs)
     out.write(text)
     if args.json:
         from .record import records_payload
@@ -359,7 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repro", metavar="FILE", help="measure your own loop body: a Python file defining "
                    "iteration(ctx, model) and optionally setup() and build(ctx) (README: Bring your own repro)")
     p.add_argument("--tf", metavar="VERSION", help="run the workers in the asv environment of this TF release "
-                   "(patch releases too; asv creates it if missing, minutes)")
+                   "(patch releases too; made if missing: seconds with uv, minutes with pip)")
+    p.add_argument("--python", metavar="X.Y", help="with --tf: that release's environment on this Python (3.10, "
+                   "3.12…; from PATH or pyenv; only where the release has a wheel for it)")
     p.add_argument("--config", default="asv.matrix.json", help="asv config whose environments --tf uses "
                    "(default asv.matrix.json; asv.gpu.json on a GPU machine)")
     p.add_argument("--strategy", default="all",
@@ -419,6 +429,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1, help="fresh workers per version (default 1)")
     p.add_argument("--device", default="cpu",
                    help="cpu (default) or gpu (with --config asv.gpu.json on a GPU machine)")
+    p.add_argument("--python", metavar="X.Y", help="bisect on this Python (default: the config's, 3.11); "
+                   "only releases with a wheel for it")
+    p.add_argument("--jobs", type=int, default=2, help="2 (default): both ends measured at once (memory figures "
+                   "per process; seconds_per_iter is always measured one at a time); 1: one at a time")
     p.add_argument("--latest-patches", action="store_true",
                    help="only the releases the asv config pins (latest patch per minor), not every patch release")
     p.add_argument("--config", default="asv.matrix.json",
