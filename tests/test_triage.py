@@ -291,3 +291,35 @@ def test_triage_on_a_python_without_wheels_names_the_pythons(capsys):
 def test_run_python_needs_tf(capsys):
     code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--python", "3.12"])
     assert code == 2 and "give --tf VERSION too" in capsys.readouterr().err
+
+
+def test_a_look_ahead_creation_is_ended_when_triage_stops(monkeypatch, tmp_path):
+    """Environments.stop() ends the installer a background creation started (asvconf removes its folder)."""
+    import os
+    import subprocess
+    import time
+
+    from kerasbench import asvconf
+
+    pid_file = tmp_path / "pid"
+
+    def python_for(config, reqs, progress=None, python=None):
+        child = subprocess.Popen(["sleep", "1000"])
+        pid_file.write_text(str(child.pid))
+        child.wait()
+        raise UsageError("could not create environment (ended)")
+
+    monkeypatch.setattr(asvconf, "python_for", python_for)
+    envs = triage.Environments(MATRIX, None, lambda version, text: None)
+    envs.want(["2.15.1", "2.16.2"])
+    for _ in range(200):
+        if pid_file.exists():
+            break
+        time.sleep(0.05)
+    started = time.monotonic()
+    envs.stop()
+    assert time.monotonic() - started < 5
+    pid = int(pid_file.read_text())
+    with pytest.raises(OSError):
+        os.kill(pid, 0)
+    assert envs.futures["2.16.2"].cancelled()  # queued, never started
