@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 from typing import Callable, Optional
 
 from . import releases
@@ -114,15 +115,59 @@ def includes(config: str) -> list:
     return entries
 
 
-def environment_for(config: str, reqs: dict) -> tuple:
-    """(asv Config, asv Environment) of `config` with exactly the pins `reqs`; nothing is created."""
+def interpreter(python: str) -> str:
+    """The CPython `python` ('3.10') asv will find: `pythonX.Y` on PATH, else pyenv's (put on PATH for asv).
+
+    UsageError listing the Pythons found when there is none (a pyenv shim of a version that is not
+    active does not count: it only prints an error).
+    """
+    import glob
+    import subprocess
+
+    releases.supported_tags(python)  # a readable error for a malformed version
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == python:
+        return sys.executable
+    found = shutil.which(f"python{python}")
+    if found:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run([found, "-c", "pass"], check=True, capture_output=True, timeout=30)
+            return found
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    pyenv = sorted(glob.glob(os.path.join(root, "versions", f"{python}.*", "bin", f"python{python}")),
+                   key=releases.version_key)
+    if pyenv:  # asv looks the interpreter up on PATH by that name
+        os.environ["PATH"] = os.path.dirname(pyenv[-1]) + os.pathsep + os.environ.get("PATH", "")
+        return pyenv[-1]
+    have = [p for p in releases.PYTHONS if _runs(f"python{p}", root)]
+    raise UsageError(f"No Python {python} on this machine (PATH or pyenv). Received: python={python!r}. "
+                     f"Expected one of: {', '.join(have) or 'none found'}.")
+
+
+def _runs(name: str, pyenv_root: str) -> bool:
+    """Whether an interpreter of that name runs (on PATH) or pyenv has it."""
+    import glob
+    import subprocess
+
+    if glob.glob(os.path.join(pyenv_root, "versions", name[len("python"):] + ".*", "bin", name)):
+        return True
+    found = shutil.which(name)
+    try:
+        return bool(found) and subprocess.run([found, "-c", "pass"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def environment_for(config: str, reqs: dict, python: Optional[str] = None) -> tuple:
+    """(asv Config, asv Environment) of `config` with exactly the pins `reqs` (on Python `python`); nothing created."""
     from asv import environment
     from asv.config import Config
 
     read_config(config)
     conf = Config.load(config)
     first = conf.include[0] if conf.include else {}
-    entry = {"python": first.get("python") or conf.pythons[0], "req": dict(reqs)}
+    python = python or first.get("python") or conf.pythons[0]
+    interpreter(python)  # asv finds it on PATH (pyenv's versions are not active there)
+    entry = {"python": python, "req": dict(reqs)}
     # the config's environment variables (asv.gpu.json: KERASBENCH_DEVICE=gpu) are part of the name
     entry.update({k: first[k] for k in ("env", "env_nobuild") if k in first})
     # only this environment: exclude everything the (empty) matrix would add, include ours
@@ -133,41 +178,109 @@ def environment_for(config: str, reqs: dict) -> tuple:
     return conf, found[0]
 
 
-def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]] = None) -> tuple:
+def provided_here(reqs: dict, python: str) -> bool:
+    """Whether this interpreter already has exactly the pinned packages (asv_runner aside) on Python `python`."""
+    from importlib import metadata
+
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" != python:
+        return False
+    for name, version in reqs.items():
+        if name.startswith("pip+"):  # asv's runner: it does not touch what is measured
+            continue
+        try:
+            if metadata.version(name) != version:
+                return False
+        except metadata.PackageNotFoundError:
+            return False
+    return True
+
+
+SAME = "same"  # the environment name of a release this interpreter provides (asv's own word for it)
+
+
+def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]] = None,
+               python: Optional[str] = None) -> tuple:
     """(interpreter, name) of the asv environment of `config` with exactly `reqs`, created if missing.
 
-    asv names and builds it (`asv run --config <config> -E <name>` reuses the same folder), so
-    kerasbench has no environment manager of its own. The worker runs there with kerasbench on
-    PYTHONPATH (it needs only numpy and TF from the environment).
+    asv names it (`asv run --config <config> -E <name>` reuses the same folder); kerasbench creates it
+    with uv where uv is installed (one resolve, wheels hard-linked from uv's cache), else asv does with pip.
+    When this interpreter already has exactly those pins (and that Python), it is used: (sys.executable,
+    'same'). The worker runs there with kerasbench on PYTHONPATH (it needs only numpy and TF from it).
     """
     import time
 
-    conf, env = environment_for(config, reqs)
+    conf, env = environment_for(config, reqs, python) if python else environment_for(config, reqs)
+    if provided_here(reqs, getattr(env, "_python", "")) and not gpu_extras(conf, reqs):
+        return sys.executable, SAME
     if not env.check_presence():
         started = time.monotonic()
         if os.path.isdir(env._path):  # what an interrupted or failed creation left: asv would stop on it
             if progress:
                 progress(f"removing the half-made environment {env._path} (an earlier creation did not finish)")
             shutil.rmtree(env._path, ignore_errors=True)
+        uv = installer(env)
         if progress:
-            progress(f"creating asv environment {env.name} (pip installs {len(reqs)} pinned packages, minutes)")
+            how = "uv installs" if uv else "pip installs"
+            progress(f"creating asv environment {env.name} ({how} {len(reqs)} pinned packages)")
         try:
-            env.create()
-            extras = gpu_extras(conf, reqs)
-            if extras:  # asv's matrix drops pip extras: the GPU config installs them with the project
-                env.run_executable("python", ["-m", "pip", "install", *extras])
-        except BaseException as e:  # an interrupt, or asv's own errors (pip's output is in asv's log)
+            if uv:
+                _create_with_uv(uv, conf, env, reqs)
+            else:
+                env.create()
+                extras = gpu_extras(conf, reqs)
+                if extras:  # asv's matrix drops pip extras: the GPU config installs them with the project
+                    env.run_executable("python", ["-m", "pip", "install", *extras])
+        except BaseException as e:  # an interrupt, or the installer's errors (pip's output is in asv's log)
             _discard(env._path)
             if isinstance(e, Exception):
-                raise UsageError(f"asv could not create environment {env.name}: {e}") from None
+                raise UsageError(f"could not create environment {env.name}: {e}") from None
             raise
         if progress:
             progress(f"environment ready in {time.monotonic() - started:.0f} s")
     return os.path.join(env._path, "bin", "python"), env.name
 
 
+INSTALLER_VAR = "KERASBENCH_INSTALLER"
+
+
+def installer(env: object) -> Optional[str]:
+    """uv's path when kerasbench creates `env` with uv: uv found, an asv virtualenv, $KERASBENCH_INSTALLER not pip."""
+    choice = os.environ.get(INSTALLER_VAR, "uv")
+    if choice not in ("uv", "pip"):
+        raise UsageError(f"Unknown installer. Received: {INSTALLER_VAR}={choice!r}. Expected one of: uv, pip.")
+    if choice == "pip" or getattr(env, "tool_name", None) != "virtualenv":
+        return None
+    beside = os.path.join(os.path.dirname(sys.executable), "uv")  # pip install uv into kerasbench's venv
+    return beside if os.access(beside, os.X_OK) else shutil.which("uv")
+
+
+def _create_with_uv(uv: str, conf: object, env, reqs: dict) -> None:
+    """Make the virtualenv asv would make for `env` at its path, with uv: seeded with pip (asv installs the
+    project with it), every pin in one resolve, asv's info file last (asv then finds it present)."""
+    import subprocess
+
+    os.makedirs(os.path.dirname(env._path), exist_ok=True)
+    pins = [f"{name[4:] if name.startswith('pip+') else name}=={version}" for name, version in reqs.items()]
+    python = os.path.join(env._path, "bin", "python")
+    steps = [[uv, "venv", "--quiet", "--seed", "--python", env._executable, env._path],
+             [uv, "pip", "install", "--quiet", "--python", python, "wheel", "pip>=8", *pins,
+              *gpu_extras(conf, reqs)]]
+    for argv in steps:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if done.returncode:
+            last = (done.stdout.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            raise RuntimeError(f"{os.path.basename(uv)} {argv[1]} failed: {last}")
+    env.save_info_file(env._path)
+
+
 def _discard(path: str) -> None:
-    """End what an unfinished environment creation started (pip, virtualenv) and remove its folder.
+    """End what an unfinished environment creation started (uv, pip, virtualenv) and remove its folder."""
+    end_creations()
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def end_creations() -> None:
+    """End the processes an environment creation started (uv, pip, virtualenv).
 
     Only processes this one started and kerasbench.procs does not own (those are measuring workers) are ended.
     """
@@ -184,13 +297,14 @@ def _discard(path: str) -> None:
         if child.pid not in spared:
             with contextlib.suppress(psutil.Error):
                 child.kill()
-    shutil.rmtree(path, ignore_errors=True)
 
 
-def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], None]] = None) -> str:
-    """The interpreter of `config`'s asv environment for TF `version` (pins: the matrix's, else by release date)."""
-    python, _ = python_for(config, releases.requirements_for(version, includes(config)), progress)
-    return python
+def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], None]] = None,
+                  python: Optional[str] = None) -> str:
+    """The interpreter of `config`'s asv environment for TF `version` on Python `python` (default the config's)."""
+    interpreter_path, _ = python_for(config, releases.requirements_for(version, includes(config), python=python),
+                                     progress, python)
+    return interpreter_path
 
 
 def gpu_extras(conf: object, reqs: dict) -> list:

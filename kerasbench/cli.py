@@ -122,11 +122,14 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         from .machine import ENV_VAR as MACHINE_VAR, check_name
 
         os.environ[MACHINE_VAR] = check_name(args.machine)
+    if args.python and not args.tf:
+        raise UsageError("--python picks the Python of a --tf release's environment: give --tf VERSION too.")
     if args.tf:
         from .asvconf import find_config, python_for_tf
 
         base.python = python_for_tf(find_config(args.config), args.tf,
-                                    lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
+                                    lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True),
+                                    args.python)
     if base.floor is None:  # no floor given: a calibration must fit, else one is made now (or the table says why not)
         from . import calibration, floors
 
@@ -230,9 +233,9 @@ def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
         check_writable(path)
         check_not_input(path, [args.repro] if args.repro else [])
     if args.tf:
-        from .asvconf import python_for_tf
+        from .asvconf import find_config, python_for_tf
 
-        base.python = python_for_tf(args.config, args.tf,
+        base.python = python_for_tf(find_config(args.config), args.tf,
                                     lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
     records: list = []
 
@@ -326,8 +329,13 @@ def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
         (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
         ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
          "--repeats", str(args.repeats), "--device", args.device]
+    if args.python:
+        reproduce += ["--python", args.python]
+    if args.jobs <= 0:
+        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or 2.")
     text, outcome, records = triage.bisect_releases(args.config, args.good, args.bad, template, metric,
-                                                    args.latest_patches, reproduce, sys.stderr)
+                                                    args.latest_patches, reproduce, sys.stderr, args.python,
+                                                    args.jobs)
     out.write(text)
     if args.json:
         from .record import records_payload
@@ -511,7 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repro", metavar="FILE", help="measure your own loop body: a Python file defining "
                    "iteration(ctx, model) and optionally setup() and build(ctx) (README: Bring your own repro)")
     p.add_argument("--tf", metavar="VERSION", help="run the workers in the asv environment of this TF release "
-                   "(patch releases too; asv creates it if missing, minutes)")
+                   "(patch releases too; made if missing: seconds with uv, minutes with pip)")
+    p.add_argument("--python", metavar="X.Y", help="with --tf: that release's environment on this Python (3.10, "
+                   "3.12…; from PATH or pyenv; only where the release has a wheel for it)")
     p.add_argument("--config", help="asv config whose environments --tf uses (default: asv.matrix.json in "
                    "$KERASBENCH_CONFIG, the current folder or the clone kerasbench was imported from; asv.gpu.json "
                    "on a GPU machine)")
@@ -567,7 +577,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", default=ABLATE_BASE,
                    help=f"the strategy the steps are added to (default {ABLATE_BASE}: a new model, nothing released)")
     p.add_argument("--tf", metavar="VERSION", help="run the workers in the asv environment of this TF release")
-    p.add_argument("--config", default="asv.matrix.json", help="asv config whose environments --tf uses")
+    p.add_argument("--config", help="asv config whose environments --tf uses (default: asv.matrix.json, found as for "
+                   "run --tf)")
     p.add_argument("--profile", help=f"quick, default or full (default: ${ENV_VAR} or 'default')")
     p.add_argument("--iterations", type=int, help="measured iterations per variant (overrides the profile)")
     p.add_argument("--warmup", type=int, help="iterations run before the baseline (overrides the profile)")
@@ -617,6 +628,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=1, help="fresh workers per version (default 1)")
     p.add_argument("--device", default="cpu",
                    help="cpu (default) or gpu (with --config asv.gpu.json on a GPU machine)")
+    p.add_argument("--python", metavar="X.Y", help="bisect on this Python (default: the config's, 3.11); "
+                   "only releases with a wheel for it")
+    p.add_argument("--jobs", type=int, default=2, help="2 (default): both ends measured at once (memory figures "
+                   "per process; seconds_per_iter is always measured one at a time); 1: one at a time")
     p.add_argument("--latest-patches", action="store_true",
                    help="only the releases the asv config pins (latest patch per minor), not every patch release")
     p.add_argument("--config", help="asv config with the TF matrix (default: asv.matrix.json, found as for run --tf)")

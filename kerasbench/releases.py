@@ -4,26 +4,32 @@ The asv matrix (asv.matrix.json) pins the latest patch of every minor release. T
 bisects over the patch releases in between; for those, the pins follow the matrix's own rule:
 the Keras a TF release shipped with is the newest Keras of its line (2.<minor> up to TF 2.15,
 3.x after) uploaded before that TF wheel, and numpy/scipy are those of the same minor's entry.
+On another Python than the config's (--python), a numpy or scipy pin without a wheel for it becomes
+the newest earlier release that has one.
 
-The registry is PyPI's JSON API, or a folder of <package>.json files (tests, offline mirrors):
-KERASBENCH_PYPI=https://pypi.org/pypi (default) or a path.
+The registry is PyPI's simple API in its JSON form (PEP 691/700: every file of a project with its
+upload time and yanked flag; the JSON API's `releases` key is deprecated), or a folder of
+<package>.json files in that form (tests, offline mirrors): KERASBENCH_PYPI=https://pypi.org/simple
+(default) or a path. Versions and wheel tags are read with `packaging`: a release is installable here
+when one of its wheels has a tag this platform supports for the Python in question.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional
 import urllib.error
 import urllib.request
 
 from .errors import UsageError
 
-PYPI = "https://pypi.org/pypi"
-FINAL = re.compile(r"^\d+\.\d+\.\d+$")  # no rc, dev or post releases
-WHEEL = re.compile(r"-cp311-cp311-manylinux[^-]*x86_64")  # what pip installs here (CPython 3.11, Linux x86-64)
+PYPI = "https://pypi.org/simple"
+ACCEPT = "application/vnd.pypi.simple.v1+json"
+PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14")  # the Pythons an error message may name
 
 
 def version_key(version: str) -> tuple:
@@ -32,7 +38,7 @@ def version_key(version: str) -> tuple:
 
 
 def index(package: str) -> Dict[str, Any]:
-    """The registry's JSON document of `package` (all releases and their files)."""
+    """The registry's simple-API JSON document of `package` (its files: filename, upload-time, yanked)."""
     source = os.environ.get("KERASBENCH_PYPI") or PYPI
     if "://" not in source:
         path = os.path.join(source, f"{package}.json")
@@ -41,29 +47,83 @@ def index(package: str) -> Dict[str, Any]:
                 return json.load(f)
         except (OSError, ValueError) as e:
             raise UsageError(f"Cannot read the package index {path}: {getattr(e, 'strerror', None) or e}.") from None
-    url = f"{source.rstrip('/')}/{package}/json"
+    url = f"{source.rstrip('/')}/{package}/"
     try:
-        with urllib.request.urlopen(url, timeout=60) as response:
+        request = urllib.request.Request(url, headers={"Accept": ACCEPT})
+        with urllib.request.urlopen(request, timeout=60) as response:
             return json.load(response)
     except (urllib.error.URLError, OSError, ValueError) as e:
         raise UsageError(f"Cannot read the package index {url}: {getattr(e, 'reason', None) or e}.") from None
 
 
-def installable(doc: Dict[str, Any], wheel: re.Pattern = WHEEL) -> Dict[str, str]:
-    """{version: upload time} of the final releases with a wheel pip can install here (not yanked)."""
-    found = {}
-    for version, files in doc.get("releases", {}).items():
-        times = [f["upload_time"] for f in files if wheel.search(f["filename"]) and not f.get("yanked")]
-        if FINAL.match(version) and times:
-            found[version] = min(times)
+@functools.lru_cache(maxsize=None)
+def supported_tags(python: str) -> FrozenSet[Any]:
+    """The wheel tags this platform installs for CPython `python` ('3.11'), by packaging.tags."""
+    from packaging import tags
+
+    try:
+        version = tuple(int(p) for p in python.split("."))
+    except ValueError:
+        raise UsageError(f"Invalid Python version. Received: python={python!r}. Expected MAJOR.MINOR, e.g. 3.11.") \
+            from None
+    platforms = list(tags.platform_tags())
+    interpreter = "cp" + "".join(str(p) for p in version[:2])
+    return frozenset([*tags.cpython_tags(version[:2], platforms=platforms),
+                      *tags.compatible_tags(version[:2], interpreter, platforms)])
+
+
+def _wheels(doc: Dict[str, Any], python: str) -> Iterable[tuple]:
+    """(Version, tags, upload time) of every final, not yanked wheel in a simple-API document that allows `python`."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from packaging.version import InvalidVersion
+
+    for f in doc.get("files", []):
+        if not f["filename"].endswith(".whl") or f.get("yanked"):
+            continue
+        try:  # the file's Requires-Python: a py3-none-any wheel may still refuse an old Python
+            if f.get("requires-python") and f"{python}.0" not in SpecifierSet(f["requires-python"]):
+                continue
+        except InvalidSpecifier:
+            pass
+        try:
+            _, version, _, tags = parse_wheel_filename(f["filename"])
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if not (version.is_prerelease or version.is_postrelease or version.local):
+            yield version, tags, f.get("upload-time") or ""
+
+
+def installable(doc: Dict[str, Any], python: str = "3.11") -> Dict[str, str]:
+    """{version: first upload time} of the final releases with a wheel installable here on CPython `python`."""
+    supported = supported_tags(python)
+    found: Dict[str, str] = {}
+    for version, tags, uploaded in _wheels(doc, python):
+        if tags & supported:
+            key = str(version)
+            found[key] = min(found.get(key, uploaded), uploaded)
     return found
 
 
-def keras_for(tf_version: str, tf_uploaded: str, keras_doc: Dict[str, Any]) -> str:
+def pythons_for(doc: Dict[str, Any], version: str) -> List[str]:
+    """The Pythons (of PYTHONS) for which release `version` of `doc` has a wheel installable here."""
+    return [p for p in PYTHONS if version in installable(doc, p)]
+
+
+def check_python(package: str, version: str, python: str, doc: Optional[Dict[str, Any]] = None) -> None:
+    """UsageError naming the Pythons it has when `package` `version` has no wheel here for Python `python`."""
+    doc = doc or index(package)
+    if version not in installable(doc, python):
+        has = pythons_for(doc, version)
+        raise UsageError(f"{package} {version} has no wheel for Python {python} on this platform; "
+                         f"it has: {', '.join(has) or 'none'}.")
+
+
+def keras_for(tf_version: str, tf_uploaded: str, keras_doc: Dict[str, Any], python: str = "3.11") -> str:
     """The Keras a TF release shipped with: the newest of its line uploaded before the TF wheel."""
     major, minor = version_key(tf_version)[:2]
     line = f"2.{minor}." if (major, minor) <= (2, 15) else "3."
-    wheels = installable(keras_doc, re.compile(r"py3-none-any\.whl$"))
+    wheels = installable(keras_doc, python)
     candidates = {v: t for v, t in wheels.items() if v.startswith(line)}
     before = [v for v, t in candidates.items() if t <= tf_uploaded]
     pool = before or list(candidates)  # a TF uploaded before its Keras (2.x): the first of the line
@@ -81,31 +141,67 @@ def tf_package(includes: List[Dict[str, Any]]) -> str:
     raise UsageError("The asv config pins no tensorflow or tensorflow-cpu in its matrix 'include' entries.")
 
 
+def config_python(includes: List[Dict[str, Any]]) -> str:
+    """The Python an asv config's matrix entries are for (their `python`; 3.11 when unsaid)."""
+    return str(includes[0].get("python") or "3.11") if includes else "3.11"
+
+
 def requirements_for(version: str, includes: List[Dict[str, Any]], package: Optional[str] = None,
-                     tf_doc: Optional[Dict[str, Any]] = None,
-                     keras_doc: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
-    """asv `req` pins for TF `version`: the config's own entry, or one derived for a patch release."""
+                     tf_doc: Optional[Dict[str, Any]] = None, keras_doc: Optional[Dict[str, Any]] = None,
+                     python: Optional[str] = None) -> Dict[str, str]:
+    """asv `req` pins for TF `version` on Python `python` (default the config's): its entry, or derived for a patch."""
     package = package or tf_package(includes)
-    for include in includes:
-        if include.get("req", {}).get(package) == version:
-            return dict(include["req"])
-    minor = version_key(version)[:2]
-    same_minor = [i["req"] for i in includes if version_key(i["req"][package])[:2] == minor]
-    if not same_minor:
-        known = ", ".join(sorted((i["req"][package] for i in includes), key=version_key))
-        raise UsageError(f"TF {version}: no entry of its minor release in the asv config (it has {known}).")
-    uploaded = installable(tf_doc or index(package)).get(version)
-    if uploaded is None:
-        raise UsageError(f"TF {version}: no installable {package} release on the package index (CPython 3.11, Linux).")
-    reqs = dict(same_minor[0])
-    reqs[package] = version
-    reqs["keras"] = keras_for(version, uploaded, keras_doc or index("keras"))
+    home = config_python(includes)
+    python = python or home
+    reqs = next((dict(i["req"]) for i in includes if i.get("req", {}).get(package) == version), None)
+    if reqs is None:
+        minor = version_key(version)[:2]
+        same_minor = [i["req"] for i in includes if version_key(i["req"][package])[:2] == minor]
+        if not same_minor:
+            known = ", ".join(sorted((i["req"][package] for i in includes), key=version_key))
+            raise UsageError(f"TF {version}: no entry of its minor release in the asv config (it has {known}).")
+        tf_doc = tf_doc or index(package)
+        uploaded = installable(tf_doc, python).get(version)
+        if uploaded is None:
+            check_python(package, version, python, tf_doc)  # names the Pythons it has, if any
+            raise UsageError(f"TF {version}: no installable {package} release on the package index "
+                             f"(CPython {python}, this platform).")
+        reqs = dict(same_minor[0])
+        reqs[package] = version
+        reqs["keras"] = keras_for(version, uploaded, keras_doc or index("keras"), python)
+    if python != home:
+        reqs = for_python(reqs, python, package, tf_doc)
     return reqs
 
 
+def for_python(reqs: Dict[str, str], python: str, package: str,
+               tf_doc: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
+    """The pins `reqs` on Python `python`: TF and Keras must have a wheel for it (else UsageError naming the
+    Pythons they have); a numpy or scipy pin without one becomes the newest earlier release that has one."""
+    from packaging.version import Version
+
+    check_python(package, reqs[package], python, tf_doc)
+    out = dict(reqs)
+    for name, pinned in reqs.items():
+        if name == package or name.startswith("pip+"):  # asv_runner: pure Python, any 3.x
+            continue
+        doc = index(name)
+        there = installable(doc, python)
+        if pinned in there:
+            continue
+        if name == "keras":  # what is measured: never substituted
+            check_python(name, pinned, python, doc)
+        earlier = [v for v in there if Version(v) <= Version(pinned)]
+        if not earlier:
+            raise UsageError(f"TF {reqs[package]} on Python {python}: {name} has no release up to {pinned} "
+                             f"with a wheel for Python {python} on this platform.")
+        out[name] = max(earlier, key=Version)
+    return out
+
+
 def candidates(good: str, bad: str, includes: List[Dict[str, Any]], patches: bool = True, package: Optional[str] = None,
-               tf_doc: Optional[Dict[str, Any]] = None) -> List[str]:
-    """The TF versions from `good` to `bad` (inclusive, oldest first) that triage may try.
+               tf_doc: Optional[Dict[str, Any]] = None, python: Optional[str] = None) -> List[str]:
+    """The TF versions from `good` to `bad` (inclusive, oldest first) that triage may try (on Python `python`).
 
     patches=False: only the versions the asv config pins (the latest patch of each minor).
     """
@@ -113,7 +209,8 @@ def candidates(good: str, bad: str, includes: List[Dict[str, Any]], patches: boo
     pinned = {i["req"][package] for i in includes}
     if patches:
         minors = {version_key(p)[:2] for p in pinned}  # the releases the config can give pins for
-        known = {v for v in installable(tf_doc or index(package)) if version_key(v)[:2] in minors}
+        found = installable(tf_doc or index(package), python or config_python(includes))
+        known = {v for v in found if version_key(v)[:2] in minors}
     else:
         known = pinned
     for name, value in (("good", good), ("bad", bad)):

@@ -376,8 +376,13 @@ def test_record_without_its_keys(tmp_path, capsys):
 
 
 def test_duplicate_pair_for_one_version(tmp_path, capsys):
-    copy_ = write(tmp_path / "again.json", payload())
-    err = _one_line_error(["compare", TF212, TF221, copy_], capsys)
+    """Within one argument (a folder) a pair measured twice for one release is an error; across two arguments
+    the same release is two sides (test_one_release_in_two_arguments_is_two_labelled_sides_the_first_the_baseline)."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    write(folder / "a.json", payload())
+    copy_ = write(folder / "again.json", payload())
+    err = _one_line_error(["compare", TF212, str(folder)], capsys)
     assert "Duplicate" in err and copy_ in err
 
 
@@ -495,7 +500,11 @@ def test_one_release_on_two_machines_names_them(tmp_path, capsys):
     data = payload(TF221)
     for r in data["records"]:
         r["environment"].update(machine_name="ci-b")
-    err = _one_line_error(["compare", TF212, TF221, write(tmp_path / "b.json", data)], capsys)
+    merged = tmp_path / "merged"  # one argument holding both machines' records of one release (a merged tree)
+    merged.mkdir()
+    write(merged / "a.json", payload(TF221))
+    write(merged / "b.json", data)
+    err = _one_line_error(["compare", TF212, str(merged)], capsys)
     assert "Duplicate record for TF 2.21.0" in err and "and ci-b: compare one machine's folder" in err
 
 

@@ -155,7 +155,7 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
 
     made, measured = [], []
 
-    def python_for(config, reqs, progress=None):
+    def python_for(config, reqs, progress=None, python=None):
         version = reqs["tensorflow-cpu"]
         made.append((version, reqs["keras"]))
         progress("creating asv environment (fake)")
@@ -207,7 +207,7 @@ def test_run_tf_runs_the_worker_with_that_environments_python(monkeypatch, tmp_p
 
     asked = []
 
-    def python_for(config, reqs, progress=None):
+    def python_for(config, reqs, progress=None, python=None):
         asked.append(reqs["tensorflow-cpu"])
         return sys.executable, "env"
 
@@ -217,3 +217,109 @@ def test_run_tf_runs_the_worker_with_that_environments_python(monkeypatch, tmp_p
                     "--iterations", "3", "--warmup", "0", "--json", str(out_json)])
     assert code == 0 and asked == ["2.16.1"]
     assert json.loads(out_json.read_text())["records"][0]["spec"]["python"] == sys.executable
+
+
+def test_triage_measures_both_ends_at_once_and_makes_the_next_environments_ahead(monkeypatch, capsys):
+    """The ends run together (jobs 2 in their spec); each step's possible successors are made while it measures."""
+    import threading
+    import time
+
+    from kerasbench import asvconf, runner
+
+    made, lock = [], threading.Lock()
+    running, overlap = set(), []
+
+    def python_for(config, reqs, progress=None, python=None):
+        with lock:
+            made.append(reqs["tensorflow-cpu"])
+        progress("environment ready in 0 s")
+        return f"python-{reqs['tensorflow-cpu']}", f"env-{reqs['tensorflow-cpu']}"
+
+    def measure(spec, progress=None):
+        version = spec.python.split("-", 1)[1]
+        with lock:
+            running.add(version)
+            overlap.append(len(running))
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and len(made) < 3:  # the first middle is made while the ends measure
+            time.sleep(0.01)
+        time.sleep(0.05)
+        with lock:
+            running.discard(version)
+        slope = 400 * KIB if releases.version_key(version) < (2, 16, 1) else 0
+        r = record(version, slope, seed=len(overlap))
+        r["spec"]["jobs"] = spec.jobs
+        return r
+
+    monkeypatch.setattr(asvconf, "python_for", python_for)
+    monkeypatch.setattr(runner, "measure", measure)
+    code, out = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep",
+                      "--strategy", "reuse_model"])
+    assert code == 0, capsys.readouterr().err
+    assert max(overlap) == 2  # both ends at once
+    versions = releases.candidates("2.12.1", "2.21.0", asvconf.includes(MATRIX))
+    assert versions[(len(versions) - 1) // 2] in made[:3]  # queued with the ends
+    assert len(made) == len(set(made))  # never made twice
+    assert "Answer: TF 2.16.1" in out
+
+
+def test_seconds_per_iter_is_never_measured_under_contention(monkeypatch, capsys):
+    from kerasbench import asvconf, runner
+
+    jobs = []
+
+    def measure(spec, progress=None):
+        version = spec.python.split("-", 1)[1]
+        jobs.append(spec.jobs)
+        return record(version, 0, seed=len(jobs))
+
+    monkeypatch.setattr(asvconf, "python_for", lambda config, reqs, progress=None, python=None:
+                        (f"python-{reqs['tensorflow-cpu']}", "env"))
+    monkeypatch.setattr(runner, "measure", measure)
+    code, _ = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep",
+                    "--strategy", "reuse_model", "--metric", "seconds_per_iter"])
+    assert code == 0 and set(jobs) == {1}
+
+
+def test_triage_on_a_python_without_wheels_names_the_pythons(capsys):
+    code, _ = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.16.2", "--loop", "sweep",
+                    "--python", "3.12", "--latest-patches"])
+    err = capsys.readouterr().err
+    assert code == 2 and "tensorflow-cpu 2.12.1 has no wheel for Python 3.12" in err and "3.8, 3.9, 3.10, 3.11" in err
+
+
+def test_run_python_needs_tf(capsys):
+    code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--python", "3.12"])
+    assert code == 2 and "give --tf VERSION too" in capsys.readouterr().err
+
+
+def test_a_look_ahead_creation_is_ended_when_triage_stops(monkeypatch, tmp_path):
+    """Environments.stop() ends the installer a background creation started (asvconf removes its folder)."""
+    import os
+    import subprocess
+    import time
+
+    from kerasbench import asvconf
+
+    pid_file = tmp_path / "pid"
+
+    def python_for(config, reqs, progress=None, python=None):
+        child = subprocess.Popen(["sleep", "1000"])
+        pid_file.write_text(str(child.pid))
+        child.wait()
+        raise UsageError("could not create environment (ended)")
+
+    monkeypatch.setattr(asvconf, "python_for", python_for)
+    envs = triage.Environments(MATRIX, None, lambda version, text: None)
+    envs.want(["2.15.1", "2.16.2"])
+    for _ in range(200):
+        if pid_file.exists():
+            break
+        time.sleep(0.05)
+    started = time.monotonic()
+    envs.stop()
+    assert time.monotonic() - started < 5
+    pid = int(pid_file.read_text())
+    with pytest.raises(OSError):
+        os.kill(pid, 0)
+    assert envs.futures["2.16.2"].cancelled()  # queued, never started

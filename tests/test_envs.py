@@ -1,0 +1,151 @@
+"""Release environments (kerasbench.asvconf): made with uv where asv would make them, reused by asv, the
+current interpreter used where it already is the release, and an interrupted or failed creation leaves nothing."""
+
+import json
+import os
+import pathlib
+import signal
+import sys
+import threading
+import time
+from importlib import metadata
+
+import pytest
+
+from kerasbench import asvconf
+from kerasbench.errors import UsageError
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+FAKE_UV = """#!{python}
+import os, sys, time
+argv = sys.argv[1:]
+with open({log!r}, "a") as f:
+    f.write(" ".join(argv) + "\\n")
+mode = {mode!r}
+if argv[0] == "venv":
+    path = argv[-1]
+    os.makedirs(os.path.join(path, "bin"))
+    os.symlink({python!r}, os.path.join(path, "bin", "python"))
+    os.symlink({python!r}, os.path.join(path, "bin", "pip"))  # asv only checks that pip is there
+elif mode == "fail":
+    print("error: No solution found when resolving dependencies")
+    sys.exit(1)
+elif mode == "hang":
+    with open({log!r} + ".pid", "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(1000)
+"""
+
+
+@pytest.fixture
+def config(tmp_path):
+    """asv.matrix.json with its environments under tmp_path."""
+    text = (ROOT / "asv.matrix.json").read_text().replace('".asv/env"', json.dumps(str(tmp_path / "env")))
+    path = tmp_path / "asv.matrix.json"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.fixture
+def fake_uv(tmp_path, monkeypatch):
+    def make(mode="ok"):
+        uv = tmp_path / "bin" / "uv"
+        uv.parent.mkdir(exist_ok=True)
+        uv.write_text(FAKE_UV.format(python=sys.executable, log=str(tmp_path / "uv.log"), mode=mode))
+        uv.chmod(0o755)
+        monkeypatch.setattr(asvconf, "installer", lambda env: str(uv))
+        return tmp_path / "uv.log"
+    return make
+
+
+REQS = {"tensorflow-cpu": "2.15.1", "keras": "2.15.0", "numpy": "1.26.4", "scipy": "1.17.1", "pip+asv_runner": "0.3.2"}
+
+
+def test_uv_makes_the_environment_asv_finds_present(config, fake_uv):
+    log = fake_uv()
+    said = []
+    python, name = asvconf.python_for(config, REQS, said.append)
+    conf, env = asvconf.environment_for(config, REQS)
+    assert name == env.name and python == os.path.join(env._path, "bin", "python")
+    assert env.check_presence()  # what `asv run --config … -E virtualenv:3.11` asks before it would create one
+    venv, install = log.read_text().splitlines()
+    assert venv.startswith("venv") and "--seed" in venv and venv.endswith(env._path)
+    pins = install.split()
+    assert "tensorflow-cpu==2.15.1" in pins and "asv_runner==0.3.2" in pins and "keras==2.15.0" in pins
+    assert any("uv installs 5 pinned packages" in s for s in said)
+    asvconf.python_for(config, REQS)  # present: not made again
+    assert len(log.read_text().splitlines()) == 2
+
+
+def test_a_failed_uv_is_one_line_and_leaves_no_folder(config, fake_uv):
+    fake_uv("fail")
+    with pytest.raises(UsageError, match="uv pip failed: error: No solution found"):
+        asvconf.python_for(config, REQS)
+    _, env = asvconf.environment_for(config, REQS)
+    assert not os.path.exists(env._path)
+
+
+def test_an_interrupted_uv_is_ended_and_leaves_no_folder(config, fake_uv):
+    log = fake_uv("hang")
+    pid_file = pathlib.Path(str(log) + ".pid")
+
+    def interrupt():
+        for _ in range(200):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        asvconf.python_for(config, REQS)
+    time.sleep(0.1)
+    pid = int(pid_file.read_text())
+    with pytest.raises(OSError):
+        os.kill(pid, 0)  # uv ended (reaped) with the interrupt
+    _, env = asvconf.environment_for(config, REQS)
+    assert not os.path.exists(env._path)
+
+
+def test_a_release_this_interpreter_already_is_not_made_again(config, fake_uv, monkeypatch):
+    log = fake_uv()
+    here = dict(REQS)
+    for name in ("numpy", "scipy", "keras"):
+        try:
+            here[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pytest.skip(f"{name} is not installed here")
+    monkeypatch.setattr(metadata, "version", lambda name: here.get(name) or "0")  # TF "installed" too
+    python, name = asvconf.python_for(config, here)
+    assert (python, name) == (sys.executable, asvconf.SAME) and not log.exists()
+    other = dict(here, numpy="0.0.1")  # one pin differs: an environment of its own
+    assert asvconf.python_for(config, other)[0] != sys.executable
+
+
+def test_installer_choice(monkeypatch):
+    class Env:
+        tool_name = "virtualenv"
+
+    monkeypatch.setenv(asvconf.INSTALLER_VAR, "pip")
+    assert asvconf.installer(Env()) is None
+    monkeypatch.setenv(asvconf.INSTALLER_VAR, "conda")
+    with pytest.raises(UsageError, match="Expected one of: uv, pip"):
+        asvconf.installer(Env())
+    monkeypatch.delenv(asvconf.INSTALLER_VAR)
+    assert asvconf.installer(object()) is None  # not an asv virtualenv: asv makes it
+
+
+def test_another_python_is_its_own_asv_environment(config):
+    versions = [p for p in ("3.10", "3.12") if os.path.isdir(os.path.expanduser("~/.pyenv/versions"))
+                and any(v.startswith(p + ".") for v in os.listdir(os.path.expanduser("~/.pyenv/versions")))]
+    if not versions:
+        pytest.skip("no pyenv Python 3.10 or 3.12 here")
+    _, env = asvconf.environment_for(config, REQS, versions[0])
+    assert env.name.startswith(f"virtualenv-py{versions[0]}-")
+    assert env.name != asvconf.environment_for(config, REQS)[1].name
+
+
+def test_unknown_python_lists_the_ones_found():
+    with pytest.raises(UsageError, match=r"No Python 3\.5 on this machine.*Expected one of: "):
+        asvconf.interpreter("3.5")
