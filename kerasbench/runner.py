@@ -318,7 +318,7 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
     specs = [dataclasses.replace(base, loop=loop, strategy=strategy, iterations=iterations(get_strategy(strategy)),
                                  jobs=jobs) for loop, strategy in pairs]
     if jobs > 1:
-        return _measure_at_once(specs, jobs, progress, finished)
+        return measure_at_once(specs, jobs, progress, finished)
     records = []
     for index, spec in enumerate(specs, 1):
         loop, strategy = spec.loop, spec.strategy
@@ -386,13 +386,15 @@ def _free_memory() -> int:
     return psutil.virtual_memory().available
 
 
-def _measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
+def measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
                      finished: Optional[Callable[[record.Record], None]]) -> List[record.Record]:
-    """measure_pairs with `jobs` pairs at once: a thread per running pair, each pair still in its own workers.
+    """Measure `specs` (each complete: its own interpreter, counts, jobs), `jobs` at once; their records, in order.
 
-    A pair starts only when the memory gate admits it (MemoryGate). An interrupt (or any error in this thread)
-    ends every running worker at once (procs), so the threads return within moments; a pair cut short that way
-    is not a measurement and reaches neither `finished` nor the result.
+    A thread per running pair, each pair still in its own workers (measure_pairs uses it for one base spec's
+    pairs; triage for its two ends, each in its release's interpreter). A pair starts only when the memory gate
+    admits it (MemoryGate). An interrupt (or any error in this thread) ends every running worker at once (procs),
+    so the threads return within moments; a pair cut short that way is not a measurement and reaches neither
+    `finished` nor the result.
     """
     from concurrent.futures import ThreadPoolExecutor, TimeoutError as Pending
 

@@ -306,9 +306,9 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         if at_once > 1:
             made = [spec_for(v, at_once) for v in ends]
             labels = [f"[step {i + 1}/≤{expected}] TF {v}" for i, v in enumerate(ends)]
-            measured = runner._measure_at_once([s for s, _ in made], at_once,
+            measured = runner.measure_at_once([s for s, _ in made], at_once,
                                                _Labelled(Progress(err, expected, template.warmup), labels), None)
-            if len(measured) < 2:  # _measure_at_once keeps only finished pairs; a repro failure raised already
+            if len(measured) < 2:  # measure_at_once keeps only finished pairs; a repro failure raised already
                 raise UsageError("triage: an end of the bisection was not measured")
             for version, record, (_, env_name) in zip(ends, measured, made):
                 keep(version, record, env_name)
