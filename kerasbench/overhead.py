@@ -356,7 +356,7 @@ def asv_layer(root: Optional[str] = None, profile: str = "quick", progress: Noti
 # --- rendering -----------------------------------------------------------------------------------
 
 def _x(v):
-    return "n/a" if v is None else f"{v:.1f}×"
+    return "n/a" if v is None else f"{v:.2f}×"
 
 
 def render_suite(name: str, s: dict) -> str:

@@ -135,5 +135,5 @@ def test_overhead_records_reads_a_finished_run(tmp_path):
     path.write_text(json.dumps({"schema": 1, "records": records}))
     code, text = call(["overhead", "--records", str(path), "--wall", "10", "--cores", "2"])
     assert code == 0
-    assert "limit 1 s" in text and "wall / limit 8.0×" in text and "outside the workers" in text
+    assert "limit 1 s" in text and "wall / limit 8.00×" in text and "outside the workers" in text
     assert call(["overhead", "--records", str(tmp_path / "none")])[0] == 2
