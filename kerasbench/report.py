@@ -17,7 +17,7 @@ import math
 import os
 from typing import Any, List, Optional, Sequence, TextIO, Tuple
 
-from . import __version__, compare, stats
+from . import __version__, compare, machine as machines, stats
 from .errors import UsageError
 from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
@@ -301,7 +301,7 @@ def _machine(r, path):
     if not e:
         return None
     memory = f"{e['memory_total'] / 1024**3:.0f} GiB" if e.get("memory_total") else "? GiB"
-    return (f"{e.get('hostname') or 'host unknown'}: {e.get('cpu_model')}, {e.get('cpu_count')} cores, {memory}, "
+    return (f"{machines.label(e)}: {e.get('cpu_model')}, {e.get('cpu_count')} cores, {memory}, "
             f"{e.get('machine')}")
 
 
@@ -443,11 +443,11 @@ def _summary(groups, versions, baseline, cells):
     for r in records:
         key = r["summary"].get("verdict") if r["status"] == "ok" else ("n/a" if r["status"] == "skipped" else "failed")
         runs[key or "n/a"] = runs.get(key or "n/a", 0) + 1
-    machines = {}
+    seen = {}
     for r in records:
         e = r.get("environment") or {}
         if e:
-            machines.setdefault(e.get("hostname") or "host unknown",
+            seen.setdefault(machines.label(e),
                                 f"{e.get('cpu_model')}, {e.get('cpu_count')} cores, "
                                 f"{(e.get('memory_total') or 0) / 1024**3:.0f} GiB RAM")
     loops = sorted({r["loop"] for r in records})
@@ -456,8 +456,8 @@ def _summary(groups, versions, baseline, cells):
         f"{len({(r['loop'], r['strategy']) for r in records})} (loop, strategy) pairs, {len(records)} records.",
         f"<b>Baseline</b>: TF {esc(baseline)}"
         + ("" if len(versions) > 1 else " (one TF version: no verdicts against a baseline)") + ".",
-        "<b>Machine</b>: " + "; ".join(f"{esc(h)} ({esc(m)})" for h, m in machines.items()) + "."
-        if machines else "<b>Machine</b>: unknown.",
+        "<b>Machine</b>: " + "; ".join(f"{esc(h)} ({esc(m)})" for h, m in seen.items()) + "."
+        if seen else "<b>Machine</b>: unknown.",
         "<b>Runs</b>: " + ", ".join(f"{n} {esc(k)}" for k, n in sorted(runs.items()))
         + " (each pair's own growth verdict).",
     ]
