@@ -182,15 +182,16 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         raise
     if not keep():
         return 1
-    _say_limit(records, time.perf_counter() - started, base.jobs)
+    _say_limit(records, time.perf_counter() - started)
     return 1 if any(r["status"] in ("failed", "stopped") for r in records) else 0
 
 
-def _say_limit(records: list, wall: float, jobs: int) -> None:
+def _say_limit(records: list, wall: float) -> None:
     """One line on stderr: the run's wall against its physical limit (kerasbench overhead --records explains it)."""
     from .overhead import limit_summary
     from .runner import usable_cores
 
+    jobs = max([r["spec"].get("jobs", 1) for r in records] or [1])  # what ran at once (a lone pair: 1)
     s = limit_summary(records, wall, min(jobs, usable_cores()))
     if s["workers"] and s["limit"] >= 1:  # controls alone: setup and work are milliseconds, the ratio says nothing
         status_line(sys.stderr, f"kerasbench: {s['workers']} worker(s) in {wall:.1f} s, {jobs} at once; the physical "

@@ -10,6 +10,8 @@ from .metrics import METRICS
 from .units import KIB, MIB, kib_text
 
 SPARKS = "▁▂▃▄▅▆▇█"
+# Counts from which TF's own heap has settled (the TF control reads flat by heap): docs/findings.md
+SETTLED_WARMUP, SETTLED_ITERATIONS = 10, 30
 
 
 def text_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list:
@@ -148,6 +150,15 @@ def run_table(records: list) -> str:
                    for r in records if r["summary"].get("heap_floor") is not None and r["summary"].get("heap_verdict")}
     for floor, source in heap_floors:
         lines.append(f"heap floor {floor / KIB:g} KiB/iteration, from {source}")
+    warming = [r for r in records if r["summary"].get("heap_verdict") == "grows" and r["environment"]
+               and r["environment"].get("tensorflow") and (r["spec"]["iterations"] < SETTLED_ITERATIONS
+                                                           or r["spec"]["warmup"] < SETTLED_WARMUP)]
+    if warming:  # measured: docs/findings.md, "TF's heap warms up"
+        lines.append(f"note: {len(warming)} TF pair(s) read a growing heap over {warming[0]['spec']['iterations']} "
+                     f"iterations after {warming[0]['spec']['warmup']} warm-up: TF's own heap still grows there "
+                     f"(the flat control batch_stream × stable_batch_shapes: +3.5 KiB/it at 8 after 2, +0.3 at 30 "
+                     f"after 10); a heap `leak` of a TF loop means more with --warmup {SETTLED_WARMUP} --iterations "
+                     f"{SETTLED_ITERATIONS} or more")
     notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, "
               f"but the worker ran on {r['allocator']['detected']}"
               for r in records if not r.get("allocator", {}).get("matches", True)]

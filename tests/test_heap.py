@@ -203,3 +203,23 @@ def test_run_table_names_what_grew():
               "repeats": [{"result": {"series": {"rss": [1, 2, 3]}}}]}
     table = console.run_table([record])
     assert "what grew" in table and "retention" in table and "heap KiB/iter" in table
+
+
+def test_the_run_table_says_when_a_tf_heap_verdict_is_still_warming():
+    """TF's own heap grows for its first ~10-30 iterations (docs/findings.md): a heap `grows` of a TF pair measured
+    with fewer is flagged under the table, one measured with enough is not."""
+    import copy
+    import json
+    from pathlib import Path
+
+    from kerasbench.console import SETTLED_ITERATIONS, SETTLED_WARMUP, run_table
+
+    fixture = Path(__file__).parent / "fixtures" / "compare" / "tf221.json"
+    record = json.loads(fixture.read_text())["records"][0]
+    record["summary"]["heap_verdict"] = "grows"
+    short = copy.deepcopy(record)
+    short["spec"].update(iterations=8, warmup=2)
+    settled = copy.deepcopy(record)
+    settled["spec"].update(iterations=SETTLED_ITERATIONS, warmup=SETTLED_WARMUP)
+    assert "TF's own heap still grows there" in run_table([short])
+    assert "TF's own heap still grows there" not in run_table([settled])
