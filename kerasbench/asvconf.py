@@ -59,6 +59,20 @@ def read_config(config: str) -> dict:
         raise UsageError(f"Cannot parse asv config {config}: {e}.") from None
 
 
+def load_config(config: str) -> object:
+    """asv's Config of `config`, its folders (env_dir, results_dir, html_dir) made absolute against the config's
+    own folder: asv reads them against the current folder (it is run from the clone), kerasbench from anywhere."""
+    from asv.config import Config
+
+    conf = Config.load(config)
+    base = os.path.dirname(os.path.abspath(config))
+    for key in ("env_dir", "results_dir", "html_dir"):
+        value = getattr(conf, key, None)
+        if isinstance(value, str) and not os.path.isabs(value):
+            setattr(conf, key, os.path.join(base, value))
+    return conf
+
+
 def html_dir_of(config: str) -> str:
     """The folder `asv publish` writes the dashboard to (the config's html_dir, beside the config)."""
     return os.path.join(os.path.dirname(os.path.abspath(config)), read_config(config).get("html_dir", "html"))
@@ -71,7 +85,6 @@ def environments(config: str, tf: Optional[str] = None) -> list:
     releases.requirements_for derives (from the package index), and the name asv gives those.
     """
     from asv import environment
-    from asv.config import Config
 
     read_config(config)  # a readable error for a missing or broken file, before asv's own
     if tf is not None:
@@ -83,7 +96,7 @@ def environments(config: str, tf: Optional[str] = None) -> list:
                              f"{', '.join(pinned)}, or another patch release of one of their minor releases.")
         _, env = environment_for(config, releases.requirements_for(tf, entries))
         return [(env.name, dict(env.requirements))]
-    conf = Config.load(config)
+    conf = load_config(config)
     return [(env.name, dict(env.requirements)) for env in environment.get_environments(conf, None, verbose=False)]
 
 
@@ -91,10 +104,9 @@ def matrix_json(config: str) -> dict:
     """The environments of `config` as GitHub Actions' matrix {"include": [...]}: one entry per environment
     (name for `asv run -E`, tf, tf_package, keras, python, device), nothing that depends on this machine."""
     from asv import environment
-    from asv.config import Config
 
     read_config(config)
-    conf = Config.load(config)
+    conf = load_config(config)
     found = []
     for env in environment.get_environments(conf, None, verbose=False):
         reqs = dict(env.requirements)
@@ -160,10 +172,9 @@ def _runs(name: str, pyenv_root: str) -> bool:
 def environment_for(config: str, reqs: dict, python: Optional[str] = None) -> tuple:
     """(asv Config, asv Environment) of `config` with exactly the pins `reqs` (on Python `python`); nothing created."""
     from asv import environment
-    from asv.config import Config
 
     read_config(config)
-    conf = Config.load(config)
+    conf = load_config(config)
     first = conf.include[0] if conf.include else {}
     python = python or first.get("python") or conf.pythons[0]
     interpreter(python)  # asv finds it on PATH (pyenv's versions are not active there)

@@ -149,3 +149,23 @@ def test_another_python_is_its_own_asv_environment(config):
 def test_unknown_python_lists_the_ones_found():
     with pytest.raises(UsageError, match=r"No Python 3\.5 on this machine.*Expected one of: "):
         asvconf.interpreter("3.5")
+
+
+def test_environments_live_beside_the_config_whatever_the_current_folder(tmp_path, monkeypatch):
+    """asv reads env_dir against the current folder (it runs from the clone); a config found from anywhere must not
+    make `run --tf` create a second environment wherever the user happens to be."""
+    import shutil
+    from pathlib import Path
+
+    from kerasbench import asvconf, releases
+
+    folder = tmp_path / "clone"
+    folder.mkdir()
+    config = folder / "asv.matrix.json"
+    shutil.copy(Path(__file__).resolve().parent.parent / "asv.matrix.json", config)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    reqs = releases.requirements_for("2.12.1", asvconf.includes(str(config)))
+    _, env = asvconf.environment_for(str(config), reqs)
+    assert Path(env._path).parent == folder / ".asv" / "env"
