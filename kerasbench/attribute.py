@@ -229,7 +229,9 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
         specs.append(spec)
     progress = triage._Labelled(Progress(err, len(todo), template.warmup), [row.label for row in todo])
     measured = runner.measure_at_once(specs, at_once, progress, None)
-    by_python = {r["spec"]["python"]: r for r in measured}
+    # in the order given; when an interrupt left some out, each record's spec names its interpreter
+    by_python = {r["spec"].get("python"): r for r in measured} if len(measured) < len(specs) else \
+        {spec.python: r for spec, r in zip(specs, measured)}
     for row, spec in zip(todo, specs):
         row.record = by_python.get(spec.python)
         if row.record is not None:
