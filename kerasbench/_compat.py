@@ -34,9 +34,9 @@ def keras_version() -> str:
     """The version of the Keras that tf.keras resolves to."""
     k = keras()
     version = getattr(k, "__version__", None)
-    if version is None:  # Keras 2 inside TF: tf.keras has no __version__ on some releases
-        try:
-            version = importlib.import_module("keras").__version__
+    if version is None:  # Keras 2 inside TF: tf.keras has no __version__ on some releases; its package has one
+        try:  # (keras, or tf_keras under TF_USE_LEGACY_KERAS=1, where `import keras` would be Keras 3)
+            version = importlib.import_module(k.__name__.split(".")[0]).__version__
         except ImportError:
             version = tf().__version__
     return version

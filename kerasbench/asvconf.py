@@ -247,7 +247,7 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
                     shutil.rmtree(env._path, ignore_errors=True)
                     _create_with_uv(uv, conf, env, reqs, forced)
                 if forced:
-                    failed = import_check(os.path.join(env._path, "bin", "python"), reqs)
+                    failed = import_check(os.path.join(env._path, "bin", "python"), reqs, forced)
                     if failed:
                         raise RuntimeError(f"the forced environment does not import: {failed}")
                     from .files import write_json
@@ -314,7 +314,8 @@ def _create_with_uv(uv: str, conf: object, env, reqs: dict, forced: Sequence[str
 
 FORCED_FILE = "kerasbench-forced.json"  # in a forced environment's folder: what was forced, and why
 LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"  # "1": tf.keras is the tf-keras package (Keras 2) on TF >= 2.16
-_DEPENDS_ON = re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)")
+_DEPENDS_ON = re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)")  # in uv's reason: the dependency
+_DEPENDENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on")  # ... and the pin that requires it
 
 
 def _canonical(name: str) -> str:
@@ -343,35 +344,48 @@ class Unresolvable(RuntimeError):
 
 def forced_pins(reqs: dict, python: str, uv: str, no_deps: Sequence[str] = ()) -> Tuple[List[str], str]:
     """(pins to install with --no-deps, why): `no_deps`, and the ones other pins' requirements exclude, until the
-    rest resolve; `no_deps` unchanged when the installer's reason names none (the pins cannot be installed).
+    rest resolve; `no_deps` unchanged when that never happens (the pins cannot be installed).
 
-    uv's reason names them ("tensorflow-cpu==2.14.0 depends on keras>=2.14.0,<2.15 ... you require
-    keras==2.13.1": keras is forced; TF keeps its own dependencies, tensorboard and the estimator).
+    uv's reason names them: "tensorflow-cpu==2.14.0 depends on keras>=2.14.0,<2.15 ... you require
+    keras==2.13.1" forces keras, the dependency (TF keeps its own: tensorboard, the estimator). Where forcing
+    dependencies does not resolve (scipy 1.17.1 needs numpy>=1.26.4, TF 2.13.1 numpy<=1.24.3), the pins that
+    depend on them are forced instead (scipy, with the numpy TF wants).
     """
-    forced = [name for name in reqs if name in no_deps]
+    base = [name for name in reqs if name in no_deps]
     pinned = {_canonical(name): name for name in reqs if not name.startswith("pip+")}
-    why = ""
-    for _ in range(len(reqs)):
-        ok, reason = resolves(uv, {k: v for k, v in reqs.items() if k not in forced}, python)
-        if ok:
-            return forced, why
-        why = why or reason
-        named = [pinned[_canonical(n)] for n in _DEPENDS_ON.findall(reason) if _canonical(n) in pinned]
-        named = [n for n in dict.fromkeys(named) if n not in forced]
-        if not named:
-            break
-        forced += named
-    return [name for name in reqs if name in no_deps], why
+    first_why = ""
+    for pattern in (_DEPENDS_ON, _DEPENDENT):
+        forced, why = list(base), ""
+        for _ in range(len(reqs)):
+            ok, reason = resolves(uv, {k: v for k, v in reqs.items() if k not in forced}, python)
+            if ok:
+                return forced, why
+            why = why or reason
+            first_why = first_why or reason
+            named = [pinned[_canonical(n)] for n in pattern.findall(reason) if _canonical(n) in pinned]
+            named = [n for n in dict.fromkeys(named) if n not in forced]
+            if not named:
+                break
+            forced += named
+    return base, first_why
 
 
-def import_check(python: str, reqs: dict) -> str:
-    """'' when `python` imports tensorflow and builds a layer of its Keras (tf-keras when pinned), else the error."""
+def module_of(package: str) -> str:
+    """The module a package installs (tensorflow-cpu: tensorflow; tf-keras: tf_keras)."""
+    name = _canonical(package)
+    return "tensorflow" if name.startswith("tensorflow") else name.replace("-", "_")
+
+
+def import_check(python: str, reqs: dict, forced: Sequence[str] = ()) -> str:
+    """'' when `python` imports tensorflow, builds a layer of its Keras (tf-keras when pinned) and imports the
+    `forced` packages, else the error's last line."""
     import subprocess
 
     env = dict(os.environ)
     if any(_canonical(name) == "tf-keras" for name in reqs):
         env[LEGACY_KERAS_VAR] = "1"
-    code = "import tensorflow as tf; tf.keras.layers.Dense(1); print(tf.__version__)"
+    others = "".join(f"; import {module_of(name)}" for name in forced if module_of(name) != "tensorflow")
+    code = f"import tensorflow as tf; tf.keras.layers.Dense(1){others}; print(tf.__version__)"
     try:
         done = subprocess.run([python, "-c", code], env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"},
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)

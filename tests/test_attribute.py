@@ -94,6 +94,15 @@ if "--no-deps" not in argv and "tensorflow-cpu==2.14.0" in pins and "keras==2.13
           "tensorflow-cpu==2.14.0, we can conclude that you require keras>=2.14.0,<2.15.")
     print("         And because you require keras==2.13.1, we can conclude that your requirements are unsatisfiable.")
     sys.exit(1)
+if "--no-deps" not in argv and "scipy==1.17.1" in pins and "tensorflow-cpu==2.13.1" in pins:
+    print("error: No solution found when resolving dependencies")
+    if "numpy==1.24.3" in pins:
+        print("  cause: Because scipy==1.17.1 depends on numpy>=1.26.4 and you require numpy==1.24.3, we can "
+              "conclude that your requirements and scipy==1.17.1 are incompatible.")
+    else:
+        print("  cause: Because scipy==1.17.1 depends on numpy>=1.26.4 and tensorflow-cpu==2.13.1 depends on "
+              "numpy>=1.22,<=1.24.3, we can conclude that scipy==1.17.1 and tensorflow-cpu==2.13.1 are incompatible.")
+    sys.exit(1)
 """
 
 
@@ -116,15 +125,19 @@ def fake_uv(tmp_path, monkeypatch):
 
 
 def test_forced_pins_are_the_ones_the_installers_reason_names(fake_uv):
+    uv = str(fake_uv.parent / "bin" / "uv")
     tf_moved = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
-    forced, why = asvconf.forced_pins(tf_moved, "3.11", str(fake_uv.parent / "bin" / "uv"))
+    forced, why = asvconf.forced_pins(tf_moved, "3.11", uv)
     assert forced == ["keras"] and "depends on keras>=2.14.0" in why
-    assert asvconf.forced_pins(GOOD, "3.11", str(fake_uv.parent / "bin" / "uv")) == ([], "")
+    assert asvconf.forced_pins(GOOD, "3.11", uv) == ([], "")
+    # forcing numpy back does not resolve (TF 2.13.1 and scipy 1.17.1 want different numpys): scipy is forced
+    forced, why = asvconf.forced_pins(attribute.swapped(GOOD, BAD, ["scipy"]), "3.11", uv)
+    assert forced == ["scipy"] and "scipy==1.17.1 depends on numpy>=1.26.4" in why
 
 
 def test_an_unresolvable_environment_is_made_forced_and_imported(config, fake_uv, monkeypatch):
     checked = []
-    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs: checked.append(python) or "")
+    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs, forced=(): checked.append(python) or "")
     pins = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
     said = []
     python, name = asvconf.python_for(config, pins, said.append)
@@ -140,7 +153,7 @@ def test_an_unresolvable_environment_is_made_forced_and_imported(config, fake_uv
 
 
 def test_a_forced_environment_that_does_not_import_is_one_line_and_leaves_no_folder(config, fake_uv, monkeypatch):
-    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs: "ImportError: cannot import name 'x'")
+    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs, forced=(): "ImportError: cannot import name 'x'")
     pins = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
     with pytest.raises(UsageError, match="does not import: ImportError"):
         asvconf.python_for(config, pins)
@@ -148,7 +161,7 @@ def test_a_forced_environment_that_does_not_import_is_one_line_and_leaves_no_fol
 
 
 def test_tf_keras_is_always_installed_without_its_tensorflow_requirement(config, fake_uv, monkeypatch):
-    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs: "")
+    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs, forced=(): "")
     monkeypatch.setattr(releases, "tf_keras_for", lambda tf, python="3.11", doc=None: "2.16.0")
     reqs, no_deps = asvconf.requirements_with(config, "2.16.2", keras="tf_keras")
     assert reqs["tf-keras"] == "2.16.0" and reqs["keras"] == "3.4.1" and no_deps == ["tf-keras"]
