@@ -329,3 +329,22 @@ def test_compare_labels_tf_keras_records_as_their_own_side(tmp_path):
         (tmp_path / name).write_text(json.dumps(payload))
         paths.append(str(tmp_path / name))
     assert sorted(version for _, _, version in load_records(paths)) == ["2.16.2", "2.16.2+tf_keras"]
+
+
+def test_compat_reads_tf_keras_as_the_keras_that_ran(monkeypatch):
+    """Under TF_USE_LEGACY_KERAS=1 tf.keras is tf_keras's API module: its package's version, not Keras 3's."""
+    import types
+
+    from kerasbench import _compat
+
+    legacy = types.ModuleType("tf_keras.api._v2.keras")  # what tf.keras is then (no __version__ of its own)
+    package = types.ModuleType("tf_keras")
+    package.__version__ = "2.16.0"
+    keras3 = types.ModuleType("keras")
+    keras3.__version__ = "3.4.1"
+    monkeypatch.setitem(sys.modules, "tf_keras", package)
+    monkeypatch.setitem(sys.modules, "keras", keras3)
+    monkeypatch.setattr(_compat, "keras", lambda: legacy)
+    assert (_compat.keras_version(), _compat.keras_package(), _compat.is_keras3()) == ("2.16.0", "tf_keras", False)
+    monkeypatch.setattr(_compat, "keras", lambda: types.ModuleType("keras._tf_keras.keras"))
+    assert (_compat.keras_version(), _compat.keras_package()) == ("3.4.1", "keras")
