@@ -210,11 +210,13 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
 
     Pins the installer cannot resolve together (TF 2.14.0 with Keras 2.13.1) are forced: `forced_pins`
     names the ones installed with --no-deps after the rest resolved, the environment must then import
-    tensorflow and its Keras, and `install_note` of it says so. `no_deps` are always installed that way
-    (tf-keras, whose own requirement would add the `tensorflow` wheel beside tensorflow-cpu).
+    tensorflow and its Keras, and `install_note` of it says so. `no_deps` are always installed that way, and
+    so is tf-keras (its own requirement would add the `tensorflow` wheel beside tensorflow-cpu).
     """
     import time
 
+    # tf-keras requires `tensorflow`, which beside tensorflow-cpu would install a second TF over the first
+    no_deps = list(no_deps) + [name for name in reqs if _canonical(name) == "tf-keras" and name not in no_deps]
     conf, env = environment_for(config, reqs, python) if python else environment_for(config, reqs)
     if not no_deps and provided_here(reqs, getattr(env, "_python", "")) and not gpu_extras(conf, reqs):
         return sys.executable, SAME
