@@ -1,4 +1,5 @@
-"""The one module that knows TensorFlow and Keras versions apart (Keras 2 in TF <= 2.15, Keras 3 after).
+"""The one module that knows TensorFlow and Keras versions apart (Keras 2 in TF <= 2.15, Keras 3 after;
+tf_keras, the Keras 2 package, when TF >= 2.16 runs with TF_USE_LEGACY_KERAS=1: tf.keras is then tf_keras).
 
 TensorFlow is imported on first use, never at import of kerasbench (nor of this module).
 """
@@ -24,7 +25,8 @@ def tf() -> Any:
 
 
 def keras() -> Any:
-    """The Keras that `tf.keras` resolves to: Keras 2 on TF <= 2.15, Keras 3 on TF >= 2.16."""
+    """The Keras that `tf.keras` resolves to: Keras 2 on TF <= 2.15, Keras 3 on TF >= 2.16 (tf_keras with
+    TF_USE_LEGACY_KERAS=1)."""
     return tf().keras
 
 
@@ -32,12 +34,17 @@ def keras_version() -> str:
     """The version of the Keras that tf.keras resolves to."""
     k = keras()
     version = getattr(k, "__version__", None)
-    if version is None:  # Keras 2 inside TF: tf.keras has no __version__ on some releases
-        try:
-            version = importlib.import_module("keras").__version__
+    if version is None:  # Keras 2 inside TF: tf.keras has no __version__ on some releases; its package has one
+        try:  # (keras, or tf_keras under TF_USE_LEGACY_KERAS=1, where `import keras` would be Keras 3)
+            version = importlib.import_module(k.__name__.split(".")[0]).__version__
         except ImportError:
             version = tf().__version__
     return version
+
+
+def keras_package() -> str:
+    """The package tf.keras comes from: 'keras', or 'tf_keras' (TF >= 2.16 with TF_USE_LEGACY_KERAS=1)."""
+    return "tf_keras" if keras().__name__.split(".")[0] == "tf_keras" else "keras"
 
 
 def is_keras3() -> bool:
@@ -49,7 +56,8 @@ def versions() -> dict:
     """Versions actually imported, for the record (asv records only the requested spec)."""
     import numpy
 
-    return {"tensorflow": tf().__version__, "keras": keras_version(), "numpy": numpy.__version__}
+    return {"tensorflow": tf().__version__, "keras": keras_version(), "keras_package": keras_package(),
+            "numpy": numpy.__version__}
 
 
 @functools.lru_cache(maxsize=None)

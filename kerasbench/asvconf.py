@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
-from typing import Callable, Optional
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from . import releases
 from .errors import UsageError
@@ -210,18 +211,25 @@ SAME = "same"  # the environment name of a release this interpreter provides (as
 
 
 def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]] = None,
-               python: Optional[str] = None) -> tuple:
+               python: Optional[str] = None, no_deps: Sequence[str] = ()) -> tuple:
     """(interpreter, name) of the asv environment of `config` with exactly `reqs`, created if missing.
 
     asv names it (`asv run --config <config> -E <name>` reuses the same folder); kerasbench creates it
     with uv where uv is installed (one resolve, wheels hard-linked from uv's cache), else asv does with pip.
     When this interpreter already has exactly those pins (and that Python), it is used: (sys.executable,
     'same'). The worker runs there with kerasbench on PYTHONPATH (it needs only numpy and TF from it).
+
+    Pins the installer cannot resolve together (TF 2.14.0 with Keras 2.13.1) are forced: `forced_pins`
+    names the ones installed with --no-deps after the rest resolved, the environment must then import
+    tensorflow and its Keras, and `install_note` of it says so. `no_deps` are always installed that way, and
+    so is tf-keras (its own requirement would add the `tensorflow` wheel beside tensorflow-cpu).
     """
     import time
 
+    # tf-keras requires `tensorflow`, which beside tensorflow-cpu would install a second TF over the first
+    no_deps = list(no_deps) + [name for name in reqs if _canonical(name) == "tf-keras" and name not in no_deps]
     conf, env = environment_for(config, reqs, python) if python else environment_for(config, reqs)
-    if provided_here(reqs, getattr(env, "_python", "")) and not gpu_extras(conf, reqs):
+    if not no_deps and provided_here(reqs, getattr(env, "_python", "")) and not gpu_extras(conf, reqs):
         return sys.executable, SAME
     if not env.check_presence():
         started = time.monotonic()
@@ -230,12 +238,35 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
                 progress(f"removing the half-made environment {env._path} (an earlier creation did not finish)")
             shutil.rmtree(env._path, ignore_errors=True)
         uv = installer(env)
+        forced, why = [name for name in reqs if name in no_deps], ""
+        if forced and not uv:
+            raise UsageError(f"Environment {env.name} installs {', '.join(forced)} with --no-deps: that needs uv "
+                             f"(pip install uv), or ${INSTALLER_VAR} unset.")
         if progress:
             how = "uv installs" if uv else "pip installs"
-            progress(f"creating asv environment {env.name} ({how} {len(reqs)} pinned packages)")
+            extra = f"; {', '.join(forced)} with --no-deps" if forced else ""
+            progress(f"creating asv environment {env.name} ({how} {len(reqs)} pinned packages{extra})")
         try:
             if uv:
-                _create_with_uv(uv, conf, env, reqs)
+                try:
+                    _create_with_uv(uv, conf, env, reqs, forced)
+                except Unresolvable as refused:  # the nearest that installs: the excluded pins with --no-deps
+                    more, why = forced_pins(reqs, env._python, uv, forced)
+                    if more == forced:
+                        raise RuntimeError(str(refused)) from None
+                    forced = more
+                    if progress:
+                        progress(f"not installable together ({why}); forcing {', '.join(forced)} with --no-deps")
+                    shutil.rmtree(env._path, ignore_errors=True)
+                    _create_with_uv(uv, conf, env, reqs, forced)
+                if forced:
+                    failed = import_check(os.path.join(env._path, "bin", "python"), reqs, forced)
+                    if failed:
+                        raise RuntimeError(f"the forced environment does not import: {failed}")
+                    from .files import write_json
+
+                    write_json(os.path.join(env._path, FORCED_FILE), {"forced": forced, "why": why},
+                               "the environment's install note")
             else:
                 env.create()
                 extras = gpu_extras(conf, reqs)
@@ -265,23 +296,126 @@ def installer(env: object) -> Optional[str]:
     return beside if os.access(beside, os.X_OK) else shutil.which("uv")
 
 
-def _create_with_uv(uv: str, conf: object, env, reqs: dict) -> None:
+def _pins(reqs: dict) -> list:
+    """['name==version', ...] of asv `req` pins (asv's pip+ prefix dropped)."""
+    return [f"{name[4:] if name.startswith('pip+') else name}=={version}" for name, version in reqs.items()]
+
+
+def _create_with_uv(uv: str, conf: object, env, reqs: dict, forced: Sequence[str] = ()) -> None:
     """Make the virtualenv asv would make for `env` at its path, with uv: seeded with pip (asv installs the
-    project with it), every pin in one resolve, asv's info file last (asv then finds it present)."""
+    project with it), every pin in one resolve (the `forced` ones after, with --no-deps), asv's info file
+    last (asv then finds it present)."""
     import subprocess
 
     os.makedirs(os.path.dirname(env._path), exist_ok=True)
-    pins = [f"{name[4:] if name.startswith('pip+') else name}=={version}" for name, version in reqs.items()]
+    resolved = _pins({k: v for k, v in reqs.items() if k not in forced})
     python = os.path.join(env._path, "bin", "python")
     steps = [[uv, "venv", "--quiet", "--seed", "--python", env._executable, env._path],
-             [uv, "pip", "install", "--quiet", "--python", python, "wheel", "pip>=8", *pins,
+             [uv, "pip", "install", "--quiet", "--python", python, "wheel", "pip>=8", *resolved,
               *gpu_extras(conf, reqs)]]
+    if forced:
+        steps.append([uv, "pip", "install", "--quiet", "--no-deps", "--python", python,
+                      *_pins({k: reqs[k] for k in forced})])
     for argv in steps:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if done.returncode:
             last = (done.stdout.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-            raise RuntimeError(f"{os.path.basename(uv)} {argv[1]} failed: {last}")
+            error = Unresolvable if "No solution found" in done.stdout and "--no-deps" not in argv else RuntimeError
+            raise error(f"{os.path.basename(uv)} {argv[1]} failed: {last}")
     env.save_info_file(env._path)
+
+
+FORCED_FILE = "kerasbench-forced.json"  # in a forced environment's folder: what was forced, and why
+LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"  # "1": tf.keras is the tf-keras package (Keras 2) on TF >= 2.16
+_DEPENDS_ON = re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)")  # in uv's reason: the dependency
+_DEPENDENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on")  # ... and the pin that requires it
+
+
+def _canonical(name: str) -> str:
+    """A package name as the registry compares it (PEP 503): tf_keras, TF-Keras -> tf-keras."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def resolves(uv: str, reqs: dict, python: str) -> Tuple[bool, str]:
+    """(True, '') when uv resolves `reqs` together for CPython `python` on this platform, else (False, its reason)."""
+    import subprocess
+
+    argv = [uv, "pip", "compile", "--quiet", "--no-header", "--python-version", python, "-"]
+    done = subprocess.run(argv, input="\n".join(_pins(reqs)) + "\n", stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=600)
+    if done.returncode == 0:
+        return True, ""
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    cause = [line[len("cause:"):].strip() if line.startswith("cause:") else line
+             for line in lines if not line.lower().startswith(("error:", "hint:", "×", "help:"))]
+    return False, " ".join(cause) or (lines[-1] if lines else f"exit {done.returncode}")
+
+
+class Unresolvable(RuntimeError):
+    """The installer found no set of packages that satisfies every pin."""
+
+
+def forced_pins(reqs: dict, python: str, uv: str, no_deps: Sequence[str] = ()) -> Tuple[List[str], str]:
+    """(pins to install with --no-deps, why): `no_deps`, and the ones other pins' requirements exclude, until the
+    rest resolve; `no_deps` unchanged when that never happens (the pins cannot be installed).
+
+    uv's reason names them: "tensorflow-cpu==2.14.0 depends on keras>=2.14.0,<2.15 ... you require
+    keras==2.13.1" forces keras, the dependency (TF keeps its own: tensorboard, the estimator). Where forcing
+    dependencies does not resolve (scipy 1.17.1 needs numpy>=1.26.4, TF 2.13.1 numpy<=1.24.3), the pins that
+    depend on them are forced instead (scipy, with the numpy TF wants).
+    """
+    base = [name for name in reqs if name in no_deps]
+    pinned = {_canonical(name): name for name in reqs if not name.startswith("pip+")}
+    first_why = ""
+    for pattern in (_DEPENDS_ON, _DEPENDENT):
+        forced, why = list(base), ""
+        for _ in range(len(reqs)):
+            ok, reason = resolves(uv, {k: v for k, v in reqs.items() if k not in forced}, python)
+            if ok:
+                return forced, why
+            why = why or reason
+            first_why = first_why or reason
+            named = [pinned[_canonical(n)] for n in pattern.findall(reason) if _canonical(n) in pinned]
+            named = [n for n in dict.fromkeys(named) if n not in forced]
+            if not named:
+                break
+            forced += named
+    return base, first_why
+
+
+def module_of(package: str) -> str:
+    """The module a package installs (tensorflow-cpu: tensorflow; tf-keras: tf_keras)."""
+    name = _canonical(package)
+    return "tensorflow" if name.startswith("tensorflow") else name.replace("-", "_")
+
+
+def import_check(python: str, reqs: dict, forced: Sequence[str] = ()) -> str:
+    """'' when `python` imports tensorflow, builds a layer of its Keras (tf-keras when pinned) and imports the
+    `forced` packages, else the error's last line."""
+    import subprocess
+
+    env = dict(os.environ)
+    if any(_canonical(name) == "tf-keras" for name in reqs):
+        env[LEGACY_KERAS_VAR] = "1"
+    others = "".join(f"; import {module_of(name)}" for name in forced if module_of(name) != "tensorflow")
+    code = f"import tensorflow as tf; tf.keras.layers.Dense(1){others}; print(tf.__version__)"
+    try:
+        done = subprocess.run([python, "-c", code], env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as e:
+        return str(e)
+    lines = done.stdout.strip().splitlines()
+    return "" if done.returncode == 0 else (lines[-1] if lines else f"exit {done.returncode}")
+
+
+def install_note(python: str) -> dict:
+    """{'forced': [names], 'why': reason} of the environment of interpreter `python` ({} when nothing was forced)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(python)), FORCED_FILE)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
 
 
 def _discard(path: str) -> None:
@@ -311,11 +445,35 @@ def end_creations() -> None:
 
 
 def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], None]] = None,
-                  python: Optional[str] = None) -> str:
-    """The interpreter of `config`'s asv environment for TF `version` on Python `python` (default the config's)."""
-    interpreter_path, _ = python_for(config, releases.requirements_for(version, includes(config), python=python),
-                                     progress, python)
+                  python: Optional[str] = None, pins: Optional[dict] = None, keras: str = "") -> str:
+    """The interpreter of `config`'s asv environment for TF `version` on Python `python` (default the config's).
+
+    `pins` ({package: version}) replace or add to the release's; `keras` is a Keras version to pin, or
+    'tf_keras' (the tf-keras release of the TF minor, for TF_USE_LEGACY_KERAS=1).
+    """
+    reqs, no_deps = requirements_with(config, version, python, pins, keras)
+    extra = (no_deps,) if no_deps else ()  # the signature of python_for before no_deps, where nothing is forced
+    interpreter_path, _ = python_for(config, reqs, progress, python, *extra)
     return interpreter_path
+
+
+def requirements_with(config: str, version: str, python: Optional[str] = None, pins: Optional[dict] = None,
+                      keras: str = "") -> Tuple[dict, List[str]]:
+    """(pins, names always installed with --no-deps) of TF `version`'s environment with `pins` and `keras` applied."""
+    entries = includes(config)
+    reqs = releases.requirements_for(version, entries, python=python)
+    no_deps: List[str] = []
+    names = {_canonical(name): name for name in reqs}
+    for name, pinned in (pins or {}).items():
+        reqs[names.get(_canonical(name), name)] = pinned
+    if keras == "tf_keras":
+        if releases.version_key(version)[:2] < (2, 16):
+            raise UsageError(f"tf_keras is the Keras 2 of TF 2.16 and later; TF {version} ships Keras 2 as keras.")
+        reqs["tf-keras"] = releases.tf_keras_for(version, python or releases.config_python(entries))
+        no_deps.append("tf-keras")
+    elif keras:
+        reqs["keras"] = keras
+    return reqs, no_deps
 
 
 def gpu_extras(conf: object, reqs: dict) -> list:

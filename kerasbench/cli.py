@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Optional, TextIO
+from typing import List, Optional, TextIO
 
 from . import stats
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
@@ -124,12 +124,16 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         os.environ[MACHINE_VAR] = check_name(args.machine)
     if args.python and not args.tf:
         raise UsageError("--python picks the Python of a --tf release's environment: give --tf VERSION too.")
+    if (args.pin or args.keras) and not args.tf:
+        raise UsageError("--pin and --keras change a --tf release's environment: give --tf VERSION too.")
     if args.tf:
-        from .asvconf import find_config, python_for_tf
+        from .asvconf import LEGACY_KERAS_VAR, find_config, python_for_tf
 
         base.python = python_for_tf(find_config(args.config), args.tf,
                                     lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True),
-                                    args.python)
+                                    args.python, parse_pins(args.pin), args.keras or "")
+        if args.keras == "tf_keras":  # the workers inherit it: tf.keras is tf_keras there (the record says so)
+            os.environ[LEGACY_KERAS_VAR] = "1"
     if base.floor is None:  # no floor given: a calibration must fit, else one is made now (or the table says why not)
         from . import calibration, floors
 
@@ -308,40 +312,113 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
-    """Bisect TF releases for the first one whose (loop, strategy) behaviour differs from --good."""
-    from . import triage
+def parse_pins(given: Optional[List[str]]) -> dict:
+    """{name: version} of --pin NAME==VERSION options; a one-line UsageError for one of another form."""
+    import re
+
+    pins = {}
+    for text in given or []:
+        found = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([0-9][A-Za-z0-9.+!-]*)\s*", text)
+        if not found:
+            raise UsageError(f"Invalid --pin. Received: {text!r}. Expected NAME==VERSION, e.g. keras==2.14.0.")
+        pins[found[1]] = found[2]
+    return pins
+
+
+def _template(args: argparse.Namespace, loop: str):
+    """The validated RunSpec of triage's and attribute's pair (their --iterations, --warmup, --repeats…)."""
     from .runner import RunSpec
+
+    return RunSpec(loop, args.strategy, iterations=args.iterations, warmup=args.warmup, repeats=args.repeats,
+                   repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
+
+
+def _reproduce(args: argparse.Namespace, loop: str) -> List[str]:
+    """The `kerasbench run` command line (no --tf yet) that measures triage's or attribute's pair again."""
+    reproduce = ["kerasbench", "run", "--config", args.config] + \
+        (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
+        ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
+         "--repeats", str(args.repeats), "--device", args.device]
+    return reproduce + (["--python", args.python] if args.python else [])
+
+
+def cmd_attribute(args: argparse.Namespace, out: TextIO) -> int:
+    """Which package of the bad environment carries the change: each moved alone into the good one, measured."""
+    from . import attribute, triage
+    from .asvconf import find_config
+
+    metric = triage.check_metric(args.metric)
+    args.config = find_config(args.config)
+    if args.good.strip() == args.bad.strip():
+        raise UsageError(f"Nothing to attribute: --good and --bad are the same ({args.good}).")
+    loop = "repro" if args.repro else args.loop
+    if loop is None:
+        raise UsageError("What to measure? Give --loop NAME and --strategy NAME, or --repro FILE.")
+    template = _template(args, loop)
+    if args.json:
+        check_writable(args.json)
+        check_not_input(args.json, [args.repro] if args.repro else [])
+    if args.jobs <= 0:
+        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or more.")
+    good = attribute.side_pins(args.config, args.good, args.python)
+    bad = attribute.side_pins(args.config, args.bad, args.python)
+    text, rows = attribute.attribute(args.config, good, bad, template, metric, _reproduce(args, loop), sys.stderr,
+                                     args.python, args.jobs)
+    out.write(text)
+    if args.json:
+        from .record import records_payload
+
+        kept = [r.record for r in rows if r.record is not None]
+        write_json(args.json, records_payload(kept, attribution=attribute.summary(rows, metric)))
+        out.write(f"wrote {len(kept)} record(s) to {args.json}\n")
+    return 0
+
+
+def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
+    """Bisect TF releases (or Keras releases at one TF: --package keras) for the first whose behaviour differs."""
+    from . import triage
 
     from .asvconf import find_config
 
     metric = triage.check_metric(args.metric)
     args.config = find_config(args.config)
     triage.check_ends(args.good, args.bad)
+    if args.package == "keras" and not args.tf:
+        raise UsageError("--package keras bisects Keras releases at one TF release: give --tf VERSION too.")
+    if args.tf and args.package != "keras":
+        raise UsageError("--tf fixes the TF release while --package keras bisects Keras: give --package keras too.")
     loop = "repro" if args.repro else args.loop
     if loop is None:
         raise UsageError("What to triage? Give --loop NAME and --strategy NAME, or --repro FILE.")
-    template = RunSpec(loop, args.strategy, iterations=args.iterations, warmup=args.warmup, repeats=args.repeats,
-                       repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
+    template = _template(args, loop)
     if args.json:
         check_writable(args.json)
         check_not_input(args.json, [args.repro] if args.repro else [])
-    reproduce = ["kerasbench", "run", "--config", args.config] + \
-        (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
-        ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
-         "--repeats", str(args.repeats), "--device", args.device]
-    if args.python:
-        reproduce += ["--python", args.python]
+    reproduce = _reproduce(args, loop)
     if args.jobs <= 0:
         raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or 2.")
     text, outcome, records = triage.bisect_releases(args.config, args.good, args.bad, template, metric,
                                                     args.latest_patches, reproduce, sys.stderr, args.python,
-                                                    args.jobs)
+                                                    args.jobs, args.tf)
     out.write(text)
+    extra = {}
+    if args.attribute and outcome.first_bad:  # the bracket's two environments: which package carries it
+        from . import attribute
+
+        good, bad = outcome.last_good, outcome.first_bad
+        out.write(f"\nattribute: {good} (good) vs {bad} (bad)\n")
+        text, rows = attribute.attribute(args.config, outcome.pins[good], outcome.pins[bad], template, metric,
+                                         reproduce, sys.stderr, args.python, args.jobs,
+                                         known={"good": records[good], "bad": records[bad]})
+        out.write(text)
+        extra["attribution"] = attribute.summary(rows, metric)
+        records.update({row.label: row.record for row in rows[2:] if row.record is not None})
+    elif args.attribute:
+        out.write("attribute: no bracket of a good and a bad release to attribute\n")
     if args.json:
         from .record import records_payload
 
-        write_json(args.json, records_payload(records.values(), triage=triage.summary(outcome, metric)))
+        write_json(args.json, records_payload(records.values(), triage=triage.summary(outcome, metric), **extra))
         out.write(f"wrote {len(records)} record(s) to {args.json} (kerasbench compare / report read it)\n")
     return 0
 
@@ -523,6 +600,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(patch releases too; made if missing: seconds with uv, minutes with pip)")
     p.add_argument("--python", metavar="X.Y", help="with --tf: that release's environment on this Python (3.10, "
                    "3.12…; from PATH or pyenv; only where the release has a wheel for it)")
+    p.add_argument("--pin", action="append", metavar="NAME==VERSION", help="with --tf: that release's environment "
+                   "with this pin instead (repeatable; forced with --no-deps where the others exclude it)")
+    p.add_argument("--keras", metavar="VERSION|tf_keras", help="with --tf: this Keras release, or tf_keras (TF >= "
+                   "2.16: the tf-keras of its minor, TF_USE_LEGACY_KERAS=1; compare labels it <release>+tf_keras)")
     p.add_argument("--config", help="asv config whose environments --tf uses (default: asv.matrix.json in "
                    "$KERASBENCH_CONFIG, the current folder or the clone kerasbench was imported from; asv.gpu.json "
                    "on a GPU machine)")
@@ -640,7 +721,36 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
     p.add_argument("--json", metavar="PATH", type=_path,
                    help="also write every version's record and the answer to PATH")
+    p.add_argument("--package", default="tensorflow", choices=("tensorflow", "keras"),
+                   help="what to bisect: TF releases (default), or Keras releases at one TF (--tf)")
+    p.add_argument("--tf", metavar="VERSION", help="with --package keras: the TF release whose environment gets "
+                   "each Keras")
+    p.add_argument("--attribute", action="store_true", help="then measure which package of the bracket's "
+                   "environments carries the change (as `kerasbench attribute`)")
     p.set_defaults(func=cmd_triage)
+
+    p = sub.add_parser("attribute", help="which package carries a change: the bad environment's packages moved "
+                       "one at a time into the good one, each measured")
+    p.add_argument("--good", required=True, metavar="ENV_OR_RELEASE", help="a TF release (its asv environment's "
+                   "pins) or an asv environment (name or folder) with the behaviour you expect")
+    p.add_argument("--bad", required=True, metavar="ENV_OR_RELEASE", help="the one whose behaviour changed")
+    p.add_argument("--loop", help="loop shape (see `kerasbench list`)")
+    p.add_argument("--strategy", default="rebuild_no_clear", help="strategy (default rebuild_no_clear)")
+    p.add_argument("--repro", metavar="FILE", help="your own loop body instead of a loop shape")
+    p.add_argument("--metric", default=first, help=f"what must differ: {first} (default), {', '.join(others)}")
+    p.add_argument("--iterations", type=int, default=20, help="measured iterations per environment (default 20)")
+    p.add_argument("--warmup", type=int, default=3, help="warm-up iterations (default 3)")
+    p.add_argument("--repeats", type=int, default=1, help="fresh workers per environment (default 1)")
+    p.add_argument("--device", default="cpu", help="cpu (default) or gpu")
+    p.add_argument("--python", metavar="X.Y", help="the environments on this Python (default: the config's)")
+    p.add_argument("--jobs", type=int, default=2, help="environments measured at once (default 2; seconds_per_iter "
+                   "one at a time)")
+    p.add_argument("--config", help="asv config (default: asv.matrix.json, found as for run --tf)")
+    p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
+                   help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
+    p.add_argument("--json", metavar="PATH", type=_path, help="also write every environment's record and the "
+                   "attribution to PATH")
+    p.set_defaults(func=cmd_attribute)
 
     p = sub.add_parser("report", help="the same records as compare, as one self-contained HTML page "
                        "(heat-tables, plots, curves)")

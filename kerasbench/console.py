@@ -139,7 +139,9 @@ def run_table(records: list) -> str:
     if records and records[0]["environment"]:
         env = records[0]["environment"]
         lines.append(
-            f"\nTF {env.get('tensorflow')}, Keras {env.get('keras')}, Python {env['python']}, numpy {env['numpy']}, "
+            f"\nTF {env.get('tensorflow')}, Keras {env.get('keras')}"
+            f"{' (tf_keras)' if env.get('keras_package') == 'tf_keras' else ''}, Python {env['python']}, "
+            f"numpy {env['numpy']}, "
             f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})"
         )
     floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given"): None

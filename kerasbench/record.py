@@ -185,6 +185,7 @@ class Environment(TypedDict, total=False):
     numpy: str
     tensorflow: Optional[str]
     keras: Optional[str]
+    keras_package: str  # "keras", or "tf_keras" (TF_USE_LEGACY_KERAS=1): compare labels those <release>+tf_keras
     device: str
     env: Dict[str, str]
     hostname: str
@@ -586,6 +587,8 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
                 version = _ENV_TF.search(env_name)[1]
             if version is None:
                 continue
+            if env.get("keras_package") == "tf_keras":  # Keras 2 on a Keras 3 TF: another side than its Keras 3
+                version = f"{version}+tf_keras"
             if file_commit:
                 if commit is None:
                     commit = (file_commit, path)

@@ -220,3 +220,27 @@ def candidates(good: str, bad: str, includes: List[Dict[str, Any]], patches: boo
     low, high = sorted((good, bad), key=version_key)
     between = sorted((v for v in known if version_key(low) <= version_key(v) <= version_key(high)), key=version_key)
     return between if version_key(good) <= version_key(bad) else between[::-1]
+
+
+def tf_keras_for(tf_version: str, python: str = "3.11", doc: Optional[Dict[str, Any]] = None) -> str:
+    """The tf-keras release of TF `tf_version`'s minor (tf-keras 2.16.x for TF 2.16): the newest installable one."""
+    major, minor = version_key(tf_version)[:2]
+    found = [v for v in installable(doc or index("tf-keras"), python) if version_key(v)[:2] == (major, minor)]
+    if not found:
+        raise UsageError(f"No tf-keras {major}.{minor}.x release for TF {tf_version} on the package index "
+                         f"(CPython {python}, this platform).")
+    return max(found, key=version_key)
+
+
+def package_versions(package: str, good: str, bad: str, python: str = "3.11",
+                     doc: Optional[Dict[str, Any]] = None) -> List[str]:
+    """The final releases of `package` from `good` to `bad` (inclusive, in that direction) installable on `python`."""
+    known = installable(doc or index(package), python)
+    for name, value in (("good", good), ("bad", bad)):
+        if value not in known:
+            near = sorted(known, key=version_key)
+            raise UsageError(f"Unknown {package} version. Received: {name}={value!r}. Expected one of: "
+                             f"{', '.join(near[-30:])}{' (the newest 30)' if len(near) > 30 else ''}.")
+    low, high = sorted((good, bad), key=version_key)
+    between = sorted((v for v in known if version_key(low) <= version_key(v) <= version_key(high)), key=version_key)
+    return between if version_key(good) <= version_key(bad) else between[::-1]

@@ -38,6 +38,7 @@ class Outcome:
     first_bad: Optional[str] = None
     stopped: Optional[str] = None  # why the bisection ended without an answer
     bracket: Tuple[str, ...] = ()  # the nearest good and bad versions measured: the change lies between them
+    pins: Dict[str, Dict[str, str]] = field(default_factory=dict)  # the bracket's environments' pins (--attribute)
 
 
 def steps_needed(n: int) -> int:
@@ -139,11 +140,14 @@ def _evidence(record, metric):
 
 
 def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str, strategy: str, commands: Sequence[str],
-           seconds: float, created: int) -> str:
-    """The answer, the evidence of every version tried (oldest first), and how to reproduce it."""
+           seconds: float, created: int, name: str = "TF") -> str:
+    """The answer, the evidence of every version tried (oldest first), and how to reproduce it.
+
+    `name` is what was bisected: "TF" (releases), or "Keras" (at one TF release: `triage --package keras`).
+    """
     what = f"{loop} × {strategy} ({metric})"
     if outcome.first_bad:
-        head = (f"Answer: TF {outcome.first_bad} is the first release where {what} behaves like "
+        head = (f"Answer: {name} {outcome.first_bad} is the first release where {what} behaves like "
                 f"{outcome.versions[-1]}; the last like {outcome.versions[0]} is {outcome.last_good}.")
     else:
         head = f"No answer for {what}: {outcome.stopped}."
@@ -151,7 +155,8 @@ def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str,
     for version in sorted(outcome.tried, key=version_key):
         keras, growth, verdict, peak, note = _evidence(records[version], metric)
         rows.append([version, keras, growth, verdict, peak, outcome.tried[version], note])
-    table = text_table(["TF", "Keras", "KiB/iter [95% CI]", "verdict", "peak MiB", "class", "note"], rows)
+    table = text_table([name, "Keras" if name == "TF" else "Keras ran", "KiB/iter [95% CI]", "verdict", "peak MiB",
+                        "class", "note"], rows)
     untried = len(outcome.versions) - len(outcome.tried)
     lines = [head, "", *table, "",
              f"{len(outcome.tried)} of {len(outcome.versions)} releases measured ({untried} skipped by bisection), "
@@ -175,21 +180,28 @@ class Environments:
     drops the queued ones.
     """
 
-    def __init__(self, config: str, python: Optional[str], note: Callable[[str, str], None]):
+    def __init__(self, config: str, python: Optional[str], note: Callable[[str, str], None], tf: Optional[str] = None):
         from concurrent.futures import ThreadPoolExecutor
 
         from . import asvconf
 
-        self.config, self.python, self.note = config, python, note
+        self.config, self.python, self.note, self.tf = config, python, note, tf
         self.includes = asvconf.includes(config)
         self.futures: Dict[str, object] = {}
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasbench-env")
 
     def _make(self, version: str) -> Tuple[str, str]:
+        from . import asvconf
+
+        return asvconf.python_for(self.config, self.pins(version), lambda text: self.note(version, text), self.python)
+
+    def pins(self, version: str) -> Dict[str, str]:
+        """The pins of `version`'s environment: a TF release's, or TF `tf`'s with that Keras (`--package keras`)."""
         from . import asvconf, releases
 
-        reqs = releases.requirements_for(version, self.includes, python=self.python)
-        return asvconf.python_for(self.config, reqs, lambda text: self.note(version, text), self.python)
+        if self.tf:
+            return asvconf.requirements_with(self.config, self.tf, self.python, keras=version)[0]
+        return releases.requirements_for(version, self.includes, python=self.python)
 
     def want(self, versions: Sequence[str]) -> None:
         """Queue the environments of `versions` (those not queued yet)."""
@@ -234,7 +246,7 @@ class _Labelled:
 
 def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric: str, latest_patches: bool,
                     reproduce: List[str], err: TextIO, python: Optional[str] = None,
-                    jobs: int = 2) -> Tuple[str, Outcome, Dict[str, Record]]:
+                    jobs: int = 2, tf: Optional[str] = None) -> Tuple[str, Outcome, Dict[str, Record]]:
     """`kerasbench triage`: bisect the TF releases from `good` to `bad`, measuring the pair of `template` in each.
 
     `template` is the validated runner.RunSpec of the pair (each version gets its asv environment's python,
@@ -242,7 +254,10 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     answer ends with, each bracketing release's `--tf` appended. With jobs 2 both ends are measured at once
     (memory figures are per process; their seconds per iteration under contention, and the records' spec
     says jobs 2); the environments of the next step are made while the current one measures. Progress goes
-    to `err`. Returns (the answer as text, the Outcome, {version: record}).
+    to `err`. With `tf`, the Keras releases from `good` to `bad` are bisected at TF release `tf` (each its
+    environment's pins with that Keras; forced with --no-deps where TF's requirements exclude it) and
+    each reproduce command gets `--tf tf --keras VERSION`. Returns (the answer as text, the Outcome,
+    {version: record}).
     """
     import dataclasses
     import os
@@ -257,9 +272,14 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     started = time.monotonic()
     loop, strategy = template.loop, template.strategy
     includes = asvconf.includes(config)
-    versions = releases.candidates(good, bad, includes, patches=not latest_patches, python=python)
+    if tf:
+        versions = releases.package_versions("keras", good, bad, python or releases.config_python(includes))
+    else:
+        versions = releases.candidates(good, bad, includes, patches=not latest_patches, python=python)
     expected = steps_needed(len(versions))
-    status_line(err, f"triage: {len(versions)} releases from {good} to {bad}: {' '.join(versions)}", final=True)
+    name = "Keras" if tf else "TF"
+    status_line(err, f"triage: {len(versions)} {name} releases from {good} to {bad}"
+                     f"{f' on TF {tf}' if tf else ''}: {' '.join(versions)}", final=True)
     status_line(err, f"triage: {loop} × {strategy}, {metric}; at most {expected} to measure", final=True)
     records: Dict[str, Record] = {}
     created: List[str] = []
@@ -269,9 +289,9 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         with lock:
             if text.startswith("environment ready"):
                 created.append(version)
-            status_line(err, f"TF {version}: {text}", final=True)
+            status_line(err, f"{name} {version}: {text}", final=True)
 
-    envs = Environments(config, python, note)
+    envs = Environments(config, python, note, tf)
 
     def spec_for(version, at_once=1):
         path, env_name = envs.get(version)
@@ -294,7 +314,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         step = len(records) + 1
         progress = Progress(err, expected, spec.warmup)
         progress.start(step, loop, strategy, spec.iterations)
-        progress.label = f"[step {step}/≤{expected}] TF {version}: {loop} × {strategy}"
+        progress.label = f"[step {step}/≤{expected}] {name} {version}: {loop} × {strategy}"
         record = runner.measure(spec, progress=progress)
         progress.done(record)
         return keep(version, record, env_name)
@@ -305,7 +325,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         at_once = 1 if metric == "seconds_per_iter" else min(jobs, 2)  # a time compared alone, never under contention
         if at_once > 1:
             made = [spec_for(v, at_once) for v in ends]
-            labels = [f"[step {i + 1}/≤{expected}] TF {v}" for i, v in enumerate(ends)]
+            labels = [f"[step {i + 1}/≤{expected}] {name} {v}" for i, v in enumerate(ends)]
             measured = runner.measure_at_once([s for s, _ in made], at_once,
                                                _Labelled(Progress(err, expected, template.warmup), labels), None)
             if len(measured) < 2:  # measure_at_once keeps only finished pairs; a repro failure raised already
@@ -328,12 +348,15 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
                 else ("unclear", f"{record['status']}: {record['reason']}")
             record["triage"] = {"class": verdict, "why": reason}
             said = {"good": "like the good end", "bad": "like the bad end", "unclear": "like neither end"}[verdict]
-            status_line(err, f"triage: TF {version} behaves {said}: {reason}", final=True)
+            status_line(err, f"triage: {name} {version} behaves {said}: {reason}", final=True)
             return verdict
 
         outcome = bisect(versions, classify_version, ahead=envs.want if differ else None)
     finally:
         envs.stop()  # a look-ahead creation no step needs any more: ended, its folder removed
-    commands = [shlex.join(reproduce + ["--tf", version]) for version in outcome.bracket]
-    text = render(outcome, records, metric, loop, strategy, commands, time.monotonic() - started, len(set(created)))
+    where = (lambda v: ["--tf", tf, "--keras", v]) if tf else (lambda v: ["--tf", v])
+    commands = [shlex.join(reproduce + where(version)) for version in outcome.bracket]
+    text = render(outcome, records, metric, loop, strategy, commands, time.monotonic() - started, len(set(created)),
+                  name)
+    outcome.pins = {version: envs.pins(version) for version in outcome.bracket}
     return text, outcome, records

@@ -1,0 +1,350 @@
+"""kerasbench attribute: which package carries a change; forced installs; Keras as an axis (tf_keras, Keras triage)."""
+
+import io
+import json
+import os
+import pathlib
+import sys
+
+import pytest
+
+from kerasbench import asvconf, attribute, releases
+from kerasbench.cli import main
+from kerasbench.errors import UsageError
+
+from test_compare import synthetic
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MATRIX = str(ROOT / "asv.matrix.json")
+PYPI = str(ROOT / "tests" / "fixtures" / "pypi")
+KIB = 1024
+
+GOOD = {"tensorflow-cpu": "2.13.1", "keras": "2.13.1", "numpy": "1.24.3", "scipy": "1.15.3",
+        "pip+asv_runner": "0.3.2"}
+BAD = {"tensorflow-cpu": "2.14.0", "keras": "2.14.0", "numpy": "1.26.4", "scipy": "1.17.1",
+       "pip+asv_runner": "0.3.2"}
+
+
+@pytest.fixture(autouse=True)
+def offline_index(monkeypatch):
+    monkeypatch.setenv("KERASBENCH_PYPI", PYPI)
+
+
+def call(argv):
+    out = io.StringIO()
+    return main(argv, out=out), out.getvalue()
+
+
+def record(version, slope, seed=0, keras=None):
+    r = synthetic(version, slope, repeats=2, n=20, seed=seed)["records"][0]
+    if keras:
+        r["environment"]["keras"] = keras
+    return r
+
+
+# ---------------------------------------------------------------- the plan
+
+
+def test_plan_moves_each_differing_package_alone_into_the_good_environment():
+    rows = attribute.plan(GOOD, BAD)
+    assert [r.label for r in rows[:2]] == ["good", "bad"]
+    assert [r.moved for r in rows[2:]] == [("tensorflow-cpu",), ("keras",), ("numpy",), ("scipy",)]
+    for row in rows[2:]:
+        (name,) = row.moved
+        assert row.pins[name] == BAD[name]
+        assert {k: v for k, v in row.pins.items() if k != name} == {k: v for k, v in GOOD.items() if k != name}
+    with pytest.raises(UsageError, match="Nothing to attribute"):
+        attribute.plan(GOOD, dict(GOOD))
+
+
+def test_side_pins_of_a_release_an_environment_folder_and_an_unknown_name(tmp_path):
+    assert attribute.side_pins(MATRIX, "2.13.1") == GOOD  # the matrix's own entry
+    derived = attribute.side_pins(MATRIX, "2.14.0")  # a patch release: pins derived from the index
+    assert derived["tensorflow-cpu"] == "2.14.0" and derived["keras"] == "2.14.0"
+    env = tmp_path / "some-env"
+    env.mkdir()
+    (env / "asv-env-info.json").write_text(json.dumps({"python": "3.11", "requirements": BAD}))
+    assert attribute.side_pins(MATRIX, str(env)) == BAD
+    with pytest.raises(UsageError, match="Expected a TF release"):
+        attribute.side_pins(MATRIX, "no-such-env")
+
+
+def test_reproduce_args_name_the_release_and_only_the_pins_it_does_not_have():
+    assert attribute.reproduce_args(MATRIX, GOOD) == ["--tf", "2.13.1"]
+    assert attribute.reproduce_args(MATRIX, attribute.swapped(GOOD, BAD, ["keras"])) == \
+        ["--tf", "2.13.1", "--pin=keras==2.14.0"]
+
+
+# ---------------------------------------------------------------- forced installs
+
+FAKE_UV = """#!{python}
+import os, sys
+argv = sys.argv[1:]
+with open({log!r}, "a") as f:
+    f.write(" ".join(argv) + "\\n")
+if argv[0] == "venv":
+    os.makedirs(os.path.join(argv[-1], "bin"))
+    os.symlink({python!r}, os.path.join(argv[-1], "bin", "python"))
+    os.symlink({python!r}, os.path.join(argv[-1], "bin", "pip"))
+    sys.exit(0)
+pins = sys.stdin.read().split() if argv[1] == "compile" else [a for a in argv if "==" in a]
+if "--no-deps" not in argv and "tensorflow-cpu==2.14.0" in pins and "keras==2.13.1" in pins:
+    print("error: No solution found when resolving dependencies")
+    print("  cause: Because tensorflow-cpu==2.14.0 depends on keras>=2.14.0,<2.15 and you require "
+          "tensorflow-cpu==2.14.0, we can conclude that you require keras>=2.14.0,<2.15.")
+    print("         And because you require keras==2.13.1, we can conclude that your requirements are unsatisfiable.")
+    sys.exit(1)
+if "--no-deps" not in argv and "scipy==1.17.1" in pins and "tensorflow-cpu==2.13.1" in pins:
+    print("error: No solution found when resolving dependencies")
+    if "numpy==1.24.3" in pins:
+        print("  cause: Because scipy==1.17.1 depends on numpy>=1.26.4 and you require numpy==1.24.3, we can "
+              "conclude that your requirements and scipy==1.17.1 are incompatible.")
+    else:
+        print("  cause: Because scipy==1.17.1 depends on numpy>=1.26.4 and tensorflow-cpu==2.13.1 depends on "
+              "numpy>=1.22,<=1.24.3, we can conclude that scipy==1.17.1 and tensorflow-cpu==2.13.1 are incompatible.")
+    sys.exit(1)
+"""
+
+
+@pytest.fixture
+def config(tmp_path):
+    text = (ROOT / "asv.matrix.json").read_text().replace('".asv/env"', json.dumps(str(tmp_path / "env")))
+    path = tmp_path / "asv.matrix.json"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.fixture
+def fake_uv(tmp_path, monkeypatch):
+    uv = tmp_path / "bin" / "uv"
+    uv.parent.mkdir()
+    uv.write_text(FAKE_UV.format(python=sys.executable, log=str(tmp_path / "uv.log")))
+    uv.chmod(0o755)
+    monkeypatch.setattr(asvconf, "installer", lambda env: str(uv))
+    return tmp_path / "uv.log"
+
+
+def test_forced_pins_are_the_ones_the_installers_reason_names(fake_uv):
+    uv = str(fake_uv.parent / "bin" / "uv")
+    tf_moved = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
+    forced, why = asvconf.forced_pins(tf_moved, "3.11", uv)
+    assert forced == ["keras"] and "depends on keras>=2.14.0" in why
+    assert asvconf.forced_pins(GOOD, "3.11", uv) == ([], "")
+    # forcing numpy back does not resolve (TF 2.13.1 and scipy 1.17.1 want different numpys): scipy is forced
+    forced, why = asvconf.forced_pins(attribute.swapped(GOOD, BAD, ["scipy"]), "3.11", uv)
+    assert forced == ["scipy"] and "scipy==1.17.1 depends on numpy>=1.26.4" in why
+
+
+def test_an_unresolvable_environment_is_made_forced_and_imported(config, fake_uv, monkeypatch):
+    checked = []
+    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs, forced=(): checked.append(python) or "")
+    pins = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
+    said = []
+    python, name = asvconf.python_for(config, pins, said.append)
+    installs = [line for line in fake_uv.read_text().splitlines() if line.startswith("pip install")]
+    assert "keras==2.13.1" in installs[0]  # the first try: everything in one resolve, refused
+    assert "keras==2.13.1" not in installs[1] and "tensorflow-cpu==2.14.0" in installs[1]  # TF with its own deps
+    assert "--no-deps" in installs[2] and installs[2].endswith("keras==2.13.1")  # then keras forced back
+    assert checked == [python]
+    note = asvconf.install_note(python)
+    assert note["forced"] == ["keras"] and "depends on keras>=2.14.0" in note["why"]
+    assert any("forcing keras with --no-deps" in s for s in said)
+    assert asvconf.environment_for(config, pins)[1].check_presence()
+
+
+def test_a_forced_environment_that_does_not_import_is_one_line_and_leaves_no_folder(config, fake_uv, monkeypatch):
+    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs, forced=(): "ImportError: cannot import name 'x'")
+    pins = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
+    with pytest.raises(UsageError, match="does not import: ImportError"):
+        asvconf.python_for(config, pins)
+    assert not os.path.exists(asvconf.environment_for(config, pins)[1]._path)
+
+
+def test_tf_keras_is_always_installed_without_its_tensorflow_requirement(config, fake_uv, monkeypatch):
+    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs, forced=(): "")
+    monkeypatch.setattr(releases, "tf_keras_for", lambda tf, python="3.11", doc=None: "2.16.0")
+    reqs, no_deps = asvconf.requirements_with(config, "2.16.2", keras="tf_keras")
+    assert reqs["tf-keras"] == "2.16.0" and reqs["keras"] == "3.4.1" and no_deps == ["tf-keras"]
+    asvconf.python_for_tf(config, "2.16.2", keras="tf_keras")
+    installs = [line for line in fake_uv.read_text().splitlines() if line.startswith("pip install")]
+    assert "tf-keras" not in installs[0] and installs[1].endswith("tf-keras==2.16.0") and "--no-deps" in installs[1]
+    with pytest.raises(UsageError, match="TF 2.16 and later"):
+        asvconf.requirements_with(config, "2.15.1", keras="tf_keras")
+
+
+def test_tf_keras_for_is_the_newest_of_the_tf_minor():
+    doc = {"files": [{"filename": f"tf_keras-{v}-py3-none-any.whl", "upload-time": "2024"}
+                     for v in ("2.15.0", "2.16.0", "2.17.0", "2.17.1")]}
+    assert releases.tf_keras_for("2.17.1", doc=doc) == "2.17.1"
+    assert releases.tf_keras_for("2.16.2", doc=doc) == "2.16.0"
+    with pytest.raises(UsageError, match="No tf-keras 2.21.x"):
+        releases.tf_keras_for("2.21.0", doc=doc)
+
+
+def test_keras_versions_between_two_releases():
+    versions = releases.package_versions("keras", "3.4.1", "3.6.0")
+    assert versions == ["3.4.1", "3.5.0", "3.6.0"]
+    assert releases.package_versions("keras", "3.6.0", "3.4.1") == versions[::-1]
+    with pytest.raises(UsageError, match="Unknown keras version"):
+        releases.package_versions("keras", "3.4.1", "9.9.9")
+
+
+# ---------------------------------------------------------------- the command on fakes
+
+
+def fake_environments(monkeypatch, carrier, forced=()):
+    """python_for and measure_at_once fakes: environments with the bad side's `carrier` pin grow (None: none)."""
+    from kerasbench import runner
+
+    made = {}
+
+    def python_for(config, reqs, progress=None, python=None):
+        path = f"python-{len(made)}"
+        made[path] = dict(reqs)
+        return path, f"env-{len(made)}"
+
+    def measure_at_once(specs, jobs, progress, finished):
+        out = []
+        for i, spec in enumerate(specs):
+            pins = made[spec.python]
+            grows = carrier is not None and pins.get(carrier) == BAD[carrier]
+            r = record(pins["tensorflow-cpu"], 2400 * KIB if grows else 0, seed=i, keras=pins["keras"])
+            r["spec"]["python"] = spec.python
+            out.append(r)
+        return out
+
+    monkeypatch.setattr(asvconf, "python_for", python_for)
+    monkeypatch.setattr(asvconf, "install_note",
+                        lambda python: {"forced": ["keras"], "why": "tensorflow-cpu==2.14.0 depends on keras"}
+                        if made[python].get("tensorflow-cpu") == "2.14.0" and made[python]["keras"] == "2.13.1"
+                        and forced else {})
+    monkeypatch.setattr(runner, "measure_at_once", measure_at_once)
+    return made
+
+
+@pytest.mark.parametrize("carrier", ["keras", "tensorflow-cpu"])
+def test_attribute_names_the_package_whose_swap_behaves_like_the_bad_end(monkeypatch, tmp_path, capsys, carrier):
+    made = fake_environments(monkeypatch, carrier, forced=True)
+    out_json = tmp_path / "attr.json"
+    code, out = call(["attribute", "--config", MATRIX, "--good", "2.13.1", "--bad", "2.14.0", "--loop", "sweep",
+                      "--strategy", "clear_session_del_gc", "--json", str(out_json)])
+    assert code == 0, capsys.readouterr().err
+    assert len(made) == 6  # the two ends and four one-package swaps
+    assert out.startswith(f"Answer: {carrier} {BAD[carrier]} carries the change")
+    others = [n for n in ("tensorflow-cpu", "keras", "numpy", "scipy") if n != carrier]
+    assert all(f"{n} {BAD[n]}" in out.splitlines()[0] for n in others)  # named as behaving like the good end
+    def row(label):
+        return next(line for line in out.splitlines() if line.startswith(label + "  "))
+
+    assert row(f"good + {carrier} {BAD[carrier]}").split()[-1] == "bad"
+    assert "forced: keras --no-deps" in row("good + tensorflow-cpu 2.14.0")
+    assert "Forced installs" in out and "depends on keras" in out
+    assert "--tf 2.13.1 --pin=keras==2.14.0" in out and "--tf 2.14.0\n" in out
+    saved = json.loads(out_json.read_text())
+    assert len(saved["records"]) == 6
+    classes = {r["label"]: r["class"] for r in saved["attribution"]["rows"]}
+    assert classes[f"good + {carrier} {BAD[carrier]}"] == "bad" and classes["good"] == "good"
+
+
+def test_attribute_says_when_no_single_package_carries_it(monkeypatch, capsys):
+    fake_environments(monkeypatch, None)  # only the bad end itself (all its pins) grows
+    from kerasbench import runner
+
+    inner = runner.measure_at_once
+
+    def at_once(specs, jobs, progress, finished):
+        out = inner(specs, jobs, progress, finished)
+        out[1] = record("2.14.0", 2400 * KIB, seed=9)
+        out[1]["spec"]["python"] = specs[1].python
+        return out
+
+    monkeypatch.setattr(runner, "measure_at_once", at_once)
+    code, out = call(["attribute", "--config", MATRIX, "--good", "2.13.1", "--bad", "2.14.0", "--loop", "sweep",
+                      "--strategy", "clear_session_del_gc"])
+    assert code == 0
+    assert out.startswith("No single package carries the change")
+
+
+def test_attribute_ends_that_do_not_differ_give_no_answer(monkeypatch, capsys):
+    fake_environments(monkeypatch, None)
+    code, out = call(["attribute", "--config", MATRIX, "--good", "2.13.1", "--bad", "2.14.0", "--loop", "sweep",
+                      "--strategy", "clear_session_del_gc"])
+    assert code == 0 and out.startswith("No answer for sweep × clear_session_del_gc") and "do not differ" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["attribute", "--good", "2.13.1", "--bad", "2.13.1", "--loop", "sweep"], "same"),
+    (["attribute", "--good", "2.13.1", "--bad", "2.14.0"], "What to measure"),
+    (["run", "--loop", "control", "--pin", "keras==3.4.1"], "give --tf"),
+    (["run", "--loop", "control", "--tf", "2.16.2", "--pin", "keras>=3"], "Expected NAME==VERSION"),
+    (["triage", "--good", "3.4.1", "--bad", "3.13.2", "--package", "keras", "--loop", "sweep"], "give --tf"),
+    (["triage", "--good", "2.13.1", "--bad", "2.14.0", "--tf", "2.21.0", "--loop", "sweep"], "--package keras"),
+])
+def test_usage_errors_are_one_line(argv, message, capsys):
+    code, _ = call(argv + ["--config", MATRIX])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_triage_package_keras_bisects_keras_releases_at_one_tf(monkeypatch, capsys):
+    from kerasbench import runner
+
+    made = []
+
+    def python_for(config, reqs, progress=None, python=None):
+        made.append(dict(reqs))
+        return f"python-{reqs['keras']}", f"env-{reqs['keras']}"
+
+    def measure(spec, progress=None):
+        keras = spec.python.split("-", 1)[1]
+        slope = 3600 * KIB if releases.version_key(keras) >= (3, 6) else 0
+        return record("2.21.0", slope, seed=len(made), keras=keras)
+
+    def at_once(specs, jobs, progress, finished):
+        return [measure(s) for s in specs]
+
+    monkeypatch.setattr(asvconf, "python_for", python_for)
+    monkeypatch.setattr(runner, "measure", measure)
+    monkeypatch.setattr(runner, "measure_at_once", at_once)
+    code, out = call(["triage", "--config", MATRIX, "--package", "keras", "--tf", "2.21.0", "--good", "3.4.1",
+                      "--bad", "3.13.2", "--loop", "sweep", "--strategy", "clear_session_del_gc", "--attribute"])
+    assert code == 0, capsys.readouterr().err
+    assert "Answer: Keras 3.6.0 is the first release" in out and "the last like 3.4.1 is 3.5.0" in out
+    assert {r["tensorflow-cpu"] for r in made} == {"2.21.0"}
+    assert "--tf 2.21.0 --keras 3.6.0" in out
+    assert "attribute: 3.5.0 (good) vs 3.6.0 (bad)" in out and "Answer: keras 3.6.0 carries the change" in out
+
+
+# ---------------------------------------------------------------- tf_keras as a side in compare
+
+
+def test_compare_labels_tf_keras_records_as_their_own_side(tmp_path):
+    from kerasbench.record import load_records
+
+    keras3 = synthetic("2.16.2", 0, seed=1)
+    legacy = synthetic("2.16.2", 0, seed=2)
+    legacy["records"][0]["environment"]["keras_package"] = "tf_keras"
+    paths = []
+    for name, payload in (("k3.json", keras3), ("legacy.json", legacy)):
+        (tmp_path / name).write_text(json.dumps(payload))
+        paths.append(str(tmp_path / name))
+    assert sorted(version for _, _, version in load_records(paths)) == ["2.16.2", "2.16.2+tf_keras"]
+
+
+def test_compat_reads_tf_keras_as_the_keras_that_ran(monkeypatch):
+    """Under TF_USE_LEGACY_KERAS=1 tf.keras is tf_keras's API module: its package's version, not Keras 3's."""
+    import types
+
+    from kerasbench import _compat
+
+    legacy = types.ModuleType("tf_keras.api._v2.keras")  # what tf.keras is then (no __version__ of its own)
+    package = types.ModuleType("tf_keras")
+    package.__version__ = "2.16.0"
+    keras3 = types.ModuleType("keras")
+    keras3.__version__ = "3.4.1"
+    monkeypatch.setitem(sys.modules, "tf_keras", package)
+    monkeypatch.setitem(sys.modules, "keras", keras3)
+    monkeypatch.setattr(_compat, "keras", lambda: legacy)
+    assert (_compat.keras_version(), _compat.keras_package(), _compat.is_keras3()) == ("2.16.0", "tf_keras", False)
+    monkeypatch.setattr(_compat, "keras", lambda: types.ModuleType("keras._tf_keras.keras"))
+    assert (_compat.keras_version(), _compat.keras_package()) == ("3.4.1", "keras")
