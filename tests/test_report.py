@@ -244,12 +244,15 @@ def _bad_inputs(tmp_path):
     schema["schema"] = 2
     for r in schema["records"]:
         r["schema"] = 2
+    (tmp_path / "twice").mkdir()  # one argument holding a pair twice (two arguments of one release are two sides)
+    write(tmp_path / "twice" / "a.json", payload())
+    write(tmp_path / "twice" / "again.json", payload())
     return {
         "no records": ([str(tmp_path / "empty")], "No records"),
         "unknown baseline": ([TF212, TF221, "--baseline", "2.99"], "Expected one of: 2.12.1, 2.21.0"),
         "mixed schema": ([TF221, write(tmp_path / "schema2.json", schema)], "schema"),
         "corrupt JSON": ([TF212, str(tmp_path / "corrupt.json")], "Cannot parse"),
-        "duplicate pair": ([TF212, TF221, write(tmp_path / "again.json", payload())], "Duplicate"),
+        "duplicate pair": ([TF212, str(tmp_path / "twice")], "Duplicate"),
     }
 
 
