@@ -6,7 +6,6 @@ import os
 import pathlib
 import signal
 import sys
-import threading
 import time
 from importlib import metadata
 
@@ -86,21 +85,31 @@ def test_a_failed_uv_is_one_line_and_leaves_no_folder(config, fake_uv):
     assert not os.path.exists(env._path)
 
 
-def test_an_interrupted_uv_is_ended_and_leaves_no_folder(config, fake_uv):
+INTERRUPTED = """
+import sys
+sys.path.insert(0, {root!r})
+from kerasbench import asvconf
+asvconf.installer = lambda env: {uv!r}
+asvconf.python_for({config!r}, {reqs!r})
+"""
+
+
+def test_an_interrupted_uv_is_ended_and_leaves_no_folder(config, fake_uv, tmp_path):
+    """Ctrl-C while uv installs: uv ended, no half-made folder. In a fresh interpreter, sent a real SIGINT (the
+    test process's own signal state is what earlier tests left)."""
+    import subprocess
+
     log = fake_uv("hang")
     pid_file = pathlib.Path(str(log) + ".pid")
-
-    def interrupt():
-        for _ in range(200):
-            if pid_file.exists() and pid_file.read_text():
-                break
-            time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        asvconf.python_for(config, REQS)
-    time.sleep(0.1)
+    code = INTERRUPTED.format(root=str(ROOT), uv=str(tmp_path / "bin" / "uv"), config=config, reqs=REQS)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(400):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
     pid = int(pid_file.read_text())
     with pytest.raises(OSError):
         os.kill(pid, 0)  # uv ended (reaped) with the interrupt

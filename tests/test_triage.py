@@ -293,33 +293,49 @@ def test_run_python_needs_tf(capsys):
     assert code == 2 and "give --tf VERSION too" in capsys.readouterr().err
 
 
-def test_a_look_ahead_creation_is_ended_when_triage_stops(monkeypatch, tmp_path):
-    """Environments.stop() ends the installer a background creation started (asvconf removes its folder)."""
+LOOK_AHEAD = """
+import os, subprocess, sys, time
+sys.path.insert(0, {root!r})
+from kerasbench import asvconf, triage
+from kerasbench.errors import UsageError
+
+pid_file = {pid_file!r}
+
+def python_for(config, reqs, progress=None, python=None):
+    child = subprocess.Popen(["sleep", "1000"])
+    with open(pid_file, "w") as f:
+        f.write(str(child.pid))
+    child.wait()
+    raise UsageError("could not create environment (ended)")
+
+asvconf.python_for = python_for
+envs = triage.Environments({matrix!r}, None, lambda version, text: None)
+envs.want(["2.15.1", "2.16.2"])
+for _ in range(200):
+    if os.path.exists(pid_file):
+        break
+    time.sleep(0.05)
+started = time.monotonic()
+envs.stop()
+print(time.monotonic() - started, envs.futures["2.16.2"].cancelled())
+"""
+
+
+def test_a_look_ahead_creation_is_ended_when_triage_stops(tmp_path):
+    """Environments.stop() ends the installer a background creation started (asvconf removes its folder).
+
+    In a fresh interpreter: what earlier tests left in this one (signal handlers, reaped children) must not decide it.
+    """
     import os
     import subprocess
-    import time
-
-    from kerasbench import asvconf
+    import sys
 
     pid_file = tmp_path / "pid"
-
-    def python_for(config, reqs, progress=None, python=None):
-        child = subprocess.Popen(["sleep", "1000"])
-        pid_file.write_text(str(child.pid))
-        child.wait()
-        raise UsageError("could not create environment (ended)")
-
-    monkeypatch.setattr(asvconf, "python_for", python_for)
-    envs = triage.Environments(MATRIX, None, lambda version, text: None)
-    envs.want(["2.15.1", "2.16.2"])
-    for _ in range(200):
-        if pid_file.exists():
-            break
-        time.sleep(0.05)
-    started = time.monotonic()
-    envs.stop()
-    assert time.monotonic() - started < 5
+    code = LOOK_AHEAD.format(root=str(ROOT), pid_file=str(pid_file), matrix=MATRIX)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seconds, cancelled = done.stdout.split()
+    assert float(seconds) < 5 and cancelled == "True"  # the queued one never started
     pid = int(pid_file.read_text())
     with pytest.raises(OSError):
         os.kill(pid, 0)
-    assert envs.futures["2.16.2"].cancelled()  # queued, never started
