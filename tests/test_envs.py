@@ -86,7 +86,8 @@ def test_a_failed_uv_is_one_line_and_leaves_no_folder(config, fake_uv):
 
 
 INTERRUPTED = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent started in the background ignores SIGINT
 sys.path.insert(0, {root!r})
 from kerasbench import asvconf
 asvconf.installer = lambda env: {uv!r}

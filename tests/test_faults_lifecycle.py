@@ -101,7 +101,7 @@ def test_interrupt_ends_every_worker_and_keeps_the_finished_pairs(fault, tmp_pat
     path = tmp_path / "out.json"
     cmd = [sys.executable, "-m", "kerasbench", "run", "--loop", "control",
            "--strategy", "control_noop,control_leak_native", "--iterations", "3", "--warmup", "0",
-           "--leak-kib", "64", "--json", str(path)]
+           "--leak-kib", "64", "--json", str(path), "--jobs", "1"]  # one at a time: the first finishes first
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -207,7 +207,7 @@ def test_a_repro_failing_in_a_later_pair_keeps_the_earlier_ones(tmp_path, monkey
     monkeypatch.setattr(runner, "measure", fake_measure)
     path = tmp_path / "out.json"
     code, text = run_cli(["run", "--repro", str(repro), "--strategy", "reuse_model,rebuild_no_clear",
-                          "--iterations", "3", "--warmup", "0", "--json", str(path)])
+                          "--iterations", "3", "--warmup", "0", "--json", str(path), "--jobs", "1"])
     err = capsys.readouterr().err
     assert code == 2
     assert err.strip().splitlines()[-1] == f"kerasbench: error: Repro file {repro} failed in the worker at line 2: " \
