@@ -175,12 +175,10 @@ AUTO_RUNS = 10  # a run that finds no fitting calibration makes one: 10 runs per
 SERIES = ("rss", "heap")  # the readings a calibration analyzes, where the worker has them
 
 
-def usable_cores() -> int:
-    """How many CPUs this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+def _default_jobs() -> int:
+    from .runner import default_jobs  # runner imports floors, not this module: no cycle either way
+
+    return default_jobs()
 
 
 def cells_for(rates: Sequence[int], heaps: Sequence[str], tf_control: bool = False) -> list:
@@ -297,7 +295,7 @@ def ensure(allocator: str, iterations: int, err: TextIO, allowed: bool = True, j
                 "--no-calibrate skips it)", final=True)
     try:
         calibrate_one(allocator, AUTO_RUNS, counts, [r * KIB for r in DEFAULT_RATES_KIB], tuple(HEAPS), 2, False,
-                      err, jobs or usable_cores(), python, label="calibrating")
+                      err, jobs or _default_jobs(), python, label="calibrating")
     except RuntimeError as e:
         return f"not calibrated: {e}"
     return None

@@ -450,6 +450,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     """Measure the controls per allocator and store the floor (or --show the stored ones)."""
     from . import calibration
     from .allocators import require
+    from .runner import default_jobs
 
     names = _names(args.allocator, ALLOCATORS, "allocator")
     if args.show:
@@ -472,7 +473,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. "
                          "Expected a positive integer.")
     cals = calibration.calibrate(names, args.runs, iterations, rates, heaps, args.warmup, args.tf_control, sys.stderr,
-                                 jobs=args.jobs or calibration.usable_cores())
+                                 jobs=args.jobs or default_jobs())
     out.write(calibration.render(cals))
     return 0
 
@@ -771,7 +772,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "shorter counts read the first points of the longest, at no cost)")
     p.add_argument("--rates-kib", default="4,16,64,256", help="leak rates, KiB/iteration (default 4,16,64,256)")
     p.add_argument("--jobs", type=int, default=None,
-                   help="control workers at once (default: the usable cores)")
+                   help="control workers at once (default: $KERASBENCH_JOBS, else the usable cores)")
     p.add_argument("--heaps", default="native,python", help="native, python or both (default)")
     p.add_argument("--warmup", type=int, default=2, help="warm-up iterations per worker (default 2)")
     p.add_argument("--tf-control", action="store_true",
