@@ -244,12 +244,16 @@ def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
                                     lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
     records: list = []
 
+    named = [pair for loop in loops for pair in ablate.pairs(loop, steps, args.base)]  # each loop's variants, in order
+    order = {pair: index for index, pair in enumerate(named)}
+
     def finished(record: dict) -> None:  # on disk as each variant ends: an interrupt or a crash loses none
         records.append(record)
+        records.sort(key=lambda r: order.get((r["loop"], r["strategy"]), len(order)))  # several end out of order
         if json_path:
             write_json(json_path, records_payload(records, ablation={"base": args.base, "steps": list(steps)}))
 
-    total = sum(len(ablate.pairs(loop, steps, args.base)) for loop in loops)  # each loop's variants, in order
+    total = len(named)
 
     def show() -> None:  # the tables of every loop with a finished variant (the others of it n/a)
         for loop in dict.fromkeys(r["loop"] for r in records):
