@@ -21,6 +21,19 @@ def _no_stored_calibration(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("KERASBENCH_ALLOCATOR", raising=False)
 
 
+@pytest.fixture
+def config(tmp_path):
+    """A copy of asv.matrix.json whose environments live under tmp_path (tests that make environments)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "asv.matrix.json").read_text().replace('".asv/env"', json.dumps(str(tmp_path / "env")))
+    path = tmp_path / "asv.matrix.json"
+    path.write_text(text)
+    return str(path)
+
+
 def clone_for_asv(tmp_path_factory, name):
     """(work folder, clone of this repository on branch main): where the asv tests run `asv run`."""
     import shutil

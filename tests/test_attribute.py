@@ -107,14 +107,6 @@ if "--no-deps" not in argv and "scipy==1.17.1" in pins and "tensorflow-cpu==2.13
 
 
 @pytest.fixture
-def config(tmp_path):
-    text = (ROOT / "asv.matrix.json").read_text().replace('".asv/env"', json.dumps(str(tmp_path / "env")))
-    path = tmp_path / "asv.matrix.json"
-    path.write_text(text)
-    return str(path)
-
-
-@pytest.fixture
 def fake_uv(tmp_path, monkeypatch):
     uv = tmp_path / "bin" / "uv"
     uv.parent.mkdir()

@@ -1,7 +1,6 @@
 """Release environments (kerasbench.asvconf): made with uv where asv would make them, reused by asv, the
 current interpreter used where it already is the release, and an interrupted or failed creation leaves nothing."""
 
-import json
 import os
 import pathlib
 import signal
@@ -35,15 +34,6 @@ elif mode == "hang":
         f.write(str(os.getpid()))
     time.sleep(1000)
 """
-
-
-@pytest.fixture
-def config(tmp_path):
-    """asv.matrix.json with its environments under tmp_path."""
-    text = (ROOT / "asv.matrix.json").read_text().replace('".asv/env"', json.dumps(str(tmp_path / "env")))
-    path = tmp_path / "asv.matrix.json"
-    path.write_text(text)
-    return str(path)
 
 
 @pytest.fixture
