@@ -85,8 +85,6 @@ def environments(config: str, tf: Optional[str] = None) -> list:
     `tf` may be any release `run --tf` accepts: a patch release the matrix does not pin gets the pins
     releases.requirements_for derives (from the package index), and the name asv gives those.
     """
-    from asv import environment
-
     read_config(config)  # a readable error for a missing or broken file, before asv's own
     if tf is not None:
         entries = includes(config)
@@ -97,31 +95,73 @@ def environments(config: str, tf: Optional[str] = None) -> list:
                              f"{', '.join(pinned)}, or another patch release of one of their minor releases.")
         _, env = environment_for(config, releases.requirements_for(tf, entries))
         return [(env.name, dict(env.requirements))]
+    return [(e["name"], dict(e["req"])) for e in matrix_entries(config)]
+
+
+def matrix_entries(config: str) -> List[dict]:
+    """Every environment of `config`'s matrix as asv names it: {name, python, req, env, axis}, in the config's order.
+
+    Read with asv's own matrix expansion and naming, without looking for the interpreters (asv skips an
+    environment whose Python it does not find on PATH; a fan-out's plan must still list it: each job
+    installs its own Python). `axis` is '' for a TF release's entry, else what the entry varies (axis_of).
+    """
+    from asv import environment
+
     conf = load_config(config)
-    return [(env.name, dict(env.requirements)) for env in environment.get_environments(conf, None, verbose=False)]
+    home = releases.config_python(read_config(config).get("include") or [])
+    found = []
+    for combo in environment.iter_matrix(conf.environment_type, conf.pythons, conf):
+        python, reqs, tagged = environment._parse_matrix_entries(combo)
+        named = {k: v for k, v in reqs.items() if k not in ASV_BASE}  # asv installs these apart, unnamed
+        name = environment.get_env_name(conf.environment_type, python, named, tagged)
+        variables = {key: value for (_, key), value in tagged.items()}
+        found.append({"name": name, "python": python, "req": dict(reqs), "env": variables,
+                      "axis": axis_of({"python": python, "req": reqs, "env": variables}, home)})
+    return found
+
+
+ASV_BASE = ("pip+build", "pip+asv_runner", "pip+pympler")  # asv's own requirements: not part of a name
+
+
+def axis_of(entry: dict, home_python: str) -> str:
+    """What a matrix entry varies besides the TF release: '' (a release's own entry), 'tf_keras' (Keras 2 on a
+    Keras 3 TF), 'py3.12' (another Python than the config's), or both joined with '+'."""
+    axes = []
+    variables = {**(entry.get("env") or {}), **(entry.get("env_nobuild") or {})}
+    if variables.get(LEGACY_KERAS_VAR) == "1" or any(package_of(name) == "tf-keras" for name in entry.get("req", {})):
+        axes.append("tf_keras")
+    if str(entry.get("python") or home_python) != home_python:
+        axes.append(f"py{entry['python']}")
+    return "+".join(axes)
 
 
 def matrix_json(config: str) -> dict:
     """The environments of `config` as GitHub Actions' matrix {"include": [...]}: one entry per environment
-    (name for `asv run -E`, tf, tf_package, keras, python, device), nothing that depends on this machine."""
-    from asv import environment
-
-    read_config(config)
-    conf = load_config(config)
+    (name for `asv run -E`, tf, tf_package, keras, keras_package, python, device, axis, label), nothing that
+    depends on this machine (not even which Pythons it has)."""
     found = []
-    for env in environment.get_environments(conf, None, verbose=False):
-        reqs = dict(env.requirements)
+    for entry in matrix_entries(config):
+        reqs = entry["req"]
         package = "tensorflow-cpu" if "tensorflow-cpu" in reqs else "tensorflow"
-        variables = {name: value for (_, name), value in (getattr(env, "_tagged_env_vars", None) or {}).items()}
-        found.append({"name": env.name, "tf": reqs.get(package), "tf_package": package, "keras": reqs.get("keras"),
-                      "python": env.python, "device": variables.get("KERASBENCH_DEVICE", "cpu"),
+        label = reqs.get(package) or "?"
+        found.append({"name": entry["name"], "tf": reqs.get(package), "tf_package": package, "keras": reqs.get("keras"),
+                      "keras_package": "tf_keras" if "tf_keras" in entry["axis"] else "keras",
+                      "python": entry["python"], "device": entry["env"].get("KERASBENCH_DEVICE", "cpu"),
+                      "axis": entry["axis"], "label": f"{label}+{entry['axis']}" if entry["axis"] else label,
                       "config": os.path.basename(config)})
     return {"include": found}
 
 
 def includes(config: str) -> list:
-    """The matrix `include` entries of an asv config (each: python and exact `req` pins)."""
-    entries = read_config(config).get("include") or []
+    """The TF releases' matrix `include` entries of an asv config (each: python and exact `req` pins).
+
+    Entries of another axis (axis_of: tf_keras, another Python) are left out: triage bisects, and `run --tf`
+    derives pins from, one entry per release. Those entries hold what requirements_with derives for them
+    (`run --tf V --keras tf_keras`, `--python 3.12`), so both use the same environment.
+    """
+    every = read_config(config).get("include") or []
+    home = releases.config_python(every)
+    entries = [entry for entry in every if not axis_of(entry, home)]
     if not entries:
         raise UsageError(f"The asv config {config} has no matrix 'include' entries: "
                          "use asv.matrix.json or asv.gpu.json.")
@@ -181,7 +221,9 @@ def environment_for(config: str, reqs: dict, python: Optional[str] = None) -> tu
     interpreter(python)  # asv finds it on PATH (pyenv's versions are not active there)
     entry = {"python": python, "req": dict(reqs)}
     # the config's environment variables (asv.gpu.json: KERASBENCH_DEVICE=gpu) are part of the name
-    entry.update({k: first[k] for k in ("env", "env_nobuild") if k in first})
+    entry.update({k: dict(first[k]) for k in ("env", "env_nobuild") if k in first})
+    if any(package_of(name) == "tf-keras" for name in reqs):  # tf.keras is tf_keras only with the variable set
+        entry.setdefault("env", {})[LEGACY_KERAS_VAR] = "1"
     # only this environment: exclude everything the (empty) matrix would add, include ours
     conf.matrix, conf.exclude, conf.include = {}, [{"python": ".*"}], [entry]
     found = list(environment.get_environments(conf, None, verbose=False))
@@ -196,11 +238,12 @@ def provided_here(reqs: dict, python: str) -> bool:
 
     if f"{sys.version_info[0]}.{sys.version_info[1]}" != python:
         return False
-    for name, version in reqs.items():
-        if name.startswith("pip+"):  # asv's runner: it does not touch what is measured
+    for name, value in reqs.items():
+        if name in INSTALLER_ONLY:  # asv's runner: it does not touch what is measured
             continue
+        package, version, _ = split_pin(name, value)
         try:
-            if metadata.version(name) != version:
+            if metadata.version(package) != version:
                 return False
         except metadata.PackageNotFoundError:
             return False
@@ -226,8 +269,10 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
     """
     import time
 
-    # tf-keras requires `tensorflow`, which beside tensorflow-cpu would install a second TF over the first
-    no_deps = list(no_deps) + [name for name in reqs if _canonical(name) == "tf-keras" and name not in no_deps]
+    # a pin that says --no-deps (tf-keras: its `tensorflow` requirement beside tensorflow-cpu would install a
+    # second TF over the first), and tf-keras however it is pinned
+    no_deps = list(no_deps) + [name for name, value in reqs.items() if name not in no_deps and
+                               ("--no-deps" in split_pin(name, value)[2] or package_of(name) == "tf-keras")]
     conf, env = environment_for(config, reqs, python) if python else environment_for(config, reqs)
     if not no_deps and provided_here(reqs, getattr(env, "_python", "")) and not gpu_extras(conf, reqs):
         return sys.executable, SAME
@@ -296,9 +341,26 @@ def installer(env: object) -> Optional[str]:
     return beside if os.access(beside, os.X_OK) else shutil.which("uv")
 
 
+INSTALLER_ONLY = ("pip+asv_runner",)  # asv's runner: in every environment, never what is measured
+
+
+def split_pin(name: str, value: str) -> Tuple[str, str, List[str]]:
+    """(package, version, pip flags) of an asv `req` pin: ('pip+tf-keras', '--no-deps 2.21.0') ->
+    ('tf-keras', '2.21.0', ['--no-deps']) (asv hands a pip+ value's flags to pip as they are; the name as given)."""
+    words = str(value).split()
+    flags = [w for w in words if w.startswith("-")]
+    version = next((w.lstrip("=") for w in words if not w.startswith("-")), "")
+    return name[4:] if name.startswith("pip+") else name, version, flags
+
+
+def package_of(name: str) -> str:
+    """The registry name of an asv `req` key: 'pip+tf_keras' -> 'tf-keras'."""
+    return _canonical(name[4:] if name.startswith("pip+") else name)
+
+
 def _pins(reqs: dict) -> list:
-    """['name==version', ...] of asv `req` pins (asv's pip+ prefix dropped)."""
-    return [f"{name[4:] if name.startswith('pip+') else name}=={version}" for name, version in reqs.items()]
+    """['name==version', ...] of asv `req` pins (asv's pip+ prefix and pip flags dropped)."""
+    return ["{}=={}".format(*split_pin(name, value)[:2]) for name, value in reqs.items()]
 
 
 def _create_with_uv(uv: str, conf: object, env, reqs: dict, forced: Sequence[str] = ()) -> None:
@@ -326,6 +388,7 @@ def _create_with_uv(uv: str, conf: object, env, reqs: dict, forced: Sequence[str
 
 
 FORCED_FILE = "kerasbench-forced.json"  # in a forced environment's folder: what was forced, and why
+TF_KERAS_PIN = "pip+tf-keras"  # the req key of tf-keras: its value says --no-deps (asv's pip, kerasbench's uv)
 LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"  # "1": tf.keras is the tf-keras package (Keras 2) on TF >= 2.16
 _DEPENDS_ON = re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)")  # in uv's reason: the dependency
 _DEPENDENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on")  # ... and the pin that requires it
@@ -395,9 +458,10 @@ def import_check(python: str, reqs: dict, forced: Sequence[str] = ()) -> str:
     import subprocess
 
     env = dict(os.environ)
-    if any(_canonical(name) == "tf-keras" for name in reqs):
+    if any(package_of(name) == "tf-keras" for name in reqs):
         env[LEGACY_KERAS_VAR] = "1"
-    others = "".join(f"; import {module_of(name)}" for name in forced if module_of(name) != "tensorflow")
+    others = "".join(f"; import {module_of(package_of(name))}" for name in forced
+                     if module_of(package_of(name)) != "tensorflow")
     code = f"import tensorflow as tf; tf.keras.layers.Dense(1){others}; print(tf.__version__)"
     try:
         done = subprocess.run([python, "-c", code], env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"},
@@ -463,14 +527,15 @@ def requirements_with(config: str, version: str, python: Optional[str] = None, p
     entries = includes(config)
     reqs = releases.requirements_for(version, entries, python=python)
     no_deps: List[str] = []
-    names = {_canonical(name): name for name in reqs}
+    names = {package_of(name): name for name in reqs}
     for name, pinned in (pins or {}).items():
-        reqs[names.get(_canonical(name), name)] = pinned
+        reqs[names.get(package_of(name), name)] = pinned
     if keras == "tf_keras":
         if releases.version_key(version)[:2] < (2, 16):
             raise UsageError(f"tf_keras is the Keras 2 of TF 2.16 and later; TF {version} ships Keras 2 as keras.")
-        reqs["tf-keras"] = releases.tf_keras_for(version, python or releases.config_python(entries))
-        no_deps.append("tf-keras")
+        # as asv.matrix.json pins it (asv's pip would otherwise add the `tensorflow` wheel tf-keras requires)
+        reqs[TF_KERAS_PIN] = "--no-deps " + releases.tf_keras_for(version, python or releases.config_python(entries))
+        no_deps.append(TF_KERAS_PIN)
     elif keras:
         reqs["keras"] = keras
     return reqs, no_deps

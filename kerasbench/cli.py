@@ -526,15 +526,22 @@ def cmd_envs(args: argparse.Namespace, out: TextIO) -> int:
     """The asv environments of a config, with their pins (or the bare name of one TF release's; --json: a matrix)."""
     import json
 
-    from .asvconf import environments, find_config, matrix_json
+    from .asvconf import environments, find_config, matrix_entries, matrix_json, split_pin
 
     config = find_config(args.config)
     if args.json:  # one line: a CI job writes it to $GITHUB_OUTPUT and fans out over it
         out.write(json.dumps(matrix_json(config), separators=(",", ":")) + "\n")
         return 0
-    for name, reqs in environments(config, args.tf):
-        pins = ", ".join(f"{k}=={v}" for k, v in sorted(reqs.items()))
-        out.write(name + "\n" if args.tf else f"{name}\n    {pins}\n")
+    if args.tf:
+        out.write("".join(name + "\n" for name, _ in environments(config, args.tf)))
+        return 0
+    for entry in matrix_entries(config):
+        pins = [(package, version, " (" + " ".join(flags) + ")" if flags else "")
+                for package, version, flags in (split_pin(k, v) for k, v in entry["req"].items())]
+        said = [f"{package}=={version}{flags}" for package, version, flags in sorted(pins)]
+        said += [f"{key}={value}" for key, value in sorted(entry["env"].items())]
+        axis = f"  [{entry['axis']}]" if entry["axis"] else ""
+        out.write(f"{entry['name']}{axis}\n    {', '.join(said)}\n")
     return 0
 
 

@@ -598,7 +598,22 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
             out.append((record, path, str(version)))
     if not out:
         raise UsageError(f"No records with a TensorFlow version found in {', '.join(paths)}.")
-    return out
+    return _label_pythons(out)
+
+
+def _python_minor(record: Record) -> str:
+    """'3.12' of a record's interpreter ('' when not recorded)."""
+    return ".".join(str((record.get("environment") or {}).get("python") or "").split(".")[:2])
+
+
+def _label_pythons(loaded: List[Tuple[Record, str, str]]) -> List[Tuple[Record, str, str]]:
+    """A release measured on several Pythons (the matrix's Python axis, `run --tf V --python X.Y`) is one side per
+    Python, `<release>+py3.12`; a release on one Python keeps its plain name."""
+    minors: Dict[str, set] = {}
+    for record, _, version in loaded:
+        minors.setdefault(version, set()).add(_python_minor(record))
+    return [(record, path, f"{version}+py{_python_minor(record)}" if len(minors[version]) > 1 else version)
+            for record, path, version in loaded]
 
 
 # ---------------------------------------------------------------- the JSON Schema

@@ -33,9 +33,11 @@ def _triggers(wf):
 
 
 def _envs(config):
-    from kerasbench.asvconf import environments
+    """{label: asv environment name}: a release's own entry is labelled by its TF version, an axis entry
+    as 2.21.0+tf_keras or 2.16.2+py3.10."""
+    from kerasbench.asvconf import matrix_json
 
-    return {reqs.get("tensorflow-cpu") or reqs["tensorflow"]: name for name, reqs in environments(str(ROOT / config))}
+    return {job["label"]: job["name"] for job in matrix_json(str(ROOT / config))["include"]}
 
 
 def _actionlint():
@@ -111,18 +113,24 @@ def test_plan_lists_every_release_of_the_configs(workflow, tmp_path):
     assert done.returncode == 0, done.stderr
     for kind, config in (("cpu", "asv.matrix.json"), ("gpu", "asv.gpu.json")):
         include = json.loads(outputs[kind])["include"]
-        assert {job["tf"]: job["env"] for job in include} == _envs(config)
-        assert all(job["python"] == "3.11" and job["keras"] for job in include)
+        assert {job["label"]: job["env"] for job in include} == _envs(config)
+        assert all(job["keras"] for job in include)
+        assert {job["python"] for job in include if "+py" not in job["label"]} == {"3.11"}
+    assert {"3.10", "3.12", "3.13"} <= {job["python"] for job in json.loads(outputs["cpu"])["include"]}
 
 
 def test_plan_takes_the_releases_input(workflow, tmp_path):
-    cpu = sorted(_envs("asv.matrix.json"))
+    cpu = sorted(label for label in _envs("asv.matrix.json") if "+" not in label)
     chosen = [cpu[0], cpu[-1]]
     outputs, done = _run_plan(workflow, tmp_path, releases=" , ".join(chosen))
     assert done.returncode == 0, done.stderr
-    assert [job["tf"] for job in json.loads(outputs["cpu"])["include"]] == chosen
+    labels = [job["label"] for job in json.loads(outputs["cpu"])["include"]]
+    assert labels == [label for label in _envs("asv.matrix.json") if label.split("+")[0] in chosen]
+    assert "2.21.0+tf_keras" in labels  # a release brings its axis entries
     gpu = [job["tf"] for job in json.loads(outputs["gpu"])["include"]]
     assert gpu == [v for v in chosen if v in _envs("asv.gpu.json")]
+    outputs, done = _run_plan(workflow, tmp_path, releases="2.21.0+tf_keras")  # or one job by its label
+    assert [job["label"] for job in json.loads(outputs["cpu"])["include"]] == ["2.21.0+tf_keras"]
 
 
 def test_plan_refuses_an_unknown_release(workflow, tmp_path):

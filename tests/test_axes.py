@@ -1,0 +1,138 @@
+"""The Keras and Python axes in the asv matrix: entries kerasbench derives the same way, named as asv names them."""
+
+import json
+import pathlib
+import shlex
+
+import pytest
+
+from kerasbench import asvconf, releases
+
+pytest.importorskip("asv")
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MATRIX = str(ROOT / "asv.matrix.json")
+PYPI = str(ROOT / "tests" / "fixtures" / "pypi")  # real simple-API answers (tf-keras's too), trimmed
+
+
+@pytest.fixture(autouse=True)
+def offline_index(monkeypatch):
+    monkeypatch.setenv("KERASBENCH_PYPI", PYPI)
+
+
+def axis_entries():
+    every = asvconf.read_config(MATRIX)["include"]
+    home = releases.config_python(every)
+    return [(asvconf.axis_of(e, home), e) for e in every if asvconf.axis_of(e, home)]
+
+
+def test_the_matrix_has_a_keras_and_a_python_axis_besides_one_entry_per_release():
+    axes = sorted(axis for axis, _ in axis_entries())
+    assert axes == ["py3.10", "py3.12", "py3.12", "py3.13", "tf_keras", "tf_keras"]
+    tfs = [e["req"]["tensorflow-cpu"] for e in asvconf.includes(MATRIX)]
+    assert len(tfs) == len(set(tfs)) == 10  # triage and `run --tf` see one entry per release
+
+
+@pytest.mark.parametrize("axis, entry", axis_entries(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_axis_entry_is_what_run_derives_for_it(axis, entry):
+    """`run --tf V --keras tf_keras` / `--python X.Y` pin exactly the entry: one environment, not two."""
+    tf = entry["req"]["tensorflow-cpu"]
+    python = entry["python"] if axis.startswith("py") else None
+    reqs, no_deps = asvconf.requirements_with(MATRIX, tf, python, keras="tf_keras" if axis == "tf_keras" else "")
+    assert reqs == entry["req"]
+    if axis == "tf_keras":
+        assert entry["env"] == {asvconf.LEGACY_KERAS_VAR: "1"} and no_deps == [asvconf.TF_KERAS_PIN]
+        assert releases.version_key(tf)[:2] >= (2, 16)
+    else:
+        assert "env" not in entry and not no_deps
+        releases.check_python("tensorflow-cpu", tf, entry["python"])  # the release has a wheel for that Python
+
+
+def test_asvs_own_pip_installs_tf_keras_without_its_tensorflow_requirement():
+    """asv hands a pip+ value to pip as it is: --no-deps, so the `tensorflow` wheel never lands over tensorflow-cpu."""
+    from asv.util import ParsedPipDeclaration, construct_pip_call
+
+    for axis, entry in axis_entries():
+        if axis != "tf_keras":
+            continue
+        key, value = asvconf.TF_KERAS_PIN, entry["req"][asvconf.TF_KERAS_PIN]
+        call = construct_pip_call(lambda args: args, ParsedPipDeclaration(f"{key[4:]} {value}"))()
+        assert "--no-deps" in call and f"tf-keras=={value.split()[-1]}" in call
+
+
+def test_pins_read_the_flags_and_the_pip_prefix():
+    assert asvconf.split_pin("pip+tf-keras", "--no-deps 2.21.0") == ("tf-keras", "2.21.0", ["--no-deps"])
+    assert asvconf.split_pin("keras", "3.13.2") == ("keras", "3.13.2", [])
+    assert asvconf.split_pin("pip+tf_keras", "--no-deps ==2.16.0")[:2] == ("tf_keras", "2.16.0")
+    assert asvconf.package_of("pip+TF_Keras") == "tf-keras"
+    assert asvconf._pins({"tensorflow-cpu": "2.21.0", "pip+tf-keras": "--no-deps 2.21.0"}) == \
+        ["tensorflow-cpu==2.21.0", "tf-keras==2.21.0"]
+
+
+def test_matrix_entries_are_named_as_asv_names_them_without_their_pythons(monkeypatch):
+    """Listed on a machine without Python 3.10/3.12/3.13 (a CI planner) with the names asv gives where it has them."""
+    from asv import environment
+
+    listed = asvconf.matrix_entries(MATRIX)
+    assert len(listed) == 16 and len({e["name"] for e in listed}) == 16
+    found = {env.name for env in environment.get_environments(asvconf.load_config(MATRIX), None, verbose=False)}
+    assert found <= {e["name"] for e in listed}  # whatever Pythons this machine has, the same names
+    assert any("TF_USE_LEGACY_KERAS1" in e["name"] and "--no-deps" in e["name"] for e in listed)
+
+    from asv.plugins import virtualenv
+
+    monkeypatch.setattr(virtualenv.Virtualenv, "_find_python", staticmethod(lambda python: None))
+    assert [e["name"] for e in asvconf.matrix_entries(MATRIX)] == [e["name"] for e in listed]
+
+
+def test_the_fan_out_plan_labels_each_axis_entry_apart(capsys):
+    from kerasbench.cli import main
+
+    assert main(["envs", "--json", "--config", MATRIX]) == 0
+    jobs = json.loads(capsys.readouterr().out)["include"]
+    labels = [job["label"] for job in jobs]
+    assert len(labels) == len(set(labels)) == 16  # artifact names: one per job
+    assert {"2.16.2+tf_keras", "2.21.0+tf_keras", "2.16.2+py3.10", "2.21.0+py3.13", "2.12.1"} <= set(labels)
+    legacy = [job for job in jobs if job["axis"] == "tf_keras"]
+    assert {job["keras_package"] for job in legacy} == {"tf_keras"} and all(job["python"] == "3.11" for job in legacy)
+
+
+def test_envs_lists_the_axis_entries_with_their_pins(capsys):
+    from kerasbench.cli import main
+
+    assert main(["envs", "--config", MATRIX]) == 0
+    out = capsys.readouterr().out
+    assert "tf-keras==2.21.0 (--no-deps)" in out and "TF_USE_LEGACY_KERAS=1" in out
+    assert "py3.13" in out
+
+
+def test_a_tf_keras_environment_is_the_matrix_entrys_folder(tmp_path, monkeypatch):
+    """kerasbench creates `run --tf 2.21.0 --keras tf_keras`'s environment where `asv run -E <entry>` finds it."""
+    reqs, _ = asvconf.requirements_with(MATRIX, "2.21.0", keras="tf_keras")
+    _, env = asvconf.environment_for(MATRIX, reqs)
+    entry = next(e for e in asvconf.matrix_entries(MATRIX) if e["axis"] == "tf_keras" and
+                 e["req"]["tensorflow-cpu"] == "2.21.0")
+    assert env.name == entry["name"] and env._tagged_env_vars == {("build", asvconf.LEGACY_KERAS_VAR): "1"}
+    assert shlex.split(f'asv run -E "{env.name}"')[-1] == env.name  # one argument, quoted as the workflow does
+
+
+def test_compare_makes_one_side_per_python_of_a_release_measured_on_several(tmp_path):
+    from kerasbench.compare import compare, group
+    from kerasbench.record import load_records
+    from test_compare import synthetic
+
+    paths = []
+    for minor, slope in (("3.10", 0), ("3.11", 0), ("3.12", 1 << 20)):  # 1 MiB/iteration on 3.12
+        payload = synthetic("2.16.2", slope, seed=int(minor[2:]))
+        for record in payload["records"]:
+            record["environment"]["python"] = f"{minor}.4"
+        paths.append(tmp_path / f"py{minor}.json")
+        paths[-1].write_text(json.dumps(payload))
+    other = synthetic("2.21.0", 0, seed=5)  # one Python only: its plain name
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    loaded = load_records([str(p) for p in paths] + [str(tmp_path / "other.json")])
+    assert sorted({version for _, _, version in loaded}) == \
+        ["2.16.2+py3.10", "2.16.2+py3.11", "2.16.2+py3.12", "2.21.0"]
+    cells = compare(group(loaded), baseline="2.16.2+py3.11")
+    growth = {c["version"]: c["verdict"] for c in cells if c["metric"] == "growth_per_iter"}
+    assert growth["2.16.2+py3.12"] == "regressed" and growth["2.16.2+py3.10"] == "unchanged"
