@@ -1,15 +1,18 @@
-"""Which package carries a change: the bad environment's packages moved into the good one, one at a time.
+"""Which package(s) carry a change: the bad environment's packages moved into the good one, or put back.
 
 `kerasbench attribute --good A --bad B` (and `triage --attribute`, on the bracket triage found) takes the
-pins of two environments (a TF release's asv environment, or an existing asv environment by name), and for
-each package whose pin differs, the good environment with that one package at the bad side's version. Each
-environment is made as asvconf.python_for makes any (uv, one resolve); where the installer cannot resolve
-it (TF 2.13.1 requires keras < 2.14), the pins the others' requirements exclude are installed with
---no-deps after the rest (the moved package keeps its own dependencies: tensorboard and the estimator move
-with tensorflow-cpu), the environment must import tensorflow and build a Keras layer, and the row is marked
-forced with the installer's reason. Every environment is measured in fresh workers (runner.measure_at_once)
-and classified against the two ends as triage classifies a release (triage.classify): a package whose row
-behaves like the bad end carries the change.
+pins of two environments (a TF release's asv environment, or an existing asv environment by name), and plans
+(plan): the two ends; for each package whose pin differs, the good environment with that one package at the
+bad side's version (a single); where the installer refuses a single (TF 2.14.0 requires keras >= 2.14), the
+good environment with that package and the ones uv's reason names, moved together until they resolve (a
+group: what pip would install); and the bad environment with each package put back (leave-one-out),
+measured only when no single move carries the change. A pin set is planned once; --max-envs bounds the plan.
+Each environment is made as asvconf.python_for makes any (uv, one resolve; a single uv refuses is forced:
+the excluded pins installed with --no-deps after the rest, then an import check, and marked forced), measured
+in fresh workers (runner.measure_at_once) and classified against the two ends as triage classifies a release
+(triage.classify). The conclusion (conclude) says it in words: carried by X (X alone behaves like the bad
+end), by X with Y (only the group does), by X and Y together (no single does; putting back either makes the
+bad end good), or nothing reproduces it.
 """
 
 from __future__ import annotations
@@ -276,9 +279,12 @@ def conclude(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], dif
         said.append(f"with {_names(goods)} alone the good environment behaves like the good end")
     if unclear:
         said.append(f"with {_names(unclear)} alone like neither end")
-    if back and (carriers or len(necessary) < 2):
-        said.append(f"putting back {at(good, necessary)} makes the bad end good" if necessary else
-                    "putting back no single package makes the bad end good")
+    if necessary and (carriers or len(necessary) < 2):  # else the head says it
+        said.append(f"putting back {at(good, necessary)} makes the bad end good")
+    stays = [n for n, r in back.items() if r.cls == "bad"]
+    if stays:
+        said.append(f"putting back {at(good, stays)}{' (each alone)' if len(stays) > 1 else ''} leaves it like the "
+                    "bad end")
     if len(names) == 1:  # the good environment with it moved is the bad end
         kind, packages = "carried", names
         head = f"carried by {at(bad, names)}, the only package that differs: the bad end behaves unlike the good " \

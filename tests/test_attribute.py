@@ -170,7 +170,7 @@ def test_conclusion_with_needs_and_nothing():
     assert (found.kind, found.packages) == ("needs", ["a"]) and found.text.startswith("Answer: carried by a 2 with")
     found = attribute.conclude(rows_of(back, good, bad, fake_resolves([])), good, bad, True, "", "sweep")
     assert found.kind == "none" and found.text.startswith("Answer: nothing reproduces the change of sweep")
-    assert "putting back no single package makes the bad end good" in found.text
+    assert "putting back a 1, b 1 and c 1 (each alone) leaves it like the bad end" in found.text
     assert attribute.conclude(rows_of({}), GOOD, BAD, False, "unchanged", "sweep").kind == "no change"
 
 
