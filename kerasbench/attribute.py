@@ -56,6 +56,7 @@ class Row:
     cls: str = ""
     reason: str = ""
     refused: str = ""  # a group's: the installer's reason for refusing its first package alone
+    also: str = ""  # the leave-one-out this environment also is ('bad with scipy 1.15.3')
 
 
 @dataclasses.dataclass
@@ -152,8 +153,11 @@ def plan(good: Dict[str, str], bad: Dict[str, str],
     rows = [Row("good", dict(good)), Row("bad", dict(bad), tuple(names))]
 
     def add(into: List[Row], row: Row) -> None:
-        if not any(_same(row.pins, r.pins) for r in rows + into):
+        same = next((r for r in rows + into if _same(row.pins, r.pins)), None)
+        if same is None:
             into.append(row)
+        elif row.kind == "leave-one-out":  # that environment is also this return: the table says so
+            same.also = row.label
 
     singles: List[Row] = []
     for name in names:
@@ -334,6 +338,7 @@ def render(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], metri
                           "not measured", "", "", row.cls or "", row.reason])
             continue
         keras, growth, verdict, peak, note = _evidence(row.record, metric)
+        note = "; ".join(filter(None, [f"= {row.also}" if row.also else "", note]))
         table.append([row.label, row.kind, _describe(row, good, bad), install, growth, verdict, peak, row.cls, note])
     lines = [head, "", *text_table(["environment", "kind", "pins", "install", "KiB/iter [95% CI]", "verdict",
                                     "peak MiB", "class", "note"], table)]

@@ -84,6 +84,7 @@ def test_plan_adds_the_groups_the_installer_needs_and_leave_one_out_once_per_env
     assert groups[0].pins == {**GOOD, "tensorflow-cpu": "2.14.0", "keras": "2.14.0"}
     assert "depends on keras" in groups[0].refused
     # the bad end with scipy put back is the numpy group's environment: planned once
+    assert groups[1].also == "bad with scipy 1.15.3"
     assert [r.label for r in planned.leave_one_out] == ["bad with tensorflow-cpu 2.13.1", "bad with keras 2.13.1",
                                                        "bad with numpy 1.24.3"]
     assert planned.leave_one_out[1].pins == {**BAD, "keras": "2.13.1"}
@@ -393,6 +394,7 @@ def test_attribute_measures_leave_one_out_and_says_together(monkeypatch, capsys,
     assert row_of(out, "bad with keras 2.13.1").split()[-1] == "good"
     assert row_of(out, "bad with numpy 1.24.3").split()[-1] == "bad"
     assert "leave-one-out" in row_of(out, "bad with numpy 1.24.3")
+    assert row_of(out, "good + numpy 1.26.4 + tensorflow-cpu 2.14.0 + keras 2.14.0").endswith("= bad with scipy 1.15.3")
     assert "bad with keras 2.13.1: kerasbench run" in out and "--tf 2.14.0 --pin=keras==2.13.1" in out
     conclusion = json.loads(out_json.read_text())["attribution"]["conclusion"]
     assert (conclusion["kind"], conclusion["packages"]) == ("together", ["tensorflow-cpu", "keras"])
