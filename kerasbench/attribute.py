@@ -1,24 +1,29 @@
-"""Which package carries a change: the bad environment's packages moved into the good one, one at a time.
+"""Which package(s) carry a change: the bad environment's packages moved into the good one, or put back.
 
 `kerasbench attribute --good A --bad B` (and `triage --attribute`, on the bracket triage found) takes the
-pins of two environments (a TF release's asv environment, or an existing asv environment by name), and for
-each package whose pin differs, the good environment with that one package at the bad side's version. Each
-environment is made as asvconf.python_for makes any (uv, one resolve); where the installer cannot resolve
-it (TF 2.13.1 requires keras < 2.14), the pins the others' requirements exclude are installed with
---no-deps after the rest (the moved package keeps its own dependencies: tensorboard and the estimator move
-with tensorflow-cpu), the environment must import tensorflow and build a Keras layer, and the row is marked
-forced with the installer's reason. Every environment is measured in fresh workers (runner.measure_at_once)
-and classified against the two ends as triage classifies a release (triage.classify): a package whose row
-behaves like the bad end carries the change.
+pins of two environments (a TF release's asv environment, or an existing asv environment by name), and plans
+(plan): the two ends; for each package whose pin differs, the good environment with that one package at the
+bad side's version (a single); where the installer refuses a single (TF 2.14.0 requires keras >= 2.14), the
+good environment with that package and the ones uv's reason names, moved together until they resolve (a
+group: what pip would install); and the bad environment with each package put back (leave-one-out),
+measured only when no single move carries the change. A pin set is planned once; --max-envs bounds the plan.
+Each environment is made as asvconf.python_for makes any (uv, one resolve; a single uv refuses is forced:
+the excluded pins installed with --no-deps after the rest, then an import check, and marked forced), measured
+in fresh workers (runner.measure_at_once) and classified against the two ends as triage classifies a release
+(triage.classify). The conclusion (conclude) says it in words: carried by X (X alone behaves like the bad
+end), by X with Y (only the group does), by X and Y together (no single does; putting back either makes the
+bad end good), or nothing reproduces it.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
+import re
 import shlex
 import time
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from .console import text_table
 from .errors import UsageError
@@ -33,11 +38,16 @@ INSTALLER_ONLY = ("pip+asv_runner",)  # asv's runner: in every environment, neve
 
 @dataclasses.dataclass
 class Row:
-    """One environment of the attribution: its pins, what it moved from the bad side, how it installed, its class."""
+    """One environment of the attribution: its pins, what it moved from the bad side, how it installed, its class.
+
+    `kind` is 'end' (good, bad), 'single' (the good pins with one package moved), 'group' (with a package and the
+    ones it needs to install unforced) or 'leave-one-out' (the bad pins with `moved` put back to the good side).
+    """
 
     label: str
     pins: Dict[str, str]
     moved: Tuple[str, ...] = ()
+    kind: str = "end"
     python: str = ""
     env_name: str = ""
     forced: List[str] = dataclasses.field(default_factory=list)
@@ -45,6 +55,31 @@ class Row:
     record: Optional[Record] = None
     cls: str = ""
     reason: str = ""
+    refused: str = ""  # a group's: the installer's reason for refusing its first package alone
+    also: str = ""  # the leave-one-out this environment also is ('bad with scipy 1.15.3')
+
+
+@dataclasses.dataclass
+class Plan:
+    """The environments of an attribution: `rows` (ends, singles, groups) measured first; `leave_one_out` measured
+    when no single package carries the change."""
+
+    names: List[str]
+    rows: List[Row]
+    leave_one_out: List[Row]
+
+    def count(self) -> int:
+        """The most environments the attribution measures."""
+        return len(self.rows) + len(self.leave_one_out)
+
+    def describe(self) -> str:
+        """'2 ends + 4 single + 1 group + 4 leave-one-out = 11 environments at most'."""
+        kinds = [sum(r.kind == k for r in self.rows) for k in ("end", "single", "group")]
+        return (f"{kinds[0]} ends + {kinds[1]} single + {kinds[2]} group + {len(self.leave_one_out)} leave-one-out "
+                f"(only when no single package carries it) = {self.count()} environments at most")
+
+
+MAX_ENVS = 12  # --max-envs' default: 2.13.1 -> 2.14.0 (4 packages differ) plans 12
 
 
 def _canonical(name: str) -> str:
@@ -60,22 +95,86 @@ def differing(good: Dict[str, str], bad: Dict[str, str]) -> List[str]:
 
 
 def swapped(good: Dict[str, str], bad: Dict[str, str], names: Sequence[str]) -> Dict[str, str]:
-    """`good` with `names` at their `bad` versions (a name only `good` pins keeps its place)."""
+    """`good` with `names` at their `bad` versions (a name only `good` pins keeps its place; one `bad` lacks goes)."""
     out = dict(good)
     where = {_canonical(k): k for k in good}
+    theirs = {_canonical(k): k for k in bad}
     for name in names:
-        out[where.get(_canonical(name), name)] = bad[name]
+        mine, other = where.get(_canonical(name), name), theirs.get(_canonical(name))
+        if other is None:
+            out.pop(mine, None)
+        else:
+            out[mine] = bad[other]
     return out
 
 
-def plan(good: Dict[str, str], bad: Dict[str, str]) -> List[Row]:
-    """The environments to measure: the good end, the bad end, and the good one with each differing package moved."""
+def _same(a: Dict[str, str], b: Dict[str, str]) -> bool:
+    """Whether two pin sets are one environment (names compared as the registry does)."""
+    return {_canonical(k): v for k, v in a.items()} == {_canonical(k): v for k, v in b.items()}
+
+
+_NAMED = (re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)"),  # as asvconf.forced_pins reads uv's reason
+          re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on"))
+
+
+def group_for(name: str, good: Dict[str, str], bad: Dict[str, str], names: Sequence[str],
+              resolves: Callable[[Dict[str, str]], Tuple[bool, str]]) -> Tuple[Tuple[str, ...], str]:
+    """(group, why): `name` and the other packages of `names` the installer's reasons name, moved together from `bad`
+    into `good` until the pins resolve (at most len(names) tries); () when `name` resolves alone or no group does.
+    `why` is the installer's reason for refusing `name` alone ('' when it resolved)."""
+    group, first = [name], ""
+    known = {_canonical(n): n for n in names}
+    for _ in range(len(names)):
+        ok, reason = resolves(swapped(good, bad, group))
+        if ok:
+            return (tuple(group) if len(group) > 1 else ()), first
+        first = first or reason
+        named = [known[_canonical(n)] for pattern in _NAMED for n in pattern.findall(reason) if _canonical(n) in known]
+        named = [n for n in dict.fromkeys(named) if n not in group]
+        if not named:
+            break
+        group += named
+    return (), first
+
+
+def _moved_label(base: str, pins: Dict[str, str], names: Sequence[str]) -> str:
+    """'good + tensorflow-cpu 2.14.0 + keras 2.14.0'."""
+    return " + ".join([base] + [f"{n} {pins[n]}" for n in names])
+
+
+def plan(good: Dict[str, str], bad: Dict[str, str],
+         resolves: Optional[Callable[[Dict[str, str]], Tuple[bool, str]]] = None) -> Plan:
+    """The environments: the two ends; the good one with each differing package moved alone; where the installer
+    refuses one alone (`resolves`, a stand-in for uv: None, no groups), with the packages it needs (group_for);
+    and the bad one with each differing package put back (leave-one-out). A pin set is planned once."""
     names = differing(good, bad)
     if not names:
         raise UsageError("Nothing to attribute: the good and the bad environment pin the same packages.")
     rows = [Row("good", dict(good)), Row("bad", dict(bad), tuple(names))]
-    rows += [Row(f"good + {name} {bad[name]}", swapped(good, bad, [name]), (name,)) for name in names]
-    return rows
+
+    def add(into: List[Row], row: Row) -> None:
+        same = next((r for r in rows + into if _same(row.pins, r.pins)), None)
+        if same is None:
+            into.append(row)
+        elif row.kind == "leave-one-out":  # that environment is also this return: the table says so
+            same.also = row.label
+
+    singles: List[Row] = []
+    for name in names:
+        add(singles, Row(_moved_label("good", bad, [name]), swapped(good, bad, [name]), (name,), "single"))
+    groups: List[Row] = []
+    for name in names if resolves else ():
+        group, why = group_for(name, good, bad, names, resolves)
+        if group:
+            add(groups, Row(_moved_label("good", bad, group), swapped(good, bad, group), group, "group", refused=why))
+    rows += singles + groups
+    back: List[Row] = []
+    theirs = {_canonical(k): v for k, v in good.items()}
+    for name in names:
+        version = theirs.get(_canonical(name))
+        label = f"bad with {name} {version}" if version else f"bad without {name}"
+        add(back, Row(label, swapped(bad, good, [name]), (name,), "leave-one-out"))
+    return Plan(names, rows, back)
 
 
 def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str, str]:
@@ -120,90 +219,165 @@ def reproduce_args(config: str, pins: Dict[str, str], python: Optional[str] = No
     return args
 
 
-def _describe(row: Row, good: Dict[str, str]) -> str:
-    """What a row's environment pins unlike the good one ('=' for the good one itself)."""
+def _describe(row: Row, good: Dict[str, str], bad: Dict[str, str]) -> str:
+    """What a row's environment pins unlike the good one ('(the good pins)' for it), or, left out of the bad one,
+    what it put back."""
+    if row.kind == "leave-one-out":
+        return "bad pins, " + ", ".join(f"{n} back to {good.get(n, 'none')}" for n in row.moved)
     moved = [f"{name} {row.pins[name]}" for name in row.pins
              if name not in INSTALLER_ONLY and good.get(name) != row.pins[name]]
     return ", ".join(moved) or "(the good pins)"
 
 
-def answer(rows: Sequence[Row], differ: bool, why: str, what: str) -> str:
-    """The one-paragraph answer: which packages carry the change, or why there is none."""
+def _find(rows: Sequence[Row], pins: Dict[str, str]) -> Optional[Row]:
+    """The row of that environment, if it was planned."""
+    return next((r for r in rows if _same(r.pins, pins)), None)
+
+
+def needs_leave_one_out(rows: Sequence[Row]) -> bool:
+    """Whether to measure leave-one-out: no single move behaves like the bad end, or several like neither."""
+    singles = [r for r in rows if r.kind == "single"]
+    return not any(r.cls == "bad" for r in singles) or sum(r.cls == "unclear" for r in singles) >= 2
+
+
+@dataclasses.dataclass
+class Conclusion:
+    """Which packages carry the change: `kind` is carried (each of `packages` alone), with (the first with the rest,
+    which it needs to install), together (each necessary, none alone), needs (the one necessary, not alone),
+    none (nothing reproduces it) or no change (the ends do not differ); `text` says it in words."""
+
+    kind: str
+    packages: List[str]
+    text: str
+
+
+def _names(rows: Sequence[Row]) -> str:
+    """'tensorflow-cpu 2.14.0, keras 2.14.0' of single rows."""
+    return ", ".join(f"{r.moved[0]} {r.pins[r.moved[0]]}" for r in rows)
+
+
+def _and(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def conclude(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], differ: bool, why: str,
+             what: str) -> Conclusion:
+    """The conclusion from the classified rows (triage.classify against the two ends), in words."""
     if not differ:
-        return f"No answer for {what}: the ends do not differ ({why})."
-    singles = rows[2:]
+        return Conclusion("no change", [], f"No answer for {what}: the ends do not differ ({why}).")
+    names = differing(good, bad)
+    singles = [r for r in rows if r.kind == "single"]
     carriers = [r for r in singles if r.cls == "bad"]
-    unclear = [r for r in singles if r.cls == "unclear"]
-    goods = [r for r in singles if r.cls == "good"]
+    groups = [r for r in rows if r.kind == "group" and r.cls == "bad"]
+    back = {n: _find(rows, swapped(bad, good, [n])) for n in names}
+    back = {n: r for n, r in back.items() if r is not None and r.record is not None and r.cls}
+    necessary = [n for n, r in back.items() if r.cls == "good"]
 
-    def names(some):
-        return ", ".join(f"{r.moved[0]} {r.pins[r.moved[0]]}" for r in some)
+    def at(side: Dict[str, str], some: Sequence[str]) -> str:
+        return _and([f"{n} {side.get(n, '(none)')}" for n in some])
 
-    if carriers:
-        forced = [r for r in carriers if r.forced]
-        head = f"Answer: {names(carriers)} carr{'ies' if len(carriers) == 1 else 'y'} the change of {what}: " \
-               f"the good environment with {'it' if len(carriers) == 1 else 'each'} behaves like the bad end"
-        if goods:
-            head += f"; with {names(goods)} it behaves like the good end"
-        if unclear:
-            head += f"; with {names(unclear)} like neither"
-        if forced:
-            head += f" ({names(forced)}: a forced install, see the install column)"
-        return head + "."
-    text = f"No single package carries the change of {what}"
+    said = []
+    goods, unclear = [r for r in singles if r.cls == "good"], [r for r in singles if r.cls == "unclear"]
     if goods:
-        text += f": with {names(goods)} moved alone the good environment still behaves like the good end"
+        said.append(f"with {_names(goods)} alone the good environment behaves like the good end")
     if unclear:
-        text += f"; with {names(unclear)} like neither end"
-    return text + " (the change needs several of them together, or a package the pins do not name)."
+        said.append(f"with {_names(unclear)} alone like neither end")
+    if necessary and (carriers or len(necessary) < 2):  # else the head says it
+        said.append(f"putting back {at(good, necessary)} makes the bad end good")
+    stays = [n for n, r in back.items() if r.cls == "bad"]
+    if stays:
+        said.append(f"putting back {at(good, stays)}{' (each alone)' if len(stays) > 1 else ''} leaves it like the "
+                    "bad end")
+    if len(names) == 1:  # the good environment with it moved is the bad end
+        kind, packages = "carried", names
+        head = f"carried by {at(bad, names)}, the only package that differs: the bad end behaves unlike the good " \
+               f"one ({what})"
+    elif carriers:
+        kind, packages = "carried", [r.moved[0] for r in carriers]
+        head = f"carried by {at(bad, packages)}: the good environment with {'it' if len(carriers) == 1 else 'each'} " \
+               f"alone behaves like the bad end of {what}"
+        forced = [r for r in carriers if r.forced]
+        if forced:
+            head += f" ({_names(forced)}: a forced install, see the install column)"
+        confirmed = [g.label for g in groups if any(g.moved[0] == r.moved[0] for r in forced)]
+        if confirmed:
+            head += f"; so does the unforced {_and(confirmed)}"
+    elif len(necessary) >= 2:
+        kind, packages = "together", necessary
+        head = f"carried by {at(bad, necessary)} together: none moved alone reproduces the change of {what}, and " \
+               f"putting back any one of them makes the bad end good"
+    elif groups:
+        group = min(groups, key=lambda g: len(g.moved))
+        lead = necessary[0] if necessary and necessary[0] in group.moved else group.moved[0]
+        kind, packages = "with", [lead] + [n for n in group.moved if n != lead]
+        head = f"carried by {at(bad, [lead])} with {at(bad, packages[1:])} (which the installer moves with it): " \
+               f"{group.label} behaves like the bad end of {what}, no single move does"
+    elif necessary:
+        kind, packages = "needs", necessary
+        head = f"carried by {at(bad, necessary)} with others: putting it back makes the bad end good, but moved " \
+               f"alone it does not reproduce the change of {what}"
+    else:
+        kind, packages = "none", []
+        head = f"nothing reproduces the change of {what}: no single package or group moved into the good " \
+               f"environment behaves like the bad end (a package the pins do not name, or several together)"
+    return Conclusion(kind, packages, "Answer: " + "; ".join([head] + said) + ".")
 
 
-def render(rows: Sequence[Row], good: Dict[str, str], metric: str, head: str, commands: Sequence[str],
-           seconds: float) -> str:
-    """The answer, the evidence table (environment, pins moved, install, slope and CI, verdict, peak, class)."""
+def render(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], metric: str, head: str,
+           commands: Sequence[str], seconds: float) -> str:
+    """The answer, the evidence table (environment, kind, pins, install, slope and CI, verdict, peak, class), the
+    installer's reasons and the reproduce commands."""
     from .triage import _evidence
 
     table = []
     for row in rows:
         install = "resolved" if not row.forced else f"forced: {', '.join(row.forced)} --no-deps"
         if row.record is None:
-            table.append([row.label, _describe(row, good), install, "not measured", "", "", row.cls or "", ""])
+            table.append([row.label, row.kind, _describe(row, good, bad), install if row.python else "",
+                          "not measured", "", "", row.cls or "", row.reason])
             continue
         keras, growth, verdict, peak, note = _evidence(row.record, metric)
-        table.append([row.label, _describe(row, good), install, growth, verdict, peak, row.cls, note])
-    lines = [head, "", *text_table(["environment", "pins unlike good", "install", "KiB/iter [95% CI]", "verdict",
+        note = "; ".join(filter(None, [f"= {row.also}" if row.also else "", note]))
+        table.append([row.label, row.kind, _describe(row, good, bad), install, growth, verdict, peak, row.cls, note])
+    lines = [head, "", *text_table(["environment", "kind", "pins", "install", "KiB/iter [95% CI]", "verdict",
                                     "peak MiB", "class", "note"], table)]
     whys = [(row.label, row.why) for row in rows if row.forced and row.why]
     if whys:
         lines += ["", "Forced installs (the installer's reason; the rest resolved, these with --no-deps, then "
                   "tensorflow and Keras imported):"]
         lines += [f"  {label}: {why}" for label, why in whys]
-    lines += ["", f"{len(rows)} environments measured, {seconds / 60:.1f} min.", "Reproduce:",
-              *(f"  {c}" for c in commands)]
+    groups = [row for row in rows if row.kind == "group"]
+    if groups:
+        lines += ["", "Groups (what the installer installs together, unforced; why the first alone is refused):"]
+        lines += [f"  {row.label}: {row.refused}" for row in groups]
+    measured = sum(row.record is not None for row in rows)
+    lines += ["", f"{measured} environments measured, {seconds / 60:.1f} min.", "Reproduce:",
+              *(f"  {row.label}: {c}" for row, c in zip(rows, commands))]
     return "\n".join(lines) + "\n"
 
 
-def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: RunSpec, metric: str,
-              reproduce: List[str], err: TextIO, python: Optional[str] = None, jobs: int = 2,
-              known: Optional[Dict[str, Record]] = None) -> Tuple[str, List[Row]]:
-    """`kerasbench attribute`: measure the good end, the bad end and each one-package swap; (the answer, the rows).
+def resolver(config: str, pins: Dict[str, str], python: Optional[str] = None
+             ) -> Optional[Callable[[Dict[str, str]], Tuple[bool, str]]]:
+    """asvconf.resolves with the uv and Python an environment of `config` would be made with (None without uv)."""
+    from . import asvconf
 
-    `template` is the validated RunSpec of the pair; `reproduce` the `kerasbench run` command line each row's
-    environment options are appended to. `known` ({'good': record, 'bad': record}) are ends measured already
-    (triage's bracket): not measured again. Progress goes to `err`.
-    """
+    _, env = asvconf.environment_for(config, pins, python) if python else asvconf.environment_for(config, pins)
+    uv = asvconf.installer(env)
+    if not uv:
+        return None
+    return lambda reqs: asvconf.resolves(uv, reqs, env._python)
+
+
+def _measure(config: str, rows: Sequence[Row], template: RunSpec, metric: str, err: TextIO,
+             python: Optional[str], jobs: int) -> None:
+    """Make each row's environment (a row the installer cannot make is unclear, an end raises) and measure the ones
+    without a record, `jobs` at a time, each in fresh workers."""
     from . import asvconf, runner, triage
     from .console import Progress, status_line
 
-    started = time.monotonic()
-    rows = plan(good, bad)
-    known = known or {}
-    what = f"{template.loop} × {template.strategy} ({metric})"
-    status_line(err, f"attribute: {len(rows) - 2} package(s) differ: "
-                     f"{', '.join(f'{n} {good.get(n, chr(8212))} → {bad[n]}' for n in rows[1].moved)}", final=True)
     for row in rows:
-        if row.label in known:
-            row.record = known[row.label]
+        if row.record is not None:
             continue
 
         def note(text, label=row.label):
@@ -212,7 +386,7 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
         try:
             row.python, row.env_name = asvconf.python_for(config, row.pins, note, python)
         except UsageError as e:
-            if row.label in ("good", "bad"):
+            if row.kind == "end":
                 raise
             row.cls, row.reason = "unclear", f"not installable: {e}"
             note(row.reason)
@@ -220,6 +394,8 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
         installed = asvconf.install_note(row.python)
         row.forced, row.why = list(installed.get("forced") or []), installed.get("why") or ""
     todo = [row for row in rows if row.record is None and row.python]
+    if not todo:
+        return
     at_once = 1 if metric == "seconds_per_iter" else max(1, min(jobs, len(todo)))
     specs = []
     for row in todo:
@@ -236,6 +412,63 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
         row.record = by_python.get(spec.python)
         if row.record is not None:
             row.record["asv_env"] = row.env_name
+
+
+def _classify(rows: Sequence[Row], ends: Tuple[Record, Record], metric: str, err: TextIO) -> None:
+    """Each measured row (not an end) against the two ends, as triage classifies a release."""
+    from . import triage
+    from .console import status_line
+
+    for row in rows:
+        if row.kind == "end" or row.cls:
+            continue
+        if row.record is None:
+            row.cls = "unclear"
+            continue
+        row.cls, row.reason = triage.classify(metric, *ends, row.record) if row.record["status"] == "ok" \
+            else ("unclear", f"{row.record['status']}: {row.record['reason']}")
+        row.record["triage"] = {"class": row.cls, "why": row.reason}
+        status_line(err, f"attribute: {row.label} behaves {row.cls}: {row.reason}", final=True)
+
+
+def check_max_envs(count: int, max_envs: Optional[int], plan_text: str = "") -> None:
+    """UsageError when an attribution would measure more environments than --max-envs allows."""
+    if max_envs is not None and count > max_envs:
+        raise UsageError(f"attribute needs {count} environments ({plan_text or 'at least'}), more than "
+                         f"--max-envs {max_envs}: give --max-envs {count}, or two environments closer together.")
+
+
+def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: RunSpec, metric: str,
+              reproduce: List[str], err: TextIO, python: Optional[str] = None, jobs: int = 2,
+              known: Optional[Dict[str, Record]] = None, max_envs: Optional[int] = None
+              ) -> Tuple[str, List[Row]]:
+    """`kerasbench attribute`: measure the ends, each one-package move, each group the installer needs, and when no
+    single package carries the change, each package put back into the bad end; (the answer and table, the rows).
+
+    `template` is the validated RunSpec of the pair; `reproduce` the `kerasbench run` command line each row's
+    environment options are appended to. `known` ({'good': record, 'bad': record}) are ends measured already
+    (triage's bracket): not measured again. `max_envs`: a UsageError, before anything is made, when the plan
+    could need more environments. Progress goes to `err`.
+    """
+    from . import triage
+    from .console import status_line
+
+    started = time.monotonic()
+    names = differing(good, bad)
+    n = len(names)
+    check_max_envs(2 + 2 * n if n > 2 else 2 + n, max_envs, f"2 ends + {n} single + {n if n > 2 else 0} "
+                   "leave-one-out, before any group")
+    planned = plan(good, bad, resolver(config, good, python) if n > 2 else None)  # 2: their group is the bad end
+    check_max_envs(planned.count(), max_envs, planned.describe())
+    rows = planned.rows
+    known = known or {}
+    what = f"{template.loop} × {template.strategy} ({metric})"
+    status_line(err, f"attribute: {len(names)} package(s) differ: "
+                     f"{', '.join(f'{n} {good.get(n, chr(8212))} → {bad[n]}' for n in names)}", final=True)
+    status_line(err, f"attribute: plan: {planned.describe()}", final=True)
+    for row in rows:
+        row.record = known.get(row.label) if row.kind == "end" else None
+    _measure(config, rows, template, metric, err, python, jobs)
     ends = rows[0].record, rows[1].record
     if ends[0] is None or ends[1] is None:
         raise UsageError("attribute: an end was not measured (interrupted)")
@@ -244,20 +477,67 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
                                                          if e["status"] != "ok"))
     status_line(err, f"attribute: bad vs good: {why}", final=True)
     rows[0].cls, rows[1].cls = ("good", "bad") if differ else ("unclear", "unclear")
-    for row in rows[2:]:
-        if row.record is None:
-            row.cls = row.cls or "unclear"
-            continue
-        row.cls, row.reason = triage.classify(metric, *ends, row.record) if row.record["status"] == "ok" \
-            else ("unclear", f"{row.record['status']}: {row.record['reason']}")
-        row.record["triage"] = {"class": row.cls, "why": row.reason}
-        status_line(err, f"attribute: {row.label} behaves {row.cls}: {row.reason}", final=True)
+    rows[0].reason = rows[1].reason = why
+    _classify(rows, ends, metric, err)
+    if differ and planned.leave_one_out and needs_leave_one_out(rows):
+        status_line(err, f"attribute: no single package carries it: {len(planned.leave_one_out)} leave-one-out "
+                         "environment(s), the bad one with each package put back", final=True)
+        rows = rows + planned.leave_one_out
+        _measure(config, planned.leave_one_out, template, metric, err, python, jobs)
+        _classify(planned.leave_one_out, ends, metric, err)
+    conclusion = conclude(rows, good, bad, differ, why, what)
     commands = [shlex.join(reproduce + reproduce_args(config, row.pins, python)) for row in rows]
-    head = answer(rows, differ, why, what)
-    return render(rows, good, metric, head, commands, time.monotonic() - started), rows
+    text = render(rows, good, bad, metric, conclusion.text, commands, time.monotonic() - started)
+    return text, rows
 
 
-def summary(rows: Sequence[Row], metric: str) -> dict:
-    """The attribution as JSON-ready data (beside the records in a --json file)."""
-    return {"metric": metric, "rows": [{"label": r.label, "pins": r.pins, "moved": list(r.moved), "forced": r.forced,
-                                        "why": r.why, "class": r.cls, "env": r.env_name} for r in rows]}
+def summary(rows: Sequence[Row], metric: str, good: Optional[Dict[str, str]] = None,
+            bad: Optional[Dict[str, str]] = None) -> dict:
+    """The attribution as JSON-ready data (beside the records in a --json file): every row, and the conclusion."""
+    good = good if good is not None else rows[0].pins
+    bad = bad if bad is not None else rows[1].pins
+    differ = rows[0].cls == "good" and rows[1].cls == "bad"
+    spec = (rows[1].record or {}).get("spec") or {}
+    what = f"{spec.get('loop', '?')} × {spec.get('strategy', '?')} ({metric})"
+    found = conclude(rows, good, bad, differ, rows[1].reason, what)
+    return {"metric": metric, "conclusion": {"kind": found.kind, "packages": found.packages, "text": found.text},
+            "rows": [{"label": r.label, "kind": r.kind, "pins": r.pins, "moved": list(r.moved), "forced": r.forced,
+                      "why": r.why, "refused": r.refused, "class": r.cls, "env": r.env_name} for r in rows]}
+
+
+def command(args: argparse.Namespace, out: TextIO, err: TextIO, template: Callable[[argparse.Namespace, str], RunSpec],
+            reproduce: Callable[[argparse.Namespace, str], List[str]]) -> int:
+    """`kerasbench attribute` from its parsed options: checks them (one-line errors), reads the two sides' pins,
+    attributes, prints, writes --json. `template`/`reproduce` make the pair's RunSpec and `kerasbench run` line."""
+    from . import triage
+    from .asvconf import find_config
+    from .files import check_not_input, check_writable, write_json
+
+    metric = triage.check_metric(args.metric)
+    args.config = find_config(args.config)
+    if args.good.strip() == args.bad.strip():
+        raise UsageError(f"Nothing to attribute: --good and --bad are the same ({args.good}).")
+    loop = "repro" if args.repro else args.loop
+    if loop is None:
+        raise UsageError("What to measure? Give --loop NAME and --strategy NAME, or --repro FILE.")
+    spec = template(args, loop)
+    if args.json:
+        check_writable(args.json)
+        check_not_input(args.json, [args.repro] if args.repro else [])
+    if args.jobs <= 0:
+        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or more.")
+    if args.max_envs < 3:
+        raise UsageError(f"Invalid value for argument `max_envs`. Received: max_envs={args.max_envs!r}. Expected 3 "
+                         "or more (the two ends and one package moved).")
+    good = side_pins(args.config, args.good, args.python)
+    bad = side_pins(args.config, args.bad, args.python)
+    text, rows = attribute(args.config, good, bad, spec, metric, reproduce(args, loop), err, args.python, args.jobs,
+                           max_envs=args.max_envs)
+    out.write(text)
+    if args.json:
+        from .record import records_payload
+
+        kept = [r.record for r in rows if r.record is not None]
+        write_json(args.json, records_payload(kept, attribution=summary(rows, metric, good, bad)))
+        out.write(f"wrote {len(kept)} record(s) to {args.json}\n")
+    return 0

@@ -347,35 +347,10 @@ def _reproduce(args: argparse.Namespace, loop: str) -> List[str]:
 
 
 def cmd_attribute(args: argparse.Namespace, out: TextIO) -> int:
-    """Which package of the bad environment carries the change: each moved alone into the good one, measured."""
-    from . import attribute, triage
-    from .asvconf import find_config
+    """Which package(s) of the bad environment carry the change (kerasbench.attribute.command)."""
+    from . import attribute
 
-    metric = triage.check_metric(args.metric)
-    args.config = find_config(args.config)
-    if args.good.strip() == args.bad.strip():
-        raise UsageError(f"Nothing to attribute: --good and --bad are the same ({args.good}).")
-    loop = "repro" if args.repro else args.loop
-    if loop is None:
-        raise UsageError("What to measure? Give --loop NAME and --strategy NAME, or --repro FILE.")
-    template = _template(args, loop)
-    if args.json:
-        check_writable(args.json)
-        check_not_input(args.json, [args.repro] if args.repro else [])
-    if args.jobs <= 0:
-        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or more.")
-    good = attribute.side_pins(args.config, args.good, args.python)
-    bad = attribute.side_pins(args.config, args.bad, args.python)
-    text, rows = attribute.attribute(args.config, good, bad, template, metric, _reproduce(args, loop), sys.stderr,
-                                     args.python, args.jobs)
-    out.write(text)
-    if args.json:
-        from .record import records_payload
-
-        kept = [r.record for r in rows if r.record is not None]
-        write_json(args.json, records_payload(kept, attribution=attribute.summary(rows, metric)))
-        out.write(f"wrote {len(kept)} record(s) to {args.json}\n")
-    return 0
+    return attribute.command(args, out, sys.stderr, _template, _reproduce)
 
 
 def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
@@ -741,8 +716,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "environments carries the change (as `kerasbench attribute`)")
     p.set_defaults(func=cmd_triage)
 
-    p = sub.add_parser("attribute", help="which package carries a change: the bad environment's packages moved "
-                       "one at a time into the good one, each measured")
+    from .attribute import MAX_ENVS
+
+    p = sub.add_parser("attribute", help="which package(s) carry a change: the bad environment's packages moved "
+                       "into the good one alone (and with what they need), or put back one at a time, each measured")
     p.add_argument("--good", required=True, metavar="ENV_OR_RELEASE", help="a TF release (its asv environment's "
                    "pins) or an asv environment (name or folder) with the behaviour you expect")
     p.add_argument("--bad", required=True, metavar="ENV_OR_RELEASE", help="the one whose behaviour changed")
@@ -757,6 +734,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--python", metavar="X.Y", help="the environments on this Python (default: the config's)")
     p.add_argument("--jobs", type=int, default=2, help="environments measured at once (default 2; seconds_per_iter "
                    "one at a time)")
+    p.add_argument("--max-envs", type=int, default=MAX_ENVS, metavar="N", help="stop before making anything when the "
+                   f"plan (ends, single moves, groups, leave-one-out) could need more than N environments "
+                   f"(default {MAX_ENVS})")
     p.add_argument("--config", help="asv config (default: asv.matrix.json, found as for run --tf)")
     p.add_argument("--allocator", default=os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR,
                    help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")

@@ -44,17 +44,143 @@ def record(version, slope, seed=0, keras=None):
 
 # ---------------------------------------------------------------- the plan
 
+# what uv says of the 2.13.1 -> 2.14.0 pins: (package, version, its dependency, the versions it accepts)
+REQUIRES = [("tensorflow-cpu", "2.14.0", "keras", {"2.14.0"}), ("tensorflow-cpu", "2.13.1", "keras", {"2.13.1"}),
+            ("tensorflow-cpu", "2.13.1", "numpy", {"1.24.3"}), ("scipy", "1.17.1", "numpy", {"1.26.4"})]
+
+
+def fake_resolves(rules=REQUIRES, asked=None):
+    """A stand-in for uv: refuses pins where a package's requirement excludes another's pin, in uv's words."""
+    def resolves(reqs):
+        if asked is not None:
+            asked.append(dict(reqs))
+        for name, version, dep, accepts in rules:
+            if reqs.get(name) == version and dep in reqs and reqs[dep] not in accepts:
+                return False, (f"Because {name}=={version} depends on {dep}=={'|'.join(sorted(accepts))} and you "
+                               f"require {dep}=={reqs[dep]}, we can conclude that your requirements are unsatisfiable.")
+        return True, ""
+    return resolves
+
 
 def test_plan_moves_each_differing_package_alone_into_the_good_environment():
-    rows = attribute.plan(GOOD, BAD)
+    rows = attribute.plan(GOOD, BAD).rows  # no installer to ask: no groups
     assert [r.label for r in rows[:2]] == ["good", "bad"]
     assert [r.moved for r in rows[2:]] == [("tensorflow-cpu",), ("keras",), ("numpy",), ("scipy",)]
     for row in rows[2:]:
         (name,) = row.moved
-        assert row.pins[name] == BAD[name]
+        assert row.kind == "single" and row.pins[name] == BAD[name]
         assert {k: v for k, v in row.pins.items() if k != name} == {k: v for k, v in GOOD.items() if k != name}
     with pytest.raises(UsageError, match="Nothing to attribute"):
         attribute.plan(GOOD, dict(GOOD))
+
+
+def test_plan_adds_the_groups_the_installer_needs_and_leave_one_out_once_per_environment():
+    planned = attribute.plan(GOOD, BAD, fake_resolves())
+    groups = [r for r in planned.rows if r.kind == "group"]
+    # TF needs keras (keras alone needs TF: the same group); numpy needs a newer TF, which needs keras;
+    # scipy needs numpy, numpy TF, TF keras: that is the bad end itself, not planned again
+    assert [g.moved for g in groups] == [("tensorflow-cpu", "keras"), ("numpy", "tensorflow-cpu", "keras")]
+    assert groups[0].label == "good + tensorflow-cpu 2.14.0 + keras 2.14.0"
+    assert groups[0].pins == {**GOOD, "tensorflow-cpu": "2.14.0", "keras": "2.14.0"}
+    assert "depends on keras" in groups[0].refused
+    # the bad end with scipy put back is the numpy group's environment: planned once
+    assert groups[1].also == "bad with scipy 1.15.3"
+    assert [r.label for r in planned.leave_one_out] == ["bad with tensorflow-cpu 2.13.1", "bad with keras 2.13.1",
+                                                       "bad with numpy 1.24.3"]
+    assert planned.leave_one_out[1].pins == {**BAD, "keras": "2.13.1"}
+    assert planned.count() == 11 and "2 ends + 4 single + 2 group + 3 leave-one-out" in planned.describe()
+
+
+def test_plan_of_one_and_of_two_coupled_packages_plans_no_environment_twice():
+    one = attribute.plan(GOOD, {**GOOD, "numpy": "1.24.4"}, fake_resolves())
+    assert [r.label for r in one.rows] == ["good", "bad"] and one.leave_one_out == []  # the move is the bad end
+    one.rows[0].cls, one.rows[1].cls = "good", "bad"
+    assert attribute.conclude(one.rows, GOOD, one.rows[1].pins, True, "", "sweep").packages == ["numpy"]
+    # keras and TF coupled: each alone is refused, together they are the bad end; leave-one-out = the singles
+    bad = {**GOOD, "tensorflow-cpu": "2.14.0", "keras": "2.14.0"}
+    two = attribute.plan(GOOD, bad, fake_resolves())
+    assert [r.kind for r in two.rows] == ["end", "end", "single", "single"] and two.leave_one_out == []
+    # three free packages: three singles, three leave-one-out, no groups
+    three = attribute.plan({"a": "1", "b": "1", "c": "1"}, {"a": "2", "b": "2", "c": "2"}, fake_resolves([]))
+    assert three.count() == 8 and [r.pins for r in three.leave_one_out][0] == {"a": "1", "b": "2", "c": "2"}
+
+
+def test_group_search_adds_what_the_installer_names_until_it_resolves_and_is_bounded():
+    names = attribute.differing(GOOD, BAD)
+    asked = []
+    assert attribute.group_for("numpy", GOOD, BAD, names, fake_resolves(asked=asked))[0] == \
+        ("numpy", "tensorflow-cpu", "keras")
+    assert len(asked) == 3  # numpy alone, + TF, + keras
+    assert attribute.group_for("keras", GOOD, {**GOOD, "keras": "2.14.0"}, ["keras"], fake_resolves()) == \
+        ((), "Because tensorflow-cpu==2.13.1 depends on keras==2.13.1 and you require keras==2.14.0, we can "
+             "conclude that your requirements are unsatisfiable.")  # what it needs does not differ: no group
+    assert attribute.group_for("scipy", GOOD, BAD, names, fake_resolves([]))[0] == ()  # resolves alone
+
+    def never(reqs):  # an installer that always names the next package: at most len(names) tries
+        asked.append(reqs)
+        return False, " ".join(f"{n}==1 depends on x" for n in names)
+
+    asked.clear()
+    assert attribute.group_for("numpy", GOOD, BAD, names, never)[0] == () and len(asked) <= len(names)
+
+
+def rows_of(classes, good=GOOD, bad=BAD, resolves=None):
+    """The plan's rows (leave-one-out included) with classes given by label, as if measured."""
+    planned = attribute.plan(good, bad, resolves or fake_resolves())
+    rows = planned.rows + planned.leave_one_out
+    for row in rows:
+        row.cls = classes.get(row.label, "good" if row.label != "bad" else "bad")
+        row.record = {} if row.label in classes or row.kind != "leave-one-out" else None
+    return rows
+
+
+def test_conclusion_carried_by_one_package_even_forced_with_its_group_confirming():
+    rows = rows_of({"good + tensorflow-cpu 2.14.0": "bad", "good + tensorflow-cpu 2.14.0 + keras 2.14.0": "bad",
+                    "good + numpy 1.26.4 + tensorflow-cpu 2.14.0 + keras 2.14.0": "bad"})
+    rows[2].forced = ["keras"]
+    found = attribute.conclude(rows, GOOD, BAD, True, "", "sweep")
+    assert (found.kind, found.packages) == ("carried", ["tensorflow-cpu"])
+    assert found.text.startswith("Answer: carried by tensorflow-cpu 2.14.0: the good environment with it alone")
+    assert "forced install" in found.text and "so does the unforced good + tensorflow-cpu 2.14.0 + keras" in found.text
+    assert "with keras 2.14.0, numpy 1.26.4, scipy 1.17.1 alone the good environment behaves like the good end" \
+        in found.text
+
+
+def test_conclusion_x_and_y_together_when_only_both_reproduce_it_and_either_returned_cures_it():
+    rows = rows_of({"good + tensorflow-cpu 2.14.0 + keras 2.14.0": "bad", "bad with tensorflow-cpu 2.13.1": "good",
+                    "bad with keras 2.13.1": "good", "bad with numpy 1.24.3": "bad",
+                    "good + numpy 1.26.4 + tensorflow-cpu 2.14.0 + keras 2.14.0": "bad"})
+    found = attribute.conclude(rows, GOOD, BAD, True, "", "sweep")
+    assert (found.kind, found.packages) == ("together", ["tensorflow-cpu", "keras"])
+    assert found.text.startswith("Answer: carried by tensorflow-cpu 2.14.0 and keras 2.14.0 together")
+
+
+def test_conclusion_with_needs_and_nothing():
+    group = "good + tensorflow-cpu 2.14.0 + keras 2.14.0"
+    found = attribute.conclude(rows_of({group: "bad"}), GOOD, BAD, True, "", "sweep")  # no leave-one-out measured
+    assert (found.kind, found.packages) == ("with", ["tensorflow-cpu", "keras"])
+    assert found.text.startswith("Answer: carried by tensorflow-cpu 2.14.0 with keras 2.14.0")
+    back = {f"bad with {n} {GOOD[n]}": "bad" for n in ("tensorflow-cpu", "keras", "numpy")}
+    back["good + numpy 1.26.4 + tensorflow-cpu 2.14.0 + keras 2.14.0"] = "bad"  # = the bad end with scipy back
+    found = attribute.conclude(rows_of({**back, "bad with numpy 1.24.3": "good"}), GOOD, BAD, True, "", "sweep")
+    assert (found.kind, found.packages) == ("with", ["numpy", "tensorflow-cpu", "keras"])  # the necessary one leads
+    good, bad = {"a": "1", "b": "1", "c": "1"}, {"a": "2", "b": "2", "c": "2"}
+    back = {"bad with a 1": "bad", "bad with b 1": "bad", "bad with c 1": "bad"}
+    found = attribute.conclude(rows_of({**back, "bad with a 1": "good"}, good, bad, fake_resolves([])), good, bad,
+                               True, "", "sweep")
+    assert (found.kind, found.packages) == ("needs", ["a"]) and found.text.startswith("Answer: carried by a 2 with")
+    found = attribute.conclude(rows_of(back, good, bad, fake_resolves([])), good, bad, True, "", "sweep")
+    assert found.kind == "none" and found.text.startswith("Answer: nothing reproduces the change of sweep")
+    assert "putting back a 1, b 1 and c 1 (each alone) leaves it like the bad end" in found.text
+    assert attribute.conclude(rows_of({}), GOOD, BAD, False, "unchanged", "sweep").kind == "no change"
+
+
+def test_leave_one_out_is_measured_when_no_single_move_carries_it_or_several_are_partial():
+    rows = rows_of({"good + keras 2.14.0": "bad"})
+    assert not attribute.needs_leave_one_out(rows)
+    assert attribute.needs_leave_one_out(rows_of({}))
+    assert attribute.needs_leave_one_out(rows_of({"good + keras 2.14.0": "bad", "good + numpy 1.26.4": "unclear",
+                                                  "good + scipy 1.17.1": "unclear"}))
 
 
 def test_side_pins_of_a_release_an_environment_folder_and_an_unknown_name(tmp_path):
@@ -186,10 +312,12 @@ def test_keras_versions_between_two_releases():
 
 
 def fake_environments(monkeypatch, carrier, forced=()):
-    """python_for and measure_at_once fakes: environments with the bad side's `carrier` pin grow (None: none)."""
+    """python_for and measure_at_once fakes: environments that grow are the ones with the bad side's `carrier` pin
+    (a name; or a predicate on the pins; None: none grows); `resolver` is fake_resolves (no uv asked)."""
     from kerasbench import runner
 
     made = {}
+    grows = carrier if callable(carrier) else (lambda pins: carrier is not None and pins.get(carrier) == BAD[carrier])
 
     def python_for(config, reqs, progress=None, python=None):
         path = f"python-{len(made)}"
@@ -200,8 +328,8 @@ def fake_environments(monkeypatch, carrier, forced=()):
         out = []
         for i, spec in enumerate(specs):
             pins = made[spec.python]
-            grows = carrier is not None and pins.get(carrier) == BAD[carrier]
-            r = record(pins["tensorflow-cpu"], 2400 * KIB if grows else 0, seed=i, keras=pins["keras"])
+            r = record(pins["tensorflow-cpu"], 2400 * KIB if grows(pins) else 0, seed=len(made) * 10 + i,
+                       keras=pins["keras"])
             r["spec"]["python"] = spec.python
             out.append(r)
         return out
@@ -212,34 +340,68 @@ def fake_environments(monkeypatch, carrier, forced=()):
                         if made[python].get("tensorflow-cpu") == "2.14.0" and made[python]["keras"] == "2.13.1"
                         and forced else {})
     monkeypatch.setattr(runner, "measure_at_once", measure_at_once)
+    monkeypatch.setattr(attribute, "resolver", lambda config, pins, python=None: fake_resolves())
     return made
+
+
+ATTRIBUTE = ["attribute", "--config", MATRIX, "--good", "2.13.1", "--bad", "2.14.0", "--loop", "sweep",
+             "--strategy", "clear_session_del_gc"]
+
+
+def row_of(out, label):
+    """The evidence table's line of an environment."""
+    return next(line for line in out.splitlines() if line.startswith(label + "  "))
 
 
 @pytest.mark.parametrize("carrier", ["keras", "tensorflow-cpu"])
 def test_attribute_names_the_package_whose_swap_behaves_like_the_bad_end(monkeypatch, tmp_path, capsys, carrier):
     made = fake_environments(monkeypatch, carrier, forced=True)
     out_json = tmp_path / "attr.json"
-    code, out = call(["attribute", "--config", MATRIX, "--good", "2.13.1", "--bad", "2.14.0", "--loop", "sweep",
-                      "--strategy", "clear_session_del_gc", "--json", str(out_json)])
-    assert code == 0, capsys.readouterr().err
-    assert len(made) == 6  # the two ends and four one-package swaps
-    assert out.startswith(f"Answer: {carrier} {BAD[carrier]} carries the change")
+    code, out = call(ATTRIBUTE + ["--json", str(out_json)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "plan: 2 ends + 4 single + 2 group + 3 leave-one-out" in err
+    assert len(made) == 8  # the two ends, four one-package moves, two groups; no leave-one-out
+    assert out.startswith(f"Answer: carried by {carrier} {BAD[carrier]}: the good environment with it alone")
     others = [n for n in ("tensorflow-cpu", "keras", "numpy", "scipy") if n != carrier]
     assert all(f"{n} {BAD[n]}" in out.splitlines()[0] for n in others)  # named as behaving like the good end
-    def row(label):
-        return next(line for line in out.splitlines() if line.startswith(label + "  "))
-
-    assert row(f"good + {carrier} {BAD[carrier]}").split()[-1] == "bad"
-    assert "forced: keras --no-deps" in row("good + tensorflow-cpu 2.14.0")
-    assert "Forced installs" in out and "depends on keras" in out
-    assert "--tf 2.13.1 --pin=keras==2.14.0" in out and "--tf 2.14.0\n" in out
+    assert row_of(out, f"good + {carrier} {BAD[carrier]}").split()[-1] == "bad"
+    assert "forced: keras --no-deps" in row_of(out, "good + tensorflow-cpu 2.14.0")
+    group = row_of(out, "good + tensorflow-cpu 2.14.0 + keras 2.14.0")
+    assert " group " in group and "resolved" in group and group.split()[-1] == "bad"
+    if carrier == "tensorflow-cpu":
+        assert "so does the unforced good + tensorflow-cpu 2.14.0 + keras 2.14.0" in out.splitlines()[0]
+    assert "Forced installs" in out and "Groups (" in out and "depends on keras" in out
+    assert "good + keras 2.14.0: kerasbench run" in out and "--tf 2.13.1 --pin=keras==2.14.0" in out
+    assert "--tf 2.14.0 --pin=numpy==1.24.3 --pin=scipy==1.15.3\n" in out  # the group's command
     saved = json.loads(out_json.read_text())
-    assert len(saved["records"]) == 6
-    classes = {r["label"]: r["class"] for r in saved["attribution"]["rows"]}
-    assert classes[f"good + {carrier} {BAD[carrier]}"] == "bad" and classes["good"] == "good"
+    assert len(saved["records"]) == 8
+    classes = {r["label"]: (r["kind"], r["class"]) for r in saved["attribution"]["rows"]}
+    assert classes[f"good + {carrier} {BAD[carrier]}"] == ("single", "bad") and classes["good"] == ("end", "good")
+    assert classes["good + tensorflow-cpu 2.14.0 + keras 2.14.0"][0] == "group"
+    assert saved["attribution"]["conclusion"]["kind"] == "carried"
+    assert saved["attribution"]["conclusion"]["packages"] == [carrier]
 
 
-def test_attribute_says_when_no_single_package_carries_it(monkeypatch, capsys):
+def test_attribute_measures_leave_one_out_and_says_together(monkeypatch, capsys, tmp_path):
+    # the change needs TF and keras at 2.14.0 together: TF forced alone is flat, so is keras alone
+    made = fake_environments(monkeypatch, lambda p: p["tensorflow-cpu"] == "2.14.0" and p["keras"] == "2.14.0")
+    out_json = tmp_path / "attr.json"
+    code, out = call(ATTRIBUTE + ["--json", str(out_json)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert len(made) == 11 and "3 leave-one-out environment(s)" in err
+    assert out.startswith("Answer: carried by tensorflow-cpu 2.14.0 and keras 2.14.0 together")
+    assert row_of(out, "bad with keras 2.13.1").split()[-1] == "good"
+    assert row_of(out, "bad with numpy 1.24.3").split()[-1] == "bad"
+    assert "leave-one-out" in row_of(out, "bad with numpy 1.24.3")
+    assert row_of(out, "good + numpy 1.26.4 + tensorflow-cpu 2.14.0 + keras 2.14.0").endswith("= bad with scipy 1.15.3")
+    assert "bad with keras 2.13.1: kerasbench run" in out and "--tf 2.14.0 --pin=keras==2.13.1" in out
+    conclusion = json.loads(out_json.read_text())["attribution"]["conclusion"]
+    assert (conclusion["kind"], conclusion["packages"]) == ("together", ["tensorflow-cpu", "keras"])
+
+
+def test_attribute_when_only_the_whole_bad_environment_grows(monkeypatch, capsys):
     fake_environments(monkeypatch, None)  # only the bad end itself (all its pins) grows
     from kerasbench import runner
 
@@ -247,21 +409,36 @@ def test_attribute_says_when_no_single_package_carries_it(monkeypatch, capsys):
 
     def at_once(specs, jobs, progress, finished):
         out = inner(specs, jobs, progress, finished)
-        out[1] = record("2.14.0", 2400 * KIB, seed=9)
-        out[1]["spec"]["python"] = specs[1].python
+        if len(specs) > 3:  # the first batch: the ends first
+            out[1] = record("2.14.0", 2400 * KIB, seed=9)
+            out[1]["spec"]["python"] = specs[1].python
         return out
 
     monkeypatch.setattr(runner, "measure_at_once", at_once)
-    code, out = call(["attribute", "--config", MATRIX, "--good", "2.13.1", "--bad", "2.14.0", "--loop", "sweep",
-                      "--strategy", "clear_session_del_gc"])
+    code, out = call(ATTRIBUTE)
     assert code == 0
-    assert out.startswith("No single package carries the change")
+    # every single move and group is flat, and so is every return (scipy's is the numpy group)
+    assert out.startswith("Answer: carried by tensorflow-cpu 2.14.0, keras 2.14.0, numpy 1.26.4 and scipy 1.17.1 "
+                          "together: none moved alone reproduces the change")
+
+
+@pytest.mark.parametrize("limit, message", [
+    ("0", "Invalid value for argument `max_envs`. Received: max_envs=0. Expected 3 or more"),
+    ("9", "attribute needs 10 environments (2 ends + 4 single + 4 leave-one-out, before any group), more than "
+          "--max-envs 9: give --max-envs 10"),
+    ("10", "attribute needs 11 environments (2 ends + 4 single + 2 group + 3 leave-one-out"),
+])
+def test_max_envs_stops_before_anything_is_made(monkeypatch, capsys, limit, message):
+    made = fake_environments(monkeypatch, "keras")
+    code, out = call(ATTRIBUTE + ["--max-envs", limit])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert made == {} and out == ""
 
 
 def test_attribute_ends_that_do_not_differ_give_no_answer(monkeypatch, capsys):
     fake_environments(monkeypatch, None)
-    code, out = call(["attribute", "--config", MATRIX, "--good", "2.13.1", "--bad", "2.14.0", "--loop", "sweep",
-                      "--strategy", "clear_session_del_gc"])
+    code, out = call(ATTRIBUTE)
     assert code == 0 and out.startswith("No answer for sweep × clear_session_del_gc") and "do not differ" in out
 
 
@@ -305,7 +482,8 @@ def test_triage_package_keras_bisects_keras_releases_at_one_tf(monkeypatch, caps
     assert "Answer: Keras 3.6.0 is the first release" in out and "the last like 3.4.1 is 3.5.0" in out
     assert {r["tensorflow-cpu"] for r in made} == {"2.21.0"}
     assert "--tf 2.21.0 --keras 3.6.0" in out
-    assert "attribute: 3.5.0 (good) vs 3.6.0 (bad)" in out and "Answer: keras 3.6.0 carries the change" in out
+    assert "attribute: 3.5.0 (good) vs 3.6.0 (bad)" in out
+    assert "Answer: carried by keras 3.6.0, the only package that differs" in out
 
 
 # ---------------------------------------------------------------- tf_keras as a side in compare
