@@ -213,9 +213,12 @@ def reproduce_args(config: str, pins: Dict[str, str], python: Optional[str] = No
     except UsageError:
         default = {}
     args = ["--tf", tf]
-    for name, version in pins.items():
-        if name != package and name not in INSTALLER_ONLY and default.get(name) != version:
-            args.append(f"--pin={name}=={version}")
+    for name, value in pins.items():
+        if name != package and name not in INSTALLER_ONLY and default.get(name) != value:
+            if asvconf.package_of(name) == "tf-keras":  # the matrix's tf_keras entries, as `run` makes them
+                args += ["--keras", "tf_keras"]
+            else:
+                args.append("--pin={}=={}".format(*asvconf.split_pin(name, value)[:2]))
     return args
 
 

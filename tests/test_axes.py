@@ -136,3 +136,12 @@ def test_compare_makes_one_side_per_python_of_a_release_measured_on_several(tmp_
     cells = compare(group(loaded), baseline="2.16.2+py3.11")
     growth = {c["version"]: c["verdict"] for c in cells if c["metric"] == "growth_per_iter"}
     assert growth["2.16.2+py3.12"] == "regressed" and growth["2.16.2+py3.10"] == "unchanged"
+
+
+def test_attributes_reproduce_command_makes_a_tf_keras_environment_with_keras_tf_keras():
+    from kerasbench import attribute
+
+    reqs, _ = asvconf.requirements_with(MATRIX, "2.21.0", keras="tf_keras")
+    assert attribute.reproduce_args(MATRIX, reqs) == ["--tf", "2.21.0", "--keras", "tf_keras"]
+    reqs["numpy"] = "2.3.0"
+    assert attribute.reproduce_args(MATRIX, reqs)[-1] == "--pin=numpy==2.3.0"
