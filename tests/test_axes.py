@@ -144,4 +144,4 @@ def test_attributes_reproduce_command_makes_a_tf_keras_environment_with_keras_tf
     reqs, _ = asvconf.requirements_with(MATRIX, "2.21.0", keras="tf_keras")
     assert attribute.reproduce_args(MATRIX, reqs) == ["--tf", "2.21.0", "--keras", "tf_keras"]
     reqs["numpy"] = "2.3.0"
-    assert attribute.reproduce_args(MATRIX, reqs)[-1] == "--pin=numpy==2.3.0"
+    assert "--pin=numpy==2.3.0" in attribute.reproduce_args(MATRIX, reqs)
