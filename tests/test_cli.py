@@ -7,7 +7,8 @@ import os
 import pytest
 
 from kerasbench import ALLOCATORS, LOOPS, METRICS, STRATEGIES
-from kerasbench.cli import main, pairs_for
+from kerasbench.cli import main
+from kerasbench.selection import pairs_for
 
 
 def call(argv):
