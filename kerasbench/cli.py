@@ -226,51 +226,46 @@ def cmd_attribute(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
     """Bisect TF releases (or Keras releases at one TF: --package keras) for the first whose behaviour differs."""
-    from . import triage
+    from . import session, triage
 
-    from .asvconf import find_config
-
-    metric = triage.check_metric(args.metric)
-    args.config = find_config(args.config)
-    triage.check_ends(args.good, args.bad)
-    if args.package == "keras" and not args.tf:
-        raise UsageError("--package keras bisects Keras releases at one TF release: give --tf VERSION too.")
-    if args.tf and args.package != "keras":
-        raise UsageError("--tf fixes the TF release while --package keras bisects Keras: give --package keras too.")
     loop = "repro" if args.repro else args.loop
-    if loop is None:
-        raise UsageError("What to triage? Give --loop NAME and --strategy NAME, or --repro FILE.")
+    metric, args.config = triage.check_request(args.metric, args.config, args.good, args.bad, loop, args.package,
+                                               args.tf, args.jobs)
     template = _template(args, loop)
-    if args.json:
-        check_writable(args.json)
-        check_not_input(args.json, [args.repro] if args.repro else [])
+    session.check_outputs([args.json], args.repro)
     reproduce = _reproduce(args, loop)
-    if args.jobs <= 0:
-        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or 2.")
     text, outcome, records = triage.bisect_releases(args.config, args.good, args.bad, template, metric,
                                                     args.latest_patches, reproduce, sys.stderr, args.python,
                                                     args.jobs, args.tf)
     out.write(text)
-    extra = {}
-    if args.attribute and outcome.first_bad:  # the bracket's two environments: which package carries it
-        from . import attribute
-
-        good, bad = outcome.last_good, outcome.first_bad
-        out.write(f"\nattribute: {good} (good) vs {bad} (bad)\n")
-        text, rows = attribute.attribute(args.config, outcome.pins[good], outcome.pins[bad], template, metric,
-                                         reproduce, sys.stderr, args.python, args.jobs,
-                                         known={"good": records[good], "bad": records[bad]})
-        out.write(text)
-        extra["attribution"] = attribute.summary(rows, metric)
-        records.update({row.label: row.record for row in rows[2:] if row.record is not None})
-    elif args.attribute:
-        out.write("attribute: no bracket of a good and a bad release to attribute\n")
+    extra = _attribute_bracket(args, outcome, records, template, metric, reproduce, out) if args.attribute else {}
     if args.json:
         from .record import records_payload
 
         write_json(args.json, records_payload(records.values(), triage=triage.summary(outcome, metric), **extra))
         out.write(f"wrote {len(records)} record(s) to {args.json} (kerasbench compare / report read it)\n")
     return 0
+
+
+def _attribute_bracket(args: argparse.Namespace, outcome, records: dict, template, metric: str,
+                       reproduce: List[str], out: TextIO) -> dict:
+    """triage --attribute: which package of the bracket's two environments carries the change; the JSON extra.
+
+    Its records join `records`. (Here, not in triage.py: attribute imports triage.)
+    """
+    if not outcome.first_bad:
+        out.write("attribute: no bracket of a good and a bad release to attribute\n")
+        return {}
+    from . import attribute
+
+    good, bad = outcome.last_good, outcome.first_bad
+    out.write(f"\nattribute: {good} (good) vs {bad} (bad)\n")
+    text, rows = attribute.attribute(args.config, outcome.pins[good], outcome.pins[bad], template, metric,
+                                     reproduce, sys.stderr, args.python, args.jobs,
+                                     known={"good": records[good], "bad": records[bad]})
+    out.write(text)
+    records.update({row.label: row.record for row in rows[2:] if row.record is not None})
+    return {"attribution": attribute.summary(rows, metric)}
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
