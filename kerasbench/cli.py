@@ -81,17 +81,8 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     if args.json and os.path.isfile(args.json):  # never silently: the earlier records go as the first pair ends
         status_line(sys.stderr, f"kerasbench: {args.json} exists: this run's records replace it as pairs finish",
                     final=True)
-    if args.machine:  # the records' machine name (kerasbench.machine), for the workers too
-        from .machine import ENV_VAR as MACHINE_VAR, check_name
-
-        os.environ[MACHINE_VAR] = check_name(args.machine)
-    if args.python and not args.tf:
-        raise UsageError("--python picks the Python of a --tf release's environment: give --tf VERSION too.")
-    if (args.pin or args.keras) and not args.tf:
-        raise UsageError("--pin and --keras change a --tf release's environment: give --tf VERSION too.")
-    if args.tf:
-        session.use_release(base, args.config, args.tf, sys.stderr, args.python, parse_pins(args.pin),
-                            args.keras or "")
+    pins = parse_pins(args.pin) if args.tf else args.pin  # without --tf, use_release says --pin needs it
+    session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "", args.machine)
     session.settle_floor(base, not args.no_calibrate, sys.stderr)
     return session.run(base, pairs, session.counts(profile, args.iterations), out, sys.stderr, args.json)
 
@@ -122,8 +113,7 @@ def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
         allocator=args.allocator, repro=args.repro or "", jobs=default_jobs() if args.jobs is None else args.jobs)
     json_path = args.json or (os.path.splitext(args.html)[0] + ".json" if args.html else None)
     session.check_outputs([json_path, args.html], args.repro)
-    if args.tf:
-        session.use_release(base, args.config, args.tf, sys.stderr)
+    session.use_release(base, args.config, args.tf, sys.stderr)
     kept = ablate.run(base, loops, steps, args.base, out, sys.stderr, json_path)
     if kept.error:  # said on one line after the tables
         return 1

@@ -1,7 +1,7 @@
 """A measuring session of named pairs, as `run` and `ablate` do it (and kerasbench.measure, its first half).
 
 Before: the base RunSpec of a profile and what the user overrode (`base_spec`), the outputs checked
-(`check_outputs`), the asv environment of a `--tf` release (`use_release`), a run's one-off calibration
+(`check_outputs`), the machine and the asv environment of a `--tf` release (`use_release`), a run's one-off calibration
 (`settle_floor`). During: each record kept as its pair ends (`Kept`): in the order the pairs were named,
 written to the --json file at once, so an interrupt (Ctrl-C, SIGTERM) or a repro file that raised loses
 none; what finished is shown and said to be kept before the error goes on (`Kept.through`). `run` is
@@ -46,13 +46,24 @@ def check_outputs(paths: Sequence[Optional[str]], repro: Optional[str] = None) -
         check_not_input(path, [repro] if repro else [])
 
 
-def use_release(base: RunSpec, config: Optional[str], tf: str, err: TextIO, python: Optional[str] = None,
-                pins: Optional[dict] = None, keras: str = "") -> None:
-    """Run `base`'s workers in the asv environment of TF release `tf` (made if missing; its progress on `err`).
+def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: TextIO, python: Optional[str] = None,
+                pins: Optional[dict] = None, keras: str = "", machine: Optional[str] = None) -> None:
+    """Where `base`'s workers run: the records' `machine` name, and the asv environment of TF release `tf`.
 
-    `python`, `pins` and `keras` change that environment (asvconf.python_for_tf); with keras 'tf_keras' the
-    workers inherit TF_USE_LEGACY_KERAS=1, so tf.keras is tf_keras there (the record says so).
+    That environment is made if missing (its progress on `err`); `python`, `pins` and `keras` change it
+    (asvconf.python_for_tf) and need `tf` (else a one-line UsageError). With keras 'tf_keras' the workers inherit
+    TF_USE_LEGACY_KERAS=1, so tf.keras is tf_keras there (the record says so).
     """
+    if machine:  # the records' machine name (kerasbench.machine), for the workers too
+        from .machine import ENV_VAR as MACHINE_VAR, check_name
+
+        os.environ[MACHINE_VAR] = check_name(machine)
+    if python and not tf:
+        raise UsageError("--python picks the Python of a --tf release's environment: give --tf VERSION too.")
+    if (pins or keras) and not tf:
+        raise UsageError("--pin and --keras change a --tf release's environment: give --tf VERSION too.")
+    if not tf:
+        return
     from .asvconf import LEGACY_KERAS_VAR, find_config, python_for_tf
 
     base.python = python_for_tf(find_config(config), tf, lambda text: status_line(err, f"TF {tf}: {text}", final=True),
