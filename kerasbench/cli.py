@@ -2,7 +2,8 @@
 `report` them as an HTML page, `calibrate` the floor.
 
 This module parses the command line and turns arguments into calls; the commands' bodies live with their
-modules (triage.bisect_releases, calibration.calibrate, overhead.measure_harness, dashboard.publish_dashboard).
+modules (session.run, ablate.run, triage.bisect_releases, calibration.calibrate, overhead.measure_harness,
+dashboard.publish_dashboard); pairs are selected by name in selection.py.
 User mistakes (unknown names, bad values, unwritable paths) print one line and exit 2.
 """
 
