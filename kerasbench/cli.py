@@ -51,6 +51,16 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _spec_options(args: argparse.Namespace) -> dict:
+    """The RunSpec fields run and ablate take alike from their options: bytes of KiB and sizes, the default jobs."""
+    from .runner import default_jobs
+
+    return dict(leak_bytes=int(args.leak_kib * KIB), memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
+                time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB,
+                allocator=args.allocator, repro=args.repro or "",
+                jobs=default_jobs() if args.jobs is None else args.jobs)
+
+
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     """Measure the named pairs, print their table; exit 0 all ok or skipped, 1 a pair failed or stopped.
 
@@ -58,7 +68,6 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     of the finished pairs is printed and they stay in the file (session.run). A write that fails is one line, exit 1.
     """
     from . import session
-    from .runner import default_jobs
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
@@ -71,13 +80,9 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     if args.trace and len(pairs) != 1:
         raise UsageError(f"--trace traces one pair; this run names {len(pairs)}: "
                          "give one --loop and one --strategy.")
-    base = session.base_spec(
-        profile, pairs, args.iterations, args.warmup, args.repeats, batch_size=args.batch_size,
-        leak_bytes=int(args.leak_kib * KIB), probes=not args.no_probes,
-        memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0, time_limit=args.time_limit,
-        floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
-        allocator=args.allocator, repro=args.repro or "", jobs=default_jobs() if args.jobs is None else args.jobs,
-        trace=int(args.trace), trace_native=args.trace_native)
+    base = session.base_spec(profile, pairs, args.iterations, args.warmup, args.repeats, batch_size=args.batch_size,
+                             probes=not args.no_probes, device=args.device, trace=int(args.trace),
+                             trace_native=args.trace_native, **_spec_options(args))
     session.check_outputs([args.json], args.repro)
     if args.json and os.path.isfile(args.json):  # never silently: the earlier records go as the first pair ends
         status_line(sys.stderr, f"kerasbench: {args.json} exists: this run's records replace it as pairs finish",
@@ -95,7 +100,6 @@ def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
     variants finish (--json), an interrupt keeps the finished ones; --html writes the report of them.
     """
     from . import ablate, session
-    from .runner import default_jobs
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
@@ -107,11 +111,8 @@ def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
     for loop in loops:
         ablate.check_base(args.base, loop)
     steps = ablate.check_steps(selection.names(args.steps, CLEANUPS, "steps"))
-    base = session.base_spec(
-        profile, [(loops[0], args.base)], args.iterations, args.warmup, args.repeats,
-        leak_bytes=int(args.leak_kib * KIB), memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
-        time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB,
-        allocator=args.allocator, repro=args.repro or "", jobs=default_jobs() if args.jobs is None else args.jobs)
+    base = session.base_spec(profile, [(loops[0], args.base)], args.iterations, args.warmup, args.repeats,
+                             **_spec_options(args))
     json_path = args.json or (os.path.splitext(args.html)[0] + ".json" if args.html else None)
     session.check_outputs([json_path, args.html], args.repro)
     session.use_release(base, args.config, args.tf, sys.stderr)
