@@ -15,7 +15,7 @@ step is *necessary* when leaving it out of the full cleanup makes the loop grow 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import compare
 from .errors import UsageError, unknown
@@ -94,6 +94,51 @@ def measure(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str = B
 
     todo = [pair for loop in loops for pair in pairs(loop, steps, base)]
     return measure_pairs(spec, todo, lambda strategy: spec.iterations, progress, finished)
+
+
+def tables(records: Sequence[Record], steps: Sequence[str], base: str, iterations: int, repeats: int) -> str:
+    """The text of every loop with a finished variant among `records` (its others n/a), then the floors judged by."""
+    parts = []
+    for loop in dict.fromkeys(r["loop"] for r in records):
+        env = next((r["environment"] for r in records if r["loop"] == loop and r.get("environment")), None) or {}
+        title = (f"{loop}: cleanup ablation on {base}, TF {env.get('tensorflow')}, Keras {env.get('keras')}, "
+                 f"{iterations} iterations, {repeats} repeat(s)")
+        parts.append(text(analyse(records, loop, steps, base), title) + "\n")
+    floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given")
+              for r in records if r["summary"].get("floor") is not None}
+    parts += [f"floor {floor / KIB:g} KiB/iteration, from {source}\n" for floor, source in sorted(floors)]
+    return "".join(parts)
+
+
+def run(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str, out: TextIO, err: TextIO,
+        json_path: Optional[str] = None) -> Any:
+    """`kerasbench ablate`'s session: measure every variant of each loop, print the tables, the wall and the file.
+
+    Records are written to `json_path` as variants finish (session.Kept: an interrupt keeps the finished ones and
+    shows their tables, the rest n/a). Returns the session.Kept: its records, `error` when the file could not be
+    written (said already), `failed()` when a variant failed or was stopped.
+    """
+    import os
+    import time
+
+    from .console import Progress
+    from .session import Kept
+
+    named = [pair for loop in loops for pair in pairs(loop, steps, base)]  # each loop's variants, in order
+    kept = Kept(named, json_path, what="variant", ablation={"base": base, "steps": list(steps)})
+
+    def show() -> None:
+        out.write(tables(kept.records, steps, base, spec.iterations, spec.repeats))
+        out.flush()
+
+    started, load = time.monotonic(), os.getloadavg()[0]
+    kept.through(lambda finished: measure(spec, loops, steps, base, Progress(err, len(named), spec.warmup), finished),
+                 show, out, err)
+    show()
+    out.write(f"wall {(time.monotonic() - started) / 60:.1f} min for {len(named)} variant(s); load average "
+              f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
+    kept.report(out, err, said=" (kerasbench compare / report read it)", write=False)
+    return kept
 
 
 # ---------------------------------------------------------------- the analysis

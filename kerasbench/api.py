@@ -159,10 +159,10 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
 
     Given a runner.RunSpec as `loop` (the API before this one), measures that one spec and returns its record.
     """
-    from . import allocators as allocators_module
-    from .cli import pairs_for
+    from . import allocators as allocators_module, session
     from .profiles import get_profile
     from .runner import RunSpec, measure_pairs
+    from .selection import pairs_for
     from .units import KIB
 
     if isinstance(loop, RunSpec):
@@ -188,18 +188,15 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
             iterations = DEFAULT_ITERATIONS
         if warmup is None and body is not None and profile is None:
             warmup = DEFAULT_WARMUP
-        base = RunSpec(loop=pairs[0][0], strategy=pairs[0][1],
-                       iterations=chosen.iterations if iterations is None else iterations,
-                       warmup=chosen.warmup if warmup is None else warmup,
-                       repeats=chosen.repeats if repeats is None else repeats, profile=chosen.name,
-                       floor=None if floor_kib is None else floor_kib * KIB,
-                       allocator=allocator or allocators_module.DEFAULT, repro=repro or "", **spec).validate()
+        base = session.base_spec(chosen, pairs, iterations, warmup, repeats,
+                                 floor=None if floor_kib is None else floor_kib * KIB,
+                                 allocator=allocator or allocators_module.DEFAULT, repro=repro or "", **spec)
         if tf:
             from .asvconf import python_for_tf
 
             base.python = python_for_tf(config or "asv.matrix.json", tf,
                                         lambda text: sys.stderr.write(f"TF {tf}: {text}\n") if progress else None)
-        count = chosen.iterations_for if iterations is None else (lambda strategy: iterations)
+        count = session.counts(chosen, iterations)
         shown = None
         if progress:
             from .console import Progress

@@ -2,7 +2,8 @@
 `report` them as an HTML page, `calibrate` the floor.
 
 This module parses the command line and turns arguments into calls; the commands' bodies live with their
-modules (triage.bisect_releases, calibration.calibrate, overhead.measure_harness, dashboard.publish_dashboard).
+modules (session.run, ablate.run, triage.bisect_releases, calibration.calibrate, overhead.measure_harness,
+dashboard.publish_dashboard); pairs are selected by name in selection.py.
 User mistakes (unknown names, bad values, unwritable paths) print one line and exit 2.
 """
 
@@ -11,48 +12,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from typing import List, Optional, TextIO
 
-from . import stats
+from . import selection, stats
 from .allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
-from .console import Progress, run_table, status_line
+from .console import status_line
 from .errors import UsageError, unknown
 from .files import check_not_input, check_writable, write_json, write_text
-from .loops import LOOPS, builtin_loops, get_loop
+from .loops import LOOPS
 from .metrics import METRICS, headline_metrics
 from .profiles import ENV_VAR, PROFILES, get_profile
-from .strategies import CLEANUPS, STRATEGIES, get_strategy, strategies_for
+from .selection import loops_named, pairs_for
+from .strategies import CLEANUPS, STRATEGIES
 from .units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
-
-
-def _names(text: str, registry: dict, kind: str) -> list:
-    """'a,b' or 'all' -> names (checked by the caller against the registry)."""
-    if text == "all":
-        return list(registry)
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if not names:
-        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. "
-                         "Expected a name, a comma list or 'all'.")
-    return names
-
-
-def pairs_for(loops_arg: str, strategies_arg: str) -> list:
-    """(loop, strategy) pairs named on the command line; 'all' means the applicable ones."""
-    loops = _names(loops_arg, builtin_loops(), "loop")
-    for name in loops:
-        get_loop(name)
-    if loops_arg == "all":
-        loops = [name for name in loops if name != "control"]
-    pairs = []
-    for loop in loops:
-        if strategies_arg == "all":
-            pairs += [(loop, s) for s in strategies_for(loop)]
-        else:
-            for s in _names(strategies_arg, STRATEGIES, "strategy"):
-                get_strategy(s)
-                pairs.append((loop, s))
-    return pairs
 
 
 def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
@@ -79,128 +51,46 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _spec_options(args: argparse.Namespace) -> dict:
+    """The RunSpec fields run and ablate take alike from their options: bytes of KiB and sizes, the default jobs."""
+    from .runner import default_jobs
+
+    return dict(leak_bytes=int(args.leak_kib * KIB), memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
+                time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB,
+                allocator=args.allocator, repro=args.repro or "",
+                jobs=default_jobs() if args.jobs is None else args.jobs)
+
+
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     """Measure the named pairs, print their table; exit 0 all ok or skipped, 1 a pair failed or stopped.
 
     With --json each pair's record is written as it ends; after an interrupt or a repro that raised, the table
-    of the finished pairs is printed and they stay in the file. A write that fails is one line, exit 1.
+    of the finished pairs is printed and they stay in the file (session.run). A write that fails is one line, exit 1.
     """
-    from .runner import RunSpec, default_jobs, measure_pairs
-    from .trace import text as trace_text
+    from . import session
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
         args.loop = "repro"
     if args.loop is None:
         raise UsageError("Which loop? Give --loop NAME (see `kerasbench list`) or --repro FILE (your own loop body).")
-    pairs = pairs_for(args.loop, args.strategy)
-    if args.strategy == "all" and args.device != "gpu":  # named ones still run, and say why they skip
-        pairs = [(loop, s) for loop, s in pairs if not get_strategy(s).needs_gpu] or pairs
+    pairs = pairs_for(args.loop, args.strategy, args.device)
     if args.trace_native and not args.trace:
         args.trace = 10
     if args.trace and len(pairs) != 1:
         raise UsageError(f"--trace traces one pair; this run names {len(pairs)}: "
                          "give one --loop and one --strategy.")
-    iterations = args.iterations  # None: each pair gets its profile's count
-    warmup = profile.warmup if args.warmup is None else args.warmup
-    base = RunSpec(
-        loop=pairs[0][0], strategy=pairs[0][1], iterations=profile.iterations if iterations is None else iterations,
-        warmup=warmup, repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name,
-        batch_size=args.batch_size, leak_bytes=int(args.leak_kib * KIB), probes=not args.no_probes,
-        memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0, time_limit=args.time_limit,
-        floor=None if args.floor_kib is None else args.floor_kib * KIB, device=args.device,
-        allocator=args.allocator, repro=args.repro or "", jobs=default_jobs() if args.jobs is None else args.jobs,
-        trace=int(args.trace), trace_native=args.trace_native,
-    ).validate()
-    if args.json:
-        check_writable(args.json)
-        check_not_input(args.json, [args.repro] if args.repro else [])
-        if os.path.isfile(args.json):  # never silently: the earlier records go as soon as the first pair ends
-            status_line(sys.stderr, f"kerasbench: {args.json} exists: this run's records replace it as pairs finish",
-                        final=True)
-    if args.machine:  # the records' machine name (kerasbench.machine), for the workers too
-        from .machine import ENV_VAR as MACHINE_VAR, check_name
-
-        os.environ[MACHINE_VAR] = check_name(args.machine)
-    if args.python and not args.tf:
-        raise UsageError("--python picks the Python of a --tf release's environment: give --tf VERSION too.")
-    if (args.pin or args.keras) and not args.tf:
-        raise UsageError("--pin and --keras change a --tf release's environment: give --tf VERSION too.")
-    if args.tf:
-        from .asvconf import LEGACY_KERAS_VAR, find_config, python_for_tf
-
-        base.python = python_for_tf(find_config(args.config), args.tf,
-                                    lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True),
-                                    args.python, parse_pins(args.pin), args.keras or "")
-        if args.keras == "tf_keras":  # the workers inherit it: tf.keras is tf_keras there (the record says so)
-            os.environ[LEGACY_KERAS_VAR] = "1"
-    if base.floor is None:  # no floor given: a calibration must fit, else one is made now (or the table says why not)
-        from . import calibration, floors
-
-        why = calibration.ensure(base.allocator, base.iterations, sys.stderr,
-                                 allowed=not (args.no_calibrate or floors.no_calibrate()), python=base.python)
-        if why:
-            base.floor, base.floor_source = floors.floor_for(base.allocator, base.iterations, why=why)
-    count = profile.iterations_for if iterations is None else (lambda strategy: iterations)
-    records: list = []  # as the pairs finish; written and shown in the order they were named
-    order = {pair: index for index, pair in reversed(list(enumerate(pairs)))}
-
-    def save() -> Optional[str]:  # None, or the one-line reason the records could not be written
-        from .record import records_payload
-
-        try:
-            write_json(args.json, records_payload(records))
-        except OSError as e:  # a full disk, a lost mount: said on one line, after the table is out
-            return f"cannot write results to {args.json}: {e.strerror or e}"
-        return None
-
-    def finished(record: dict) -> None:  # each pair is on disk as it ends: an interrupt or a crash loses none
-        records.append(record)
-        if base.jobs > 1:  # pairs finish out of order when several run at once
-            records.sort(key=lambda r: order.get((r["loop"], r["strategy"]), len(order)))
-        if args.json:
-            save()
-
-    def keep(note: str = "") -> bool:  # the table of what finished, then the file; False if the write failed
-        if records:
-            out.write(run_table(records))
-            out.write(trace_text(records))  # nothing unless traced
-            out.flush()
-        error = save() if args.json else None
-        if error:
-            sys.stderr.write(f"kerasbench: error: {error}" + (f" ({note})" if note else "") + "\n")
-        elif note:
-            sys.stderr.write(f"kerasbench: {note}" + (f"; kept in {args.json}" if args.json else "") + "\n")
-        elif args.json:
-            out.write(f"wrote {len(records)} record(s) to {args.json}\n")
-        return error is None
-
-    started = time.perf_counter()
-    try:
-        measure_pairs(base, pairs, count, Progress(sys.stderr, len(pairs), warmup), finished)
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what finished is printed and kept; main says interrupted
-        keep(f"{len(records)} of {len(pairs)} pair(s) finished before the interrupt")
-        raise
-    except UsageError:  # a repro file that raised: the pairs before it are kept, then its one-line error
-        keep()
-        raise
-    if not keep():
-        return 1
-    _say_limit(records, time.perf_counter() - started)
-    return 1 if any(r["status"] in ("failed", "stopped") for r in records) else 0
-
-
-def _say_limit(records: list, wall: float) -> None:
-    """One line on stderr: the run's wall against its physical limit (kerasbench overhead --records explains it)."""
-    from .overhead import limit_summary
-    from .runner import usable_cores
-
-    jobs = max([r["spec"].get("jobs", 1) for r in records] or [1])  # what ran at once (a lone pair: 1)
-    s = limit_summary(records, wall, min(jobs, usable_cores()))
-    if s["workers"] and s["limit"] >= 1:  # controls alone: setup and work are milliseconds, the ratio says nothing
-        status_line(sys.stderr, f"kerasbench: {s['workers']} worker(s) in {wall:.1f} s, {jobs} at once; the physical "
-                    f"limit, Σ (setup + loop work) / {s['cores']} core(s), is {s['limit']:.1f} s: "
-                    f"{s['wall_over_limit']:.2f}× it", final=True)
+    base = session.base_spec(profile, pairs, args.iterations, args.warmup, args.repeats, batch_size=args.batch_size,
+                             probes=not args.no_probes, device=args.device, trace=int(args.trace),
+                             trace_native=args.trace_native, **_spec_options(args))
+    session.check_outputs([args.json], args.repro)
+    if args.json and os.path.isfile(args.json):  # never silently: the earlier records go as the first pair ends
+        status_line(sys.stderr, f"kerasbench: {args.json} exists: this run's records replace it as pairs finish",
+                    final=True)
+    pins = parse_pins(args.pin) if args.tf else args.pin  # without --tf, use_release says --pin needs it
+    session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "", args.machine)
+    session.settle_floor(base, not args.no_calibrate, sys.stderr)
+    return session.run(base, pairs, session.counts(profile, args.iterations), out, sys.stderr, args.json)
 
 
 def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
@@ -209,9 +99,7 @@ def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
     Exit 0 when every variant ran (or skipped), 1 when one failed or was stopped; records are written as
     variants finish (--json), an interrupt keeps the finished ones; --html writes the report of them.
     """
-    from . import ablate
-    from .record import records_payload
-    from .runner import RunSpec, default_jobs
+    from . import ablate, session
 
     profile = get_profile(args.profile)
     if args.repro and args.loop is None:
@@ -219,73 +107,23 @@ def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
     if args.loop is None:
         raise UsageError("Which loop? Give --loop NAME (one that rebuilds its model: sweep, kfold, notebook, "
                          "inference) or --repro FILE.")
-    loops = _names(args.loop, LOOPS, "loop")
+    loops = loops_named(args.loop)
     for loop in loops:
-        get_loop(loop)
         ablate.check_base(args.base, loop)
-    steps = ablate.check_steps(_names(args.steps, CLEANUPS, "steps"))
-    base = RunSpec(
-        loop=loops[0], strategy=args.base,
-        iterations=profile.iterations if args.iterations is None else args.iterations,
-        warmup=profile.warmup if args.warmup is None else args.warmup,
-        repeats=profile.repeats if args.repeats is None else args.repeats, profile=profile.name,
-        leak_bytes=int(args.leak_kib * KIB), memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
-        time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB,
-        allocator=args.allocator, repro=args.repro or "", jobs=default_jobs() if args.jobs is None else args.jobs,
-    ).validate()
+    steps = ablate.check_steps(selection.names(args.steps, CLEANUPS, "steps"))
+    base = session.base_spec(profile, [(loops[0], args.base)], args.iterations, args.warmup, args.repeats,
+                             **_spec_options(args))
     json_path = args.json or (os.path.splitext(args.html)[0] + ".json" if args.html else None)
-    for path in filter(None, (json_path, args.html)):
-        check_writable(path)
-        check_not_input(path, [args.repro] if args.repro else [])
-    if args.tf:
-        from .asvconf import find_config, python_for_tf
-
-        base.python = python_for_tf(find_config(args.config), args.tf,
-                                    lambda text: status_line(sys.stderr, f"TF {args.tf}: {text}", final=True))
-    records: list = []
-
-    named = [pair for loop in loops for pair in ablate.pairs(loop, steps, args.base)]  # each loop's variants, in order
-    order = {pair: index for index, pair in enumerate(named)}
-
-    def finished(record: dict) -> None:  # on disk as each variant ends: an interrupt or a crash loses none
-        records.append(record)
-        records.sort(key=lambda r: order.get((r["loop"], r["strategy"]), len(order)))  # several end out of order
-        if json_path:
-            write_json(json_path, records_payload(records, ablation={"base": args.base, "steps": list(steps)}))
-
-    total = len(named)
-
-    def show() -> None:  # the tables of every loop with a finished variant (the others of it n/a)
-        for loop in dict.fromkeys(r["loop"] for r in records):
-            result = ablate.analyse(records, loop, steps, args.base)
-            env = next((r["environment"] for r in records if r["loop"] == loop and r.get("environment")), None) or {}
-            title = (f"{loop}: cleanup ablation on {args.base}, TF {env.get('tensorflow')}, Keras {env.get('keras')}, "
-                     f"{base.iterations} iterations, {base.repeats} repeat(s)")
-            out.write(ablate.text(result, title) + "\n")
-        floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given")
-                  for r in records if r["summary"].get("floor") is not None}
-        for floor, source in sorted(floors):
-            out.write(f"floor {floor / KIB:g} KiB/iteration, from {source}\n")
-        out.flush()
-
-    started, load = time.monotonic(), os.getloadavg()[0]
-    try:
-        ablate.measure(base, loops, steps, args.base, Progress(sys.stderr, total, base.warmup), finished)
-    except KeyboardInterrupt:  # what finished is shown (the rest n/a) and kept; main says interrupted
-        show()
-        sys.stderr.write(f"kerasbench: {len(records)} of {total} variant(s) finished before the interrupt"
-                         + (f"; kept in {json_path}" if json_path and records else "") + "\n")
-        raise
-    show()
-    out.write(f"wall {(time.monotonic() - started) / 60:.1f} min for {total} variant(s); load average "
-              f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
-    if json_path:
-        out.write(f"wrote {len(records)} record(s) to {json_path} (kerasbench compare / report read it)\n")
-    if args.html:
+    session.check_outputs([json_path, args.html], args.repro)
+    session.use_release(base, args.config, args.tf, sys.stderr)
+    kept = ablate.run(base, loops, steps, args.base, out, sys.stderr, json_path)
+    if kept.error:  # said on one line after the tables
+        return 1
+    if args.html:  # report reads ablate: it is written here, not there
         from . import report
 
         out.write(f"wrote the HTML report to {report.write([json_path], args.html)}\n")
-    return 1 if any(r["status"] in ("failed", "stopped") for r in records) else 0
+    return 1 if kept.failed() else 0
 
 
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> int:
@@ -355,51 +193,46 @@ def cmd_attribute(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
     """Bisect TF releases (or Keras releases at one TF: --package keras) for the first whose behaviour differs."""
-    from . import triage
+    from . import session, triage
 
-    from .asvconf import find_config
-
-    metric = triage.check_metric(args.metric)
-    args.config = find_config(args.config)
-    triage.check_ends(args.good, args.bad)
-    if args.package == "keras" and not args.tf:
-        raise UsageError("--package keras bisects Keras releases at one TF release: give --tf VERSION too.")
-    if args.tf and args.package != "keras":
-        raise UsageError("--tf fixes the TF release while --package keras bisects Keras: give --package keras too.")
     loop = "repro" if args.repro else args.loop
-    if loop is None:
-        raise UsageError("What to triage? Give --loop NAME and --strategy NAME, or --repro FILE.")
+    metric, args.config = triage.check_request(args.metric, args.config, args.good, args.bad, loop, args.package,
+                                               args.tf, args.jobs)
     template = _template(args, loop)
-    if args.json:
-        check_writable(args.json)
-        check_not_input(args.json, [args.repro] if args.repro else [])
+    session.check_outputs([args.json], args.repro)
     reproduce = _reproduce(args, loop)
-    if args.jobs <= 0:
-        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or 2.")
     text, outcome, records = triage.bisect_releases(args.config, args.good, args.bad, template, metric,
                                                     args.latest_patches, reproduce, sys.stderr, args.python,
                                                     args.jobs, args.tf)
     out.write(text)
-    extra = {}
-    if args.attribute and outcome.first_bad:  # the bracket's two environments: which package carries it
-        from . import attribute
-
-        good, bad = outcome.last_good, outcome.first_bad
-        out.write(f"\nattribute: {good} (good) vs {bad} (bad)\n")
-        text, rows = attribute.attribute(args.config, outcome.pins[good], outcome.pins[bad], template, metric,
-                                         reproduce, sys.stderr, args.python, args.jobs,
-                                         known={"good": records[good], "bad": records[bad]})
-        out.write(text)
-        extra["attribution"] = attribute.summary(rows, metric)
-        records.update({row.label: row.record for row in rows[2:] if row.record is not None})
-    elif args.attribute:
-        out.write("attribute: no bracket of a good and a bad release to attribute\n")
+    extra = _attribute_bracket(args, outcome, records, template, metric, reproduce, out) if args.attribute else {}
     if args.json:
         from .record import records_payload
 
         write_json(args.json, records_payload(records.values(), triage=triage.summary(outcome, metric), **extra))
         out.write(f"wrote {len(records)} record(s) to {args.json} (kerasbench compare / report read it)\n")
     return 0
+
+
+def _attribute_bracket(args: argparse.Namespace, outcome, records: dict, template, metric: str,
+                       reproduce: List[str], out: TextIO) -> dict:
+    """triage --attribute: which package of the bracket's two environments carries the change; the JSON extra.
+
+    Its records join `records`. (Here, not in triage.py: attribute imports triage.)
+    """
+    if not outcome.first_bad:
+        out.write("attribute: no bracket of a good and a bad release to attribute\n")
+        return {}
+    from . import attribute
+
+    good, bad = outcome.last_good, outcome.first_bad
+    out.write(f"\nattribute: {good} (good) vs {bad} (bad)\n")
+    text, rows = attribute.attribute(args.config, outcome.pins[good], outcome.pins[bad], template, metric,
+                                     reproduce, sys.stderr, args.python, args.jobs,
+                                     known={"good": records[good], "bad": records[bad]})
+    out.write(text)
+    records.update({row.label: row.record for row in rows[2:] if row.record is not None})
+    return {"attribution": attribute.summary(rows, metric)}
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
@@ -431,7 +264,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     from .allocators import require
     from .runner import default_jobs
 
-    names = _names(args.allocator, ALLOCATORS, "allocator")
+    names = selection.names(args.allocator, ALLOCATORS, "allocator")
     if args.show:
         out.write(calibration.render_stored(names))
         return 0
@@ -444,7 +277,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={args.warmup!r}. Expected 0 or more.")
     iterations = _ints(args.iterations, "iterations", minimum=3)
     rates = [r * KIB for r in _ints(args.rates_kib, "rates-kib")]
-    heaps = _names(args.heaps, calibration.HEAPS, "heaps")
+    heaps = selection.names(args.heaps, calibration.HEAPS, "heaps")
     for h in heaps:
         if h not in calibration.HEAPS:
             raise unknown("heap", h, calibration.HEAPS)

@@ -127,6 +127,29 @@ def check_ends(good: str, bad: str) -> None:
                          "Give the release with the behaviour you expect as --good and the changed one as --bad.")
 
 
+def check_request(metric: str, config: Optional[str], good: str, bad: str, loop: Optional[str],
+                  package: str = "tensorflow", tf: Optional[str] = None, jobs: int = 2) -> Tuple[str, str]:
+    """(metric, asv config path) of a triage request, after every check that needs nothing measured or made.
+
+    One-line UsageErrors: a metric triage cannot bisect on, no config found, the same release at both ends,
+    --package keras without --tf (or --tf without it), no loop (nor --repro), jobs below 1.
+    """
+    from .asvconf import find_config
+
+    metric = check_metric(metric)
+    config = find_config(config)
+    check_ends(good, bad)
+    if package == "keras" and not tf:
+        raise UsageError("--package keras bisects Keras releases at one TF release: give --tf VERSION too.")
+    if tf and package != "keras":
+        raise UsageError("--tf fixes the TF release while --package keras bisects Keras: give --package keras too.")
+    if loop is None:
+        raise UsageError("What to triage? Give --loop NAME and --strategy NAME, or --repro FILE.")
+    if jobs <= 0:
+        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={jobs!r}. Expected 1 or 2.")
+    return metric, config
+
+
 def _evidence(record, metric):
     """One row of evidence for a version: Keras, growth with CI and verdict, peak, the metric."""
     s, env = record["summary"], record.get("environment") or {}

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from kerasbench import ALLOCATORS, LOOPS, METRICS, STRATEGIES
-from kerasbench.cli import main, pairs_for
+from kerasbench.cli import main
+from kerasbench.selection import pairs_for
 
 
 def call(argv):
@@ -85,6 +86,18 @@ def test_module_entry_point():
 def test_unknown_profile_is_a_usage_error(capsys):
     code, _ = call(["run", "--loop", "control", "--profile", "huge"])
     assert code == 2 and "Expected one of: default, full, quick" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--python", "3.12"], "--python picks the Python of a --tf release's environment: give --tf VERSION too."),
+    (["--pin", "not a pin"], "--pin and --keras change a --tf release's environment: give --tf VERSION too."),
+    (["--keras", "tf_keras"], "--pin and --keras change a --tf release's environment: give --tf VERSION too."),
+    (["--machine", "../x"], "machine"),
+])
+def test_environment_options_without_tf_are_one_line(extra, message, capsys):
+    code, out = call(["run", "--loop", "control", "--strategy", "control_noop", "--floor-kib", "64"] + extra)
+    err = capsys.readouterr().err
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err
 
 
 def test_profile_sets_the_counts(tmp_path):

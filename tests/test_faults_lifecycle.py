@@ -218,12 +218,12 @@ def test_a_repro_failing_in_a_later_pair_keeps_the_earlier_ones(tmp_path, monkey
 
 
 def test_a_full_disk_is_one_line_after_the_table_exit_1(tmp_path, monkeypatch, capsys):
-    from kerasbench import cli
+    from kerasbench import session
 
     def full(path, payload, what="results"):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cli, "write_json", full)
+    monkeypatch.setattr(session, "write_json", full)
     path = tmp_path / "out.json"
     code, text = run_cli(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3",
                           "--json", str(path)])

@@ -65,7 +65,7 @@ def test_loop_and_file_must_go_together(capsys):
 
 
 def test_all_loops_leave_out_the_repro():
-    from kerasbench.cli import pairs_for
+    from kerasbench.selection import pairs_for
 
     assert not any(loop == "repro" for loop, _ in pairs_for("all", "all"))
 

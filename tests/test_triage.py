@@ -103,6 +103,23 @@ def test_unknown_metric_lists_the_valid_ones():
         triage.check_metric("nope")
 
 
+@pytest.mark.parametrize("overrides,message", [
+    ({"metric": "nope"}, "metric='nope'"),
+    ({"good": "2.14", "bad": "2.14.0"}, "Nothing to bisect: --good and --bad are the same release (2.14)"),
+    ({"package": "keras"}, "--package keras bisects Keras releases at one TF release: give --tf VERSION too."),
+    ({"tf": "2.16.2"}, "--tf fixes the TF release while --package keras bisects Keras: give --package keras too."),
+    ({"loop": None}, "What to triage? Give --loop NAME and --strategy NAME, or --repro FILE."),
+    ({"jobs": 0}, "Invalid value for argument `jobs`. Received: jobs=0. Expected 1 or 2."),
+])
+def test_a_request_is_checked_before_anything_is_made(overrides, message):
+    request = {"metric": "growth_per_iter", "config": MATRIX, "good": "2.12.1", "bad": "2.21.0", "loop": "sweep",
+               "package": "tensorflow", "tf": None, "jobs": 2}
+    assert triage.check_request(**request) == ("growth_per_iter", MATRIX)
+    with pytest.raises(UsageError) as caught:
+        triage.check_request(**{**request, **overrides})
+    assert message in str(caught.value)
+
+
 # ---------------------------------------------------------------- releases and pins
 
 

@@ -1,0 +1,56 @@
+"""What a user names from the registries: 'a,b' or 'all', and the (loop shape, strategy) pairs so named.
+
+The one place that turns `--loop`/`--strategy` (and kerasbench.measure's `loop=`/`strategies=`) into pairs, so the
+command line, the Python API and the benchmarks select alike. Unknown names are the registries' one-line errors.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from .errors import UsageError
+from .loops import LOOPS, builtin_loops, get_loop
+from .strategies import STRATEGIES, get_strategy, strategies_for
+
+
+def names(text: str, registry: dict, kind: str) -> list:
+    """'a,b' or 'all' -> names (checked by the caller against the registry)."""
+    if text == "all":
+        return list(registry)
+    named = [n.strip() for n in text.split(",") if n.strip()]
+    if not named:
+        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. "
+                         "Expected a name, a comma list or 'all'.")
+    return named
+
+
+def loops_named(text: str) -> List[str]:
+    """The loop shapes of 'a,b' or 'all' (every registered one), each checked against the registry."""
+    loops = names(text, LOOPS, "loop")
+    for name in loops:
+        get_loop(name)
+    return loops
+
+
+def pairs_for(loops_arg: str, strategies_arg: str, device: Optional[str] = None) -> List[Tuple[str, str]]:
+    """(loop, strategy) pairs named on the command line; 'all' means the applicable ones.
+
+    With a `device` other than gpu, strategy 'all' leaves out the GPU-only strategies (unless nothing else is
+    left); strategies named one by one stay, and their pairs say why they skip.
+    """
+    loops = names(loops_arg, builtin_loops(), "loop")
+    for name in loops:
+        get_loop(name)
+    if loops_arg == "all":
+        loops = [name for name in loops if name != "control"]
+    pairs = []
+    for loop in loops:
+        if strategies_arg == "all":
+            pairs += [(loop, s) for s in strategies_for(loop)]
+        else:
+            for s in names(strategies_arg, STRATEGIES, "strategy"):
+                get_strategy(s)
+                pairs.append((loop, s))
+    if device is not None and strategies_arg == "all" and device != "gpu":
+        pairs = [(loop, s) for loop, s in pairs if not get_strategy(s).needs_gpu] or pairs
+    return pairs

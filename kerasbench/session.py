@@ -1,0 +1,201 @@
+"""A measuring session of named pairs, as `run` and `ablate` do it (and kerasbench.measure, its first half).
+
+Before: the base RunSpec of a profile and what the user overrode (`base_spec`), the outputs checked
+(`check_outputs`), the machine and the asv environment of a `--tf` release (`use_release`), a run's one-off calibration
+(`settle_floor`). During: each record kept as its pair ends (`Kept`): in the order the pairs were named,
+written to the --json file at once, so an interrupt (Ctrl-C, SIGTERM) or a repro file that raised loses
+none; what finished is shown and said to be kept before the error goes on (`Kept.through`). `run` is
+`kerasbench run`'s whole session: the run table, the file, the line of its wall against the physical limit.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+
+from .console import status_line
+from .errors import UsageError
+from .files import check_not_input, check_writable, write_json
+from .record import Record
+
+if TYPE_CHECKING:  # the types only: runner imports loop shapes (numpy) when a session measures
+    from .profiles import Profile
+    from .runner import RunSpec
+
+
+def base_spec(profile: Profile, pairs: Sequence[Tuple[str, str]], iterations: Optional[int] = None,
+              warmup: Optional[int] = None, repeats: Optional[int] = None, **fields: Any) -> RunSpec:
+    """The validated RunSpec of the first of `pairs`: the profile's counts where none is given, `fields` as given."""
+    from .runner import RunSpec
+
+    return RunSpec(loop=pairs[0][0], strategy=pairs[0][1],
+                   iterations=profile.iterations if iterations is None else iterations,
+                   warmup=profile.warmup if warmup is None else warmup,
+                   repeats=profile.repeats if repeats is None else repeats, profile=profile.name, **fields).validate()
+
+
+def counts(profile: Profile, iterations: Optional[int]) -> Callable[[Any], int]:
+    """A pair's measured iterations from its strategy: the profile's (fewer for isolated ones) or the one given."""
+    return profile.iterations_for if iterations is None else (lambda strategy: iterations)
+
+
+def check_outputs(paths: Sequence[Optional[str]], repro: Optional[str] = None) -> None:
+    """Each given output can be written and is not the repro file read: a one-line UsageError now, not after a run."""
+    for path in filter(None, paths):
+        check_writable(path)
+        check_not_input(path, [repro] if repro else [])
+
+
+def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: TextIO, python: Optional[str] = None,
+                pins: Optional[dict] = None, keras: str = "", machine: Optional[str] = None) -> None:
+    """Where `base`'s workers run: the records' `machine` name, and the asv environment of TF release `tf`.
+
+    That environment is made if missing (its progress on `err`); `python`, `pins` and `keras` change it
+    (asvconf.python_for_tf) and need `tf` (else a one-line UsageError). With keras 'tf_keras' the workers inherit
+    TF_USE_LEGACY_KERAS=1, so tf.keras is tf_keras there (the record says so).
+    """
+    if machine:  # the records' machine name (kerasbench.machine), for the workers too
+        from .machine import ENV_VAR as MACHINE_VAR, check_name
+
+        os.environ[MACHINE_VAR] = check_name(machine)
+    if python and not tf:
+        raise UsageError("--python picks the Python of a --tf release's environment: give --tf VERSION too.")
+    if (pins or keras) and not tf:
+        raise UsageError("--pin and --keras change a --tf release's environment: give --tf VERSION too.")
+    if not tf:
+        return
+    from .asvconf import LEGACY_KERAS_VAR, find_config, python_for_tf
+
+    base.python = python_for_tf(find_config(config), tf, lambda text: status_line(err, f"TF {tf}: {text}", final=True),
+                                python, pins, keras)
+    if keras == "tf_keras":
+        os.environ[LEGACY_KERAS_VAR] = "1"
+
+
+def settle_floor(base: RunSpec, allowed: bool, err: TextIO) -> None:
+    """No floor given: a stored calibration must fit, else one is made now (allowed), else the default and why."""
+    if base.floor is not None:
+        return
+    from . import calibration, floors
+
+    why = calibration.ensure(base.allocator, base.iterations, err, allowed=allowed and not floors.no_calibrate(),
+                             python=base.python)
+    if why:
+        base.floor, base.floor_source = floors.floor_for(base.allocator, base.iterations, why=why)
+
+
+class Kept:
+    """The records of named pairs, kept as each ends: in the named order, written to `path` (when given) at once.
+
+    `what` names a pair in the lines said ("pair", "variant"); `payload` goes into the records file beside the
+    records (record.records_payload). Nothing is written, nor said to be kept, before a record exists.
+    """
+
+    def __init__(self, pairs: Sequence[Tuple[str, str]], path: Optional[str] = None, what: str = "pair",
+                 **payload: Any):
+        self.records: List[Record] = []
+        self.path, self.what, self.payload, self.total = path, what, payload, len(pairs)
+        self.order: Dict[Tuple[str, str], int] = {pair: i for i, pair in reversed(list(enumerate(pairs)))}
+        self.error: Optional[str] = None  # the last write's failure, None once a write succeeded
+
+    def finished(self, record: Record) -> None:
+        """Keep `record` (runner.measure_pairs' `finished`): in the named order when several end out of order (all
+        in the order they ended if one is of a pair not named, which cannot be placed)."""
+        self.records.append(record)
+        keys = [(r["loop"], r["strategy"]) for r in self.records]
+        if all(key in self.order for key in keys):
+            self.records.sort(key=lambda r: self.order[(r["loop"], r["strategy"])])
+        if self.path:
+            self.error = self.save()
+
+    def save(self) -> Optional[str]:
+        """Write the records file; None, or the one-line reason it could not be written (a full disk, a lost mount)."""
+        from .record import records_payload
+
+        try:
+            write_json(self.path, records_payload(self.records, **self.payload))
+        except OSError as e:
+            return f"cannot write results to {self.path}: {e.strerror or e}"
+        return None
+
+    def report(self, out: TextIO, err: TextIO, note: str = "", said: str = "", write: bool = True) -> bool:
+        """Write the file (`write`; else the last write's outcome) and say so on one line; False if it failed.
+
+        A failure is an error line on `err` (with `note`); else `note` on `err` with where the records are kept;
+        else 'wrote N record(s) to PATH' and `said` on `out`.
+        """
+        kept = bool(self.path and self.records)
+        if kept and write:
+            self.error = self.save()
+        error = self.error if kept else None
+        if error:
+            err.write(f"kerasbench: error: {error}" + (f" ({note})" if note else "") + "\n")
+        elif note:
+            err.write(f"kerasbench: {note}" + (f"; kept in {self.path}" if kept else "") + "\n")
+        elif kept:
+            out.write(f"wrote {len(self.records)} record(s) to {self.path}{said}\n")
+        return error is None
+
+    def through(self, measure: Callable[[Callable[[Record], None]], Any], show: Callable[[], None], out: TextIO,
+                err: TextIO) -> None:
+        """`measure(self.finished)`; if it is interrupted or a repro file raises, what finished is shown (`show`),
+        written and said to be kept, then the interrupt or the error goes on (main says it)."""
+        try:
+            measure(self.finished)
+        except KeyboardInterrupt:
+            if self.records:
+                show()
+            self.report(out, err, f"{len(self.records)} of {self.total} {self.what}(s) finished before the interrupt")
+            raise
+        except UsageError:
+            if self.records:
+                show()
+            self.report(out, err)
+            raise
+
+    def failed(self) -> bool:
+        """Whether a pair failed or was stopped (the commands' exit 1)."""
+        return any(r["status"] in ("failed", "stopped") for r in self.records)
+
+
+def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], int], out: TextIO, err: TextIO,
+        json_path: Optional[str] = None) -> int:
+    """`kerasbench run`'s session: measure `pairs` with `base`'s settings, print their table (and traces); exit code.
+
+    0 when every pair ran or skipped, 1 when one failed or was stopped or the records could not be written.
+    """
+    import time
+
+    from .console import Progress, run_table
+    from .runner import measure_pairs
+    from .trace import text as trace_text
+
+    kept = Kept(pairs, json_path)
+
+    def show() -> None:
+        out.write(run_table(kept.records))
+        out.write(trace_text(kept.records))  # nothing unless traced
+        out.flush()
+
+    started = time.perf_counter()
+    kept.through(lambda finished: measure_pairs(base, pairs, count, Progress(err, len(pairs), base.warmup), finished),
+                 show, out, err)
+    if kept.records:
+        show()
+    if not kept.report(out, err):
+        return 1
+    say_limit(kept.records, time.perf_counter() - started, err)
+    return 1 if kept.failed() else 0
+
+
+def say_limit(records: List[Record], wall: float, err: TextIO) -> None:
+    """One line on `err`: the run's wall against its physical limit (kerasbench overhead --records explains it)."""
+    from .overhead import limit_summary
+    from .runner import usable_cores
+
+    jobs = max([r["spec"].get("jobs", 1) for r in records] or [1])  # what ran at once (a lone pair: 1)
+    s = limit_summary(records, wall, min(jobs, usable_cores()))
+    if s["workers"] and s["limit"] >= 1:  # controls alone: setup and work are milliseconds, the ratio says nothing
+        status_line(err, f"kerasbench: {s['workers']} worker(s) in {wall:.1f} s, {jobs} at once; the physical "
+                    f"limit, Σ (setup + loop work) / {s['cores']} core(s), is {s['limit']:.1f} s: "
+                    f"{s['wall_over_limit']:.2f}× it", final=True)
