@@ -107,8 +107,8 @@ def matrix_entries(config: str) -> List[dict]:
     """
     from asv import environment
 
+    home = releases.config_python(read_config(config).get("include") or [])  # a readable error first
     conf = load_config(config)
-    home = releases.config_python(read_config(config).get("include") or [])
     found = []
     for combo in environment.iter_matrix(conf.environment_type, conf.pythons, conf):
         python, reqs, tagged = environment._parse_matrix_entries(combo)
