@@ -434,10 +434,14 @@ def _classify(rows: Sequence[Row], ends: Tuple[Record, Record], metric: str, err
         status_line(err, f"attribute: {row.label} behaves {row.cls}: {row.reason}", final=True)
 
 
+class TooManyEnvironments(UsageError):
+    """The attribution's plan needs more environments than --max-envs allows (nothing was made)."""
+
+
 def check_max_envs(count: int, max_envs: Optional[int], plan_text: str = "") -> None:
-    """UsageError when an attribution would measure more environments than --max-envs allows."""
+    """TooManyEnvironments (a UsageError) when an attribution would measure more environments than --max-envs."""
     if max_envs is not None and count > max_envs:
-        raise UsageError(f"attribute needs {count} environments ({plan_text or 'at least'}), more than "
+        raise TooManyEnvironments(f"attribute needs {count} environments ({plan_text or 'at least'}), more than "
                          f"--max-envs {max_envs}: give --max-envs {count}, or two environments closer together.")
 
 
@@ -544,3 +548,27 @@ def command(args: argparse.Namespace, out: TextIO, err: TextIO, template: Callab
         write_json(args.json, records_payload(kept, attribution=summary(rows, metric, good, bad)))
         out.write(f"wrote {len(kept)} record(s) to {args.json}\n")
     return 0
+
+
+def bracket(config: str, outcome, records: Dict[str, Record], template: RunSpec, metric: str,
+            reproduce: Sequence[str], out: TextIO, err: TextIO, python: Optional[str] = None, jobs: int = 2,
+            max_envs: Optional[int] = MAX_ENVS) -> dict:
+    """`triage --attribute`: attribute the bracket triage found (its two measured ends reused); the JSON extra.
+
+    The rows' records join `records` (by label); {} and a line saying so when triage found no bracket, or when
+    the plan needs more than `max_envs` environments (triage's answer is kept either way).
+    """
+    if not outcome.first_bad:
+        out.write("attribute: no bracket of a good and a bad release to attribute\n")
+        return {}
+    good, bad = outcome.last_good, outcome.first_bad
+    out.write(f"\nattribute: {good} (good) vs {bad} (bad)\n")
+    try:
+        text, rows = attribute(config, outcome.pins[good], outcome.pins[bad], template, metric, reproduce, err,
+                               python, jobs, known={"good": records[good], "bad": records[bad]}, max_envs=max_envs)
+    except TooManyEnvironments as e:  # triage's own answer stands (and is written): only the attribution is not run
+        out.write(f"attribute: not run: {e}\n")
+        return {}
+    out.write(text)
+    records.update({row.label: row.record for row in rows[2:] if row.record is not None})
+    return {"attribution": summary(rows, metric)}

@@ -205,34 +205,18 @@ def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
                                                     args.latest_patches, reproduce, sys.stderr, args.python,
                                                     args.jobs, args.tf)
     out.write(text)
-    extra = _attribute_bracket(args, outcome, records, template, metric, reproduce, out) if args.attribute else {}
+    extra = {}
+    if args.attribute:  # the bracket's two environments: which package carries it (records join the triage's)
+        from . import attribute
+
+        extra = attribute.bracket(args.config, outcome, records, template, metric, reproduce, out, sys.stderr,
+                                  args.python, args.jobs, args.max_envs)
     if args.json:
         from .record import records_payload
 
         write_json(args.json, records_payload(records.values(), triage=triage.summary(outcome, metric), **extra))
         out.write(f"wrote {len(records)} record(s) to {args.json} (kerasbench compare / report read it)\n")
     return 0
-
-
-def _attribute_bracket(args: argparse.Namespace, outcome, records: dict, template, metric: str,
-                       reproduce: List[str], out: TextIO) -> dict:
-    """triage --attribute: which package of the bracket's two environments carries the change; the JSON extra.
-
-    Its records join `records`. (Here, not in triage.py: attribute imports triage.)
-    """
-    if not outcome.first_bad:
-        out.write("attribute: no bracket of a good and a bad release to attribute\n")
-        return {}
-    from . import attribute
-
-    good, bad = outcome.last_good, outcome.first_bad
-    out.write(f"\nattribute: {good} (good) vs {bad} (bad)\n")
-    text, rows = attribute.attribute(args.config, outcome.pins[good], outcome.pins[bad], template, metric,
-                                     reproduce, sys.stderr, args.python, args.jobs,
-                                     known={"good": records[good], "bad": records[bad]})
-    out.write(text)
-    records.update({row.label: row.record for row in rows[2:] if row.record is not None})
-    return {"attribution": attribute.summary(rows, metric)}
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
@@ -545,11 +529,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what to bisect: TF releases (default), or Keras releases at one TF (--tf)")
     p.add_argument("--tf", metavar="VERSION", help="with --package keras: the TF release whose environment gets "
                    "each Keras")
+    from .attribute import MAX_ENVS
+
     p.add_argument("--attribute", action="store_true", help="then measure which package of the bracket's "
                    "environments carries the change (as `kerasbench attribute`)")
+    p.add_argument("--max-envs", type=int, default=MAX_ENVS, metavar="N", help="with --attribute: as attribute's "
+                   f"(default {MAX_ENVS})")
     p.set_defaults(func=cmd_triage)
-
-    from .attribute import MAX_ENVS
 
     p = sub.add_parser("attribute", help="which package(s) carry a change: the bad environment's packages moved "
                        "into the good one alone (and with what they need), or put back one at a time, each measured")

@@ -456,7 +456,7 @@ def test_usage_errors_are_one_line(argv, message, capsys):
     assert code == 2 and message in err and "Traceback" not in err
 
 
-def test_triage_package_keras_bisects_keras_releases_at_one_tf(monkeypatch, capsys):
+def test_triage_package_keras_bisects_keras_releases_at_one_tf(monkeypatch, capsys, tmp_path):
     from kerasbench import runner
 
     made = []
@@ -484,6 +484,14 @@ def test_triage_package_keras_bisects_keras_releases_at_one_tf(monkeypatch, caps
     assert "--tf 2.21.0 --keras 3.6.0" in out
     assert "attribute: 3.5.0 (good) vs 3.6.0 (bad)" in out
     assert "Answer: carried by keras 3.6.0, the only package that differs" in out
+    # a plan larger than --max-envs: triage's answer and records stand, the attribution says why it did not run
+    saved = tmp_path / "t.json"
+    code, out = call(["triage", "--config", MATRIX, "--package", "keras", "--tf", "2.21.0", "--good", "3.4.1",
+                      "--bad", "3.13.2", "--loop", "sweep", "--strategy", "clear_session_del_gc", "--attribute",
+                      "--max-envs", "1", "--json", str(saved)])
+    assert code == 0 and "Answer: Keras 3.6.0 is the first release" in out
+    assert "attribute: not run: attribute needs 3 environments" in out and "give --max-envs 3" in out
+    assert json.loads(saved.read_text())["triage"] and "attribution" not in json.loads(saved.read_text())
 
 
 # ---------------------------------------------------------------- tf_keras as a side in compare
