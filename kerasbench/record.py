@@ -558,10 +558,16 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
             continue  # e.g. asv's own JSON files in a .asv tree
         payloads.append((path, payload))
     in_run: Dict[str, set] = {}  # the TF versions of each run folder (one asv environment): the controls' too
+    sides: Dict[str, Dict[str, set]] = {}  # each run's Keras package and Python: the controls' and skipped pairs' too
     for path, payload in payloads:
         if place_of(path)[1]:
             in_run.setdefault(os.path.dirname(os.path.abspath(path)), set()).update(
                 (r.get("environment") or {}).get("tensorflow") for r in payload["records"] if isinstance(r, dict))
+        side = sides.setdefault(_run_of(path), {"keras_package": set(), "python": set()})
+        for r in payload["records"]:
+            env = (r.get("environment") or {}) if isinstance(r, dict) else {}
+            side["keras_package"].add(env.get("keras_package"))
+            side["python"].add(_python_minor(env))
     for path, payload in payloads:
         _, file_commit, env_name = place_of(path)
         versions = {(r.get("environment") or {}).get("tensorflow")
@@ -587,33 +593,43 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
                 version = _ENV_TF.search(env_name)[1]
             if version is None:
                 continue
-            if env.get("keras_package") == "tf_keras":  # Keras 2 on a Keras 3 TF: another side than its Keras 3
+            side = {key: values - {None, ""} for key, values in sides[_run_of(path)].items()}
+            keras_package = env.get("keras_package") or (next(iter(side["keras_package"]))
+                                                         if len(side["keras_package"]) == 1 else None)
+            if keras_package == "tf_keras":  # Keras 2 on a Keras 3 TF: another side than its Keras 3
                 version = f"{version}+tf_keras"
+            python = _python_minor(env) or (next(iter(side["python"])) if len(side["python"]) == 1 else "")
             if file_commit:
                 if commit is None:
                     commit = (file_commit, path)
                 elif file_commit != commit[0]:
                     raise UsageError(f"Records from different commits: {path} is from {file_commit}, "
                                      f"{commit[1]} from {commit[0]}.")
-            out.append((record, path, str(version)))
+            out.append((record, path, str(version), python))
     if not out:
         raise UsageError(f"No records with a TensorFlow version found in {', '.join(paths)}.")
     return _label_pythons(out)
 
 
-def _python_minor(record: Record) -> str:
-    """'3.12' of a record's interpreter ('' when not recorded)."""
-    return ".".join(str((record.get("environment") or {}).get("python") or "").split(".")[:2])
+def _run_of(path: str) -> str:
+    """What one run wrote: an asv environment's folder of a records tree (several files), else the file itself."""
+    return os.path.dirname(os.path.abspath(path)) if place_of(path)[1] else os.path.abspath(path)
 
 
-def _label_pythons(loaded: List[Tuple[Record, str, str]]) -> List[Tuple[Record, str, str]]:
+def _python_minor(env: dict) -> str:
+    """'3.12' of an environment's interpreter ('' when not recorded: a pair skipped before its worker ran)."""
+    return ".".join(str(env.get("python") or "").split(".")[:2])
+
+
+def _label_pythons(loaded: List[Tuple[Record, str, str, str]]) -> List[Tuple[Record, str, str]]:
     """A release measured on several Pythons (the matrix's Python axis, `run --tf V --python X.Y`) is one side per
-    Python, `<release>+py3.12`; a release on one Python keeps its plain name."""
+    Python, `<release>+py3.12`; a release on one Python keeps its plain name. (A record's Python is its run's
+    when it has none of its own: a skipped pair.)"""
     minors: Dict[str, set] = {}
-    for record, _, version in loaded:
-        minors.setdefault(version, set()).add(_python_minor(record))
-    return [(record, path, f"{version}+py{_python_minor(record)}" if len(minors[version]) > 1 else version)
-            for record, path, version in loaded]
+    for _, _, version, python in loaded:
+        minors.setdefault(version, set()).add(python)
+    return [(record, path, f"{version}+py{python}" if len(minors[version]) > 1 and python else version)
+            for record, path, version, python in loaded]
 
 
 # ---------------------------------------------------------------- the JSON Schema

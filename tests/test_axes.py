@@ -145,3 +145,34 @@ def test_attributes_reproduce_command_makes_a_tf_keras_environment_with_keras_tf
     assert attribute.reproduce_args(MATRIX, reqs) == ["--tf", "2.21.0", "--keras", "tf_keras"]
     reqs["numpy"] = "2.3.0"
     assert "--pin=numpy==2.3.0" in attribute.reproduce_args(MATRIX, reqs)
+
+
+def test_a_records_tree_keeps_each_axis_entry_a_side_of_its_own_skipped_pairs_too(tmp_path):
+    """An asv run of the tf_keras entry and of a py3.13 entry of one release: skipped pairs (GPU strategies on a
+    CPU machine) carry no environment; they belong to their run's side, not to a bare '2.21.0' both runs share."""
+    import copy
+
+    from kerasbench.compare import group
+    from kerasbench.record import load_records
+    from test_compare import synthetic
+
+    runs = {"virtualenv-py3.11-keras3.13.2-pip+tf-keras--no-deps 2.21.0-tensorflow-cpu2.21.0-TF_USE_LEGACY_KERAS1":
+            ("3.11.7", "tf_keras"),
+            "virtualenv-py3.13-keras3.13.2-tensorflow-cpu2.21.0": ("3.13.0", "keras"),
+            "virtualenv-py3.11-keras3.13.2-tensorflow-cpu2.21.0": ("3.11.7", "keras")}
+    for env_name, (python, package) in runs.items():
+        payload = synthetic("2.21.0", 0)
+        ok = payload["records"][0]
+        ok["environment"].update(python=python, keras_package=package)
+        skipped = copy.deepcopy(ok)
+        skipped.update(strategy="gpu_growth_on", status="skipped", repeats=[])
+        skipped.pop("environment")
+        payload["records"].append(skipped)
+        folder = tmp_path / "records" / "vm" / f"0123abcd-{env_name}"
+        folder.mkdir(parents=True)
+        (folder / "inference.json").write_text(json.dumps(payload))
+    loaded = load_records([str(tmp_path / "records" / "vm")])
+    sides = {version: sorted(r["strategy"] for r, _, v in loaded if v == version) for _, _, version in loaded}
+    assert set(sides) == {"2.21.0+tf_keras", "2.21.0+py3.11", "2.21.0+py3.13"}
+    assert all(len(strategies) == 2 and "gpu_growth_on" in strategies for strategies in sides.values())
+    group(loaded)  # no "duplicate record": each skipped pair has its run's side
