@@ -115,7 +115,8 @@ def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
                              **_spec_options(args))
     json_path = args.json or (os.path.splitext(args.html)[0] + ".json" if args.html else None)
     session.check_outputs([json_path, args.html], args.repro)
-    session.use_release(base, args.config, args.tf, sys.stderr)
+    pins = parse_pins(args.pin) if args.tf else args.pin  # without --tf, use_release says --pin needs it
+    session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "")
     kept = ablate.run(base, loops, steps, args.base, out, sys.stderr, json_path)
     if kept.error:  # said on one line after the tables
         return 1
@@ -463,6 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", default=ABLATE_BASE,
                    help=f"the strategy the steps are added to (default {ABLATE_BASE}: a new model, nothing released)")
     p.add_argument("--tf", metavar="VERSION", help="run the workers in the asv environment of this TF release")
+    p.add_argument("--python", metavar="X.Y", help="with --tf: that release's environment on this Python (as run)")
+    p.add_argument("--pin", action="append", metavar="NAME==VERSION", help="with --tf: this pin instead (as run)")
+    p.add_argument("--keras", metavar="VERSION|tf_keras", help="with --tf: this Keras release, or tf_keras (as run)")
     p.add_argument("--config", help="asv config whose environments --tf uses (default: asv.matrix.json, found as for "
                    "run --tf)")
     p.add_argument("--profile", help=f"quick, default or full (default: ${ENV_VAR} or 'default')")

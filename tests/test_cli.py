@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import sys
 
 import pytest
 
@@ -98,6 +99,26 @@ def test_environment_options_without_tf_are_one_line(extra, message, capsys):
     code, out = call(["run", "--loop", "control", "--strategy", "control_noop", "--floor-kib", "64"] + extra)
     err = capsys.readouterr().err
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+    if extra[0] != "--machine":  # ablate takes run's environment options, with the same rule
+        code, out = call(["ablate", "--loop", "control", "--base", "control_noop", "--floor-kib", "64"] + extra)
+        err = capsys.readouterr().err
+        assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+
+
+def test_ablate_makes_the_environment_run_would(monkeypatch, capsys):
+    """ablate --tf V --python/--pin/--keras: the environment `run` makes for the same options (one function)."""
+    from kerasbench import asvconf
+
+    asked = []
+    monkeypatch.setattr(asvconf, "python_for_tf", lambda *a, **k: asked.append(a) or sys.executable)
+    monkeypatch.setenv(asvconf.LEGACY_KERAS_VAR, "0")  # restored after the test: the command sets it for its workers
+    code, _ = call(["ablate", "--loop", "control", "--base", "control_noop", "--steps", "del_model,gc_collect",
+                    "--iterations", "3", "--warmup", "0", "--floor-kib", "64", "--tf", "2.21.0", "--python", "3.12",
+                    "--pin", "numpy==2.3.0", "--keras", "tf_keras", "--jobs", "1"])
+    assert code == 0, capsys.readouterr().err
+    [(config, tf, _, python, pins, keras)] = asked
+    assert (tf, python, pins, keras) == ("2.21.0", "3.12", {"numpy": "2.3.0"}, "tf_keras")
+    assert os.environ[asvconf.LEGACY_KERAS_VAR] == "1"  # the workers' tf.keras is tf_keras
 
 
 def test_profile_sets_the_counts(tmp_path):
