@@ -68,7 +68,8 @@ def load(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
     A pull request's records against the ones main published, or one release before and after a change: when
     two arguments share a release, each argument is a side of its own and its versions are labelled
     `<release>+<label>` (the commit of its records tree, else its file name), in the order given, so the
-    first argument is the baseline. Without a shared release, one load over all of them (one commit).
+    first argument is the baseline. Without a shared release, or when one load over all of them (one commit)
+    measures no pair twice for a release (it labels a release's Pythons apart: 2.16.2+py3.10), that load.
     """
     if len(paths) < 2:
         return load_records(paths)
@@ -76,6 +77,13 @@ def load(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
     releases = [{version for _, _, version in side} for side in sides]
     if all(a.isdisjoint(b) for i, a in enumerate(releases) for b in releases[i + 1:]):
         return load_records(paths)
+    try:  # one release on several Pythons (`run --tf V --python X.Y` files): one load labels them <release>+pyX.Y
+        joint = load_records(paths)
+    except UsageError:  # records of two commits: a pull request's against main's
+        joint = []
+    measured = [(version, r["loop"], r["strategy"]) for r, _, version in joint]
+    if joint and len(measured) == len(set(measured)):
+        return joint
     labels = []
     for path, side in zip(paths, sides):
         commit = place_of(side[0][1])[1]
@@ -196,7 +204,7 @@ def _slope_ci(base, new):
     if new["high"] < base["low"] and -diff > floor:
         return "improved", f"{ci}: below, by more than the floor"
     if base["verdict"] == new["verdict"] and abs(diff) < floor:
-        return "unchanged", f"both {new['verdict']}, slopes within the floor ({floor / KIB:.0f} KiB/iter)"
+        return "unchanged", f"both {new['verdict']}, slopes within the floor ({floor / KIB:g} KiB/iter)"
     return "inconclusive", f"{ci}; verdicts {base['verdict']} / {new['verdict']}"
 
 

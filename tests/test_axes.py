@@ -176,3 +176,25 @@ def test_a_records_tree_keeps_each_axis_entry_a_side_of_its_own_skipped_pairs_to
     assert set(sides) == {"2.21.0+tf_keras", "2.21.0+py3.11", "2.21.0+py3.13"}
     assert all(len(strategies) == 2 and "gpu_growth_on" in strategies for strategies in sides.values())
     group(loaded)  # no "duplicate record": each skipped pair has its run's side
+
+
+def test_compare_of_one_release_run_on_several_pythons_names_the_pythons_not_the_files(tmp_path, capsys):
+    """`run --tf 2.16.2 --python X.Y --json` files, one per Python: sides 2.16.2+py3.10 …, not +<file name>."""
+    from kerasbench.cli import main
+    from test_compare import synthetic
+
+    paths = []
+    for minor in ("3.10", "3.11"):
+        payload = synthetic("2.16.2", 0, seed=int(minor[2:]))
+        payload["records"][0]["environment"]["python"] = f"{minor}.9"
+        paths.append(str(tmp_path / f"run-{minor}.json"))
+        pathlib.Path(paths[-1]).write_text(json.dumps(payload))
+    assert main(["compare", *paths, "--baseline", "2.16.2+py3.11", "--format", "json"]) == 0
+    cells = json.loads(capsys.readouterr().out)["cells"]
+    assert {(c["baseline"], c["version"]) for c in cells} == {("2.16.2+py3.11", "2.16.2+py3.10")}
+    same = synthetic("2.16.2", 0, seed=3)  # the same release, Python and pair twice: a before/after, by file
+    pathlib.Path(tmp_path / "again.json").write_text(json.dumps(same))
+    pathlib.Path(tmp_path / "again2.json").write_text(json.dumps(same))
+    assert main(["compare", str(tmp_path / "again.json"), str(tmp_path / "again2.json"), "--format", "json"]) == 0
+    versions = {c["version"] for c in json.loads(capsys.readouterr().out)["cells"]}
+    assert versions == {"2.16.2+again2"}
