@@ -199,12 +199,13 @@ def _heap_text(record: Record) -> str:
 
 def _sufficient(alone: Optional[Record]) -> Tuple[str, str]:
     verdict = _verdict(alone)
-    if verdict == "flat":
+    if verdict in ("flat", "inconclusive"):
         s, floor = alone["summary"], _floor(alone)
         low, high = s.get("heap_growth_ci_low"), s.get("heap_growth_ci_high")
         if low is not None and low > floor and s[HEAP_METRIC] >= floor:
-            return "not sufficient", (f"RSS flat so far, but the heap grows {_heap_text(alone)}, above the floor "
-                                      f"({floor / KIB:.0f}): the allocator's free pages absorb it for now")
+            return "not sufficient", (f"RSS {verdict} so far, but the heap grows {_heap_text(alone)}, above the "
+                                      f"floor ({floor / KIB:.0f}): the allocator's free pages absorb it for now")
+    if verdict == "flat":
         if high is not None and high >= floor:
             return "inconclusive", f"RSS flat, but the heap's CI reaches the floor: {_heap_text(alone)}"
         return "sufficient", "alone it stays flat (CI below the floor)"

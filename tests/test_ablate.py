@@ -212,6 +212,11 @@ def test_a_step_whose_heap_grows_under_flat_rss_is_not_sufficient_but_necessary(
     text = ablate.text(result)
     assert "heap KiB/iter" in text and "+145" in text
     assert "gc_collect not sufficient: RSS flat so far, but the heap grows" in text
+    # RSS that cannot tell (noisy) does not hide a heap that grows either
+    records[3] = _record(compose(base, ["gc_collect"]), 40, 145)
+    records[3]["summary"]["verdict"] = "inconclusive"
+    gc_alone = {p["step"]: p for p in ablate.analyse(records, "inference", steps, base)["per_step"]}["gc_collect"]
+    assert gc_alone["sufficient"] == "not sufficient" and "RSS inconclusive so far" in gc_alone["sufficient_why"]
     # the heap creeping a few KiB per iteration under the floor is not a leak worth a step
     records[3] = _record(compose(base, ["gc_collect"]), 0, 8)
     by_step = {p["step"]: p for p in ablate.analyse(records, "inference", steps, base)["per_step"]}
