@@ -164,6 +164,65 @@ def test_analysis_without_records_is_all_na():
     assert "n/a: gc_collect, malloc_trim" in ablate.text(result)
 
 
+# ---------------------------------------------------------------- the heap beside RSS (synthetic records)
+
+
+def _record(strategy, rss_kib, heap_kib, n=30, repeats=2, floor_kib=64):
+    """A record whose RSS and heap series grow by known KiB per iteration (RSS noisy, heap quiet)."""
+    import numpy as np
+
+    from kerasbench import record
+    from kerasbench.runner import RunSpec
+
+    rng = np.random.default_rng(len(strategy))
+    reps = []
+    for r in range(repeats):
+        rss = [int(500 * 2**20 + rss_kib * KIB * i + rng.normal(0, 16 * KIB)) for i in range(n)]
+        heap = [int(80 * 2**20 + heap_kib * KIB * i + rng.normal(0, 256)) for i in range(n)]
+        series = {"rss": rss, "heap": heap, "seconds": [0.1] * n, "train_traces": [0] * n,
+                  "predict_traces": [0] * n, "function_traces": [0] * n}
+        result = {"iterations_done": n, "series": series, "baseline_rss": rss[0], "final_rss": rss[-1],
+                  "peak_loop_rss": max(rss), "peak_method": "vmhwm", "loop_seconds": 0.1 * n,
+                  "objects_before": 0, "objects_after": 0, "train_traces": 0, "predict_traces": 0,
+                  "function_traces": 0, "models_built": n,
+                  "graph_build_seconds": None, "tf_alloc_peak": None, "child_peaks": [], "py_blocks_before": 1000,
+                  "py_blocks_after": 1000, "heap_baseline": heap[0], "heap_final": heap[0], "heap_peak": max(heap),
+                  "heap_source": "fake", "heap_unavailable": None}
+        reps.append({"repeat": r, "status": "ok", "reason": None, "result": result, "environment": None})
+    spec = RunSpec("inference", strategy, iterations=n, warmup=5, repeats=repeats, floor=floor_kib * KIB,
+                   floor_source="given")
+    return record.make_record(spec, reps)
+
+
+def test_a_step_whose_heap_grows_under_flat_rss_is_not_sufficient_but_necessary():
+    # TF 2.21.0 inference over 8 iterations: gc_collect alone read flat RSS while its heap grew +145 KiB per model
+    # (glibc's free pages absorbed it; RSS followed from about the 14th); clear_session alone left TF's +3 KiB.
+    steps = ("clear_session", "gc_collect")
+    base = "rebuild_no_clear"
+    records = [_record(base, 230, 230), _record(compose(base, steps), 0, 3),
+               _record(compose(base, ["clear_session"]), 0, 3), _record(compose(base, ["gc_collect"]), 0, 145)]
+    assert [r["summary"]["verdict"] for r in records] == ["grows", "flat", "flat", "flat"]  # what RSS alone says
+    result = ablate.analyse(records, "inference", steps, base)
+    by_step = {p["step"]: p for p in result["per_step"]}
+    assert by_step["clear_session"]["sufficient"] == "sufficient"
+    assert by_step["gc_collect"]["sufficient"] == "not sufficient"
+    assert "heap grows +145 KiB/iter" in by_step["gc_collect"]["sufficient_why"]
+    assert by_step["clear_session"]["necessary"] == "necessary"  # all but it (gc alone): RSS equal, the heap not
+    assert by_step["gc_collect"]["necessary"] == "not necessary"  # all but it (clear_session alone): the same heap
+    text = ablate.text(result)
+    assert "heap KiB/iter" in text and "+145" in text
+    assert "gc_collect not sufficient: RSS flat so far, but the heap grows" in text
+    # RSS that cannot tell (noisy) does not hide a heap that grows either
+    records[3] = _record(compose(base, ["gc_collect"]), 40, 145)
+    records[3]["summary"]["verdict"] = "inconclusive"
+    gc_alone = {p["step"]: p for p in ablate.analyse(records, "inference", steps, base)["per_step"]}["gc_collect"]
+    assert gc_alone["sufficient"] == "not sufficient" and "RSS inconclusive so far" in gc_alone["sufficient_why"]
+    # the heap creeping a few KiB per iteration under the floor is not a leak worth a step
+    records[3] = _record(compose(base, ["gc_collect"]), 0, 8)
+    by_step = {p["step"]: p for p in ablate.analyse(records, "inference", steps, base)["per_step"]}
+    assert by_step["gc_collect"]["sufficient"] == "sufficient" and by_step["clear_session"]["necessary"] != "necessary"
+
+
 # ---------------------------------------------------------------- TensorFlow smoke
 
 
