@@ -153,7 +153,7 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     Exactly one of `loop` (a name from `kerasbench list`), `repro` (a file) or `body` (a module-level function,
     called with no argument, or with what `setup()` returned). `strategies`: names or a comma list; default every
     applicable one for a loop or file, `reuse_model` (the body as written) for a body. `tf`: a TF release, run in
-    its asv environment of `config` (asv.matrix.json). Counts default to the profile's (a body: 30 iterations,
+    its asv environment of `config` (asv.matrix.json, found as `run --tf` finds it). Counts default to the profile's (a body: 30 iterations,
     5 warm-up). `progress` prints the progress lines on stderr. Other RunSpec fields (device, batch_size,
     memory_cap, time_limit, leak_bytes...) pass through `spec`. Returns a Results (a list of records).
 
@@ -192,9 +192,10 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
                                  floor=None if floor_kib is None else floor_kib * KIB,
                                  allocator=allocator or allocators_module.DEFAULT, repro=repro or "", **spec)
         if tf:
-            from .asvconf import python_for_tf
+            from .asvconf import find_config, python_for_tf
 
-            base.python = python_for_tf(config or "asv.matrix.json", tf,
+            # found as `run --tf` finds it: a notebook's folder is seldom the clone
+            base.python = python_for_tf(find_config(config), tf,
                                         lambda text: sys.stderr.write(f"TF {tf}: {text}\n") if progress else None)
         count = session.counts(chosen, iterations)
         shown = None
