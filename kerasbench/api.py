@@ -153,9 +153,10 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     Exactly one of `loop` (a name from `kerasbench list`), `repro` (a file) or `body` (a module-level function,
     called with no argument, or with what `setup()` returned). `strategies`: names or a comma list; default every
     applicable one for a loop or file, `reuse_model` (the body as written) for a body. `tf`: a TF release, run in
-    its asv environment of `config` (asv.matrix.json, found as `run --tf` finds it). Counts default to the profile's (a body: 30 iterations,
-    5 warm-up). `progress` prints the progress lines on stderr. Other RunSpec fields (device, batch_size,
-    memory_cap, time_limit, leak_bytes...) pass through `spec`. Returns a Results (a list of records).
+    its asv environment of `config` (asv.matrix.json, found as `run --tf` finds it). Counts default to the
+    profile's (a body: 30 iterations, 5 warm-up). `progress` prints the progress lines on stderr. Other RunSpec
+    fields (device, batch_size, memory_cap, time_limit, leak_bytes...) pass through `spec`. Returns a Results (a
+    list of records).
 
     Given a runner.RunSpec as `loop` (the API before this one), measures that one spec and returns its record.
     """
