@@ -1,38 +1,22 @@
 """kerasbench attribute: which package carries a change; forced installs; Keras as an axis (tf_keras, Keras triage)."""
 
-import io
 import json
 import os
-import pathlib
 import sys
 
 import pytest
 
 from kerasbench import asvconf, attribute, releases
-from kerasbench.cli import main
 from kerasbench.errors import UsageError
 
 from test_compare import synthetic
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-MATRIX = str(ROOT / "asv.matrix.json")
-PYPI = str(ROOT / "tests" / "fixtures" / "pypi")
-KIB = 1024
+from test_triage import KIB, MATRIX, PYPI, ROOT, call, offline_index  # noqa: F401 (offline_index: autouse here too)
 
 GOOD = {"tensorflow-cpu": "2.13.1", "keras": "2.13.1", "numpy": "1.24.3", "scipy": "1.15.3",
         "pip+asv_runner": "0.3.2"}
 BAD = {"tensorflow-cpu": "2.14.0", "keras": "2.14.0", "numpy": "1.26.4", "scipy": "1.17.1",
        "pip+asv_runner": "0.3.2"}
-
-
-@pytest.fixture(autouse=True)
-def offline_index(monkeypatch):
-    monkeypatch.setenv("KERASBENCH_PYPI", PYPI)
-
-
-def call(argv):
-    out = io.StringIO()
-    return main(argv, out=out), out.getvalue()
 
 
 def record(version, slope, seed=0, keras=None):
