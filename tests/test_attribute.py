@@ -11,7 +11,7 @@ from kerasbench.errors import UsageError
 
 from test_compare import synthetic
 
-from test_triage import KIB, MATRIX, PYPI, call, offline_index  # noqa: F401 (offline_index: autouse here too)
+from test_triage import KIB, MATRIX, call, offline_index  # noqa: F401 (offline_index: autouse here too)
 
 GOOD = {"tensorflow-cpu": "2.13.1", "keras": "2.13.1", "numpy": "1.24.3", "scipy": "1.15.3",
         "pip+asv_runner": "0.3.2"}
