@@ -392,6 +392,7 @@ TF_KERAS_PIN = "pip+tf-keras"  # the req key of tf-keras: its value says --no-de
 LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"  # "1": tf.keras is the tf-keras package (Keras 2) on TF >= 2.16
 _DEPENDS_ON = re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)")  # in uv's reason: the dependency
 _DEPENDENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on")  # ... and the pin that requires it
+REASON_PATTERNS = (_DEPENDS_ON, _DEPENDENT)  # the package names uv's reason gives (forced_pins, attribute's groups)
 
 
 def _canonical(name: str) -> str:
@@ -430,7 +431,7 @@ def forced_pins(reqs: dict, python: str, uv: str, no_deps: Sequence[str] = ()) -
     base = [name for name in reqs if name in no_deps]
     pinned = {_canonical(name): name for name in reqs if not name.startswith("pip+")}
     first_why = ""
-    for pattern in (_DEPENDS_ON, _DEPENDENT):
+    for pattern in REASON_PATTERNS:
         forced, why = list(base), ""
         for _ in range(len(reqs)):
             ok, reason = resolves(uv, {k: v for k, v in reqs.items() if k not in forced}, python)

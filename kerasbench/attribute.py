@@ -20,11 +20,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import re
 import shlex
 import time
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
+from . import asvconf
+from .asvconf import INSTALLER_ONLY, package_of
 from .console import text_table
 from .errors import UsageError
 from .record import Record
@@ -32,9 +33,6 @@ from .units import MIN_MEMORY_CAP
 
 if TYPE_CHECKING:
     from .runner import RunSpec
-
-INSTALLER_ONLY = ("pip+asv_runner",)  # asv's runner: in every environment, never what is measured
-
 
 @dataclasses.dataclass
 class Row:
@@ -82,25 +80,20 @@ class Plan:
 MAX_ENVS = 12  # --max-envs' default: 2.13.1 -> 2.14.0 (4 packages differ) plans 12
 
 
-def _canonical(name: str) -> str:
-    """A package name as the registry compares it (tf_keras and tf-keras are one package)."""
-    return name.replace("_", "-").replace(".", "-").lower()
-
-
 def differing(good: Dict[str, str], bad: Dict[str, str]) -> List[str]:
     """The packages (the bad side's names, in its order) pinned differently in `bad` than in `good`, or only there."""
-    have = {_canonical(k): v for k, v in good.items()}
+    have = {package_of(k): v for k, v in good.items()}
     return [name for name, version in bad.items()
-            if name not in INSTALLER_ONLY and have.get(_canonical(name)) != version]
+            if name not in INSTALLER_ONLY and have.get(package_of(name)) != version]
 
 
 def swapped(good: Dict[str, str], bad: Dict[str, str], names: Sequence[str]) -> Dict[str, str]:
     """`good` with `names` at their `bad` versions (a name only `good` pins keeps its place; one `bad` lacks goes)."""
     out = dict(good)
-    where = {_canonical(k): k for k in good}
-    theirs = {_canonical(k): k for k in bad}
+    where = {package_of(k): k for k in good}
+    theirs = {package_of(k): k for k in bad}
     for name in names:
-        mine, other = where.get(_canonical(name), name), theirs.get(_canonical(name))
+        mine, other = where.get(package_of(name), name), theirs.get(package_of(name))
         if other is None:
             out.pop(mine, None)
         else:
@@ -110,11 +103,7 @@ def swapped(good: Dict[str, str], bad: Dict[str, str], names: Sequence[str]) -> 
 
 def _same(a: Dict[str, str], b: Dict[str, str]) -> bool:
     """Whether two pin sets are one environment (names compared as the registry does)."""
-    return {_canonical(k): v for k, v in a.items()} == {_canonical(k): v for k, v in b.items()}
-
-
-_NAMED = (re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)"),  # as asvconf.forced_pins reads uv's reason
-          re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on"))
+    return {package_of(k): v for k, v in a.items()} == {package_of(k): v for k, v in b.items()}
 
 
 def group_for(name: str, good: Dict[str, str], bad: Dict[str, str], names: Sequence[str],
@@ -123,13 +112,14 @@ def group_for(name: str, good: Dict[str, str], bad: Dict[str, str], names: Seque
     into `good` until the pins resolve (at most len(names) tries); () when `name` resolves alone or no group does.
     `why` is the installer's reason for refusing `name` alone ('' when it resolved)."""
     group, first = [name], ""
-    known = {_canonical(n): n for n in names}
+    known = {package_of(n): n for n in names}
     for _ in range(len(names)):
         ok, reason = resolves(swapped(good, bad, group))
         if ok:
             return (tuple(group) if len(group) > 1 else ()), first
         first = first or reason
-        named = [known[_canonical(n)] for pattern in _NAMED for n in pattern.findall(reason) if _canonical(n) in known]
+        said = [n for pattern in asvconf.REASON_PATTERNS for n in pattern.findall(reason)]
+        named = [known[package_of(n)] for n in said if package_of(n) in known]
         named = [n for n in dict.fromkeys(named) if n not in group]
         if not named:
             break
@@ -169,9 +159,9 @@ def plan(good: Dict[str, str], bad: Dict[str, str],
             add(groups, Row(_moved_label("good", bad, group), swapped(good, bad, group), group, "group", refused=why))
     rows += singles + groups
     back: List[Row] = []
-    theirs = {_canonical(k): v for k, v in good.items()}
+    theirs = {package_of(k): v for k, v in good.items()}
     for name in names:
-        version = theirs.get(_canonical(name))
+        version = theirs.get(package_of(name))
         label = f"bad with {name} {version}" if version else f"bad without {name}"
         add(back, Row(label, swapped(bad, good, [name]), (name,), "leave-one-out"))
     return Plan(names, rows, back)
@@ -182,7 +172,7 @@ def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str,
     folder (its asv-env-info.json)."""
     import json
 
-    from . import asvconf, releases
+    from . import releases
 
     folder = side if os.path.isdir(side) else os.path.join(
         os.path.dirname(os.path.abspath(config)), asvconf.read_config(config).get("env_dir", "env"), side)
@@ -201,7 +191,7 @@ def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str,
 
 def reproduce_args(config: str, pins: Dict[str, str], python: Optional[str] = None) -> List[str]:
     """`--tf VERSION [--pin NAME==VERSION ...]`: the `kerasbench run` options that make the environment of `pins`."""
-    from . import asvconf, releases
+    from . import releases
 
     entries = asvconf.includes(config)
     package = releases.tf_package(entries)
@@ -363,8 +353,6 @@ def render(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], metri
 def resolver(config: str, pins: Dict[str, str], python: Optional[str] = None
              ) -> Optional[Callable[[Dict[str, str]], Tuple[bool, str]]]:
     """asvconf.resolves with the uv and Python an environment of `config` would be made with (None without uv)."""
-    from . import asvconf
-
     _, env = asvconf.environment_for(config, pins, python) if python else asvconf.environment_for(config, pins)
     uv = asvconf.installer(env)
     if not uv:
@@ -376,7 +364,7 @@ def _measure(config: str, rows: Sequence[Row], template: RunSpec, metric: str, e
              python: Optional[str], jobs: int) -> None:
     """Make each row's environment (a row the installer cannot make is unclear, an end raises) and measure the ones
     without a record, `jobs` at a time, each in fresh workers."""
-    from . import asvconf, runner, triage
+    from . import runner, triage
     from .console import Progress, status_line
 
     for row in rows:
