@@ -16,7 +16,7 @@ import sys
 import kerasbench
 from kerasbench import allocators
 from kerasbench.metrics import METRICS
-from kerasbench.profiles import get_profile
+from kerasbench.profiles import PROTOCOL_VERSION, get_profile
 from kerasbench.record import records_payload, records_root, run_folder, save_records
 from kerasbench.strategies import strategies_for
 
@@ -53,13 +53,16 @@ def measure_loop(loop: str) -> dict:
         reason = "no GPU visible to TensorFlow (no NVIDIA driver on this machine)"
         return {s: {"status": "skipped", "reason": reason, "summary": {}} for s in strategies_for(loop)}
     strategies = strategies_for(loop)
-    base = RunSpec(loop, strategies[0], iterations=PROFILE.iterations, warmup=PROFILE.warmup, repeats=PROFILE.repeats,
-                   profile=PROFILE.name, device=DEVICE, allocator=ALLOCATOR, jobs=default_jobs())
+    from kerasbench.strategies import get_strategy
+
+    base = RunSpec(loop, strategies[0], **PROFILE.counts_for(get_strategy(strategies[0])), warmup=PROFILE.warmup,
+                   repeats=PROFILE.repeats, profile=PROFILE.name, device=DEVICE, allocator=ALLOCATOR,
+                   jobs=default_jobs())
     print(f"kerasbench: {loop}, {len(strategies)} strategies on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile, "
           f"{base.jobs} at once)", file=sys.stderr, flush=True)
     progress = Progress(sys.stderr, len(strategies), PROFILE.warmup)
     with procs.interrupts():  # asv's timeout (SIGTERM) must not leave this class's workers running
-        records = measure_pairs(base.validate(), [(loop, s) for s in strategies], PROFILE.iterations_for, progress)
+        records = measure_pairs(base.validate(), [(loop, s) for s in strategies], PROFILE.counts_for, progress)
     out = {r["strategy"]: {k: r[k] for k in ("status", "reason", "summary")} for r in records}
     save_records(records_dir(), loop, records_payload(records, profile=PROFILE.name))
     return out
@@ -122,8 +125,10 @@ class _LoopBenchmark:
     # asv hashes only this file's source, not kerasbench's: tie results to the measurement schema
     # and the profile, so results that are not comparable are never plotted as one line (asv
     # shows only results whose version matches the last discovery: publish one profile at a time).
-    # A non-default allocator is part of the version too: its numbers are another series.
+    # A non-default allocator is part of the version too: its numbers are another series; so is the protocol
+    # (profiles.PROTOCOL_VERSION: 2, the time-budgeted one, since 2026-12; its first versions ended at the profile).
     version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}" + (
+        "" if PROTOCOL_VERSION == 1 else f"-protocol{PROTOCOL_VERSION}") + (
         "" if ALLOCATOR == allocators.DEFAULT else f"-{ALLOCATOR}")
     timeout = TIMEOUT
 

@@ -6,16 +6,17 @@ step (the full cleanup), each step alone, and every step but one (leave-one-out)
 strategy name (strategies.compose), so each is measured like any pair of `run` (runner.measure_pairs: fresh
 workers, the same probes and records) and its records are ordinary records that `compare` and `report` read.
 
-The verdicts are the ones kerasbench already has: a variant's own growth verdict (grows / flat / inconclusive
-against the floor), and compare's slope rule between two variants (95% CIs apart by more than the floor). A
-step is *necessary* when leaving it out of the full cleanup makes the loop grow more (compare: regressed), and
-*sufficient* when it alone keeps the loop flat; either is "inconclusive" where the CIs do not decide it.
+The verdicts are the ones kerasbench already has: a variant's own verdict, RSS and heap together
+(stats.pair_verdict, the record's), and compare's slope rule between two variants (95% CIs apart by more than
+the floor). A step is *necessary* when leaving it out of the full cleanup makes the loop grow more (compare:
+regressed), and *sufficient* when it alone keeps the loop flat; either is "inconclusive" where the CIs do not
+decide it.
 
 The heap (the allocator's bytes in use) is read beside RSS, and RSS lags it: glibc hands out pages it already
 holds before it asks the OS for more, so a step that leaves +145 KiB of heap per model read flat RSS over the first
-8 iterations on TF 2.21.0 inference and grew from about the 14th. So a step is not sufficient while its heap grows
-by more than the (RSS) floor, and is necessary when the heap alone grows more without it (compare's slope rule on
-the heap, judged at the RSS floor: TF's own heap creeps a few KiB per iteration, which is not a leak worth a step).
+8 iterations on TF 2.21.0 inference and grew from about the 14th. So a step whose heap grows is not sufficient
+(the record's verdict says so), and one is necessary when the heap alone grows more without it (compare's slope
+rule on the heap, judged at the RSS floor: a difference of a few KiB per iteration is not a leak worth a step).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 from . import compare
 from .errors import UsageError, unknown
 from .record import Record
+from .stats import pair_verdict
 from .strategies import CLEANUPS, compose, get_strategy, split
 from .units import KIB
 
@@ -100,16 +102,16 @@ def measure(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str = B
     from .runner import measure_pairs
 
     todo = [pair for loop in loops for pair in pairs(loop, steps, base)]
-    return measure_pairs(spec, todo, lambda strategy: spec.iterations, progress, finished)
+    return measure_pairs(spec, todo, lambda strategy: spec, progress, finished)  # spec's own counts for every one
 
 
-def tables(records: Sequence[Record], steps: Sequence[str], base: str, iterations: int, repeats: int) -> str:
+def tables(records: Sequence[Record], steps: Sequence[str], base: str, counts: str, repeats: int) -> str:
     """The text of every loop with a finished variant among `records` (its others n/a), then the floors judged by."""
     parts = []
     for loop in dict.fromkeys(r["loop"] for r in records):
         env = next((r["environment"] for r in records if r["loop"] == loop and r.get("environment")), None) or {}
         title = (f"{loop}: cleanup ablation on {base}, TF {env.get('tensorflow')}, Keras {env.get('keras')}, "
-                 f"{iterations} iterations, {repeats} repeat(s)")
+                 f"{counts}, {repeats} repeat(s)")
         parts.append(text(analyse(records, loop, steps, base), title) + "\n")
     floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given")
               for r in records if r["summary"].get("floor") is not None}
@@ -135,7 +137,7 @@ def run(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str, out: T
     kept = Kept(named, json_path, what="variant", ablation={"base": base, "steps": list(steps)})
 
     def show() -> None:
-        out.write(tables(kept.records, steps, base, spec.iterations, spec.repeats))
+        out.write(tables(kept.records, steps, base, spec.counts_text(), spec.repeats))
         out.flush()
 
     started, load = time.monotonic(), os.getloadavg()[0]
@@ -173,9 +175,10 @@ def _judge(base: Optional[Record], new: Optional[Record], metric: str = METRIC) 
 
 
 def _verdict(record: Optional[Record]) -> str:
+    """The variant's one verdict, RSS and heap together (stats.pair_verdict), or its status."""
     if record is None:
         return "n/a"
-    return record["summary"].get("verdict") or "n/a" if record["status"] == "ok" else record["status"]
+    return pair_verdict(record["summary"]) if record["status"] == "ok" else record["status"]
 
 
 def _necessary(full: Optional[Record], without: Optional[Record]) -> Tuple[str, str]:
@@ -198,21 +201,19 @@ def _heap_text(record: Record) -> str:
 
 
 def _sufficient(alone: Optional[Record]) -> Tuple[str, str]:
+    """Whether a step alone keeps the loop flat: the record's own verdict, RSS and heap together."""
     verdict = _verdict(alone)
-    if verdict in ("flat", "inconclusive"):
-        s, floor = alone["summary"], _floor(alone)
-        low, high = s.get("heap_growth_ci_low"), s.get("heap_growth_ci_high")
-        if low is not None and low > floor and s[HEAP_METRIC] >= floor:
-            return "not sufficient", (f"RSS {verdict} so far, but the heap grows {_heap_text(alone)}, above the "
-                                      f"floor ({floor / KIB:.0f}): the allocator's free pages absorb it for now")
     if verdict == "flat":
-        if high is not None and high >= floor:
-            return "inconclusive", f"RSS flat, but the heap's CI reaches the floor: {_heap_text(alone)}"
-        return "sufficient", "alone it stays flat (CI below the floor)"
+        return "sufficient", "alone it stays flat (RSS and heap CIs below their floors)"
     if verdict == "grows":
+        s = alone["summary"]
+        if s.get("verdict") != "grows":  # the heap grows under an RSS that has not followed (yet)
+            return "not sufficient", (f"RSS {s.get('verdict')}, but the heap grows {_heap_text(alone)}: the "
+                                      "allocator's free pages absorb it for now")
         return "not sufficient", "alone it grows"
     if verdict == "inconclusive":
-        return "inconclusive", "alone: neither flat nor grows at this floor and iteration count"
+        why = alone["summary"].get("why")
+        return "inconclusive", "alone: not decided" + (f" ({why})" if why else " at this floor and measurement")
     return "n/a", "not measured" if alone is None else f"status {alone['status']}"
 
 

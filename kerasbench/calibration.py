@@ -6,7 +6,8 @@ iterations asked for; a shorter count reads the first N points of the same serie
 up to iteration N is identical, so this is a run of N iterations, at half the cost).
 
 A leak of rate R counts as detected in a run when its verdict, with a floor of R/2, is `grows`:
-the run saw a rising trend, a CI above zero and at least half the leak. For each iteration count,
+the run saw a rising trend, a CI above zero and at least half the leak (judged as a run judges it,
+stats.judge at the level of a budgeted run's looks, ALPHA). For each iteration count,
 the stored floor is R_min/2, where R_min is the smallest rate detected in >= 95 % of runs in every
 heap while control_noop says `grows` in <= 5 % of runs at that floor. The analysis below is pure
 (series in, report out); tests feed it simulated series.
@@ -35,9 +36,14 @@ from . import floors, stats
 from .console import status_line
 from .errors import UsageError
 from .files import check_writable, make_folder
+from .profiles import PROFILES
 from .units import KIB
 
 DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected
+# The level a run's looks are judged at (the default profile's plan: Bonferroni over its looks), so that a floor is
+# what a budgeted run can detect; a fixed count (one look at 0.05) detects at least as much.
+ALPHA = stats.alpha_for(stats.planned_looks(PROFILES["default"].min_iterations, PROFILES["default"].max_iterations,
+                                           PROFILES["default"].sequential))
 FALSE_POSITIVE = 0.05  # largest share of control_noop runs allowed to say `grows`
 HEAPS = {"native": "control_leak_native", "python": "control_leak_python"}
 TF_CONTROL = ("inference", "reuse_model")  # the TF negative control: one model, one input, predict; must read flat
@@ -45,26 +51,32 @@ TF_CONTROL = ("inference", "reuse_model")  # the TF negative control: one model,
 
 # --- analysis (pure) ---------------------------------------------------------------------------
 
+def _judged(series_list: Sequence[Sequence[float]], iterations: int, floor: float) -> list:
+    """The judgement (stats.judge: warm-up cut, fit, verdict at ALPHA) of the first `iterations` of each series."""
+    return [stats.judge(s[:iterations], floor, ALPHA) for s in series_list]
+
+
 def cell_stats(series_list: Sequence[Sequence[float]], rate: int, iterations: int) -> dict:
     """Detection rate, false-positive or slope error of one cell (a leak rate in one heap) at `iterations`."""
-    fits = [stats.fit_growth(s[:iterations]) for s in series_list]
-    floor = rate / 2 if rate else None
-    out = {"rate": rate, "iterations": iterations, "runs": len(fits)}
-    slopes = np.array([f.slope for f in fits], dtype=float)
-    out["median_slope"] = float(np.nanmedian(slopes)) if len(fits) else None
+    floor = rate / 2 if rate else stats.DEFAULT_FLOOR
+    judged = _judged(series_list, iterations, floor)
+    out = {"rate": rate, "iterations": iterations, "runs": len(judged)}
+    slopes = np.array([j.fit.slope for j in judged], dtype=float)
+    out["median_slope"] = float(np.nanmedian(slopes)) if len(judged) else None
     if rate:
-        out["detected"] = float(np.mean([stats.verdict(f, floor) == "grows" for f in fits])) if fits else 0.0
+        out["detected"] = float(np.mean([j.verdict == "grows" for j in judged])) if judged else 0.0
         errors = slopes / rate - 1
         out["median_error"] = float(np.nanmedian(errors))
         out["p95_abs_error"] = float(np.nanpercentile(np.abs(errors), 95))
     else:
-        out["fits"] = fits
+        out["series"] = [s[:iterations] for s in series_list]
     return out
 
 
-def false_positive_rate(fits: Sequence[stats.Fit], floor: float) -> float:
-    """Share of control_noop fits that say `grows` at `floor`."""
-    return float(np.mean([stats.verdict(f, floor) == "grows" for f in fits])) if fits else 0.0
+def false_positive_rate(series_list: Sequence[Sequence[float]], floor: float) -> float:
+    """Share of control_noop series that say `grows` at `floor` (judged as a run judges them)."""
+    judged = _judged(series_list, max((len(s) for s in series_list), default=0), floor)
+    return float(np.mean([j.verdict == "grows" for j in judged])) if judged else 0.0
 
 
 def candidate_floors(rates: Sequence[int]) -> list:
@@ -78,17 +90,17 @@ def tf_control_stats(series_list: Sequence[Sequence[float]], iterations: int, fl
 
     `floor` is the calibrated floor at that count, or None (then the default, as `kerasbench run` would use).
     """
-    fits = [stats.fit_growth(s[:iterations]) for s in series_list]
+    series = [s[:iterations] for s in series_list]
     used = stats.DEFAULT_FLOOR if floor is None else floor
-    slopes = np.array([f.slope for f in fits], dtype=float)
-    by_floor = {str(int(f)): false_positive_rate(fits, f) for f in candidate_floors(rates)}
+    slopes = np.array([j.fit.slope for j in _judged(series, iterations, used)], dtype=float)
+    by_floor = {str(int(f)): false_positive_rate(series, f) for f in candidate_floors(rates)}
     safe = next((int(f) for f in candidate_floors(rates) if by_floor[str(int(f))] <= FALSE_POSITIVE), None)
     return {
-        "loop": TF_CONTROL[0], "strategy": TF_CONTROL[1], "runs": len(fits),
-        "median_slope": float(np.nanmedian(slopes)) if len(fits) else None,
-        "max_slope": float(np.nanmax(slopes)) if len(fits) else None,
+        "loop": TF_CONTROL[0], "strategy": TF_CONTROL[1], "runs": len(series),
+        "median_slope": float(np.nanmedian(slopes)) if len(series) else None,
+        "max_slope": float(np.nanmax(slopes)) if len(series) else None,
         "floor": used, "floor_is_default": floor is None,
-        "false_positive": false_positive_rate(fits, used),
+        "false_positive": false_positive_rate(series, used),
         "false_positive_by_floor": by_floor,
         "smallest_safe_floor": safe,  # the smallest candidate where it says `grows` in <= 5 % of runs
     }
@@ -110,7 +122,7 @@ def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int],
         cells = {heap: {r: cell_stats(runs[heap][r], r, n) for r in rates if r in runs.get(heap, {})}
                  for heap in HEAPS if heap in runs}
         smallest = {heap: next((r for r in sorted(c) if c[r]["detected"] >= DETECT), None) for heap, c in cells.items()}
-        fp = {r: false_positive_rate(noop["fits"], r / 2) for r in rates}
+        fp = {r: false_positive_rate(noop["series"], r / 2) for r in rates}
         floor, detects = None, None
         judged = [smallest[heap] for heap in cells if required is None or heap in required]
         need = max(judged) if judged and None not in judged else None  # each heap's smallest, at its own rates
@@ -122,7 +134,7 @@ def analyze(runs: dict, iterations: Sequence[int], rates: Sequence[int],
             "noop_median_slope": noop["median_slope"],
             "noop_runs": noop["runs"],
             "false_positive": {str(r): fp[r] for r in rates},
-            "cells": {heap: {str(r): {k: v for k, v in s.items() if k != "fits"} for r, s in c.items()}
+            "cells": {heap: {str(r): {k: v for k, v in s.items() if k != "series"} for r, s in c.items()}
                       for heap, c in cells.items()},
             "smallest_detected": smallest,
             "floor": floor,
@@ -169,7 +181,8 @@ def make_calibration(report: dict, allocator: str, detected: str, runs: int, war
 
 # --- measuring ---------------------------------------------------------------------------------
 
-DEFAULT_COUNTS = (4, 8, 30, 40, 60)  # the profiles' counts (quick 4, default 8, full 40) and 30, 60
+# Every count a budgeted run looks at (stats.look_points from 8), and 4 and 2000: floors follow the count judged.
+DEFAULT_COUNTS = (4, *stats.look_points(8, 2000), 2000)
 DEFAULT_RATES_KIB = (4, 16, 64, 256)
 AUTO_RUNS = 10  # a run that finds no fitting calibration makes one: 10 runs per control (~1 minute on 2 cores)
 SERIES = ("rss", "heap")  # the readings a calibration analyzes, where the worker has them

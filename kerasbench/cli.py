@@ -40,8 +40,7 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}{gpu}\n")
     out.write("\nProfiles (--profile or $" + ENV_VAR + ")\n")
     for p in PROFILES.values():
-        out.write(f"  {p.name:<{width}}{p.iterations} iterations, {p.warmup} warm-up, {p.repeats} repeat(s): "
-                  f"{p.description}\n")
+        out.write(f"  {p.name:<{width}}{p.summary()}\n")
     out.write("\nAllocators (--allocator or $" + ALLOCATOR_VAR + ")\n")
     for a in ALLOCATORS.values():
         out.write(f"  {a.name:<{width}}{a.description}\n")
@@ -231,6 +230,24 @@ def cmd_report(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_score(args: argparse.Namespace, out: TextIO) -> int:
+    """Score records against reference records: the confusion matrices of the RSS verdict and of what grew."""
+    import json
+
+    from . import score
+    from .record import find_records_files
+
+    if args.json:
+        check_writable(args.json)
+        check_not_input(args.json, [path for path, _ in find_records_files(list(args.paths) + list(args.reference))])
+    result = score.score(*score.load(args.paths, args.reference))
+    out.write(score.text(result, top=args.top))
+    if args.json:
+        write_text(args.json, json.dumps(result, indent=1) + "\n")
+        out.write(f"wrote the scoring of {len(result['pairs'])} pair(s) to {args.json}\n")
+    return 0
+
+
 def _ints(text: str, kind: str, minimum: int = 1) -> list:
     """'30,60' -> [30, 60]; UsageError naming the argument otherwise."""
     try:
@@ -260,7 +277,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
                          "Expected a positive integer.")
     if args.warmup < 0:
         raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={args.warmup!r}. Expected 0 or more.")
-    iterations = _ints(args.iterations, "iterations", minimum=3)
+    iterations = _ints(args.iterations or ",".join(map(str, calibration.DEFAULT_COUNTS)), "iterations", minimum=3)
     rates = [r * KIB for r in _ints(args.rates_kib, "rates-kib")]
     heaps = selection.names(args.heaps, calibration.HEAPS, "heaps")
     for h in heaps:
@@ -416,9 +433,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "$KERASBENCH_MACHINE, else asv's machine, `asv machine --machine NAME`; never the host name)")
     p.add_argument("--strategy", default="all",
                    help="strategy, comma list, or 'all' applicable (default; GPU-only ones with --device gpu)")
-    p.add_argument("--profile", help="quick, default or full: iterations, warm-up and repeats "
-                   f"(default: ${ENV_VAR} or 'default')")
-    p.add_argument("--iterations", type=int, help="measured iterations (overrides the profile)")
+    p.add_argument("--profile", help="quick, default, full or reference: the time budget per pair, warm-up and "
+                   f"repeats (default: ${ENV_VAR} or 'default'; `kerasbench list` shows them)")
+    p.add_argument("--iterations", type=int, help="exactly this many measured iterations (overrides the profile's "
+                   "time budget: no looks)")
     p.add_argument("--warmup", type=int, help="iterations run before the baseline (overrides the profile)")
     p.add_argument("--repeats", type=int,
                    help="fresh processes per pair (overrides the profile; 2+ to trust a verdict)")
@@ -469,8 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keras", metavar="VERSION|tf_keras", help="with --tf: this Keras release, or tf_keras (as run)")
     p.add_argument("--config", help="asv config whose environments --tf uses (default: asv.matrix.json, found as for "
                    "run --tf)")
-    p.add_argument("--profile", help=f"quick, default or full (default: ${ENV_VAR} or 'default')")
-    p.add_argument("--iterations", type=int, help="measured iterations per variant (overrides the profile)")
+    p.add_argument("--profile", help=f"quick, default, full or reference (default: ${ENV_VAR} or 'default')")
+    p.add_argument("--iterations", type=int, help="exactly this many measured iterations per variant (overrides "
+                   "the profile's time budget)")
     p.add_argument("--warmup", type=int, help="iterations run before the baseline (overrides the profile)")
     p.add_argument("--repeats", type=int, help="fresh processes per variant (overrides the profile)")
     p.add_argument("--floor-kib", type=_number("floor-kib"), default=None,
@@ -577,13 +596,23 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: .asv/html/kerasbench-report.html, beside the dashboard)")
     p.set_defaults(func=cmd_report)
 
+    p = sub.add_parser("score", help="how often records' verdicts agree with long reference runs of the same pairs "
+                       "(docs/reference/)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="records to score: `kerasbench run --json` files, or "
+                   "folders of them")
+    p.add_argument("--reference", required=True, nargs="+", action="extend", metavar="PATH",
+                   help="reference records (repeatable), e.g. docs/reference/tf-2.21.0.json")
+    p.add_argument("--top", type=int, default=0, help="list at most this many disagreeing pairs (default: all)")
+    p.add_argument("--json", metavar="PATH", type=_path, help="also write the scoring (every pair) as JSON")
+    p.set_defaults(func=cmd_score)
+
     p = sub.add_parser("calibrate", help="run the controls here: smallest detectable leak, false positives, floor")
     p.add_argument("--allocator", default=DEFAULT_ALLOCATOR,
                    help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")
     p.add_argument("--runs", type=int, default=20, help="fresh workers per control and rate (default 20)")
-    p.add_argument("--iterations", default="4,8,30,40,60",
-                   help="comma list of iteration counts (default 4,8,30,40,60: the profiles' counts, 30 and 60; "
-                   "shorter counts read the first points of the longest, at no cost)")
+    p.add_argument("--iterations", default=None,
+                   help="comma list of iteration counts (default: 4, 2000 and every count a budgeted run looks at, "
+                   "8, 12, 18 … 1598; shorter counts read the first points of the longest, at no cost)")
     p.add_argument("--rates-kib", default="4,16,64,256", help="leak rates, KiB/iteration (default 4,16,64,256)")
     p.add_argument("--jobs", type=int, default=None,
                    help="control workers at once (default: $KERASBENCH_JOBS, else the usable cores)")

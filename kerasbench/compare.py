@@ -44,7 +44,7 @@ import numpy as np
 from . import machine as machines, stats
 from .console import text_table
 from .errors import UsageError, unknown
-from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, growth_fit, headline_metrics
+from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, headline_metrics
 from .record import SCHEMA_VERSION, Record, load_records, place_of
 from .releases import version_key
 from .trace import traced
@@ -156,15 +156,19 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
     if value is None:
         return side
     spec, rule = METRICS[metric], METRICS[metric].compare
-    n = record["spec"]["iterations"]
-    side["per_repeat"] = [spec.per_repeat(r, n) for r in results] if spec.per_repeat else None
+    n = min(r.get("iterations_done") or record["spec"]["iterations"] for r in results)
+    side["per_repeat"] = ([spec.per_repeat(r, r.get("iterations_done") or n) for r in results]
+                          if spec.per_repeat else None)
     floor = record["summary"].get("floor") or stats.DEFAULT_FLOOR
     if isinstance(rule, SlopeCI) and rule.series == "heap":  # the heap's own floor (records before it: the RSS one)
         floor = record["summary"].get("heap_floor") or floor
-    if isinstance(rule, SlopeCI):
-        fit, verdict = growth_fit(results, floor, rule.series)
-        kind = record["summary"].get("growth_kind")  # what grew (stats.growth_kind), named beside the verdict
-        side.update(low=fit.low, high=fit.high, verdict=f"{verdict} ({kind})" if kind else verdict, floor=floor)
+    if isinstance(rule, SlopeCI):  # the record's own judgement (kerasbench.protocol), never fitted again here
+        s = record["summary"]
+        prefix, verdict = ("heap_growth", s.get("heap_verdict")) if rule.series == "heap" else ("growth", s["verdict"])
+        low, high = (s.get(f"{prefix}_ci_{end}") for end in ("low", "high"))
+        kind = s.get("growth_kind")  # what grew (stats.growth_kind), named beside the verdict
+        side.update(low=float("nan") if low is None else low, high=float("nan") if high is None else high,
+                    verdict=f"{verdict} ({kind})" if kind else str(verdict), floor=floor)
     elif isinstance(rule, Magnitude):
         noise = _spread(side["per_repeat"])
         if rule.series_noise:

@@ -10,8 +10,6 @@ from .metrics import METRICS
 from .units import KIB, MIB, kib_text
 
 SPARKS = "▁▂▃▄▅▆▇█"
-# Counts from which TF's own heap has settled (the TF control reads flat by heap): docs/findings.md
-SETTLED_WARMUP, SETTLED_ITERATIONS = 10, 30
 
 
 def text_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list:
@@ -48,11 +46,11 @@ class Progress:
         self.iterations = 0
         self._lock = threading.Lock()
 
-    def pair(self, index: int, loop: str, strategy: str, iterations: int) -> "Progress":
+    def pair(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0) -> "Progress":
         """The Progress of one of several pairs measured at once: the same stream, whole lines only."""
         mine = Progress(self.stream, self.total, self.warmup, concurrent=True)
         mine._lock = self._lock
-        mine.start(index, loop, strategy, iterations)
+        mine.start(index, loop, strategy, iterations, budget)
         return mine
 
     def _show(self, text: str, final: bool = False, milestone: bool = False) -> None:
@@ -64,9 +62,10 @@ class Progress:
             else:
                 status_line(self.stream, text, final=final, milestone=milestone)
 
-    def start(self, index: int, loop: str, strategy: str, iterations: int) -> None:
-        """A new pair (the `index`-th of the total): its label; the runner says when a worker starts."""
-        self.iterations = iterations
+    def start(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0) -> None:
+        """A new pair (the `index`-th of the total): its label; the runner says when a worker starts. `budget`: the
+        seconds of loop of a budgeted run, whose `iterations` are its most."""
+        self.iterations, self.budget = iterations, budget
         self.label = f"[{index}/{self.total}] {loop} × {strategy}"
 
     def __call__(self, ev: dict) -> None:
@@ -81,18 +80,30 @@ class Progress:
         elif kind == "iteration":
             k = ev["iteration"] + 1
             rss = f"  rss {ev['rss'] / MIB:.0f} MiB" if "rss" in ev else ""
-            text = f"{self.label} r{ev['repeat'] + 1}: iteration {k}/{self.iterations}{rss}"
-            self._show(text, milestone=k == 1 or k == self.iterations or k % max(1, self.iterations // 4) == 0)
+            of = f" (≤ {self.budget:g} s, ≤ {self.iterations})" if self.budget else f"/{self.iterations}"
+            text = f"{self.label} r{ev['repeat'] + 1}: iteration {k}{of}{rss}"
+            self._show(text, milestone=k == 1 or k == self.iterations or
+                       (not self.budget and k % max(1, self.iterations // 4) == 0))
+        elif kind == "look":  # a budgeted run's look (the sequential rule): a line each, they are few
+            k = ev["iteration"] + 1
+            said = "decided: stopping" if ev.get("decided") else "not decided yet"
+            self._show(f"{self.label} r{ev['repeat'] + 1}: look at iteration {k}: {said}", milestone=True)
 
     def done(self, record: dict) -> None:
         """The pair's outcome, on a line of its own: verdict and growth, or why it did not run."""
         s = record["summary"]
         if record["status"] == "ok":
-            kind = f" ({s['growth_kind']})" if s.get("growth_kind") else ""
-            text = f"{self.label}: {s['verdict']}{kind}, {kib_text(s['growth_per_iter'])} KiB/iteration"
+            text = (f"{self.label}: {verdict_text(s)}, {kib_text(s['growth_per_iter'])} KiB/iteration, "
+                    f"{_measured(record) or 'no'} iterations")
         else:
             text = f"{self.label}: {record['status']}: {record['reason']}"
         self._show(text, final=True)
+
+
+def verdict_text(summary: dict) -> str:
+    """The RSS verdict and what grew, as the run table's two columns read together: 'flat (leak)', 'grows (leak)'."""
+    kind = summary.get("growth_kind")
+    return f"{summary.get('verdict') or 'n/a'}" + (f" ({kind})" if kind else "")
 
 
 def status_line(stream: TextIO, text: str, final: bool = False, milestone: bool = False) -> None:
@@ -115,12 +126,26 @@ def _rss_sparkline(record: dict) -> str:
     return sparkline(r["result"]["series"]["rss"] if r.get("result") else r["partial_rss"])
 
 
+STOPPED = {"decided": "decided", "budget": "budget", "iterations": "max", "growth": "growth", "count": ""}
+
+
+def _measured(record: dict) -> str:
+    """Measured iterations per repeat and why each stopped ("93 decided", "5000 max"; a fixed count: the count)."""
+    s = record["summary"]
+    counts = s.get("measured") or [r["result"].get("iterations_done") for r in record["repeats"] if r.get("result")]
+    if not counts:
+        return ""
+    stops = {STOPPED.get(x, x) for x in s.get("stopped") or ()} - {""}
+    return ",".join(str(n) for n in counts) + (f" {'/'.join(sorted(stops))}" if stops else "")
+
+
 # The record's own columns; each metric with a run column in kerasbench.metrics follows, in registry order.
 COLUMNS: tuple = (
     ("loop", lambda r, s: r["loop"]),
     ("strategy", lambda r, s: r["strategy"]),
     ("verdict", lambda r, s: s["verdict"] if r["status"] == "ok" else r["status"]),
     ("what grew", lambda r, s: (s.get("growth_kind") or "n/a") if r["status"] == "ok" else ""),
+    ("measured", lambda r, s: _measured(r) if r["status"] == "ok" else ""),
     ("RSS per iteration", lambda r, s: _rss_sparkline(r)),
 )
 
@@ -152,15 +177,8 @@ def run_table(records: list) -> str:
                    for r in records if r["summary"].get("heap_floor") is not None and r["summary"].get("heap_verdict")}
     for floor, source in heap_floors:
         lines.append(f"heap floor {floor / KIB:g} KiB/iteration, from {source}")
-    warming = [r for r in records if r["summary"].get("heap_verdict") == "grows" and r["environment"]
-               and r["environment"].get("tensorflow") and (r["spec"]["iterations"] < SETTLED_ITERATIONS
-                                                           or r["spec"]["warmup"] < SETTLED_WARMUP)]
-    if warming:  # measured: docs/findings.md, "TF's heap warms up"
-        lines.append(f"note: {len(warming)} TF pair(s) read a growing heap over {warming[0]['spec']['iterations']} "
-                     f"iterations after {warming[0]['spec']['warmup']} warm-up: TF's own heap still grows there "
-                     f"(the flat control batch_stream × stable_batch_shapes: +3.5 KiB/it at 8 after 2, +0.3 at 30 "
-                     f"after 10); a heap `leak` of a TF loop means more with --warmup {SETTLED_WARMUP} --iterations "
-                     f"{SETTLED_ITERATIONS} or more")
+    notes += [f"{r['loop']} × {r['strategy']}: not decided: {r['summary']['why']}" for r in records
+              if r["status"] == "ok" and r["summary"].get("why")]
     notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, "
               f"but the worker ran on {r['allocator']['detected']}"
               for r in records if not r.get("allocator", {}).get("matches", True)]

@@ -13,7 +13,7 @@ numpy and the statistics load when a value is derived.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Union
 
 from .units import KIB, MIB, kib_text, mib_text, number_text
 
@@ -40,25 +40,6 @@ def median_of_every(values: Sequence[Optional[float]]) -> Optional[float]:
     return median(values) if values and all(v is not None for v in values) else None
 
 
-def growth_fit(results: Sequence[Result], floor: float, series: str = "rss") -> Tuple[Any, str]:
-    """(stats.Fit, verdict) of a series' growth per iteration over repeats (RSS, or "heap"): the slope and CI.
-
-    A repeat without the series (no heap reader) or with a gap in it counts as no fit; none at all: NaN, inconclusive.
-    """
-    from . import stats
-
-    fits = [stats.fit_growth(r["series"][series]) for r in results
-            if r["series"].get(series) and all(v is not None for v in r["series"][series])]
-    return stats.combine(fits, floor) if len(fits) == len(results) else stats.combine([], floor)
-
-
-def heap_fit(results: Sequence[Result], floor: float) -> Optional[Tuple[Any, str]]:
-    """growth_fit of the heap series, or None when some repeat has no heap reading (the record says why)."""
-    if not results or any(not r["series"].get("heap") or None in r["series"]["heap"] for r in results):
-        return None
-    return growth_fit(results, floor, "heap")
-
-
 # ---------------------------------------------------------------- per-repeat derivations
 
 
@@ -82,14 +63,13 @@ def _difference(after_key: str, before_key: str) -> Callable[[Result, int], Opti
     return value
 
 
-def _difference_per_iter(after_key: str, before_key: str) -> Callable[[Result, int], Optional[float]]:
-    difference = _difference(after_key, before_key)
+def _steady_blocks_per_iter(result: Result, iterations: int) -> Optional[float]:
+    """Python's blocks per iteration after the RSS series' warm-up (protocol.python_blocks_per_iter)."""
+    from .protocol import python_blocks_per_iter
+    from .stats import steady_start
 
-    def value(result: Result, iterations: int) -> Optional[float]:
-        d = difference(result, iterations)
-        return None if d is None else d / iterations
-
-    return value
+    rss = result["series"].get("rss") or []
+    return python_blocks_per_iter(result, steady_start(rss)[0] if rss and None not in rss else 0)
 
 
 def _field(key: str) -> Callable[[Result, int], Optional[float]]:
@@ -231,7 +211,7 @@ class Metric:
     description: str
     per_repeat: Optional[Callable[[Result, int], Optional[float]]] = None  # (worker result, iterations) -> value
     combine: Callable[[Sequence[Optional[float]]], Optional[float]] = median
-    rss_fit: str = ""  # "slope", "low" or "high": a part of growth_fit over the repeats, not per-repeat values
+    rss_fit: str = ""  # "slope", "low" or "high": a part of the RSS fit over the repeats (protocol), not per repeat
     heap_fit: str = ""  # the same, of the heap series' fit (None when a repeat has no heap reading)
     text: Optional[Callable[[float], str]] = None  # the value with its unit, for people (compare's tables)
     compare: Optional[CompareRule] = None
@@ -248,12 +228,12 @@ class Metric:
 
     def value(self, results: Sequence[Result], iterations: int, fit: Any = None,
               heap: Any = None) -> Optional[float]:
-        """This metric over the repeats' results; `fit` is growth_fit's and `heap` heap_fit's fit (or None)."""
+        """This metric over the repeats' results; `fit` is the RSS fit over the repeats, `heap` the heap's (or None)."""
         if self.rss_fit:
             return getattr(fit, self.rss_fit)
         if self.heap_fit:
             return None if heap is None else getattr(heap, self.heap_fit)
-        return self.combine([self.per_repeat(r, iterations) for r in results])
+        return self.combine([self.per_repeat(r, r.get("iterations_done") or iterations) for r in results])
 
     def tracked_on(self, loop: str) -> bool:
         return self.tracked and (not self.tracked_loops or loop in self.tracked_loops)
@@ -312,8 +292,8 @@ METRICS: Dict[str, Metric] = {
                "(sampled after each iteration: a spike inside one is not seen)",
                _difference("heap_peak", "heap_baseline"), text=_signed_mib, compare=Magnitude(MIN_RSS, _signed_mib)),
         Metric("py_blocks_per_iter", "blocks/iteration", "growth of Python's allocated blocks per iteration, "
-               "loop end minus start (sys.getallocatedblocks: every Python object, GC-tracked or not; native buffers "
-               "are not blocks)", _difference_per_iter("py_blocks_after", "py_blocks_before"),
+               "over the RSS series' steady window (sys.getallocatedblocks, sampled at a few counts: every Python "
+               "object, GC-tracked or not; native buffers are not blocks)", _steady_blocks_per_iter,
                text=lambda v: f"{v:+.1f}/it",
                column=RunColumn("py blocks/iter", lambda s: number_text(s.get("py_blocks_per_iter"), "{:+.1f}"))),
         Metric("train_traces", "traces", "traces of train_step, warm-up included", _field("train_traces"),

@@ -135,6 +135,7 @@ class ProbeContext:
     extra_probes: tuple = ()  # probes the loop shape asks for (LoopShape.extra_probes)
     pair: Any = None  # the measured pair: the peaks its isolated children reported
     gpu_reader: Optional[gpu.GpuMemoryReader] = None  # a given GPU reader (tests): the GPU probe is on with it
+    block_samples: frozenset = frozenset()  # after these measured iterations (1 = the first), Python's blocks too
 
 
 class Probe:
@@ -246,12 +247,14 @@ class HeapProbe(Probe):
     the running allocator's (allocators.heap_reader, ~1-9 us a reading); where none can be read, the
     heap series is absent, the heap fields are None and `heap_unavailable` says why. Python's blocks
     (sys.getallocatedblocks: every object the interpreter's allocator holds, GC-tracked or not) walk
-    every pymalloc arena, ~270 us with TF loaded, so they are read at the loop's ends only, like objects.
+    every pymalloc arena, ~270 us with TF loaded, so they are read at the loop's ends and after the few
+    iterations of `block_samples` (geometric: ~20 readings in 5,000 iterations), [iteration, blocks] pairs from
+    which the steady window's blocks per iteration are read (the first iterations' own growth left out).
     """
 
     SERIES = ("heap",)
     FIELDS = ("heap_baseline", "heap_peak", "heap_final", "heap_source", "heap_unavailable",
-              "py_blocks_before", "py_blocks_after")
+              "py_blocks_before", "py_blocks_after", "py_blocks_samples")
 
     def __init__(self, context: ProbeContext, reader: Optional[HeapReader] = None):
         super().__init__(context)
@@ -260,6 +263,8 @@ class HeapProbe(Probe):
         if self.reader.source is None:
             self.SERIES = ()  # no heap series at all: n/a, never zeros
         self.baseline = self.final = self.py_before = self.py_after = None
+        self.done = 0  # measured iterations so far
+        self.samples = []
 
     def read(self) -> Optional[int]:
         """Heap bytes in use now, or None once the reader failed (the reason kept for the record)."""
@@ -278,6 +283,9 @@ class HeapProbe(Probe):
     def after_iteration(self) -> None:
         if self.SERIES:
             self.series["heap"].append(self.read())
+        self.done += 1
+        if self.done in self.context.block_samples:
+            self.samples.append([self.done, sys.getallocatedblocks()])
 
     def stop(self) -> None:
         self.py_after = sys.getallocatedblocks()
@@ -297,6 +305,7 @@ class HeapProbe(Probe):
             "heap_unavailable": self.unavailable,
             "py_blocks_before": self.py_before,
             "py_blocks_after": self.py_after,
+            "py_blocks_samples": self.samples,
         }
 
 

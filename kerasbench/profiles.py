@@ -11,37 +11,78 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from .errors import unknown
+from .units import GIB
 
 if TYPE_CHECKING:
     from .strategies import Strategy
 
 ENV_VAR = "KERASBENCH_PROFILE"
+# Bump when how a profile measures changes (asv benchmark versions carry it, so a dashboard keeps the series of
+# before and after apart). 1: fixed counts (4/8/40 iterations); 2: a time budget, looks that stop a decided pair,
+# the warm-up found in the data, floors at the count judged (docs/protocol.md).
+PROTOCOL_VERSION = 2
 
 
 @dataclass(frozen=True)
 class Profile:
-    """How many iterations, warm-ups and repeats a run measures."""
+    """How long a pair is measured: a time budget per worker within an iteration range, warm-ups and repeats.
+
+    A pair measures at least `min_iterations` and `min_seconds` of loop, then until both of its verdicts (RSS and
+    heap) are decided at a look (sequential; docs/protocol.md), `budget` seconds of loop are spent,
+    `max_iterations` are done, or RSS grew by `max_growth`; the record says which. The count is not the unit
+    (one iteration costs 1 ms in batch_stream, 1.4 s in sweep): time is, within those bounds.
+    """
 
     name: str
     description: str
-    iterations: int
-    warmup: int
+    budget: float  # seconds of measured loop per worker, at most
+    min_seconds: float  # seconds of loop before a look may stop it
+    min_iterations: int
+    max_iterations: int
+    warmup: int  # iterations before the baseline, at least (the record says how many more the data discarded)
     repeats: int
-    # process_isolation pays a TensorFlow import (~5 s) per iteration; its parent's flatness shows
-    # in a few, so the cheaper profiles run it for fewer iterations.
-    isolated_iterations: int
+    # process_isolation pays a TensorFlow import (~5 s) per iteration; its parent's flatness shows in a few.
+    isolated_min: int
+    isolated_max: int
+    sequential: bool = True  # looks that stop a decided pair early (the reference measures its whole budget)
+    max_growth: int = GIB  # RSS over the baseline that ends the loop: a leak this large is decided long before
 
-    def iterations_for(self, strategy: Strategy) -> int:
-        """Measured iterations for `strategy` (a Strategy) under this profile."""
-        return min(self.iterations, self.isolated_iterations) if strategy.isolate else self.iterations
+    @property
+    def iterations(self) -> int:
+        """The most measured iterations of a pair (an in-process one)."""
+        return self.max_iterations
+
+    def counts_for(self, strategy: Strategy) -> dict:
+        """The RunSpec count fields of a pair of `strategy` under this profile (fewer for isolated ones)."""
+        low, high = (self.isolated_min, self.isolated_max) if strategy.isolate else (self.min_iterations,
+                                                                                    self.max_iterations)
+        return {"iterations": high, "min_iterations": low, "budget": self.budget,
+                "min_seconds": min(self.min_seconds, self.budget), "sequential": self.sequential,
+                "max_growth": self.max_growth}
+
+    def summary(self) -> str:
+        """One line for `kerasbench list`."""
+        looks = "stops once decided" if self.sequential else "measures the whole budget"
+        return (f"{self.budget:g} s of loop per worker ({self.min_iterations}-{self.max_iterations} iterations, "
+                f"at least {self.min_seconds:g} s; {looks}), {self.warmup} warm-up, {self.repeats} repeat(s): "
+                f"{self.description}")
 
 
 PROFILES = {
     p.name: p
     for p in (
-        Profile("quick", "smoke test: every pair runs, verdicts are weak", 4, 1, 1, isolated_iterations=2),
-        Profile("default", "verdicts for leaks of megabytes per iteration", 8, 2, 1, isolated_iterations=4),
-        Profile("full", "smaller leaks, and repeats that must agree; slow", 40, 3, 3, isolated_iterations=12),
+        Profile("quick", "smoke test: every pair runs; large leaks are decided, small ones seldom", budget=6,
+                min_seconds=1, min_iterations=8, max_iterations=2000, warmup=1, repeats=1, isolated_min=2,
+                isolated_max=3),
+        Profile("default", "verdicts for most pairs, leaks of tens of KiB per iteration", budget=20, min_seconds=3,
+                min_iterations=8, max_iterations=5000, warmup=2, repeats=1, isolated_min=3, isolated_max=6),
+        Profile("full", "smaller leaks, and repeats that must agree; slow", budget=60, min_seconds=10,
+                min_iterations=12, max_iterations=20000, warmup=3, repeats=3, isolated_min=6, isolated_max=20),
+        # The long runs every profile is scored against (kerasbench score, docs/reference/): the whole budget of
+        # at least 150 iterations (120 past a steady state the warm-up rule finds within the first 30), 2 repeats.
+        Profile("reference", "long runs that the other profiles are scored against; hours for the whole suite",
+                budget=60, min_seconds=60, min_iterations=150, max_iterations=3000, warmup=3, repeats=2,
+                isolated_min=12, isolated_max=30, sequential=False, max_growth=2 * GIB),
     )
 }
 

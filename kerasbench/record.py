@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, TypedDic
 from . import allocators, machine as machines
 from .errors import UsageError
 from .files import check_readable, make_folder, write_json
-from .metrics import METRICS, growth_fit, heap_fit
+from .metrics import METRICS
 
 # Bump when what a record measures or means changes: asv benchmark versions follow it, so asv
 # notices that results from before and after are not comparable. Records of schema 1 written
@@ -33,7 +33,8 @@ SCHEMA_VERSION = 1
 
 Status = Literal["ok", "skipped", "failed", "stopped"]
 Verdict = Literal["grows", "flat", "inconclusive"]
-GrowthKind = Literal["leak", "retention", "flat", "inconclusive"]
+GrowthKind = Literal["leak", "retention", "step", "settling", "flat", "inconclusive"]
+Shape = Literal["grows", "flat", "step", "settling", "inconclusive"]
 
 
 class _SpecFields(TypedDict):
@@ -62,6 +63,11 @@ class RecordSpec(_SpecFields, total=False):
     jobs: int  # pairs measured at once (records before `--jobs` lack it: one at a time)
     trace: int  # top N of `run --trace` (0 or missing: not traced; a traced record's memory figures move)
     trace_native: bool  # `run --trace-native`: memray's native sites too
+    min_iterations: int  # a budgeted run (records before it lack these: a fixed count of `iterations`)
+    budget: float
+    min_seconds: float
+    sequential: bool
+    max_growth: int
 
 
 class _SeriesFields(TypedDict):
@@ -127,7 +133,7 @@ class Trace(_TraceFields, total=False):
 
 
 class _ResultFields(TypedDict):
-    iterations_done: int
+    iterations_done: int  # measured iterations (a budgeted run's own count)
     series: Series
     baseline_rss: int
     peak_loop_rss: int
@@ -164,6 +170,9 @@ class Result(_ResultFields, total=False):
     heap_unavailable: Optional[str]
     py_blocks_before: int  # sys.getallocatedblocks() at the loop's start and end
     py_blocks_after: int
+    py_blocks_samples: List[List[int]]  # [measured iterations done, blocks] at a few counts (stats.look_points)
+    stop_reason: str  # why the loop ended (worker.STOP_REASONS); records before budgets: a fixed count
+    looks: int  # looks a sequential run took
     timing: Timing
     trace: Trace
 
@@ -243,6 +252,15 @@ class Summary(_SummaryFields, total=False):
     heap_floor_source: str
     heap_verdict: Optional[Verdict]  # the heap series' verdict at heap_floor; None where the heap was not read
     growth_kind: Optional[GrowthKind]  # what grew (stats.GROWTH_KINDS); None where the heap was not read
+    # How the series were judged (kerasbench.protocol; records before the budgeted protocol lack these):
+    alpha: float  # the level of each look (0.05 over the planned looks: Bonferroni)
+    rss_shape: Shape  # the RSS series' shape after its warm-up (stats.SHAPES)
+    heap_shape: Optional[Shape]
+    why: str  # why a verdict is not decided: a step, settling, repeats that disagree ('' when decided)
+    measured: List[Optional[int]]  # measured iterations of each repeat
+    stopped: List[str]  # why each repeat's loop ended (worker.STOP_REASONS)
+    warmup_found: List[int]  # iterations each repeat's RSS series discarded as warm-up (stats.steady_start)
+    heap_warmup_found: List[int]
 
 
 TriageClass = TypedDict("TriageClass", {"class": Literal["good", "bad", "unclear"], "why": str})
@@ -288,43 +306,53 @@ _OPEN = {"Result", "Series", "Timing", "Environment"}
 # ---------------------------------------------------------------- building a record
 
 
-GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
+def judging_floor(spec: Any, series: str = "rss", iterations: Optional[int] = None) -> Tuple[float, str]:
+    """(floor, where it came from) of a runner.RunSpec's `series` ("rss" or "heap") at `iterations` (default: the
+    spec's count): as given, else its allocator's calibration of that series, else the default (protocol.floor_at)."""
+    from .protocol import floor_at
 
-
-def judging_floor(spec: Any, series: str = "rss") -> Tuple[float, str]:
-    """(floor, where it came from) of a runner.RunSpec's `series` ("rss" or "heap"): as given, else its allocator's
-    calibration of that series, else the default."""
-    if spec.floor is not None:
-        return spec.floor, spec.floor_source or GIVEN_FLOOR
-    from . import floors
-
-    return floors.floor_for(spec.allocator, spec.iterations, series=series)
+    return floor_at(spec, series)(spec.iterations if iterations is None else iterations)
 
 
 def summarize(repeats: Sequence[Repeat], spec: Any) -> Summary:
-    """Every metric of METRICS over the repeats with a result, plus the verdict and the floor it was judged with."""
-    from . import stats
+    """Every metric of METRICS over the repeats with a result, plus the verdicts, the floors they were judged with
+    and how each repeat's series was judged (kerasbench.protocol: the same judgement as a sequential run's looks)."""
+    from . import protocol, stats
 
     results = [r["result"] for r in repeats if r.get("result")]
-    floor, floor_source = judging_floor(spec)  # the one place the floor is resolved
     summary = dict.fromkeys(METRICS)
-    summary.update(verdict=None, floor=floor, floor_source=floor_source, p_trend=None, repeats=len(results))
+    summary.update(verdict=None, p_trend=None, repeats=len(results), alpha=protocol.alpha(spec))
     if not results:
+        floor, floor_source = judging_floor(spec)
+        summary.update(floor=floor, floor_source=floor_source)
         partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
         if partial:  # a stopped worker: its growth until the stop is still worth showing
-            fit = stats.fit_growth(partial[0])
-            summary.update({m.name: getattr(fit, m.rss_fit) for m in METRICS.values() if m.rss_fit})
-            summary.update(p_trend=fit.p_trend, verdict=stats.verdict(fit, floor))
+            judged = stats.judge(partial[0], protocol.floor_at(spec), summary["alpha"])
+            summary.update({m.name: getattr(judged.fit, m.rss_fit) for m in METRICS.values() if m.rss_fit})
+            summary.update(p_trend=judged.fit.p_trend, verdict=judged.verdict, floor=judged.floor,
+                           floor_source=judged.floor_source)
         return summary
-    fit, verdict = growth_fit(results, floor)
-    heap_floor, heap_floor_source = judging_floor(spec, "heap")  # the heap reading is far quieter than RSS
-    summary.update(heap_floor=heap_floor, heap_floor_source=heap_floor_source)
-    heap = heap_fit(results, heap_floor)
-    summary.update({m.name: m.value(results, spec.iterations, fit, heap and heap[0]) for m in METRICS.values()})
-    heap_verdict = heap[1] if heap else None
-    summary.update(p_trend=fit.p_trend, verdict=verdict, heap_verdict=heap_verdict,
-                   growth_kind=stats.growth_kind(verdict, heap_verdict, summary.get("py_blocks_per_iter"),
-                                                 METRICS["objects_per_iter"].compare.minimum))
+    rss = protocol.judge_results(results, spec, "rss")
+    heap = protocol.judge_results(results, spec, "heap")  # the heap reading is far quieter than RSS: its own floor
+    fit = rss.fit if rss else stats.NAN_FIT
+    floor, floor_source = rss.floor if rss else judging_floor(spec)
+    summary.update(floor=floor, floor_source=floor_source)
+    if heap:
+        summary.update(zip(("heap_floor", "heap_floor_source"), heap.floor))
+    summary.update({m.name: m.value(results, spec.iterations, fit, heap and heap.fit) for m in METRICS.values()})
+    verdict = rss.verdict if rss else "inconclusive"
+    why = [f"{name}: {j.why}" for name, j in (("RSS", rss), ("heap", heap)) if j and j.why]
+    summary.update(
+        p_trend=fit.p_trend, verdict=verdict, heap_verdict=heap.verdict if heap else None,
+        rss_shape=rss.shape if rss else "inconclusive", heap_shape=heap.shape if heap else None,
+        growth_kind=stats.growth_kind(verdict, heap.verdict if heap else None, rss.shape if rss else "",
+                                      heap.shape if heap else "", fit.slope, summary.get("py_blocks_per_iter")),
+        why="; ".join(why),
+        measured=[r.get("iterations_done") for r in results],
+        stopped=[r.get("stop_reason") or "count" for r in results],
+        warmup_found=[j.start for j in rss.judgements] if rss else [],
+        heap_warmup_found=[j.start for j in heap.judgements] if heap else [],
+    )
     return summary
 
 

@@ -130,7 +130,12 @@ def _cell(metric, record, version, baseline, verdict, curve, values):
             tip.append(f"what grew: {s['growth_kind']} (heap verdict {s.get('heap_verdict')})")
             badge += f'<span class="run kind {esc(s["growth_kind"])}">{esc(s["growth_kind"])}</span>'
     if metric.name == "heap_growth_per_iter" and s.get("heap_verdict"):
-        tip.append(f"heap verdict {s['heap_verdict']} (floor {(s.get('floor') or 0) / KIB:g} KiB/iter)")
+        tip.append(f"heap verdict {s['heap_verdict']} (heap floor {(s.get('heap_floor') or 0) / KIB:g} KiB/iter)")
+    if metric.name in ("growth_per_iter", "heap_growth_per_iter") and s.get("measured"):
+        tip.append(f"measured {', '.join(map(str, s['measured']))} iterations ({', '.join(s.get('stopped') or [])}); "
+                   f"warm-up found {', '.join(map(str, s.get('warmup_found') or []))}")
+        if s.get("why"):
+            tip.append(f"not decided: {s['why']}")
     if verdict:
         tip.append(f"vs TF {baseline}: {verdict['verdict']}: {verdict['why']}")  # tip is escaped below
         if verdict["verdict"] != "n/a":
@@ -280,6 +285,11 @@ def _curve(record, loop, strategy, version, element_id):
     if s.get("heap_growth_per_iter") is not None and math.isfinite(s["heap_growth_per_iter"]):
         heap = METRICS["heap_growth_per_iter"].report.text(s["heap_growth_per_iter"])
         facts.append(f"heap {heap} KiB/iter ({s.get('heap_verdict')}): {s.get('growth_kind')}")
+    if s.get("measured"):
+        facts.append(f"{', '.join(map(str, s['measured']))} iterations measured ({', '.join(s.get('stopped') or [])})"
+                     f", the first {', '.join(map(str, s.get('warmup_found') or []))} discarded as warm-up")
+    if s.get("why"):
+        facts.append(f"not decided: {s['why']}")
     if s.get("peak_loop") is not None:
         facts.append(f"peak {s['peak_loop'] / MIB:.1f} MiB")
     if s.get("retained") is not None:

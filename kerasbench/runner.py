@@ -65,7 +65,7 @@ class RunSpec:
 
     loop: str
     strategy: str
-    iterations: int = 30
+    iterations: int = 30  # measured iterations: exactly these, or the most of a budgeted run (min_iterations set)
     warmup: int = 3
     repeats: int = 1
     batch_size: int = 32
@@ -83,6 +83,31 @@ class RunSpec:
     jobs: int = 1  # pairs measured at once: memory figures are per process, times per iteration under contention
     trace: int = 0  # top N sites of a trace of where memory grows (kerasbench.trace); 0 = off (traced figures move)
     trace_native: bool = False  # the trace's native sites too (memray; tens of times slower on TF loops)
+    # A budgeted run (a profile's; docs/protocol.md): at least min_iterations and min_seconds, then until both
+    # verdicts are decided (sequential: the runner answers the worker's looks), `budget` seconds of loop are spent,
+    # `iterations` are done, or RSS grew by max_growth bytes. min_iterations 0: exactly `iterations`, no looks.
+    min_iterations: int = 0
+    budget: float = 0.0  # seconds of measured loop per worker; 0: none
+    min_seconds: float = 0.0  # no look stops the loop before this many seconds of it
+    sequential: bool = False
+    max_growth: int = 0  # bytes of RSS over the baseline that end the loop; 0: none (the memory cap still applies)
+
+    @property
+    def budgeted(self) -> bool:
+        """Whether the count is the protocol's to choose (a profile's budget), not a fixed number of iterations."""
+        return self.min_iterations > 0
+
+    def counts_text(self) -> str:
+        """The counts for people: '8 iterations', or '20 s of loop (8-5000 iterations, until decided)'."""
+        if not self.budgeted:
+            return f"{self.iterations} iterations"
+        return (f"{self.budget:g} s of loop ({self.first_count}-{self.iterations} iterations"
+                f"{', until decided' if self.sequential else ''})")
+
+    @property
+    def first_count(self) -> int:
+        """The fewest iterations this spec measures (all of them for a fixed count)."""
+        return min(self.min_iterations, self.iterations) if self.budgeted else self.iterations
 
     def validate(self) -> "RunSpec":
         """Check every field (UsageError naming the first bad one) and fill the defaults; returns self."""
@@ -104,6 +129,15 @@ class RunSpec:
             if not isinstance(value, int) or value <= 0:
                 raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. "
                                  "Expected a positive integer.")
+        if not isinstance(self.min_iterations, int) or isinstance(self.min_iterations, bool) or self.min_iterations < 0:
+            raise UsageError(f"Invalid value for argument `min_iterations`. Received: "
+                             f"min_iterations={self.min_iterations!r}. Expected 0 (a fixed count) or more.")
+        self.budget = check_number(self.budget, "budget (seconds of loop)")
+        self.min_seconds = check_number(self.min_seconds, "min_seconds (seconds of loop)")
+        self.max_growth = int(check_number(self.max_growth, "max_growth (bytes)"))
+        if (self.sequential or self.budget or self.min_seconds) and not self.budgeted:
+            raise UsageError("A budget, min_seconds or sequential looks need min_iterations > 0 (a budgeted run); "
+                             f"a fixed count is exactly iterations={self.iterations}.")
         if not isinstance(self.warmup, int) or isinstance(self.warmup, bool) or self.warmup < 0:
             raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={self.warmup!r}. "
                              "Expected 0 or more.")
@@ -197,39 +231,76 @@ def run_worker(spec: RunSpec, repeat: int = 0, progress: Optional[Callable[[dict
     import psutil
 
     read_fd, write_fd = os.pipe()
+    answer_read, answer_write = os.pipe()  # the runner's answers to a sequential run's looks
     log = tempfile.TemporaryFile(mode="w+b")
     started, spawned = time.perf_counter(), time.monotonic()
     try:
         group = procs.start(
             [spec.python or sys.executable, "-m", "kerasbench.worker", json.dumps(dataclasses.asdict(spec)),
-             str(write_fd)],
-            pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=_worker_env(spec),
+             str(write_fd), str(answer_read)],
+            pass_fds=(write_fd, answer_read), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env=_worker_env(spec),
         )
     except BaseException:
         os.close(read_fd)
+        os.close(answer_write)
         log.close()
         raise
     finally:
         os.close(write_fd)
+        os.close(answer_read)
+    answers = os.fdopen(answer_write, "w", buffering=1)
     try:
-        return _watch(spec, group, read_fd, log, repeat, progress, poll, started, spawned, psutil)
+        return _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, spawned, psutil)
     finally:
         group.end()
+        answers.close()
         log.close()
 
 
-def _watch(spec, group, read_fd, log, repeat, progress, poll, started, spawned, psutil) -> record.Repeat:
+class _Never:
+    """The answer to looks of a run that is not sequential: go on."""
+
+    @staticmethod
+    def look(readings: dict) -> bool:
+        return False
+
+
+_NEVER = _Never()
+
+
+def _answer(answers, decider: Any, ev: dict) -> bool:
+    """Answer a look: "stop" when the pair's verdicts are decided (protocol.Decider), else "go"; whether decided."""
+    try:
+        decided = decider.look(ev.get("readings") or {})
+    except Exception:  # a look the parent cannot judge must not stop the worker dead: it runs on to its budget
+        decided = False
+    try:
+        answers.write("stop\n" if decided else "go\n")
+    except (OSError, ValueError):  # the worker is gone, or being ended
+        pass
+    return decided
+
+
+def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, spawned, psutil) -> record.Repeat:
     """Follow one worker until it exits, is stopped, or lingers past EXIT_GRACE after its last event."""
+    from .protocol import Decider
+
     proc = group.proc
     events = queue.Queue()
+    decider = Decider(spec) if spec.sequential else None
 
     def reader():
         with os.fdopen(read_fd) as f:
             for line in f:
                 try:
-                    events.put(json.loads(line))
+                    ev = json.loads(line)
                 except ValueError:
-                    pass
+                    continue
+                if ev.get("event") == "look":  # answered here, at once: the worker waits for it
+                    decided = _answer(answers, decider or _NEVER, ev)  # the readings are the result's too:
+                    ev = {"event": "look", "iteration": ev.get("iteration"), "decided": decided}  # not kept here
+                events.put(ev)
 
     thread = threading.Thread(target=reader, daemon=True)
     thread.start()
@@ -303,19 +374,33 @@ def _watch(spec, group, read_fd, log, repeat, progress, poll, started, spawned, 
     return outcome
 
 
-def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: Callable[[Strategy], int],
+COUNT_FIELDS = ("iterations", "min_iterations", "budget", "min_seconds", "sequential", "max_growth")
+
+
+def count_fields(count: Any) -> dict:
+    """RunSpec count fields from a count callback's answer: a dict of them (a profile's), a RunSpec (its own), or an
+    int (exactly that many iterations)."""
+    if isinstance(count, dict):
+        return count
+    if isinstance(count, RunSpec):
+        return {name: getattr(count, name) for name in COUNT_FIELDS}
+    return dict(zip(COUNT_FIELDS, (count, 0, 0.0, 0.0, False, 0)))
+
+
+def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: Callable[[Strategy], Any],
                   progress: Optional[Any] = None,
                   finished: Optional[Callable[[record.Record], None]] = None) -> List[record.Record]:
     """Measure each (loop, strategy) of `pairs` with `base`'s settings, `base.jobs` at once; their records, in order.
 
-    `iterations(strategy)` is a pair's count (a profile gives process_isolation fewer); `progress`, a
+    `iterations(strategy)` is a pair's count: an int (exactly that many), or the RunSpec count fields of a
+    profile's budget (Profile.counts_for: process_isolation gets fewer); `progress`, a
     console.Progress or None, is told when a pair starts and ends and sees its workers' events; `finished` gets
     each record as its pair ends (so a caller keeps them through an interrupt or a later error). A repro file
     that raises in the worker stops the run with that error (after `finished` got its record): the next pair
     would raise it again.
     """
     jobs = max(1, min(base.jobs, len(pairs)))  # what the records say: one pair alone ran at jobs 1, whatever asked
-    specs = [dataclasses.replace(base, loop=loop, strategy=strategy, iterations=iterations(get_strategy(strategy)),
+    specs = [dataclasses.replace(base, loop=loop, strategy=strategy, **count_fields(iterations(get_strategy(strategy))),
                                  jobs=jobs) for loop, strategy in pairs]
     if jobs > 1:
         return measure_at_once(specs, jobs, progress, finished)
@@ -323,7 +408,7 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
     for index, spec in enumerate(specs, 1):
         loop, strategy = spec.loop, spec.strategy
         if progress is not None:
-            progress.start(index, loop, strategy, spec.iterations)
+            progress.start(index, loop, strategy, spec.iterations, spec.budget)
         result = measure(spec, progress=progress)
         if progress is not None:
             progress.done(result)
@@ -413,7 +498,8 @@ def measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
             return
         result = None
         try:
-            mine = progress.pair(index + 1, spec.loop, spec.strategy, spec.iterations) if progress else None
+            mine = (progress.pair(index + 1, spec.loop, spec.strategy, spec.iterations, spec.budget)
+                    if progress else None)
             result = measure(spec, progress=mine)
         finally:
             gate.leave(spec, reserved, result)

@@ -28,15 +28,19 @@ def base_spec(profile: Profile, pairs: Sequence[Tuple[str, str]], iterations: Op
     """The validated RunSpec of the first of `pairs`: the profile's counts where none is given, `fields` as given."""
     from .runner import RunSpec
 
-    return RunSpec(loop=pairs[0][0], strategy=pairs[0][1],
-                   iterations=profile.iterations if iterations is None else iterations,
+    from .runner import count_fields
+    from .strategies import get_strategy
+
+    count = count_fields(counts(profile, iterations)(get_strategy(pairs[0][1])))
+    return RunSpec(loop=pairs[0][0], strategy=pairs[0][1], **count,
                    warmup=profile.warmup if warmup is None else warmup,
                    repeats=profile.repeats if repeats is None else repeats, profile=profile.name, **fields).validate()
 
 
-def counts(profile: Profile, iterations: Optional[int]) -> Callable[[Any], int]:
-    """A pair's measured iterations from its strategy: the profile's (fewer for isolated ones) or the one given."""
-    return profile.iterations_for if iterations is None else (lambda strategy: iterations)
+def counts(profile: Profile, iterations: Optional[int]) -> Callable[[Any], Any]:
+    """A pair's count from its strategy: the profile's budget (Profile.counts_for: fewer iterations for isolated
+    ones), or exactly `iterations` when one is given (--iterations N: a fixed count, no looks)."""
+    return profile.counts_for if iterations is None else (lambda strategy: iterations)
 
 
 def check_outputs(paths: Sequence[Optional[str]], repro: Optional[str] = None) -> None:

@@ -6,10 +6,13 @@ a confidence interval above zero, and a slope at least the floor. `flat` needs t
 rule out a slope of the floor's size. Anything else is `inconclusive`: run more iterations.
 """
 
-from dataclasses import asdict, dataclass
-from typing import Iterable, Optional, Sequence, Tuple
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from .units import KIB
 
 # Smallest growth per iteration worth calling a leak by default. 64 KiB/iteration is 640 MB over
 # 10,000 iterations; on glibc, RSS noise in a TF loop is a sawtooth of megabytes, so smaller floors
@@ -21,14 +24,53 @@ ALPHA = 0.05
 # keeps the fit under ~50 MB at any length; series up to MAX_POINTS are fitted exactly as they are.
 MAX_POINTS = 1000
 VERDICTS = ("grows", "flat", "inconclusive")
-# What grew, from the RSS verdict and the heap verdict (the allocator's count of bytes in use):
+# What grew, from the RSS and heap judgements (the heap is the allocator's count of bytes in use):
 GROWTH_KINDS = {
-    "leak": "the heap (or Python's blocks) grows: memory handed out and not given back",
-    "retention": "RSS grows while the heap and Python's blocks are flat: the allocator keeps freed memory "
+    "leak": "the heap (or Python's blocks) grows, and keeps growing after the warm-up: memory handed out and not "
+            "given back",
+    "retention": "RSS keeps growing while the heap and Python's blocks are flat: the allocator keeps freed memory "
                  "(retention/fragmentation)",
-    "flat": "heap and RSS both flat",
-    "inconclusive": "the heap or RSS fit cannot tell (more iterations or repeats)",
+    "step": "one jump, flat before and after it: not a growth per iteration (measure longer to see whether it "
+            "repeats)",
+    "settling": "growth that slows down: still warming up when the measurement ended (measure longer)",
+    "flat": "heap and RSS both flat after the warm-up",
+    "inconclusive": "the heap or RSS fit cannot tell (more time or repeats)",
 }
+# The shape of one series after its warm-up: grows and flat are decided; the others are not.
+SHAPES = ("grows", "flat", "step", "settling", "inconclusive")
+
+# The sequential protocol (docs/protocol.md): a budgeted run looks at its series at these counts and stops once
+# both verdicts are decided. Each look is a test, so each is made at ALPHA / (planned looks): a union bound keeps
+# the chance of any false call over all looks at or below ALPHA, however many looks the run takes.
+LOOK_RATIO = 1.5  # looks at first, ×1.5, ×1.5² …: few looks (log of the span), each after a third more data
+MIN_WINDOW = 8  # the warm-up rule keeps at least this many iterations (and at most cuts half)
+MSER_BATCH = 5  # MSER-5: the truncation rule on batch means of 5 (MSER on single values under 100 differences)
+MSER_GAIN = 2.0  # a cut must at least halve the statistic: on white noise a cut of n/4 or more then happens < 5 %
+PERSIST_SHARE = 0.5  # each half of the window grows by at least this share of the floor ...
+DECELERATION = 2.0  # ... and the late half at least 1/2 of the early half's rate: else it is settling
+STEP_SHARE = 0.5  # one difference carrying more than this share of the window's rise is a step
+
+
+def look_points(first: int, last: int) -> List[int]:
+    """The counts at which a sequential run looks at its series: `first`, then ×LOOK_RATIO (rounded up), below `last`.
+
+    A run's end (its count, budget or growth cap) is one more look: the final verdict is judged there.
+    """
+    points, n = [], max(1, int(first))
+    while n < last:
+        points.append(n)
+        n = max(n + 1, math.ceil(n * LOOK_RATIO))
+    return points
+
+
+def planned_looks(first: int, last: int, sequential: bool) -> int:
+    """How many looks a run plans: its sequential looks (none for a fixed count) and its end."""
+    return (len(look_points(first, last)) if sequential else 0) + 1
+
+
+def alpha_for(looks: int) -> float:
+    """The level each look is tested at, so that all `looks` together keep the error rate at ALPHA (Bonferroni)."""
+    return ALPHA / max(1, int(looks))
 
 
 @dataclass(frozen=True)
@@ -41,8 +83,8 @@ class Fit:
     p_trend: float
     n: int
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+
+NAN_FIT = Fit(float("nan"), float("nan"), float("nan"), float("nan"), 0)
 
 
 def fit_growth(values: Sequence[float], confidence: float = 1 - ALPHA) -> Fit:
@@ -77,28 +119,139 @@ def _binned(y: np.ndarray, points: int = MAX_POINTS) -> Tuple[np.ndarray, np.nda
     return x, np.array([np.median(y[a:b]) for a, b in zip(edges[:-1], edges[1:])])
 
 
-def verdict(fit: Fit, floor: float = DEFAULT_FLOOR) -> str:
+def verdict(fit: Fit, floor: float = DEFAULT_FLOOR, alpha: float = ALPHA) -> str:
     """'grows', 'flat' or 'inconclusive' for one fit, given the smallest slope worth calling a leak."""
     if not np.isfinite(fit.slope):
         return "inconclusive"
-    if fit.slope >= floor and fit.low > 0 and fit.p_trend < ALPHA:
+    if fit.slope >= floor and fit.low > 0 and fit.p_trend < alpha:
         return "grows"
     if fit.high < floor:
         return "flat"
     return "inconclusive"
 
 
-def combine(fits: Iterable[Fit], floor: float = DEFAULT_FLOOR) -> Tuple[Fit, str]:
-    """One fit and verdict from repeats in fresh processes.
+# ---------------------------------------------------------------- the warm-up, found in the data
 
-    The slope is the median of the repeats'; the interval spans all of theirs (conservative);
-    the verdict is `grows` or `flat` only when every repeat agrees.
+
+def steady_start(values: Sequence[float], keep: int = MIN_WINDOW) -> Tuple[int, bool]:
+    """(iterations to discard as warm-up, whether the rule found no steady state in the allowed range).
+
+    MSER-5 (White 1997; Hoad, Robinson & Davies 2010) on the series' first differences: the truncation point d
+    that minimises the standard error of the mean of what is kept, var(z[d:]) / len(z[d:]). On the differences,
+    not the levels, because the steady state of a leak is a constant slope, not a constant level: a leak's
+    differences are stationary from the start, a warm-up's decay to it, a step is one outlier. Batches of 5
+    (single values under 100 differences); at most half the series is cut, at least `keep` iterations stay, and
+    a cut must at least halve the statistic (MSER_GAIN: noise alone wins a little by cutting anywhere). A
+    minimum at the limit means the series was still changing there (the second value: True).
     """
-    fits = [f for f in fits if f is not None]
-    if not fits:
-        nan = float("nan")
-        return Fit(nan, nan, nan, nan, 0), "inconclusive"
-    verdicts = {verdict(f, floor) for f in fits}
+    y = np.asarray(values, dtype=float)
+    n = len(y)
+    limit = min(n // 2, n - keep)
+    if limit <= 0 or not np.all(np.isfinite(y)):
+        return 0, False
+    z = np.diff(y)
+    batch = MSER_BATCH if len(z) >= 20 * MSER_BATCH else 1
+    m = len(z) // batch
+    means = z[: m * batch].reshape(m, batch).mean(axis=1)
+    cuts = limit // batch  # batches that may be cut
+    # var of every tail means[d:], d = 0 .. cuts, from suffix sums (linear, not quadratic, in the length)
+    s1 = np.cumsum(means[::-1])[::-1]
+    s2 = np.cumsum((means * means)[::-1])[::-1]
+    length = np.arange(m, 0, -1, dtype=float)
+    d = np.arange(cuts + 1)
+    var = np.maximum(s2[d] / length[d] - (s1[d] / length[d]) ** 2, 0.0)
+    mser = var / length[d]
+    best = int(np.argmin(mser + 1e-12 * np.abs(mser).max() * d))  # ties: the shortest cut
+    if mser[best] > mser[0] / MSER_GAIN:  # noise alone often wins a little by cutting: a warm-up wins a lot
+        return 0, False
+    return best * batch, cuts > 0 and best == cuts
+
+
+# ---------------------------------------------------------------- one series judged
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One series judged after its warm-up: the fit of the steady window, the verdict, its shape and why."""
+
+    fit: Fit
+    verdict: str  # VERDICTS
+    shape: str  # SHAPES
+    start: int  # iterations discarded as warm-up by steady_start (the run's own --warmup came before)
+    floor: float
+    floor_source: str = ""
+    why: str = ""
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict in ("grows", "flat")
+
+
+Floor = Union[float, Callable[[int], Tuple[float, str]]]
+
+
+def _floor_at(floor: Floor, n: int) -> Tuple[float, str]:
+    return floor(n) if callable(floor) else (float(floor), "")
+
+
+def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = ALPHA) -> Judgement:
+    """The verdict of one series: its warm-up cut (steady_start), the rest fitted and judged at `floor`.
+
+    `floor` is bytes/iteration, or a function of the measured count giving (floor, where it came from): floors
+    follow the iterations actually measured (a calibration judges its counts with this same rule). `grows` needs
+    the verdict's three conditions (trend, CI above zero, slope at least the floor) on the window, and growth
+    that persists through it: each half grows by at least half the floor, the late half at no less than half the
+    early half's rate. A window whose growth fails that
+    is a `step` (one difference carries most of the rise) or `settling` (it slows down), and inconclusive.
+    """
+    y = np.asarray(values, dtype=float)
+    start, unsettled = steady_start(y)
+    window = y[start:]
+    floor_value, source = _floor_at(floor, len(y))  # the count measured, as a calibration measures its counts
+    fit = fit_growth(window, 1 - alpha)
+    found = verdict(fit, floor_value, alpha)
+    if found == "flat":
+        return Judgement(fit, found, "flat", start, floor_value, source)
+    early = late = float("nan")
+    if len(window) >= 6:
+        half = len(window) // 2
+        early, late = fit_growth(window[:half]).slope, fit_growth(window[half:]).slope
+    if found == "grows" and min(early, late) >= PERSIST_SHARE * floor_value and late * DECELERATION >= early:
+        return Judgement(fit, found, "grows", start, floor_value, source)
+    # not decided: say what it looks like (growth that fails the persistence test is never `grows`)
+    found, shape, why = "inconclusive", "inconclusive", ""
+    rise = float(np.median(window[-3:]) - np.median(window[:3])) if len(window) >= 3 else 0.0
+    jump = int(np.argmax(np.diff(window))) if len(window) >= 2 else 0
+    if rise >= floor_value and window[jump + 1] - window[jump] > STEP_SHARE * rise:
+        shape = "step"
+        why = (f"one step of {rise / KIB:+.0f} KiB at iteration {start + jump + 1}, flat around it: measure longer "
+               "to see whether it repeats")
+    elif np.isfinite(early) and early > max(late, 0) * DECELERATION and early >= PERSIST_SHARE * floor_value:
+        shape, why = "settling", (f"growth slows from {early / KIB:+.1f} to {late / KIB:+.1f} KiB/iteration "
+                                  "between the halves: still settling, measure longer")
+    elif unsettled:
+        shape, why = "settling", "the warm-up rule found no steady state in the first half: measure longer"
+    elif fit.slope >= floor_value and np.isfinite(early):
+        why = f"growth not steady ({early / KIB:+.1f}, then {late / KIB:+.1f} KiB/iteration)"
+    return Judgement(fit, found, shape, start, floor_value, source, why)
+
+
+def early_stop(judgement: Judgement, best_floor: float) -> bool:
+    """Whether a sequential run may stop on this judgement: `grows`, or `flat` even at the smallest floor a longer
+    run would be judged with (`best_floor`), so that measuring longer could not turn flat into grows."""
+    return judgement.verdict == "grows" or (judgement.verdict == "flat" and judgement.fit.high < best_floor)
+
+
+def combine(judgements: Iterable[Judgement]) -> Tuple[Fit, str, str, str]:
+    """(fit, verdict, shape, why) of repeats in fresh processes.
+
+    The slope is the median of the repeats'; the interval spans all of theirs (conservative); the verdict is
+    `grows` or `flat` only when every repeat says so, and repeats that disagree say so.
+    """
+    judgements = [j for j in judgements if j is not None]
+    if not judgements:
+        return NAN_FIT, "inconclusive", "inconclusive", "no measured series"
+    fits = [j.fit for j in judgements]
     combined = Fit(
         slope=float(np.median([f.slope for f in fits])),
         low=float(min(f.low for f in fits)),
@@ -106,24 +259,54 @@ def combine(fits: Iterable[Fit], floor: float = DEFAULT_FLOOR) -> Tuple[Fit, str
         p_trend=float(max(f.p_trend for f in fits)),
         n=sum(f.n for f in fits),
     )
-    return combined, verdicts.pop() if len(verdicts) == 1 else "inconclusive"
+    verdicts = [j.verdict for j in judgements]
+    shapes = {j.shape for j in judgements}
+    if len(set(verdicts)) > 1:
+        counts = ", ".join(f"{v} ×{verdicts.count(v)}" for v in VERDICTS if v in verdicts)
+        return combined, "inconclusive", shapes.pop() if len(shapes) == 1 else "inconclusive", \
+            f"repeats disagree ({counts})"
+    why = next((j.why for j in judgements if j.why), "")
+    return combined, verdicts[0], shapes.pop() if len(shapes) == 1 else "inconclusive", why
 
 
-def growth_kind(rss_verdict: str, heap_verdict: Optional[str], py_blocks_per_iter: Optional[float] = None,
-                min_blocks: float = 25) -> Optional[str]:
-    """What grew (a key of GROWTH_KINDS) from the RSS and heap verdicts; None when the heap was not read.
+def pair_verdict(summary: dict) -> str:
+    """A pair's one verdict from its record's summary, RSS and heap together: `grows` when either grows (a leak or
+    retention), `flat` when both are flat (RSS alone where the heap is not read), else `inconclusive`. What the run
+    table, ablate, `Results.verdicts()` and `assert_no_growth` go by."""
+    rss, heap = summary.get("verdict"), summary.get("heap_verdict")
+    if "grows" in (rss, heap):
+        return "grows"
+    if rss == "flat" and heap in ("flat", None):
+        return "flat"
+    return "inconclusive"
+
+
+# pymalloc hands out blocks of at most 512 bytes (SMALL_REQUEST_THRESHOLD): Python's blocks can hold at most this
+# many bytes each, so blocks/iteration × PY_BLOCK_MAX bounds the RSS growth Python objects can explain.
+PY_BLOCK_MAX = 512
+
+
+def growth_kind(rss_verdict: str, heap_verdict: Optional[str], rss_shape: str = "", heap_shape: str = "",
+                rss_slope: Optional[float] = None, py_blocks_per_iter: Optional[float] = None) -> Optional[str]:
+    """What grew (a key of GROWTH_KINDS) from the RSS and heap judgements; None when the heap was not read.
 
     The heap decides whether it is a leak, also when RSS is flat (a small leak fills holes the allocator
-    already holds). With the heap flat, growing RSS is the allocator keeping pages, unless Python's
-    blocks grow by `min_blocks` or more per iteration: pymalloc's arenas are mmapped outside malloc's
-    count, so Python objects that pile up grow RSS and the blocks, not the heap reading: a leak too.
+    already holds). With the heap flat, growing RSS is the allocator keeping pages, unless Python's blocks
+    grow enough to explain it: pymalloc's arenas are mmapped outside malloc's count, so Python objects that
+    pile up grow RSS and the blocks, not the heap reading. They explain it when blocks/iteration × 512 bytes
+    (the largest block) reaches half the RSS slope. Undecided series name their shape (a step, settling).
     """
     if heap_verdict is None:
         return None
     if heap_verdict == "grows":
         return "leak"
     if heap_verdict == "flat":
-        if rss_verdict == "grows" and py_blocks_per_iter is not None and py_blocks_per_iter >= min_blocks:
-            return "leak"
-        return {"grows": "retention", "flat": "flat"}.get(rss_verdict, "inconclusive")
-    return "inconclusive"
+        if rss_verdict == "grows":
+            python_bytes = None if py_blocks_per_iter is None else py_blocks_per_iter * PY_BLOCK_MAX
+            if python_bytes is not None and rss_slope is not None and python_bytes >= rss_slope / 2:
+                return "leak"
+            return "retention"
+        if rss_verdict == "flat":
+            return "flat"
+        return rss_shape if rss_shape in ("step", "settling") else "inconclusive"
+    return heap_shape if heap_shape in ("step", "settling") else "inconclusive"

@@ -9,21 +9,24 @@
         assert_no_growth(predict_once, iterations=30)
 
 The body runs in a fresh worker process (kerasbench.api.measure: the repro machinery), warm-up first, then
-`iterations` measured iterations; it passes only on the verdict `flat` (the 95% CI of RSS growth per
-iteration below the floor: the one `kerasbench calibrate` stored for this machine and allocator, else
-64 KiB/iteration). `grows`, `inconclusive`, or a worker stopped by the memory cap or the time limit raise
-AssertionError with the slope, its CI, the floor and the RSS curve. A body that raises in the worker is a
-UsageError naming the exception; a lambda or nested function cannot be imported by the worker and is refused
-before anything runs (see kerasbench.api).
+measured until both of its verdicts are decided or the profile's time budget is spent (`iterations=N`: exactly N).
+It passes only when the pair reads flat, RSS and heap together (stats.pair_verdict): the 95% CI of RSS growth per
+iteration below the RSS floor and the heap's below the heap floor (the floors `kerasbench calibrate` stored for
+this machine and allocator, else 64 KiB/iteration). A heap that grows fails it under a flat RSS (a leak that
+fills the allocator's free pages first). `grows`, `inconclusive`, or a worker stopped by the memory cap or the
+time limit raise AssertionError with the slopes, their CIs, the floors and the RSS curve. A body that raises in
+the worker is a UsageError naming the exception; a lambda or nested function cannot be imported by the worker and
+is refused before anything runs (see kerasbench.api).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from .api import BODY_STRATEGY, DEFAULT_ITERATIONS, DEFAULT_WARMUP, measure
+from .api import BODY_STRATEGY, DEFAULT_WARMUP, measure
+from .stats import pair_verdict
 
-PASSES = ("flat",)  # the verdicts that pass: inconclusive means "not shown flat", so it fails (more iterations)
+PASSES = ("flat",)  # the verdicts that pass: inconclusive means "not shown flat", so it fails (more time)
 
 
 def failure_message(record: dict) -> str:
@@ -36,7 +39,8 @@ def failure_message(record: dict) -> str:
     if record["status"] != "ok":
         head = f"{what}: {record['status']}: {record['reason']}"
     else:
-        head = f"{what}: verdict {s['verdict']} (passes only when flat)"
+        head = (f"{what}: verdict {pair_verdict(s)} (RSS {s['verdict']}, heap {s.get('heap_verdict') or 'n/a'}, "
+                f"what grew: {s.get('growth_kind') or 'n/a'}; passes only when flat)")
     series = next((r["result"]["series"]["rss"] if r.get("result") else r.get("partial_rss")
                    for r in record["repeats"] if r.get("result") or r.get("partial_rss")), None) or []
     lines = [head]
@@ -44,6 +48,12 @@ def failure_message(record: dict) -> str:
         trend = f", Kendall p {s['p_trend']:.3g}" if s.get("p_trend") is not None else ""
         lines.append(f"  growth {kib_text(s['growth_per_iter'])} KiB/iteration, 95% CI "
                      f"[{kib_text(s['growth_ci_low'])}, {kib_text(s['growth_ci_high'])}] KiB/iteration{trend}")
+    if s.get("heap_growth_per_iter") is not None:
+        lines.append(f"  heap {kib_text(s['heap_growth_per_iter'])} KiB/iteration, 95% CI "
+                     f"[{kib_text(s['heap_growth_ci_low'])}, {kib_text(s['heap_growth_ci_high'])}] KiB/iteration, "
+                     f"heap floor {s['heap_floor'] / KIB:g} KiB/iteration")
+    if s.get("why"):
+        lines.append(f"  not decided: {s['why']}")
     lines.append(f"  floor {s['floor'] / KIB:g} KiB/iteration, from {s.get('floor_source') or 'given'}")
     if series:
         lines.append(f"  RSS {sparkline(series, width=40)}  {mib_text(series[0])} -> {mib_text(series[-1])} MiB "
@@ -51,10 +61,10 @@ def failure_message(record: dict) -> str:
     return "\n".join(lines)
 
 
-def assert_no_growth(body: Callable, strategy: str = BODY_STRATEGY, iterations: int = DEFAULT_ITERATIONS,
+def assert_no_growth(body: Callable, strategy: str = BODY_STRATEGY, iterations: Optional[int] = None,
                      setup: Optional[Callable] = None, warmup: int = DEFAULT_WARMUP, repeats: int = 1,
                      floor_kib: Optional[float] = None, tf: Optional[str] = None, **spec: Any) -> dict:
-    """Run `body` in a fresh worker and raise AssertionError unless its RSS growth per iteration reads flat.
+    """Run `body` in a fresh worker and raise AssertionError unless it reads flat, RSS and heap together.
 
     `body` and `setup` must be module-level functions (the worker imports them); `body()` is called each
     iteration, or `body(ctx)` with `ctx = setup()` (called once, before warm-up). `strategy` is one of the repro
@@ -64,7 +74,7 @@ def assert_no_growth(body: Callable, strategy: str = BODY_STRATEGY, iterations: 
     records = measure(body=body, setup=setup, strategies=[strategy], iterations=iterations, warmup=warmup,
                       repeats=repeats, floor_kib=floor_kib, tf=tf, **spec)
     record = records[0]
-    if record["status"] != "ok" or record["summary"]["verdict"] not in PASSES:
+    if record["status"] != "ok" or pair_verdict(record["summary"]) not in PASSES:
         error = AssertionError(failure_message(record))
         error.record = record  # the full record, for a caller that wants more than the message
         raise error

@@ -81,6 +81,16 @@ class Tracer:
             self.late = (self._snapshot(), _type_counts())
         self.seconds += time.perf_counter() - t0
 
+    def finish(self, done: int) -> None:
+        """After the loop: a budgeted run that stopped before `iterations` takes its late snapshot now (after
+        iteration `done` - 1), and the trace spans the iterations it measured."""
+        if self.started and self.early is not None and self.late is None and done >= 2:
+            self.iterations = done
+            t0 = time.perf_counter()
+            self._stop_native()
+            self.late = (self._snapshot(), _type_counts())
+            self.seconds += time.perf_counter() - t0
+
     def _snapshot(self):
         return tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, f) for f in _IGNORED])
 

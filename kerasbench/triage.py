@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import compare
-from .console import text_table
+from .console import text_table, verdict_text
 from .errors import UsageError
 from .metrics import headline_metrics
 from .record import Record
@@ -159,7 +159,7 @@ def _evidence(record, metric):
         f"{s['growth_per_iter'] / KIB:+.0f} [{s['growth_ci_low'] / KIB:+.0f}, {s['growth_ci_high'] / KIB:+.0f}]"
     value = s.get(metric)
     shown = "" if metric in ("growth_per_iter", "peak_loop") or value is None else f"{metric} {value:.4g}"
-    return [env.get("keras") or "?", growth, s["verdict"] or "", f"{s['peak_loop'] / MIB:.0f}", shown]
+    return [env.get("keras") or "?", growth, verdict_text(s), f"{s['peak_loop'] / MIB:.0f}", shown]
 
 
 def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str, strategy: str, commands: Sequence[str],
@@ -261,8 +261,8 @@ class _Labelled:
     def __init__(self, progress, labels: List[str]):
         self.progress, self.labels = progress, labels
 
-    def pair(self, index: int, loop: str, strategy: str, iterations: int):
-        mine = self.progress.pair(index, loop, strategy, iterations)
+    def pair(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0):
+        mine = self.progress.pair(index, loop, strategy, iterations, budget)
         mine.label = f"{self.labels[index - 1]}: {loop} × {strategy}"
         return mine
 
@@ -336,7 +336,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         spec, env_name = spec_for(version)
         step = len(records) + 1
         progress = Progress(err, expected, spec.warmup)
-        progress.start(step, loop, strategy, spec.iterations)
+        progress.start(step, loop, strategy, spec.iterations, spec.budget)
         progress.label = f"[step {step}/≤{expected}] {name} {version}: {loop} × {strategy}"
         record = runner.measure(spec, progress=progress)
         progress.done(record)

@@ -25,6 +25,7 @@ from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
 from .record import environment_variables
 from .runner import RunSpec
+from .stats import look_points
 from .strategies import CLEANUPS, Strategy, get_strategy
 
 
@@ -217,10 +218,77 @@ def _cpu_model():
 EMIT_EVERY = 0.01
 
 
-def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[gpu.GpuMemoryReader] = None) -> None:
+STOP_REASONS = {
+    "count": "the fixed count of iterations was measured",
+    "decided": "both verdicts were decided at a look (the sequential rule)",
+    "budget": "the time budget of the loop was spent",
+    "iterations": "the most iterations of the budget were measured",
+    "growth": "RSS grew by the budget's max_growth over its baseline",
+}
+
+
+def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, series: dict,
+                   emit: Callable[..., Any], ask: Optional[Callable[[int, dict], bool]],
+                   tracer: Optional[trace.Tracer]) -> tuple:
+    """The measured iterations: (why the loop stopped, looks taken, iterations done); STOP_REASONS.
+
+    A fixed count runs exactly spec.iterations. A budgeted one runs at least spec.first_count iterations and
+    spec.min_seconds, then stops at the first of: a look where `ask(k, new readings)` says both verdicts are
+    decided (sequential; at stats.look_points), the budget of loop seconds, spec.iterations, or RSS grown by
+    spec.max_growth. Seconds spent waiting for an answer are not loop seconds.
+    """
+    first = spec.first_count
+    looks_at = set(look_points(first, spec.iterations)) if spec.sequential and spec.probes and ask else set()
+    sent = dict.fromkeys(("rss", "heap"), 0)  # how much of each series the looks have sent
+    rss_probe = stack.probes.get("rss")
+    start, paused, looks = probes.timer(), 0.0, 0
+    last_emit = float("-inf")  # the first iteration is always reported
+    stop = None
+    k = 0
+    while k < spec.iterations:
+        i = spec.warmup + k
+        if spec.probes:
+            stack.before_iteration()
+            pair.iteration(i)
+            stack.after_iteration()
+        else:
+            pair.iteration(i)
+        k += 1
+        now = probes.timer()
+        if now - last_emit >= EMIT_EVERY or k == spec.iterations:
+            emit("iteration", iteration=k - 1, **({"rss": series["rss"][-1]} if spec.probes else {}))
+            last_emit = now
+        if tracer:
+            tracer.after_iteration(k - 1)
+        if not spec.budgeted or k < first:
+            continue
+        elapsed = now - start - paused
+        if spec.max_growth and rss_probe is not None and series["rss"][-1] - rss_probe.baseline >= spec.max_growth:
+            stop = "growth"
+            break
+        if k in looks_at and elapsed >= spec.min_seconds:
+            looks += 1
+            new = {name: series[name][sent[name]:] for name in sent if series.get(name) is not None}
+            for name in new:
+                sent[name] = len(series[name])
+            waited = probes.timer()
+            decided = ask(k, new)
+            paused += probes.timer() - waited
+            if decided:
+                stop = "decided"
+                break
+        if spec.budget and elapsed >= spec.budget and elapsed >= spec.min_seconds:
+            stop = "budget"
+            break
+    return stop or ("iterations" if spec.budgeted else "count"), looks, k
+
+
+def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[gpu.GpuMemoryReader] = None,
+                 ask: Optional[Callable[[int, dict], bool]] = None) -> None:
     """Run the protocol for `spec` in this process; `emit(event, **fields)` reports as it goes.
 
-    `gpu_reader` (a gpu.GpuMemoryReader) turns the GPU probe on with it, e.g. a fake in tests.
+    `gpu_reader` (a gpu.GpuMemoryReader) turns the GPU probe on with it, e.g. a fake in tests. `ask(k, readings)`
+    answers a sequential run's looks (the runner's, over a pipe): True when its verdicts are decided.
     """
     entered = time.monotonic()  # system-wide on Linux: the runner subtracts its spawn time from it
     load_start = list(os.getloadavg())  # the machine's load: compare's time verdicts need it
@@ -246,6 +314,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
         extra_probes=pair.shape.extra_probes,
         pair=pair,
         gpu_reader=gpu_reader,
+        block_samples=frozenset(look_points(1, spec.iterations + 1)),
     ))
     series = stack.series  # every probe's series by name, each list made as its probe starts
 
@@ -255,26 +324,10 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
         tracer.start()
     probes.gc_barrier()
     stack.start()
-    last_emit = float("-inf")  # the first iteration is always reported
-    for k in range(spec.iterations):
-        i = spec.warmup + k
-        if spec.probes:
-            stack.before_iteration()
-            pair.iteration(i)
-            stack.after_iteration()
-            now = probes.timer()
-            if now - last_emit >= EMIT_EVERY or k + 1 == spec.iterations:
-                emit("iteration", iteration=k, rss=series["rss"][-1])
-                last_emit = now
-        else:
-            pair.iteration(i)
-            now = probes.timer()
-            if now - last_emit >= EMIT_EVERY or k + 1 == spec.iterations:
-                emit("iteration", iteration=k)
-                last_emit = now
-        if tracer:
-            tracer.after_iteration(k)
+    stop, looks, k = _measured_loop(spec, pair, stack, series, emit, ask, tracer)
     stack.stop()
+    if tracer:
+        tracer.finish(k)
     traced = {"trace": tracer.result()} if tracer else {}
     environment_now = {**environment(pair), "load_start": load_start, "load_end": list(os.getloadavg())}
     pair.teardown()
@@ -282,20 +335,30 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     # Where the worker's time went (kerasbench overhead): the rest of done - entered is protocol.
     timing = {"entered": entered, "setup_seconds": setup_seconds, "warmup_seconds": warmup_seconds,
               "done": time.monotonic()}
-    result = {"iterations_done": spec.iterations, "series": series, **stack.fields(), "timing": timing, **traced}
+    result = {"iterations_done": k, "stop_reason": stop, "looks": looks, "series": series, **stack.fields(),
+              "timing": timing, **traced}
     emit("done", result=result, environment=environment_now)
 
 
 def main(argv: Optional[list] = None) -> None:
-    """`python -m kerasbench.worker SPEC_JSON FD`: run the protocol, reporting JSON lines on FD."""
+    """`python -m kerasbench.worker SPEC_JSON FD [CONTROL_FD]`: run the protocol, reporting JSON lines on FD.
+
+    A look of a sequential run is a "look" event with the readings since the last one; the worker then waits for
+    the runner's answer on CONTROL_FD: a line "stop" (decided) or "go". No CONTROL_FD: it never looks.
+    """
     argv = sys.argv[1:] if argv is None else argv
     spec = RunSpec(**json.loads(argv[0]))
     out = os.fdopen(int(argv[1]), "w", buffering=1)
+    control = os.fdopen(int(argv[2]), "r") if len(argv) > 2 else None
 
     def emit(event, **fields):
         out.write(json.dumps({"event": event, **fields}) + "\n")
 
-    run_protocol(spec, emit)
+    def ask(k, readings):
+        emit("look", iteration=k - 1, readings=readings)
+        return control.readline().strip() != "go"  # "stop", or the runner gone (end of file): stop
+
+    run_protocol(spec, emit, ask=ask if control else None)
     out.close()
 
 

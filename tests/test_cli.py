@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kerasbench import ALLOCATORS, LOOPS, METRICS, STRATEGIES
+from kerasbench import ALLOCATORS, LOOPS, METRICS, PROFILES, STRATEGIES
 from kerasbench.cli import main
 from kerasbench.selection import pairs_for
 
@@ -126,7 +126,10 @@ def test_profile_sets_the_counts(tmp_path):
     code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--profile", "quick",
                     "--json", str(path)])
     spec = json.loads(path.read_text())["records"][0]["spec"]
-    assert code == 0 and (spec["iterations"], spec["warmup"], spec["profile"]) == (4, 1, "quick")
+    assert code == 0 and (spec["warmup"], spec["profile"]) == (1, "quick")
+    quick = PROFILES["quick"]
+    assert (spec["iterations"], spec["min_iterations"], spec["budget"], spec["sequential"]) == \
+        (quick.max_iterations, quick.min_iterations, quick.budget, True)
 
 
 @pytest.mark.parametrize("argv,needle", [

@@ -139,11 +139,15 @@ def test_growth_kind_says_what_grew():
     assert stats.growth_kind("inconclusive", "flat") == "inconclusive"
     assert stats.growth_kind("grows", "inconclusive") == "inconclusive"
     assert stats.growth_kind("grows", None) is None
-    # Python objects live in pymalloc arenas, mmapped outside malloc's count: blocks that pile up are a leak
-    assert stats.growth_kind("grows", "flat", py_blocks_per_iter=400) == "leak"
-    assert stats.growth_kind("grows", "flat", py_blocks_per_iter=3) == "retention"
-
-
+    # undecided series say what they look like
+    assert stats.growth_kind("inconclusive", "flat", rss_shape="step") == "step"
+    assert stats.growth_kind("flat", "inconclusive", heap_shape="settling") == "settling"
+    # Python objects live in pymalloc arenas, mmapped outside malloc's count: blocks that pile up are a leak when
+    # they can hold half the RSS growth (at most 512 bytes a block), retention when they cannot
+    kib64 = 64 * 1024
+    assert stats.growth_kind("grows", "flat", rss_slope=kib64, py_blocks_per_iter=400) == "leak"  # 200 KiB max
+    assert stats.growth_kind("grows", "flat", rss_slope=kib64, py_blocks_per_iter=3) == "retention"  # 1.5 KiB
+    assert stats.growth_kind("grows", "flat", rss_slope=kib64, py_blocks_per_iter=60) == "retention"  # 30 < 32 KiB
 def _summary(rss_slope, heap_slope, heap=True, n=40, repeats=2, floor=16 * KIB):
     """summarize() of synthetic repeats whose RSS and heap series have known slopes (RSS noisy, heap quiet)."""
     import types
@@ -205,21 +209,19 @@ def test_run_table_names_what_grew():
     assert "what grew" in table and "retention" in table and "heap KiB/iter" in table
 
 
-def test_the_run_table_says_when_a_tf_heap_verdict_is_still_warming():
-    """TF's own heap grows for its first ~10-30 iterations (docs/findings.md): a heap `grows` of a TF pair measured
-    with fewer is flagged under the table, one measured with enough is not."""
+def test_the_run_table_says_why_a_pair_is_not_decided():
+    """A verdict that the data could not decide (a step, settling, repeats that disagree) says why under the table;
+    a decided one says nothing."""
     import copy
     import json
     from pathlib import Path
 
-    from kerasbench.console import SETTLED_ITERATIONS, SETTLED_WARMUP, run_table
+    from kerasbench.console import run_table
 
     fixture = Path(__file__).parent / "fixtures" / "compare" / "tf221.json"
     record = json.loads(fixture.read_text())["records"][0]
-    record["summary"]["heap_verdict"] = "grows"
-    short = copy.deepcopy(record)
-    short["spec"].update(iterations=8, warmup=2)
-    settled = copy.deepcopy(record)
-    settled["spec"].update(iterations=SETTLED_ITERATIONS, warmup=SETTLED_WARMUP)
-    assert "TF's own heap still grows there" in run_table([short])
-    assert "TF's own heap still grows there" not in run_table([settled])
+    undecided = copy.deepcopy(record)
+    undecided["summary"].update(verdict="inconclusive", why="RSS: one step of +5120 KiB at iteration 12, flat around "
+                                "it: measure longer to see whether it repeats")
+    assert f"{record['loop']} × {record['strategy']}: not decided: RSS: one step" in run_table([undecided])
+    assert "not decided" not in run_table([record])

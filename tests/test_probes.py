@@ -64,7 +64,7 @@ RESULT_FIELDS = {
     "gpu_reserved_baseline", "gpu_reserved_peak", "gpu_reserved_final", "gpu_reserved_source",
     "child_gpu_alloc_peaks", "child_gpu_reserved_peaks", "train_traces", "predict_traces", "function_traces",
     "models_built", "heap_baseline", "heap_peak", "heap_final", "heap_source", "heap_unavailable",
-    "py_blocks_before", "py_blocks_after",
+    "py_blocks_before", "py_blocks_after", "py_blocks_samples",
 }
 
 

@@ -73,11 +73,12 @@ def test_constant_series_is_flat():
 
 
 def test_combine_needs_agreement():
-    grows = stats.fit_growth(256 * KIB * np.arange(20.0))
-    flat = stats.fit_growth(np.zeros(20))
+    grows = stats.judge(256 * KIB * np.arange(20.0))
+    flat = stats.judge(np.zeros(20))
     assert stats.combine([grows, grows])[1] == "grows"
-    combined, verdict = stats.combine([grows, flat])
+    combined, verdict, shape, why = stats.combine([grows, flat])
     assert verdict == "inconclusive"
+    assert why == "repeats disagree (grows ×1, flat ×1)"  # repeats that disagree say so
     assert combined.low <= 0 and combined.high >= 256 * KIB
     assert stats.combine([])[1] == "inconclusive"
 

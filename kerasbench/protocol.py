@@ -1,0 +1,128 @@
+"""The verdicts of a measured pair, judged once: at a budgeted run's looks (the runner) and in its record.
+
+A series (RSS, the heap) is judged with kerasbench.stats.judge after its warm-up, at the floor of the
+iterations actually judged (calibrated per count: floors follow the window's length), at the level of one
+look of the run's plan (stats.alpha_for: Bonferroni over the planned looks). The runner's `Decider` answers
+the worker's looks with the same judgement the record's summary makes of the same readings, so a run that
+stopped as decided is recorded with the verdicts it stopped on. docs/protocol.md says why each rule is so.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from . import stats
+
+SERIES = ("rss", "heap")
+GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
+
+
+def floor_at(spec: Any, series: str = "rss") -> Callable[[int], Tuple[float, str]]:
+    """(floor, where it came from) of `series` ("rss" or "heap") for a window of n iterations, as a function of n.
+
+    As given (spec.floor: both series), else the allocator's calibration of that series at the largest
+    calibrated count <= n, else the default.
+    """
+    if spec.floor is not None:
+        source = spec.floor_source or GIVEN_FLOOR
+        return lambda n: (spec.floor, source)
+    from . import floors
+
+    @functools.lru_cache(maxsize=None)
+    def at(n: int) -> Tuple[float, str]:
+        return floors.floor_for(spec.allocator, n, series=series)
+
+    return at
+
+
+def alpha(spec: Any) -> float:
+    """The level each of the spec's planned looks is tested at (one look, ALPHA, for a fixed count).
+
+    `spec` is a runner.RunSpec, or anything with its count fields (a spec without min_iterations: a fixed count).
+    """
+    first = getattr(spec, "min_iterations", 0)
+    sequential = bool(getattr(spec, "sequential", False) and first)
+    return stats.alpha_for(stats.planned_looks(min(first, spec.iterations) if first else spec.iterations,
+                                               spec.iterations, sequential))
+
+
+def _complete(result: dict, series: str) -> Optional[List[float]]:
+    values = (result.get("series") or {}).get(series)
+    return values if values and all(v is not None for v in values) else None
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One series over a pair's repeats: each repeat's judgement and what they say together."""
+
+    judgements: List[stats.Judgement]
+    fit: stats.Fit
+    verdict: str
+    shape: str
+    why: str
+
+    @property
+    def floor(self) -> Tuple[float, str]:
+        """The largest floor a repeat was judged with (the coarsest resolution of them), and its source."""
+        worst = max(self.judgements, key=lambda j: j.floor)
+        return worst.floor, worst.floor_source
+
+
+def judge_results(results: Sequence[dict], spec: Any, series: str = "rss") -> Optional[Judged]:
+    """The judgement of `series` over the repeats' results; None when a repeat lacks the series or has a gap in it."""
+    values = [_complete(r, series) for r in results]
+    if not results or any(v is None for v in values):
+        return None
+    at, level = floor_at(spec, series), alpha(spec)
+    judgements = [stats.judge(v, at, level) for v in values]
+    fit, verdict, shape, why = stats.combine(judgements)
+    return Judged(judgements, fit, verdict, shape, why)
+
+
+def python_blocks_per_iter(result: dict, start: int) -> Optional[float]:
+    """Python's blocks per iteration over the steady window (from iteration `start`): from the first sample at or
+    after it to the loop's end; the whole loop's when no sample falls in the window (records before samples)."""
+    before, after = result.get("py_blocks_before"), result.get("py_blocks_after")
+    n = result.get("iterations_done") or len((result.get("series") or {}).get("rss") or ())
+    if before is None or after is None or not n:
+        return None
+    samples = [(k, b) for k, b in result.get("py_blocks_samples") or () if k >= max(start, 1) and k < n]
+    if samples:
+        k, blocks = samples[0]
+        return (after - blocks) / (n - k)
+    return (after - before) / n
+
+
+class Decider:
+    """The runner's side of a sequential run's looks: it keeps the readings each look sends and says whether both
+    verdicts are decided, judged as the record will judge them (judge_results' rules, one repeat).
+
+    A verdict stops the run when it is `grows`, or `flat` at the smallest floor the run could still reach (its
+    largest count's): measuring longer could not then turn it into `grows` (stats.early_stop).
+    """
+
+    def __init__(self, spec: Any):
+        self.spec = spec
+        self.series: Dict[str, List[float]] = {name: [] for name in SERIES}
+        self.level = alpha(spec)
+        self.at = {name: floor_at(spec, name) for name in SERIES}
+        self.best = {name: self.at[name](spec.iterations)[0] for name in SERIES}
+        self.last: Dict[str, stats.Judgement] = {}
+
+    def look(self, readings: Dict[str, List[Optional[float]]]) -> bool:
+        """Take a look's new readings; True when every series read is decided."""
+        for name, values in readings.items():
+            if name in self.series:
+                self.series[name].extend(values)
+        decided = True
+        for name, values in self.series.items():
+            if not values and name != "rss":
+                continue  # no heap reader: RSS alone decides
+            if any(v is None for v in values):
+                continue  # a reader that failed: that series cannot be judged, nor hold the run
+            judgement = stats.judge(values, self.at[name], self.level)
+            self.last[name] = judgement
+            decided = decided and stats.early_stop(judgement, self.best[name])
+        return decided

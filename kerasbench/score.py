@@ -1,0 +1,132 @@
+"""`kerasbench score`: how often a profile's verdicts agree with long reference runs of the same pairs.
+
+The reference (docs/reference/: the `reference` profile, long runs of every CPU pair on a release) is what
+happened over a long loop; a profile is worth its verdicts only as far as they agree with it. Both sides are
+judged again from their series with this kerasbench's rules (kerasbench.protocol: the warm-up rule, the floors
+at the counts judged, the sequential level of each side's own plan), so a change of the rules is scored on the
+records already measured. Pairs are matched by TF release (the records' labels: 2.21.0, 2.16.2+tf_keras …),
+loop and strategy; pairs that are not ok on both sides are counted, not scored.
+
+Two confusion matrices, reference in rows: the RSS verdict (grows / flat / inconclusive) and "what grew" (leak,
+retention, step, settling, flat, inconclusive). Agreement is the diagonal's share. A pair the reference calls
+flat (RSS flat, and nothing grew) that the profile calls `grows` or a leak is a false alarm: listed apart.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Dict, List, Sequence, Tuple
+
+from .console import text_table
+from .record import Record, load_records, summarize
+from .stats import GROWTH_KINDS, VERDICTS
+from .units import KIB
+
+KINDS = tuple(GROWTH_KINDS) + ("n/a",)
+
+
+def rejudged(record: Record) -> dict:
+    """The record's summary judged again from its series with this kerasbench's rules (the floors of its spec when
+    they were given, else the calibrations here at the counts judged)."""
+    spec = dict(record["spec"])
+    if not str(spec.get("floor_source") or "").startswith("given"):
+        spec["floor"] = None  # resolved when measured: resolve it again, at each repeat's window
+    spec.setdefault("allocator", "glibc")
+    return summarize(record["repeats"], types.SimpleNamespace(**spec))
+
+
+def _labels(summary: dict) -> Tuple[str, str]:
+    return summary.get("verdict") or "inconclusive", summary.get("growth_kind") or "n/a"
+
+
+def _by_pair(loaded: Sequence[Tuple[Record, str, str]]) -> Dict[Tuple[str, str, str], Record]:
+    return {(version, r["loop"], r["strategy"]): r for r, _, version in loaded}
+
+
+def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[Record, str, str]]) -> Dict[str, Any]:
+    """The scoring of `records` against `reference` (both as record.load_records gives them): every matched pair's
+    labels on both sides, the confusion matrices, the agreement and the false alarms."""
+    mine, ref = _by_pair(records), _by_pair(reference)
+    rows, unscored = [], []
+    for key in sorted(set(mine) & set(ref)):
+        a, b = ref[key], mine[key]
+        if a["status"] != "ok" or b["status"] != "ok":
+            unscored.append({"pair": key, "why": f"status {a['status']} (reference) / {b['status']}"})
+            continue
+        sa, sb = rejudged(a), rejudged(b)
+        (ra, ka), (rb, kb) = _labels(sa), _labels(sb)
+        rows.append({"version": key[0], "loop": key[1], "strategy": key[2],
+                     "reference": {"verdict": ra, "kind": ka, **_facts(sa)},
+                     "scored": {"verdict": rb, "kind": kb, **_facts(sb)},
+                     "agree_verdict": ra == rb, "agree_kind": ka == kb,
+                     "false_alarm": ra == "flat" and ka in ("flat", "n/a") and (rb == "grows" or kb == "leak")})
+    only = {"reference only": sorted(set(ref) - set(mine)), "scored only": sorted(set(mine) - set(ref))}
+    return {"pairs": rows, "unscored": unscored, "unmatched": {k: [list(p) for p in v] for k, v in only.items()},
+            "verdict": _matrix(rows, "verdict", VERDICTS), "kind": _matrix(rows, "kind", KINDS),
+            "agreement": {name: (sum(r[f"agree_{name}"] for r in rows) / len(rows) if rows else None)
+                          for name in ("verdict", "kind")},
+            "false_alarms": sum(r["false_alarm"] for r in rows)}
+
+
+def _facts(summary: dict) -> dict:
+    return {"slope": summary.get("growth_per_iter"), "low": summary.get("growth_ci_low"),
+            "high": summary.get("growth_ci_high"), "heap": summary.get("heap_growth_per_iter"),
+            "measured": summary.get("measured"), "stopped": summary.get("stopped"), "why": summary.get("why") or ""}
+
+
+def _matrix(rows: Sequence[dict], label: str, order: Sequence[str]) -> Dict[str, Dict[str, int]]:
+    seen = [x for x in order if any(r["reference"][label] == x or r["scored"][label] == x for r in rows)]
+    return {a: {b: sum(r["reference"][label] == a and r["scored"][label] == b for r in rows) for b in seen}
+            for a in seen}
+
+
+def _kib(value: Any) -> str:
+    return "n/a" if value is None else f"{value / KIB:+.1f}"
+
+
+def _side_text(side: dict) -> str:
+    n = ",".join(str(x) for x in side.get("measured") or [])
+    return (f"{side['verdict']}/{side['kind']} RSS {_kib(side['slope'])} [{_kib(side['low'])}, {_kib(side['high'])}] "
+            f"heap {_kib(side['heap'])} KiB/it, n={n}")
+
+
+def text(result: Dict[str, Any], top: int = 0) -> str:
+    """The scoring for people: both matrices, agreement, false alarms, the pairs that disagree (`top`: at most)."""
+    lines = []
+    for name, title in (("verdict", "RSS verdict"), ("kind", "what grew")):
+        matrix = result[name]
+        labels = list(matrix)
+        share = result["agreement"][name]
+        agree = "n/a" if share is None else f"{share:.0%}"
+        lines.append(f"{title}: reference (rows) vs scored (columns), agreement {agree} of {len(result['pairs'])} "
+                     "pairs")
+        lines += text_table(["reference \\ scored", *labels], [[a, *(str(matrix[a][b]) for b in labels)]
+                                                               for a in labels])
+        lines.append("")
+    lines.append(f"false alarms (reference flat, scored grows or leak): {result['false_alarms']}")
+    differ = [r for r in result["pairs"] if not (r["agree_verdict"] and r["agree_kind"])]
+    if differ:
+        lines += ["", f"pairs that disagree ({len(differ)}):"]
+        shown = differ[:top] if top else differ
+        for r in shown:
+            why = r["scored"]["why"] or r["reference"]["why"]
+            alarm = "  FALSE ALARM" if r["false_alarm"] else ""
+            lines.append(f"  TF {r['version']} {r['loop']} × {r['strategy']}{alarm}")
+            lines.append(f"    reference {_side_text(r['reference'])}")
+            lines.append(f"    scored    {_side_text(r['scored'])}" + (f"; {why}" if why else ""))
+        if len(shown) < len(differ):
+            lines.append(f"  … and {len(differ) - len(shown)} more (--json has all)")
+    for kind, pairs in result["unmatched"].items():
+        if pairs:
+            lines.append(f"{len(pairs)} pair(s) {kind} (not scored)")
+    if result["unscored"]:
+        lines.append(f"{len(result['unscored'])} pair(s) not ok on both sides (not scored)")
+    return "\n".join(lines) + "\n"
+
+
+Loaded = List[Tuple[Record, str, str]]
+
+
+def load(paths: Sequence[str], reference: Sequence[str]) -> Tuple[Loaded, Loaded]:
+    """The records to score and the reference, each loaded as compare loads them."""
+    return load_records(paths), load_records(reference)

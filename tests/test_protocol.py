@@ -1,0 +1,268 @@
+"""The time-budgeted, sequential protocol: the warm-up found in the data, one series judged (leak, step, settling,
+noise: synthetic series with known answers), the error rate over many looks, and the worker's stop reasons."""
+
+import numpy as np
+import pytest
+
+from kerasbench import protocol, stats, worker
+from kerasbench.runner import RunSpec, measure
+
+KIB, MIB = 1024, 1024**2
+LEVEL = stats.alpha_for(stats.planned_looks(8, 5000, True))  # the default profile's per-look level
+
+
+def sequential(series, floor, best_floor=None, first=8):
+    """What a sequential run of `series` decides: (verdict at the stop, iterations measured), looking where a run
+    looks and stopping as the Decider stops (stats.early_stop); the run's end is its last look."""
+    best_floor = floor if best_floor is None else best_floor
+    for n in stats.look_points(first, len(series)):
+        judged = stats.judge(series[:n], floor, LEVEL)
+        if stats.early_stop(judged, best_floor):
+            return judged.verdict, n
+    return stats.judge(series, floor, LEVEL).verdict, len(series)
+
+
+# ---------------------------------------------------------------- the look plan
+
+
+def test_looks_are_geometric_and_the_level_is_shared_among_them():
+    assert stats.look_points(8, 100) == [8, 12, 18, 27, 41, 62, 93]
+    assert stats.planned_looks(8, 100, sequential=True) == 8  # the 7 looks and the run's end
+    assert stats.planned_looks(8, 100, sequential=False) == 1  # a fixed count: one look, at its end
+    assert stats.alpha_for(8) == pytest.approx(0.05 / 8)
+    fixed = RunSpec("control", "control_noop", iterations=30)
+    budgeted = RunSpec("control", "control_noop", iterations=100, min_iterations=8, budget=5, sequential=True)
+    assert protocol.alpha(fixed) == 0.05 and protocol.alpha(budgeted) == pytest.approx(0.05 / 8)
+
+
+# ---------------------------------------------------------------- the warm-up, found in the data
+
+
+def test_mser_finds_a_warm_up_of_known_length():
+    rng = np.random.default_rng(0)
+    warm = 500 * MIB + np.minimum(np.arange(200), 30) * 256 * KIB  # rises for 30 iterations, then flat
+    start, unsettled = stats.steady_start(warm + rng.normal(0, 8 * KIB, 200))
+    assert 25 <= start <= 40 and not unsettled  # MSER-5: to within a batch or two of the knee
+
+
+def test_a_leak_keeps_its_data_and_a_constant_series_is_cut_nowhere():
+    rng = np.random.default_rng(1)
+    leak = 500 * MIB + 64 * KIB * np.arange(120) + rng.normal(0, 16 * KIB, 120)
+    assert stats.steady_start(leak)[0] <= 10  # a leak's differences are stationary from the start
+    assert stats.steady_start([7.0] * 50) == (0, False)
+
+
+def test_the_warm_up_rule_keeps_at_least_a_window_and_cuts_at_most_half():
+    series = list(range(8)) + [8] * 2
+    assert stats.steady_start(series)[0] <= 2  # 10 points: at most 2 cut (8 are kept)
+    assert stats.steady_start(list(range(100)) + [100] * 100)[0] <= 100  # at most half
+    assert stats.steady_start([1.0, 2.0, 3.0]) == (0, False)
+
+
+# ---------------------------------------------------------------- one series judged
+
+
+def test_a_leak_is_grows_with_its_slope():
+    rng = np.random.default_rng(2)
+    series = 500 * MIB + 256 * KIB * np.arange(60) + rng.normal(0, 200 * KIB, 60)
+    judged = stats.judge(series, 64 * KIB, LEVEL)
+    assert (judged.verdict, judged.shape) == ("grows", "grows")
+    assert abs(judged.fit.slope - 256 * KIB) < 0.05 * 256 * KIB
+    assert judged.fit.low < 256 * KIB < judged.fit.high
+
+
+def test_a_step_in_the_second_half_is_a_step_not_a_leak():
+    # RSS that jumps once and stays, as the issue saw it: ▁▁▁▁▇▇▇█ read "grows (leak)" at 8 iterations
+    series = [500 * MIB] * 10 + [505 * MIB] * 5 + [505 * MIB + 4 * KIB]
+    judged = stats.judge(series, 128 * KIB, LEVEL)
+    assert judged.verdict == "inconclusive" and judged.shape == "step"
+    assert "one step of +5120 KiB at iteration 10" in judged.why
+
+
+def test_a_step_in_the_first_half_is_warm_up_and_the_rest_is_flat():
+    series = [500 * MIB] * 4 + [505 * MIB] * 36
+    judged = stats.judge(series, 32 * KIB, LEVEL)
+    assert judged.start >= 4 and judged.verdict == "flat"
+
+
+def test_a_settling_curve_is_not_a_leak_and_reads_flat_once_settled():
+    # growth that decays to nothing (TF's own caches filling): +37 KiB over ~15 iterations, then flat
+    t = np.arange(400)
+    heap = 100 * MIB + 40 * KIB * (1 - np.exp(-t / 5.0))
+    early = stats.judge(heap[:12], 512, LEVEL)
+    assert early.verdict != "grows"  # the heap floor is 0.5 KiB: the first 12 iterations grow ~3 KiB/iteration
+    assert early.shape in ("settling", "inconclusive")
+    late = stats.judge(heap, 512, LEVEL)
+    assert late.verdict == "flat" and late.start > 0
+
+
+def test_noise_is_flat_or_inconclusive_never_grows():
+    rng = np.random.default_rng(3)
+    verdicts = [stats.judge(500 * MIB + rng.normal(0, MIB, 30), 64 * KIB, LEVEL).verdict for _ in range(200)]
+    assert verdicts.count("grows") == 0
+    assert verdicts.count("flat") > 50
+
+
+def test_a_sawtooth_is_not_a_leak():
+    # glibc: RSS climbs 600 KiB an iteration for 5 iterations, then the allocator hands it back
+    for phase in range(6):
+        i = np.arange(120) + phase
+        series = 500 * MIB + 600 * KIB * (i % 6)
+        assert stats.judge(series, 64 * KIB, LEVEL).verdict != "grows"
+
+
+def test_a_sawtooth_over_a_rising_base_grows_at_the_base_rate():
+    # the heap of a predict loop: +110 KiB/iteration, freed every 11 iterations, over a base rising 10 KiB/iteration
+    i = np.arange(200)
+    heap = 100 * MIB + 110 * KIB * (i % 11) + 10 * KIB * i
+    judged = stats.judge(heap, 512, LEVEL)
+    assert judged.verdict == "grows" and 5 * KIB < judged.fit.slope < 20 * KIB
+
+
+# ---------------------------------------------------------------- many looks, one error rate
+
+
+def test_the_sequential_rule_keeps_false_grows_rare_over_every_look():
+    rng = np.random.default_rng(4)
+    false = [sequential(500 * MIB + rng.normal(0, 2 * MIB, 400), 64 * KIB)[0] == "grows" for _ in range(200)]
+    assert sum(false) <= 10  # <= 5 % over all looks (Bonferroni: each look at 0.05 / looks)
+
+
+def test_the_sequential_rule_finds_a_leak_twice_the_floor_and_stops_early():
+    rng = np.random.default_rng(5)
+    outcomes = [sequential(500 * MIB + 128 * KIB * np.arange(400) + rng.normal(0, 64 * KIB, 400), 64 * KIB)
+                for _ in range(100)]
+    assert sum(v == "grows" for v, _ in outcomes) >= 95
+    assert np.median([n for _, n in outcomes]) <= 27  # decided within the first few looks, not at the end
+
+
+def test_flat_stops_early_only_at_the_floor_a_longer_run_would_use():
+    series = 500 * MIB + 40 * KIB * np.arange(100.0)  # 40 KiB/iteration: under 128 (8 iterations), over 32 (30+)
+    assert stats.judge(series[:8], 128 * KIB, LEVEL).verdict == "flat"
+    assert not stats.early_stop(stats.judge(series[:8], 128 * KIB, LEVEL), best_floor=32 * KIB)
+    floors = lambda n: (128 * KIB if n < 30 else 32 * KIB, "")  # noqa: E731  (a calibration's floors by count)
+    assert sequential(series, floors, best_floor=32 * KIB)[0] == "grows"
+
+
+# ---------------------------------------------------------------- repeats, and the pair's one verdict
+
+
+def test_pair_verdict_is_rss_and_heap_together():
+    assert stats.pair_verdict({"verdict": "flat", "heap_verdict": "grows"}) == "grows"  # a leak under flat RSS
+    assert stats.pair_verdict({"verdict": "grows", "heap_verdict": "flat"}) == "grows"  # retention
+    assert stats.pair_verdict({"verdict": "flat", "heap_verdict": "flat"}) == "flat"
+    assert stats.pair_verdict({"verdict": "flat", "heap_verdict": None}) == "flat"  # no heap reader: RSS alone
+    assert stats.pair_verdict({"verdict": "flat", "heap_verdict": "inconclusive"}) == "inconclusive"
+
+
+# ---------------------------------------------------------------- the Decider (the runner's side of a look)
+
+
+def _decider():
+    return protocol.Decider(RunSpec("control", "control_noop", iterations=1000, min_iterations=8, budget=10,
+                                    sequential=True, floor=64 * KIB))
+
+
+def test_the_decider_stops_only_when_both_series_are_decided():
+    rng = np.random.default_rng(6)
+    flat = [500 * MIB] * 8
+    undecided = _decider()
+    assert not undecided.look({"rss": flat, "heap": list(100 * MIB + rng.normal(0, 4 * MIB, 8))})
+    assert (undecided.last["rss"].verdict, undecided.last["heap"].verdict) == ("flat", "inconclusive")
+    leaking = _decider()
+    assert leaking.look({"rss": flat, "heap": list(100 * MIB + 256 * KIB * np.arange(8))})  # a leak under flat RSS
+    assert (leaking.last["rss"].verdict, leaking.last["heap"].verdict) == ("flat", "grows")
+    later = _decider()  # readings arrive look by look: the series is what all of them sent
+    assert not later.look({"rss": flat, "heap": list(100 * MIB + rng.normal(0, 4 * MIB, 8))})
+    assert later.look({"rss": flat * 4, "heap": [100 * MIB] * 32})  # the noisy start is cut as warm-up
+    assert len(later.series["rss"]) == len(later.series["heap"]) == 40 and later.last["heap"].start >= 8
+
+
+def test_the_decider_judges_rss_alone_without_a_heap_reader():
+    spec = RunSpec("control", "control_noop", iterations=1000, min_iterations=8, budget=10, sequential=True,
+                   floor=64 * KIB)
+    decider = protocol.Decider(spec)
+    assert decider.look({"rss": list(500 * MIB + MIB * np.arange(8))})  # grows: decided, no heap to wait for
+
+
+# ---------------------------------------------------------------- the worker's loop: why it stopped
+
+
+def _run(spec, ask=None):
+    events = []
+    worker.run_protocol(spec.validate(), lambda event, **f: events.append((event, f)), ask=ask)
+    return next(f for e, f in events if e == "done")["result"], events
+
+
+def test_a_fixed_count_is_exactly_that_many():
+    result, _ = _run(RunSpec("control", "control_noop", iterations=25, warmup=0))
+    assert (result["iterations_done"], result["stop_reason"], result["looks"]) == (25, "count", 0)
+    assert len(result["series"]["rss"]) == 25
+
+
+def test_a_decided_look_stops_the_loop_and_the_readings_reach_the_runner():
+    seen = []
+
+    def ask(k, readings):
+        seen.append((k, len(readings["rss"])))
+        return k >= 18
+
+    spec = RunSpec("control", "control_noop", iterations=500, min_iterations=8, budget=60, sequential=True, warmup=0)
+    result, events = _run(spec, ask)
+    assert (result["iterations_done"], result["stop_reason"], result["looks"]) == (18, "decided", 3)
+    assert seen == [(8, 8), (12, 4), (18, 6)]  # each look sends what the last one did not
+
+
+def test_the_budget_and_the_most_iterations_stop_an_undecided_loop():
+    spec = RunSpec("control", "control_noop", iterations=10**7, min_iterations=8, budget=0.3, sequential=True,
+                   warmup=0)
+    result, _ = _run(spec, ask=lambda k, readings: False)
+    assert result["stop_reason"] == "budget" and result["loop_seconds"] >= 0.3
+    spec = RunSpec("control", "control_noop", iterations=40, min_iterations=8, budget=60, sequential=True, warmup=0)
+    assert _run(spec, ask=lambda k, readings: False)[0]["stop_reason"] == "iterations"
+
+
+def test_min_seconds_hold_the_looks_back():
+    asked = []
+    spec = RunSpec("control", "control_noop", iterations=10**7, min_iterations=8, budget=0.5, min_seconds=0.2,
+                   sequential=True, warmup=0)
+    result, _ = _run(spec, ask=lambda k, readings: asked.append(k) or True)
+    assert result["stop_reason"] == "decided" and asked and result["loop_seconds"] >= 0.2
+    assert asked[0] > 8  # the first look came after 0.2 s of loop, not at 8 iterations
+
+
+def test_a_large_leak_ends_the_loop_at_the_growth_cap():
+    spec = RunSpec("control", "control_leak_native", iterations=10**6, min_iterations=8, budget=60, sequential=True,
+                   warmup=0, leak_bytes=4 * MIB, max_growth=64 * MIB)
+    result, _ = _run(spec, ask=lambda k, readings: False)
+    assert result["stop_reason"] == "growth" and 14 <= result["iterations_done"] <= 20
+
+
+def test_python_blocks_are_sampled_at_a_few_counts():
+    result, _ = _run(RunSpec("control", "control_leak_python", iterations=100, warmup=0, leak_bytes=16 * KIB))
+    counts = [k for k, _ in result["py_blocks_samples"]]
+    assert counts == stats.look_points(1, 101)[:len(counts)] and counts[-1] <= 100
+    blocks = protocol.python_blocks_per_iter(result, start=20)
+    assert 100 < blocks < 200  # 16 KiB of 136-byte tuples an iteration: ~120 blocks
+
+
+# ---------------------------------------------------------------- end to end, through the runner's pipe
+
+
+def test_a_sequential_run_of_a_leak_is_decided_through_the_runner():
+    spec = RunSpec("control", "control_leak_native", iterations=5000, min_iterations=8, budget=30, sequential=True,
+                   warmup=1, leak_bytes=1 * MIB, floor=64 * KIB)
+    record = measure(spec)
+    s, result = record["summary"], record["repeats"][0]["result"]
+    assert result["stop_reason"] == "decided" and result["iterations_done"] < 100
+    assert s["stopped"] == ["decided"] and (s["verdict"], s["growth_kind"]) == ("grows", "leak")
+    assert abs(s["growth_per_iter"] - MIB) < 0.02 * MIB
+
+
+def test_a_sequential_run_of_nothing_reads_flat_and_says_why_it_stopped():
+    spec = RunSpec("control", "control_noop", iterations=3000, min_iterations=8, budget=2, sequential=True,
+                   warmup=1, floor=64 * KIB)
+    record = measure(spec)
+    s = record["summary"]
+    assert (s["verdict"], s["heap_verdict"], s["growth_kind"]) == ("flat", "flat", "flat")
+    assert s["stopped"][0] in ("decided", "iterations") and s["measured"][0] >= 8
