@@ -70,12 +70,17 @@ class Judged:
         return worst.floor, worst.floor_source
 
 
-def judge_results(results: Sequence[dict], spec: Any, series: str = "rss") -> Optional[Judged]:
-    """The judgement of `series` over the repeats' results; None when a repeat lacks the series or has a gap in it."""
+def judge_results(results: Sequence[dict], spec: Any, series: str = "rss",
+                  floor: Optional[float] = None) -> Optional[Judged]:
+    """The judgement of `series` over the repeats' results; None when a repeat lacks the series or has a gap in it.
+
+    `floor` (bytes/iteration) judges at that floor instead of the spec's (kerasbench score: a reference judged at
+    the floor of the verdict it checks)."""
     values = [_complete(r, series) for r in results]
     if not results or any(v is None for v in values):
         return None
-    at, level = floor_at(spec, series), alpha(spec)
+    at = floor_at(spec, series) if floor is None else (lambda n: (floor, "the scored record's"))
+    level = alpha(spec)
     judgements = [stats.judge(v, at, level) for v in values]
     fit, verdict, shape, why = stats.combine(judgements)
     return Judged(judgements, fit, verdict, shape, why)

@@ -314,9 +314,11 @@ def judging_floor(spec: Any, series: str = "rss", iterations: Optional[int] = No
     return floor_at(spec, series)(spec.iterations if iterations is None else iterations)
 
 
-def summarize(repeats: Sequence[Repeat], spec: Any) -> Summary:
+def summarize(repeats: Sequence[Repeat], spec: Any, floors: Optional[Dict[str, float]] = None) -> Summary:
     """Every metric of METRICS over the repeats with a result, plus the verdicts, the floors they were judged with
-    and how each repeat's series was judged (kerasbench.protocol: the same judgement as a sequential run's looks)."""
+    and how each repeat's series was judged (kerasbench.protocol: the same judgement as a sequential run's looks).
+
+    `floors` ({"rss": bytes, "heap": bytes}) judges at those floors instead of the spec's (kerasbench score)."""
     from . import protocol, stats
 
     results = [r["result"] for r in repeats if r.get("result")]
@@ -332,8 +334,9 @@ def summarize(repeats: Sequence[Repeat], spec: Any) -> Summary:
             summary.update(p_trend=judged.fit.p_trend, verdict=judged.verdict, floor=judged.floor,
                            floor_source=judged.floor_source)
         return summary
-    rss = protocol.judge_results(results, spec, "rss")
-    heap = protocol.judge_results(results, spec, "heap")  # the heap reading is far quieter than RSS: its own floor
+    floors = floors or {}
+    rss = protocol.judge_results(results, spec, "rss", floors.get("rss"))
+    heap = protocol.judge_results(results, spec, "heap", floors.get("heap"))  # far quieter than RSS: its own floor
     fit = rss.fit if rss else stats.NAN_FIT
     floor, floor_source = rss.floor if rss else judging_floor(spec)
     summary.update(floor=floor, floor_source=floor_source)

@@ -7,6 +7,10 @@ at the counts judged, the sequential level of each side's own plan), so a change
 records already measured. Pairs are matched by TF release (the records' labels: 2.21.0, 2.16.2+tf_keras …),
 loop and strategy; pairs that are not ok on both sides are counted, not scored.
 
+A verdict is a claim relative to its floor ("flat": below 128 KiB/iteration at 8 iterations of glibc RSS), so
+the reference is judged at the floors of the verdict it checks: the long run answers the question the scored
+record asked. (Its own verdict, at its own floors, is kept beside: `reference.own`.)
+
 Two confusion matrices, reference in rows: the RSS verdict (grows / flat / inconclusive) and "what grew" (leak,
 retention, step, settling, flat, inconclusive). Agreement is the diagonal's share. A pair the reference calls
 flat (RSS flat, and nothing grew) that the profile calls `grows` or a leak is a false alarm: listed apart.
@@ -15,7 +19,7 @@ flat (RSS flat, and nothing grew) that the profile calls `grows` or a leak is a 
 from __future__ import annotations
 
 import types
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .console import text_table
 from .record import Record, load_records, summarize
@@ -25,14 +29,14 @@ from .units import KIB
 KINDS = tuple(GROWTH_KINDS) + ("n/a",)
 
 
-def rejudged(record: Record) -> dict:
-    """The record's summary judged again from its series with this kerasbench's rules (the floors of its spec when
-    they were given, else the calibrations here at the counts judged)."""
+def rejudged(record: Record, floors: Optional[Dict[str, float]] = None) -> dict:
+    """The record's summary judged again from its series with this kerasbench's rules: at `floors` ({"rss", "heap"})
+    when given, else at the floors of its spec when they were given, else at the calibrations here by count."""
     spec = dict(record["spec"])
     if not str(spec.get("floor_source") or "").startswith("given"):
-        spec["floor"] = None  # resolved when measured: resolve it again, at each repeat's window
+        spec["floor"] = None  # resolved when measured: resolve it again, at each repeat's count
     spec.setdefault("allocator", "glibc")
-    return summarize(record["repeats"], types.SimpleNamespace(**spec))
+    return summarize(record["repeats"], types.SimpleNamespace(**spec), floors)
 
 
 def _labels(summary: dict) -> Tuple[str, str]:
@@ -53,10 +57,13 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
         if a["status"] != "ok" or b["status"] != "ok":
             unscored.append({"pair": key, "why": f"status {a['status']} (reference) / {b['status']}"})
             continue
-        sa, sb = rejudged(a), rejudged(b)
+        sb = rejudged(b)  # the verdict checked, then the long run asked the same question: at the same floors
+        sa = rejudged(a, {"rss": sb["floor"], **({"heap": sb["heap_floor"]} if sb.get("heap_floor") else {})})
+        own = rejudged(a)
         (ra, ka), (rb, kb) = _labels(sa), _labels(sb)
         rows.append({"version": key[0], "loop": key[1], "strategy": key[2],
-                     "reference": {"verdict": ra, "kind": ka, **_facts(sa)},
+                     "reference": {"verdict": ra, "kind": ka, **_facts(sa),
+                                   "own": dict(zip(("verdict", "kind"), _labels(own)), floor=own["floor"])},
                      "scored": {"verdict": rb, "kind": kb, **_facts(sb)},
                      "agree_verdict": ra == rb, "agree_kind": ka == kb,
                      "false_alarm": ra == "flat" and ka in ("flat", "n/a") and (rb == "grows" or kb == "leak")})

@@ -1,0 +1,131 @@
+"""kerasbench score: a profile's verdicts against long reference runs, on synthetic records with known answers."""
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from kerasbench import score
+from kerasbench.record import summarize
+from kerasbench.runner import RunSpec
+from test_compare import call, payload
+
+KIB, MIB = 1024, 1024**2
+
+
+def record(strategy, rss, heap, version="2.21.0", repeats=1, floor=None, seed=0):
+    """A record of the fixture's pair shape whose repeats have these RSS and heap series (functions of n, rng)."""
+    data = payload()
+    template = data["records"][0]
+    out = copy.deepcopy(template)
+    out["strategy"], out["environment"]["tensorflow"] = strategy, version
+    out["repeats"] = []
+    rng = np.random.default_rng(seed)
+    for r in range(repeats):
+        rep = copy.deepcopy(template["repeats"][0])
+        rss_series, heap_series = [int(v) for v in rss(rng)], [int(v) for v in heap(rng)]
+        n = len(rss_series)
+        rep["repeat"] = r
+        rep["result"]["series"] = {"rss": rss_series, "heap": heap_series, "seconds": [0.01] * n,
+                                   "train_traces": [2] * n, "predict_traces": [0] * n, "function_traces": [0] * n}
+        rep["result"].update(iterations_done=n, baseline_rss=rss_series[0], peak_loop_rss=max(rss_series),
+                             final_rss=rss_series[-1], heap_baseline=heap_series[0], heap_final=heap_series[-1],
+                             heap_peak=max(heap_series), heap_source="fake", heap_unavailable=None)
+        out["repeats"].append(rep)
+    out["spec"].update(strategy=strategy, iterations=n, repeats=repeats, warmup=2, floor=floor,
+                       floor_source="given" if floor else "")
+    spec = RunSpec(**{k: v for k, v in out["spec"].items() if k in RunSpec.__dataclass_fields__})
+    out["summary"] = summarize(out["repeats"], spec)
+    return out
+
+
+def flat(n, level=500 * MIB, noise=0):
+    return lambda rng: level + rng.normal(0, noise, n) if noise else [level] * n
+
+
+def line(n, slope, level=500 * MIB, noise=16 * KIB):
+    return lambda rng: level + slope * np.arange(n) + rng.normal(0, noise, n)
+
+
+def save(tmp_path, name, records):
+    path = tmp_path / name
+    path.write_text(json.dumps({"schema": 1, "records": records}))
+    return str(path)
+
+
+@pytest.fixture
+def files(tmp_path):
+    floor = 64 * KIB
+    reference = [record("reuse_model", flat(300, noise=8 * KIB), flat(300, 100 * MIB), floor=floor),
+                 record("clear_session", line(300, 256 * KIB), line(300, 256 * KIB, 100 * MIB, 256), floor=floor),
+                 record("release_outputs", flat(300), line(300, 128 * KIB, 100 * MIB, 64), floor=floor),
+                 record("keep_outputs", flat(300), flat(300, 100 * MIB), floor=floor)]
+    scored = [record("reuse_model", flat(20, noise=8 * KIB), flat(20, 100 * MIB), floor=floor),  # agrees
+              record("clear_session", line(20, 256 * KIB), line(20, 256 * KIB, 100 * MIB, 256), floor=floor),
+              # a heap leak the short run missed: flat / flat against flat / leak
+              record("release_outputs", flat(20), flat(20, 100 * MIB), floor=floor),
+              # a step in the second half: the short run cannot tell it from a leak and says so
+              record("keep_outputs", lambda rng: [500 * MIB] * 13 + [520 * MIB] * 7, flat(20, 100 * MIB),
+                     floor=floor)]
+    return save(tmp_path, "ref.json", reference), save(tmp_path, "scored.json", scored), scored
+
+
+def test_the_matrices_count_each_pair_and_the_disagreements_say_why(files):
+    ref, scored, records = files
+    result = score.score(*score.load([scored], [ref]))
+    assert len(result["pairs"]) == 4
+    kinds = {r["strategy"]: (r["reference"]["kind"], r["scored"]["kind"]) for r in result["pairs"]}
+    assert kinds["reuse_model"] == ("flat", "flat") and kinds["clear_session"] == ("leak", "leak")
+    assert kinds["release_outputs"] == ("leak", "flat")
+    assert result["kind"]["leak"]["flat"] == 1 and result["kind"]["leak"]["leak"] == 1
+    step = next(r for r in result["pairs"] if r["strategy"] == "keep_outputs")
+    assert step["scored"]["verdict"] == "inconclusive" and step["scored"]["kind"] == "step"  # judged again: a step
+    assert result["agreement"]["verdict"] == 0.75 and result["false_alarms"] == 0
+    text = score.text(result)
+    assert "agreement 75% of 4 pairs" in text and "pairs that disagree (2)" in text
+    assert "one step of +20480 KiB at iteration 13" in text
+
+
+def test_a_reference_is_judged_at_the_floor_of_the_verdict_it_checks(tmp_path):
+    # 20 KiB/iteration: a long run at 8 KiB calls it grows; a short one at 128 KiB says flat, which is true there
+    ref = save(tmp_path, "ref.json", [record("reuse_model", line(300, 20 * KIB, noise=4 * KIB), flat(300, 100 * MIB),
+                                             floor=8 * KIB)])
+    short = save(tmp_path, "short.json", [record("reuse_model", line(12, 20 * KIB, noise=4 * KIB),
+                                                 flat(12, 100 * MIB), floor=128 * KIB)])
+    [pair] = score.score(*score.load([short], [ref]))["pairs"]
+    assert pair["reference"]["own"]["verdict"] == "grows"  # at its own floor
+    assert (pair["reference"]["verdict"], pair["scored"]["verdict"]) == ("flat", "flat")  # at the scored floor
+
+
+def test_a_false_alarm_is_counted(tmp_path):
+    ref = save(tmp_path, "ref.json", [record("reuse_model", flat(300), flat(300, 100 * MIB), floor=64 * KIB)])
+    alarm = record("reuse_model", line(20, 256 * KIB), flat(20, 100 * MIB), floor=64 * KIB)
+    result = score.score(*score.load([save(tmp_path, "s.json", [alarm])], [ref]))
+    assert result["false_alarms"] == 1 and "FALSE ALARM" in score.text(result)
+
+
+def test_the_command_prints_and_writes_the_scoring(files, tmp_path):
+    ref, scored, _ = files
+    out_json = tmp_path / "score.json"
+    code, out = call(["score", scored, "--reference", ref, "--json", str(out_json), "--top", "1"])
+    assert code == 0 and "RSS verdict: reference (rows) vs scored (columns)" in out
+    assert "… and 1 more" in out and json.loads(out_json.read_text())["agreement"]["verdict"] == 0.75
+
+
+def test_pairs_on_one_side_only_are_counted_not_scored(files, tmp_path):
+    ref, _, records = files
+    other = save(tmp_path, "other.json", [record("reuse_model", flat(20), flat(20, 100 * MIB), version="2.12.1")])
+    result = score.score(*score.load([other], [ref]))
+    assert result["pairs"] == [] and len(result["unmatched"]["reference only"]) == 4
+    assert "1 pair(s) scored only (not scored)" in score.text(result)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["score", "/nonexistent.json", "--reference", "/nonexistent.json"], "no such file"),
+    (["score", "x.json"], "--reference"),
+])
+def test_bad_input_is_one_line_exit_2(argv, needle, capsys):
+    code, _ = call(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err
