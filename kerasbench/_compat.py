@@ -17,11 +17,58 @@ from .errors import Skip
 
 @functools.lru_cache(maxsize=None)
 def tf() -> Any:
-    """The tensorflow module, imported once (quietly) on first use."""
+    """The tensorflow module, imported once (quietly) on first use; every tf.function trace is counted from then on
+    (install_trace_hook)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow
 
+    install_trace_hook()
     return tensorflow
+
+
+# Where a tf.function trace makes its ConcreteFunction: the one call every trace of every tf.function goes through
+# (Keras's train/predict wrappers, tf.data's functions, a user's), once per trace (a cache hit does not reach it).
+# cond/while branches and gradient graphs are built elsewhere (func_graph_from_py_func): they are not traces.
+_TRACE_ENTRY = (
+    # TF >= 2.14: a module function, _create_concrete_function(function_type, type_context, func_graph, options)
+    ("tensorflow.python.eager.polymorphic_function.tracing_compilation", None),
+    # TF 2.12, 2.13: TracingCompiler._create_concrete_function(self, args, kwargs, func_graph)
+    ("tensorflow.python.eager.polymorphic_function.tracing_compiler", "TracingCompiler"),
+)
+
+
+def install_trace_hook() -> str:
+    """Count every tf.function trace in this process (counters.trace_started/trace_ended); how it stands, also in
+    counters.hook_state(). Installed once; where TF's internals differ it says so and counts nothing."""
+    if counters.hook_state().startswith("installed"):
+        return counters.hook_state()
+    for module_name, owner in _TRACE_ENTRY:
+        try:
+            module = importlib.import_module(module_name)
+            target = getattr(module, owner) if owner else module
+            original = target._create_concrete_function
+        except (ImportError, AttributeError):
+            continue
+        if owner is None:
+            def hooked(*args, _original=original, **kwargs):
+                options = kwargs.get("tracing_options", args[-1] if args else None)
+                entry = counters.trace_started(options.name, options.python_function, options.function_cache)
+                try:
+                    return _original(*args, **kwargs)
+                finally:
+                    counters.trace_ended(entry)
+        else:
+            def hooked(self, *args, _original=original, **kwargs):
+                entry = counters.trace_started(self._name, self._python_function, self._function_cache)
+                try:
+                    return _original(self, *args, **kwargs)
+                finally:
+                    counters.trace_ended(entry)
+        setattr(target, "_create_concrete_function", hooked)
+        counters.set_hook(f"installed ({module_name.rsplit('.', 1)[-1]})")
+        return counters.hook_state()
+    counters.set_hook("unavailable: no tracing entry point known in this TF (kerasbench._compat._TRACE_ENTRY)")
+    return counters.hook_state()
 
 
 def keras() -> Any:

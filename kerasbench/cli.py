@@ -20,7 +20,7 @@ from .console import status_line
 from .errors import UsageError, unknown
 from .files import check_not_input, check_writable, write_json, write_text
 from .loops import LOOPS
-from .metrics import METRICS, headline_metrics
+from .metrics import METRICS, judged_metrics
 from .profiles import ENV_VAR, PROFILES, get_profile
 from .selection import loops_named, pairs_for
 from .strategies import CLEANUPS, STRATEGIES
@@ -530,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--loop", help="loop shape (see `kerasbench list`)")
     p.add_argument("--strategy", default="rebuild_no_clear", help="strategy (default rebuild_no_clear)")
     p.add_argument("--repro", metavar="FILE", help="triage your own loop body instead of a loop shape")
-    first, *others = headline_metrics()
+    first, *others = judged_metrics()
     p.add_argument("--metric", default=first, help=f"what must differ: {first} (default), {', '.join(others)}")
     p.add_argument("--iterations", type=int, default=20, help="measured iterations per version (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up iterations (default 3)")

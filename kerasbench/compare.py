@@ -176,6 +176,8 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
             scatter = [v for v in scatter if np.isfinite(v)]
             noise = _nanmax(noise, float(np.median(scatter)) if scatter else float("nan"))
         side.update(noise=noise, iterations=n)
+    elif isinstance(rule, ExactCount):
+        side["functions"] = results[0].get("functions")  # which tf.functions, for the why of a changed count
     elif isinstance(rule, TimingBand):
         side.update(seconds=[s for r in results for s in r["series"].get("seconds") or []],
                     jobs=record["spec"].get("jobs") or 1, load=load_per_cpu(record))
@@ -243,7 +245,24 @@ def _exact_count(base, new, unit):
     b, n = int(base["value"]), int(new["value"])
     if n == b:
         return "unchanged", f"{n} {unit} in both"
-    return ("regressed" if n > b else "improved"), f"{b} -> {n} {unit}"
+    changed = function_changes(base.get("functions"), new.get("functions"))
+    why = f"{b} -> {n} {unit}" + (f"; by function: {changed}" if changed else "")
+    return ("regressed" if n > b else "improved"), why
+
+
+def function_changes(base: Optional[list], new: Optional[list], top: int = 3) -> str:
+    """The tf.functions whose traces differ most between two records' tables: 'owner function a -> b', largest first."""
+    if not base or not new:
+        return ""
+
+    def table(rows):
+        return {(r["owner"], r["function"]): r["traces"] for r in rows}
+
+    a, b = table(base), table(new)
+    changes = sorted(((b.get(k, 0) - a.get(k, 0), k) for k in set(a) | set(b) if a.get(k, 0) != b.get(k, 0)),
+                     key=lambda c: (-abs(c[0]), c[1]))
+    return ", ".join(f"{owner} {name.rsplit('.', 1)[-1]} {a.get((owner, name), 0)} -> {b.get((owner, name), 0)}"
+                     for _, (owner, name) in changes[:top])
 
 
 def timing_conditions(base: Side, new: Side, rule: TimingBand) -> Optional[str]:

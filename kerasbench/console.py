@@ -183,3 +183,21 @@ def run_table(records: list) -> str:
               f"but the worker ran on {r['allocator']['detected']}"
               for r in records if not r.get("allocator", {}).get("matches", True)]
     return "\n".join(lines + notes) + "\n"
+
+
+def functions_text(records: list, top: int = 3) -> str:
+    """The tf.functions that retraced during the measured loop, per pair: the few with most traces (owner, function,
+    instances, traces, concrete functions held at the end); nothing when no pair retraced in its loop."""
+    lines = []
+    for r in records:
+        result = next((rep["result"] for rep in r["repeats"] if rep.get("result")), None)
+        series = ((result or {}).get("series") or {}).get("all_traces") or []
+        if not result or not result.get("functions") or len(series) < 2 or series[-1] == series[0]:
+            continue
+        lines.append(f"{r['loop']} × {r['strategy']}: {series[-1] - series[0]} traces in the measured loop "
+                     f"({result['all_traces']} in all); most traced:")
+        lines += [f"  {f['owner']}: {f['function']} — {f['traces']} traces, {f['instances']} instance(s), "
+                  f"{'?' if f['held'] is None else f['held']} concrete function(s) held at the end"
+                  for f in result["functions"][:top]]
+    head = "\ntf.function traces (every function; `--json` has them all):\n"
+    return head + "\n".join(lines) + "\n" if lines else ""

@@ -72,6 +72,19 @@ def _steady_blocks_per_iter(result: Result, iterations: int) -> Optional[float]:
     return python_blocks_per_iter(result, steady_start(rss)[0] if rss and None not in rss else 0)
 
 
+def _peak_over_setup(result: Result, iterations: int) -> Optional[float]:
+    """The largest of the warm-up's and the loop's peaks, minus the RSS after setup (None without a setup reading)."""
+    if result.get("setup_rss") is None:
+        return None
+    peaks = [p for p in (result.get("warmup_peak_rss"), result.get("peak_loop_rss")) if p is not None]
+    return max(peaks) - result["setup_rss"] if peaks else None
+
+
+def _newer(key: str) -> Callable[[Result, int], Optional[float]]:
+    """A field newer than the first records: None where a record lacks it."""
+    return lambda result, iterations: result.get(key)
+
+
 def _field(key: str) -> Callable[[Result, int], Optional[float]]:
     return lambda result, iterations: result[key]
 
@@ -178,6 +191,10 @@ class RunColumn:
 
 
 def _traces(s: Summary) -> str:
+    """train path / predict path / all functions, where the tracing hook counted them (else the steps' counts)."""
+    if s.get("all_traces") is not None:
+        return "/".join("n/a" if s.get(k) is None else f"{s[k]:.0f}"
+                        for k in ("train_path_traces", "predict_path_traces", "all_traces"))
     if s.get("train_traces") is None:
         return "n/a"
     return f"{s['train_traces']:.0f}/{s['predict_traces']:.0f}/{s['function_traces']:.0f}"
@@ -260,15 +277,28 @@ METRICS: Dict[str, Metric] = {
         # peak_loop keeps its measurement (and its asv history); it is shown beside peak_over_baseline.
         Metric("peak_loop", "bytes", "peak RSS during the measured loop (VmHWM reset after warm-up)",
                _field("peak_loop_rss"), text=lambda v: f"{v / MIB:.1f} MiB", tracked=True,
+               compare=Magnitude(MIN_RSS, _signed_mib),  # judged on request (triage --metric), not by default
                report=ReportView("Loop peak RSS", "MiB", MIB),
                column=RunColumn("peak MiB", lambda s: mib_text(s.get("peak_loop")))),
         Metric("peak_over_baseline", "bytes", "peak RSS of the loop minus the post-warm-up baseline",
                lambda r, n: r["peak_loop_rss"] - r["baseline_rss"], text=_signed_mib,
                compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=2, tracked=True,
                beside="peak_loop", report=ReportView("Loop peak over baseline", "MiB", MIB, signed=True)),
+        # What the loop needs on top of its setup: the peak of the whole run (warm-up and loop) over the RSS just
+        # before the first iteration. A transient working set that the first iteration reaches, and glibc keeps, is
+        # already in the post-warm-up baseline: peak_over_baseline cannot see it, this does (a batched forward pass
+        # of a large CNN: +12 MiB over the baseline, +2.6 GiB over the setup). first_iteration_peak is the first
+        # iteration's own (VmHWM reset after setup).
+        Metric("peak_over_setup", "bytes", "peak RSS of the warm-up and the loop minus the RSS after setup (model "
+               "built, data ready), just before the first iteration", _peak_over_setup, text=_signed_mib,
+               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=3, tracked=True,
+               beside="peak_loop", report=ReportView("Peak over setup", "MiB", MIB, signed=True, optional=True)),
+        Metric("first_iteration_peak", "bytes", "peak RSS of the first iteration minus the RSS after setup",
+               _difference("first_iteration_peak_rss", "setup_rss"), text=_signed_mib,
+               compare=Magnitude(MIN_RSS, _signed_mib)),
         Metric("retained", "bytes", "RSS after the loop and a full cleanup, minus the baseline",
                lambda r, n: r["final_rss"] - r["baseline_rss"], text=_signed_mib,
-               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=3, tracked=True,
+               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=4, tracked=True,
                column=RunColumn("retained MiB", lambda s: "n/a" if s.get("retained") is None
                                 else f"{s['retained'] / MIB:+.1f}")),
         # The allocator's own count of bytes in use (probes.HeapProbe): what a leak grows; RSS also grows when the
@@ -277,7 +307,7 @@ METRICS: Dict[str, Metric] = {
         # leak (both rise) from allocator retention (RSS rises, heap flat).
         Metric("heap_growth_per_iter", "bytes/iteration", "heap bytes in use, growth per iteration: Theil-Sen slope "
                "of the allocator's count (mallinfo2 / jemalloc / tcmalloc)", heap_fit="slope",
-               text=lambda v: f"{v / KIB:+.1f} KiB/it", compare=SlopeCI(series="heap"), headline=8, tracked=True,
+               text=lambda v: f"{v / KIB:+.1f} KiB/it", compare=SlopeCI(series="heap"), headline=10, tracked=True,
                report=ReportView("Heap growth per iteration", "KiB/iter", KIB, log=True, span=16 * MIB, signed=True,
                                  optional=True),
                column=RunColumn("heap KiB/iter", lambda s: kib_text(s.get("heap_growth_per_iter")))),
@@ -296,11 +326,23 @@ METRICS: Dict[str, Metric] = {
                "object, GC-tracked or not; native buffers are not blocks)", _steady_blocks_per_iter,
                text=lambda v: f"{v:+.1f}/it",
                column=RunColumn("py blocks/iter", lambda s: number_text(s.get("py_blocks_per_iter"), "{:+.1f}"))),
+        # Every tf.function's traces (kerasbench._compat's hook on TF's tracing entry point): the training path (the
+        # functions that traced a train_step: Keras's wrappers, which differ by Keras version), the prediction path,
+        # and all of them (tf.data's, the user's). A wrapper that retraces every call leaves the step's own count
+        # at 1 or 2; these see it. The steps' own counts stay below (and in asv, under their names).
+        Metric("train_path_traces", "traces", "traces of the training path: every tf.function that traced a "
+               "train_step, warm-up included", _newer("train_path_traces"), text=lambda v: f"{v:.0f}",
+               compare=ExactCount(), headline=5, column=RunColumn("traces train/predict/all", _traces)),
+        Metric("predict_path_traces", "traces", "traces of the prediction path: every tf.function that traced a "
+               "predict_step, warm-up included", _newer("predict_path_traces"), text=lambda v: f"{v:.0f}",
+               compare=ExactCount(), headline=6),
+        Metric("all_traces", "traces", "traces of every tf.function in the worker (Keras's, tf.data's, the loop's), "
+               "warm-up included", _newer("all_traces"), text=lambda v: f"{v:.0f}", compare=ExactCount(),
+               headline=7, tracked=True),
         Metric("train_traces", "traces", "traces of train_step, warm-up included", _field("train_traces"),
-               text=lambda v: f"{v:.0f}", compare=ExactCount(), headline=4, tracked=True,
-               column=RunColumn("traces t/p/f", _traces)),
+               text=lambda v: f"{v:.0f}", compare=ExactCount(), tracked=True),
         Metric("predict_traces", "traces", "traces of predict_step, warm-up included", _field("predict_traces"),
-               text=lambda v: f"{v:.0f}", compare=ExactCount(), headline=5, tracked=True),
+               text=lambda v: f"{v:.0f}", compare=ExactCount(), tracked=True),
         Metric("function_traces", "traces", "traces of tf.functions the loop defines itself",
                _field("function_traces")),
         Metric("models_built", "models", "models built and compiled, warm-up included", _field("models_built"),
@@ -310,7 +352,7 @@ METRICS: Dict[str, Metric] = {
         Metric("objects_per_iter", "objects/iteration", "growth of GC-tracked Python objects per iteration",
                lambda r, n: (r["objects_after"] - r["objects_before"]) / n, text=lambda v: f"{v:+.0f}/it",
                compare=Magnitude(MIN_OBJECTS, lambda v: f"{v:+.0f} obj/iter", face_value_alone=True),
-               headline=7, tracked=True,
+               headline=9, tracked=True,
                column=RunColumn("obj/iter", lambda s: number_text(s.get("objects_per_iter"), "{:+.0f}"))),
         Metric("graph_ops", "ops", "operations in the TF1 default graph at the end of the loop",
                _graph_ops, median_of_every, tracked=True, tracked_loops=frozenset({"tf1_graph"}),
@@ -342,7 +384,7 @@ METRICS: Dict[str, Metric] = {
         Metric("gpu_reserved_retained", "bytes", "NVML's reading after the loop and a full cleanup, minus the baseline",
                _difference("gpu_reserved_final", "gpu_reserved_baseline")),
         Metric("seconds_per_iter", "seconds", "median wall time of one iteration", _seconds_per_iter,
-               text=lambda v: f"{v:.3f} s", compare=TimingBand(1.5), headline=6, tracked=True,
+               text=lambda v: f"{v:.3f} s", compare=TimingBand(1.5), headline=8, tracked=True,
                column=RunColumn("s/iter", lambda s: number_text(s.get("seconds_per_iter"), "{:.3f}"))),
     )
 }
@@ -351,3 +393,9 @@ METRICS: Dict[str, Metric] = {
 def headline_metrics() -> List[str]:
     """compare's default metrics and triage's --metric choices, in their order."""
     return [m.name for m in sorted((m for m in METRICS.values() if m.headline), key=lambda m: m.headline)]
+
+
+def judged_metrics() -> List[str]:
+    """Every metric compare can judge, the headline ones first: triage's and attribute's --metric choices."""
+    first = headline_metrics()
+    return first + [m.name for m in METRICS.values() if m.compare is not None and m.name not in first]

@@ -90,6 +90,12 @@ class PeakTracker:
         while not self._stop.wait(self.interval):
             self._peak = max(self._peak, rss_bytes())
 
+    def peek(self) -> int:
+        """The phase's peak RSS so far in bytes (the phase goes on)."""
+        if self.method == "vmhwm":
+            return max(_vm_hwm_bytes(), rss_bytes())
+        return max(self._peak, rss_bytes())
+
     def stop(self) -> int:
         """The phase's peak RSS in bytes."""
         if self.method == "vmhwm":
@@ -313,23 +319,35 @@ TRACE_KINDS = {"train_traces": "train_step", "predict_traces": "predict_step", "
 
 
 class TraceProbe(Probe):
-    """Traces of train_step, predict_step and the loop's own tf.functions, and models built (counters)."""
+    """Traces: of train_step and predict_step and the loop's own tf.functions (counters bumped in the traced Python),
+    and of every tf.function in the process (TF's tracing entry point, kerasbench._compat.install_trace_hook): all of
+    them, those of the training and prediction paths, and per function (owner, instances, traces, concrete
+    functions held at the end); models built."""
 
-    SERIES = tuple(TRACE_KINDS)
-    FIELDS = tuple(TRACE_KINDS) + ("models_built",)
+    SERIES = tuple(TRACE_KINDS) + ("all_traces",)
+    FIELDS = tuple(TRACE_KINDS) + ("models_built", "train_path_traces", "predict_path_traces", "all_traces",
+                                   "functions", "trace_hook")
 
     def after_iteration(self) -> None:
         for name, kind in TRACE_KINDS.items():
             self.series[name].append(counters.traces(kind))
+        self.series["all_traces"].append(counters.all_traces())
 
     def fields(self) -> dict:
         # a user's own models (loop repro) have no counting steps: n/a, not 0
         steps = self.context.counts_steps
+        hooked = counters.hook_state().startswith("installed") or bool(counters.functions())
         return {
             "train_traces": counters.traces("train_step") if steps else None,
             "predict_traces": counters.traces("predict_step") if steps else None,
             "function_traces": counters.traces("function"),
             "models_built": counters.models_built() if steps else None,
+            # the paths are known from the counting steps: a repro's models do not mark them
+            "train_path_traces": counters.path_traces("train") if steps and hooked else None,
+            "predict_path_traces": counters.path_traces("predict") if steps and hooked else None,
+            "all_traces": counters.all_traces() if hooked else None,
+            "functions": counters.functions() if hooked else None,
+            "trace_hook": counters.hook_state(),
         }
 
 

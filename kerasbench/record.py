@@ -81,6 +81,7 @@ class _SeriesFields(TypedDict):
 class Series(_SeriesFields, total=False):
     """Readings after each measured iteration (empty with probes off); probes may add series."""
 
+    all_traces: List[int]  # traces of every tf.function so far (records before the tracing hook lack it)
     graph_ops: List[int]
     heap: List[Optional[int]]  # allocator heap bytes in use (absent where no reader: see heap_unavailable)
     gpu_alloc: List[Optional[int]]
@@ -132,6 +133,20 @@ class Trace(_TraceFields, total=False):
     seconds_after: float
 
 
+class TracedFunction(TypedDict):
+    """One tf.function of the worker (grouped by owner, module and qualified name): how often it was traced."""
+
+    owner: str  # 'keras wrapper', 'keras step', 'tf.data', 'tensorflow', 'loop' (kerasbench's own) or 'user'
+    module: str
+    function: str  # the traced Python function's qualified name
+    name: str  # the tf.function's name
+    instances: int  # tf.function objects (a new one per model, or per iteration with function_in_loop)
+    live: int  # of them, alive at the end
+    traces: int  # traces of all instances, warm-up included
+    held: Optional[int]  # concrete functions the live instances hold at the end (None: not readable here)
+    paths: List[str]  # 'train', 'predict': it traced a train_step / predict_step
+
+
 class _ResultFields(TypedDict):
     iterations_done: int  # measured iterations (a budgeted run's own count)
     series: Series
@@ -172,6 +187,14 @@ class Result(_ResultFields, total=False):
     py_blocks_after: int
     py_blocks_samples: List[List[int]]  # [measured iterations done, blocks] at a few counts (stats.look_points)
     stop_reason: str  # why the loop ended (worker.STOP_REASONS); records before budgets: a fixed count
+    train_path_traces: Optional[int]  # traces of every tf.function that traced a train_step (Keras's wrappers)
+    predict_path_traces: Optional[int]
+    all_traces: Optional[int]  # of every tf.function in the worker (None: no TF, or no hook in this TF)
+    functions: Optional[List[TracedFunction]]  # per function, most traces first
+    trace_hook: str  # how the tracing hook stood (kerasbench._compat.install_trace_hook)
+    setup_rss: Optional[int]  # RSS after setup, before the first iteration (None: process_isolation's parent)
+    first_iteration_peak_rss: Optional[int]  # peak RSS of the first iteration (VmHWM reset after setup)
+    warmup_peak_rss: Optional[int]  # peak RSS of the warm-up (None without one)
     looks: int  # looks a sequential run took
     timing: Timing
     trace: Trace

@@ -296,7 +296,22 @@ def _curve(record, loop, strategy, version, element_id):
         facts.append(f"retained after cleanup {s['retained'] / MIB:+.1f} MiB")
     key = "".join(f'<span style="color:{c}">━ {esc(label)}</span> ' for label, c, _, _ in lines)
     return (f'<figure class="curve" id="{element_id}" hidden>{svg}'
-            f'<figcaption>{key}<br>{esc("; ".join(facts))}</figcaption></figure>')
+            f'<figcaption>{key}<br>{esc("; ".join(facts))}</figcaption>{_functions_table(record)}</figure>')
+
+
+def _functions_table(record, top=6):
+    """The pair's most traced tf.functions (the first repeat's table), or nothing where none was counted."""
+    result = next((r["result"] for r in record.get("repeats", []) if r.get("result")), None) or {}
+    rows = result.get("functions") or []
+    if not rows:
+        return ""
+    cells = "".join(f"<tr><td>{esc(f['owner'])}</td><td>{esc(f['function'])}</td><td>{f['instances']}</td>"
+                    f"<td>{f['traces']}</td><td>{'?' if f.get('held') is None else f['held']}</td>"
+                    f"<td>{esc(', '.join(f.get('paths') or []))}</td></tr>" for f in rows[:top])
+    more = f" ({len(rows) - top} more in the record)" if len(rows) > top else ""
+    return (f'<table class="functions"><caption>tf.function traces, warm-up included{esc(more)}</caption>'
+            "<tr><th>owner</th><th>function</th><th>instances</th><th>traces</th><th>held at the end</th>"
+            f"<th>path</th></tr>{cells}</table>")
 
 
 # ---------------------------------------------------------------- environment

@@ -170,7 +170,7 @@ def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], 
     """
     import time
 
-    from .console import Progress, run_table
+    from .console import Progress, functions_text, run_table
     from .runner import measure_pairs
     from .trace import text as trace_text
 
@@ -178,6 +178,7 @@ def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], 
 
     def show() -> None:
         out.write(run_table(kept.records))
+        out.write(functions_text(kept.records))  # nothing unless a tf.function retraced in a measured loop
         out.write(trace_text(kept.records))  # nothing unless traced
         out.flush()
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Text
 from . import compare
 from .console import text_table, verdict_text
 from .errors import UsageError
-from .metrics import headline_metrics
+from .metrics import judged_metrics
 from .record import Record
 from .releases import version_key
 from .units import KIB, MIB, MIN_MEMORY_CAP
@@ -108,8 +108,8 @@ def ends_differ(metric: str, good: Record, bad: Record) -> Tuple[bool, str]:
 
 
 def check_metric(metric: str) -> str:
-    """`metric` if triage can bisect on it (a headline metric); else the one-line error listing those."""
-    choices = headline_metrics()
+    """`metric` if triage can bisect on it (a metric compare judges); else the one-line error listing those."""
+    choices = judged_metrics()
     if metric not in choices:
         raise UsageError(f"Unknown metric for triage. Received: metric={metric!r}. "
                          f"Expected one of: {', '.join(choices)}.")

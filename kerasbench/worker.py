@@ -119,6 +119,7 @@ class IsolatedPair(MeasuredPair):
         self.child_gpu_reserved_peaks.append(child["gpu_reserved"])
         for kind, n in child["traces"].items():
             counters.count_trace(kind, n)
+        counters.add_child_functions(child.get("functions") or [])
         counters.count_model(child["models"])
 
     def teardown(self) -> None:
@@ -153,6 +154,7 @@ def _isolated_iteration(spec_dict, i):
     return {
         "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "traces": {kind: counters.traces(kind) for kind in probes.TRACE_KINDS.values()},
+        "functions": counters.functions(),
         "models": counters.models_built(),
         "versions": versions,
         # TF's allocator peak over the child's life; NVML's reading at its end (BFC never hands
@@ -230,7 +232,8 @@ STOP_REASONS = {
 def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, series: dict,
                    emit: Callable[..., Any], ask: Optional[Callable[[int, dict], bool]],
                    tracer: Optional[trace.Tracer]) -> tuple:
-    """The measured iterations: (why the loop stopped, looks taken, iterations done); STOP_REASONS.
+    """The measured iterations: (why the loop stopped, looks taken, iterations done, the first one's peak RSS or
+    None); STOP_REASONS.
 
     A fixed count runs exactly spec.iterations. A budgeted one runs at least spec.first_count iterations and
     spec.min_seconds, then stops at the first of: a look where `ask(k, new readings)` says both verdicts are
@@ -240,7 +243,8 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
     first = spec.first_count
     looks_at = set(look_points(first, spec.iterations)) if spec.sequential and spec.probes and ask else set()
     sent = dict.fromkeys(("rss", "heap"), 0)  # how much of each series the looks have sent
-    rss_probe = stack.probes.get("rss")
+    rss_probe, peak_probe = stack.probes.get("rss"), stack.probes.get("peak_rss")
+    first_peak = None
     start, paused, looks = probes.timer(), 0.0, 0
     last_emit = float("-inf")  # the first iteration is always reported
     stop = None
@@ -254,6 +258,8 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
         else:
             pair.iteration(i)
         k += 1
+        if k == 1 and peak_probe is not None:
+            first_peak = peak_probe.tracker.peek()  # VmHWM was reset at the loop's start
         now = probes.timer()
         if now - last_emit >= EMIT_EVERY or k == spec.iterations:
             emit("iteration", iteration=k - 1, **({"rss": series["rss"][-1]} if spec.probes else {}))
@@ -280,7 +286,7 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
         if spec.budget and elapsed >= spec.budget and elapsed >= spec.min_seconds:
             stop = "budget"
             break
-    return stop or ("iterations" if spec.budgeted else "count"), looks, k
+    return stop or ("iterations" if spec.budgeted else "count"), looks, k, first_peak
 
 
 def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[gpu.GpuMemoryReader] = None,
@@ -293,14 +299,26 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     entered = time.monotonic()  # system-wide on Linux: the runner subtracts its spawn time from it
     load_start = list(os.getloadavg())  # the machine's load: compare's time verdicts need it
     pair = pair_for(spec)
+    peaks = {"setup_rss": None, "first_iteration_peak_rss": None, "warmup_peak_rss": None}
     try:
         t0 = probes.timer()
         pair.setup()
         setup_seconds = probes.timer() - t0
+        # What the loop needs on top of its setup (model built, data ready): the RSS now, and the peak of the first
+        # iteration and of the warm-up (VmHWM reset here). A working set the first iteration reaches and glibc then
+        # keeps is in the post-warm-up baseline already: only this sees it (process_isolation: its children's).
+        hwm = None
+        if pair.in_process:
+            peaks["setup_rss"] = probes.rss_bytes()
+            hwm = probes.PeakTracker().start()
         emit("phase", phase="warmup")  # the runner says where a stopped worker was: setup, warm-up, iterations
         for w in range(spec.warmup):  # a child of process_isolation may find out it must skip
             pair.iteration(w)
+            if w == 0 and hwm:
+                peaks["first_iteration_peak_rss"] = hwm.peek()
             emit("warmup", iteration=w)
+        if hwm:
+            peaks["warmup_peak_rss"] = hwm.stop() if spec.warmup else None
         warmup_seconds = probes.timer() - t0 - setup_seconds
     except Skip as e:
         emit("skip", reason=str(e), environment=environment(pair))
@@ -324,7 +342,9 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
         tracer.start()
     probes.gc_barrier()
     stack.start()
-    stop, looks, k = _measured_loop(spec, pair, stack, series, emit, ask, tracer)
+    stop, looks, k, first_peak = _measured_loop(spec, pair, stack, series, emit, ask, tracer)
+    if peaks["setup_rss"] is not None and peaks["first_iteration_peak_rss"] is None:
+        peaks["first_iteration_peak_rss"] = first_peak  # no warm-up: the first measured iteration was the first
     stack.stop()
     if tracer:
         tracer.finish(k)
@@ -336,7 +356,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     timing = {"entered": entered, "setup_seconds": setup_seconds, "warmup_seconds": warmup_seconds,
               "done": time.monotonic()}
     result = {"iterations_done": k, "stop_reason": stop, "looks": looks, "series": series, **stack.fields(),
-              "timing": timing, **traced}
+              **peaks, "timing": timing, **traced}
     emit("done", result=result, environment=environment_now)
 
 

@@ -89,7 +89,9 @@ def test_real_regression_and_improvement_between_tf_2_12_and_2_21():
     peak = cell(cells, "inference", "clear_session", "peak_over_baseline")
     assert peak["verdict"] == "unchanged" and abs(peak["difference"]) < MIB
     assert peak["beside"] == "peak_loop" and peak["beside_value"] - peak["baseline_beside_value"] > 80 * MIB
-    assert cell(cells, "inference", "clear_session", "train_traces")["verdict"] == "unchanged"
+    assert cell(cells, "inference", "clear_session", "train_path_traces")["verdict"] == "n/a"  # before the hook
+    steps = compare.compare(compare.group(load_records([TF212, TF221])), metrics=["train_traces"])
+    assert cell(steps, "inference", "clear_session", "train_traces")["verdict"] == "unchanged"
     verdicts = [c["verdict"] for c in cells]
     assert verdicts == sorted(verdicts, key=compare.VERDICTS.index)  # regressions first
     assert {c["metric"] for c in cells} == set(headline_metrics())
@@ -115,8 +117,10 @@ def test_noise_alone_is_not_a_regression(tmp_path):
 def test_equal_inputs_are_unchanged(tmp_path):
     same = write(tmp_path / "same.json", with_load(as_version(payload(), "2.22.0"), 0.4))
     cells = cells_of([write(tmp_path / "base.json", with_load(payload(), 0.4)), same])
-    # the fixtures predate the heap probe: its metrics are n/a on both sides, every other one unchanged
-    assert {c["metric"] for c in cells if c["verdict"] == "n/a"} <= {"heap_growth_per_iter"}
+    # the fixtures predate the heap probe, the tracing hook and the setup peak: n/a on both sides, the rest unchanged
+    assert {c["metric"] for c in cells if c["verdict"] == "n/a"} <= {"heap_growth_per_iter", "peak_over_setup",
+                                                                      "train_path_traces", "predict_path_traces",
+                                                                      "all_traces"}
     assert cells and {c["verdict"] for c in cells if c["verdict"] != "n/a"} == {"unchanged"}
     assert {c["ratio"] for c in cells if c["ratio"] is not None} == {1.0}
 
@@ -126,7 +130,8 @@ def test_any_trace_count_change_is_found(tmp_path):
     [record] = [r for r in data["records"] if (r["loop"], r["strategy"]) == ("inference", "clear_session")]
     record["repeats"][0]["result"]["predict_traces"] += 1
     record["summary"]["predict_traces"] += 1
-    cells = cells_of([TF221, write(tmp_path / "more.json", data)])
+    groups = compare.group(load_records([TF221, write(tmp_path / "more.json", data)]))
+    cells = compare.compare(groups, metrics=["growth_per_iter", "train_traces", "predict_traces"])
     traces = cell(cells, "inference", "clear_session", "predict_traces")
     assert traces["verdict"] == "regressed" and "5 -> 6" in traces["why"]
     assert cells[0] is traces  # the only regression, first
@@ -432,7 +437,7 @@ def test_markdown_has_a_header_row():
 def test_output_is_written_atomically(tmp_path):
     path = tmp_path / "cmp.csv"
     code, text = call(["compare", TF212, TF221, "--format", "csv", "--output", str(path)])
-    assert code == 0 and "wrote 24 cells" in text and str(path) in text
+    assert code == 0 and f"wrote {3 * len(headline_metrics())} cells" in text and str(path) in text  # 3 pairs
     assert os.listdir(tmp_path) == ["cmp.csv"]  # no temp file left behind
     assert path.read_text().startswith("loop,strategy,metric")
 

@@ -64,7 +64,8 @@ RESULT_FIELDS = {
     "gpu_reserved_baseline", "gpu_reserved_peak", "gpu_reserved_final", "gpu_reserved_source",
     "child_gpu_alloc_peaks", "child_gpu_reserved_peaks", "train_traces", "predict_traces", "function_traces",
     "models_built", "heap_baseline", "heap_peak", "heap_final", "heap_source", "heap_unavailable",
-    "py_blocks_before", "py_blocks_after", "py_blocks_samples",
+    "py_blocks_before", "py_blocks_after", "py_blocks_samples", "train_path_traces", "predict_path_traces",
+    "all_traces", "functions", "trace_hook",
 }
 
 
@@ -114,7 +115,8 @@ def test_inactive_probes_leave_their_fields_none_and_add_no_series():
     assert set(fields) == RESULT_FIELDS
     assert all(fields[k] is None for k in ("tf_alloc_peak", "graph_build_seconds", "gpu_alloc_peak",
                                            "gpu_reserved_source"))
-    assert set(stack.series) == {"seconds", "rss", "heap", "train_traces", "predict_traces", "function_traces"}
+    assert set(stack.series) == {"seconds", "rss", "heap", "train_traces", "predict_traces", "function_traces",
+                                 "all_traces"}
     assert all(len(values) == 1 for values in stack.series.values())
 
 
