@@ -473,6 +473,18 @@ def import_check(python: str, reqs: dict, forced: Sequence[str] = ()) -> str:
     return "" if done.returncode == 0 else (lines[-1] if lines else f"exit {done.returncode}")
 
 
+def legacy_keras(python: str) -> bool:
+    """Whether the asv environment of interpreter `python` pins tf-keras: its workers then need TF_USE_LEGACY_KERAS=1
+    (tf.keras is tf_keras there), whoever made it (asv, `run --keras tf_keras`, attribute's Keras 2 bridge)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(python)), "asv-env-info.json")
+    try:
+        with open(path) as f:
+            requirements = json.load(f).get("requirements") or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(package_of(name) == "tf-keras" for name in requirements)
+
+
 def install_note(python: str) -> dict:
     """{'forced': [names], 'why': reason} of the environment of interpreter `python` ({} when nothing was forced)."""
     path = os.path.join(os.path.dirname(os.path.dirname(python)), FORCED_FILE)

@@ -12,7 +12,9 @@ the excluded pins installed with --no-deps after the rest, then an import check,
 in fresh workers (runner.measure_at_once) and classified against the two ends as triage classifies a release
 (triage.classify). The conclusion (conclude) says it in words: carried by X (X alone behaves like the bad
 end), by X with Y (only the group does), by X and Y together (no single does; putting back either makes the
-bad end good), or nothing reproduces it.
+bad end good), or nothing reproduces it. Across the Keras 2 -> 3 switch (TF 2.15 -> 2.16), where no single move
+installs, the Keras 3 end is measured with tf_keras in Keras 3's place (bridges): "carried by Keras 3" when it
+then behaves like the Keras 2 end, "by TensorFlow" when it does not.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ class Row:
     """One environment of the attribution: its pins, what it moved from the bad side, how it installed, its class.
 
     `kind` is 'end' (good, bad), 'single' (the good pins with one package moved), 'group' (with a package and the
-    ones it needs to install unforced) or 'leave-one-out' (the bad pins with `moved` put back to the good side).
+    ones it needs to install unforced), 'leave-one-out' (the bad pins with `moved` put back to the good side) or
+    'bridge' (across the Keras 2 -> 3 switch: an end with tf_keras in Keras 3's place; see bridges).
     """
 
     label: str
@@ -72,9 +75,10 @@ class Plan:
 
     def describe(self) -> str:
         """'2 ends + 4 single + 1 group + 4 leave-one-out = 11 environments at most'."""
-        kinds = [sum(r.kind == k for r in self.rows) for k in ("end", "single", "group")]
-        return (f"{kinds[0]} ends + {kinds[1]} single + {kinds[2]} group + {len(self.leave_one_out)} leave-one-out "
-                f"(only when no single package carries it) = {self.count()} environments at most")
+        kinds = [sum(r.kind == k for r in self.rows) for k in ("end", "single", "group", "bridge")]
+        bridge = f" + {kinds[3]} Keras 2 bridge" if kinds[3] else ""
+        return (f"{kinds[0]} ends + {kinds[1]} single + {kinds[2]} group{bridge} + {len(self.leave_one_out)} "
+                f"leave-one-out (only when no single package carries it) = {self.count()} environments at most")
 
 
 MAX_ENVS = 12  # --max-envs' default: 2.13.1 -> 2.14.0 (4 packages differ) plans 12
@@ -165,6 +169,44 @@ def plan(good: Dict[str, str], bad: Dict[str, str],
         label = f"bad with {name} {version}" if version else f"bad without {name}"
         add(back, Row(label, swapped(bad, good, [name]), (name,), "leave-one-out"))
     return Plan(names, rows, back)
+
+
+def keras_major(pins: Dict[str, str]) -> Optional[int]:
+    """The major version of the keras a pin set installs (None when it pins none)."""
+    version = next((v for k, v in pins.items() if package_of(k) == "keras"), None)
+    try:
+        return int(str(version).split(".")[0]) if version else None
+    except ValueError:
+        return None
+
+
+def bridges(config: str, good: Dict[str, str], bad: Dict[str, str], python: Optional[str] = None) -> List[Row]:
+    """Across the Keras 2 -> 3 switch (TF 2.16), where no single move installs (TF 2.16 needs Keras 3, TF 2.15's
+    tf.keras cannot import it): the Keras 3 end with tf_keras (the Keras 2 of its TF minor, TF_USE_LEGACY_KERAS=1)
+    in Keras 3's place, and the Keras 2 end's other packages with that TF and tf_keras (TF moved, Keras 2 kept).
+    [] when the ends' Keras majors are the same, or the Keras 3 end's TF has no tf_keras."""
+    from . import releases
+
+    majors = keras_major(good), keras_major(bad)
+    if None in majors or (majors[0] >= 3) == (majors[1] >= 3):
+        return []
+    k3_side, k2_side = ("bad", "good") if majors[1] >= 3 else ("good", "bad")
+    k3, k2 = (bad, good) if k3_side == "bad" else (good, bad)
+    includes = asvconf.includes(config)
+    tf_name = releases.tf_package(includes)
+    tf3 = next((v for k, v in k3.items() if package_of(k) == package_of(tf_name)), None)
+    if not tf3 or releases.version_key(tf3)[:2] < (2, 16):
+        return []
+    try:
+        tf_keras = releases.tf_keras_for(tf3, python or releases.config_python(includes))
+    except UsageError:
+        return []
+    pin = {asvconf.TF_KERAS_PIN: f"--no-deps {tf_keras}"}
+    names = [k for k in k3 if package_of(k) in (package_of(tf_name), "keras")]
+    found = [Row(f"{k3_side} with tf_keras {tf_keras}", {**k3, **pin}, ("keras",), "bridge"),
+             Row(f"{k2_side} with {tf_name} {tf3} and tf_keras {tf_keras}", {**swapped(k2, k3, names), **pin},
+                 (tf_name, "keras"), "bridge")]
+    return [row for i, row in enumerate(found) if not any(_same(row.pins, r.pins) for r in found[:i])]
 
 
 def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str, str]:
@@ -270,6 +312,9 @@ def conclude(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], dif
     def at(side: Dict[str, str], some: Sequence[str]) -> str:
         return _and([f"{n} {side.get(n, '(none)')}" for n in some])
 
+    bridged = [r for r in rows if r.kind == "bridge" and r.record is not None and r.cls]
+    if bridged and not carriers:
+        return _across_keras3(bridged, good, bad, what)
     said = []
     goods, unclear = [r for r in singles if r.cls == "good"], [r for r in singles if r.cls == "unclear"]
     if goods:
@@ -315,6 +360,26 @@ def conclude(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], dif
         head = f"nothing reproduces the change of {what}: no single package or group moved into the good " \
                f"environment behaves like the bad end (a package the pins do not name, or several together)"
     return Conclusion(kind, packages, "Answer: " + "; ".join([head] + said) + ".")
+
+
+def _across_keras3(bridged: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], what: str) -> Conclusion:
+    """The answer across the Keras 2 -> 3 switch, from the bridges (the Keras 3 end with tf_keras, first)."""
+    k3_side = "bad" if (keras_major(bad) or 0) >= 3 else "good"
+    k2_side = "good" if k3_side == "bad" else "bad"
+    k3 = bad if k3_side == "bad" else good
+    keras3 = next((v for k, v in k3.items() if package_of(k) == "keras"), "3")
+    first, rest = bridged[0], bridged[1:]
+    also = "".join(f"; {r.label} behaves like the {r.cls} end" if r.cls in ("good", "bad") else
+                   f"; {r.label} behaves like neither end" for r in rest)
+    if first.cls == k2_side:
+        return Conclusion("keras 3", ["keras"], f"Answer: carried by Keras 3 (keras {keras3}): {first.label} behaves "
+                          f"like the {k2_side} end of {what}, so with Keras 2 in its place the change is gone"
+                          f"{also}.")
+    if first.cls == k3_side:
+        return Conclusion("tensorflow", [], f"Answer: carried by TensorFlow, not Keras 3: {first.label} (Keras 2 in "
+                          f"Keras 3's place) still behaves like the {k3_side} end of {what}{also}.")
+    return Conclusion("none", [], f"Answer: not decided across the Keras 3 switch: {first.label} behaves like neither "
+                      f"end of {what} ({first.reason}){also}.")
 
 
 def render(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], metric: str, head: str,
@@ -454,6 +519,8 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
     check_max_envs(2 + 2 * n if n > 2 else 2 + n, max_envs, f"2 ends + {n} single + {n if n > 2 else 0} "
                    "leave-one-out, before any group")
     planned = plan(good, bad, resolver(config, good, python) if n > 2 else None)  # 2: their group is the bad end
+    planned.rows += [row for row in bridges(config, good, bad, python)
+                     if not any(_same(row.pins, r.pins) for r in planned.rows)]
     check_max_envs(planned.count(), max_envs, planned.describe())
     rows = planned.rows
     known = known or {}

@@ -203,7 +203,7 @@ def cmd_triage(args: argparse.Namespace, out: TextIO) -> int:
     reproduce = _reproduce(args, loop)
     text, outcome, records = triage.bisect_releases(args.config, args.good, args.bad, template, metric,
                                                     args.latest_patches, reproduce, sys.stderr, args.python,
-                                                    args.jobs, args.tf)
+                                                    args.jobs, args.tf, args.attribute)
     out.write(text)
     extra = {}
     if args.attribute:  # the bracket's two environments: which package carries it (records join the triage's)

@@ -162,18 +162,51 @@ def _evidence(record, metric):
     return [env.get("keras") or "?", growth, verdict_text(s), f"{s['peak_loop'] / MIB:.0f}", shown]
 
 
+def answer(outcome: Outcome, what: str, name: str = "TF") -> str:
+    """The answer in words, for either direction: the first bad release when the good end is the older one (a
+    regression), the release that fixed it when the good end is the newer one (an improvement)."""
+    good, bad = outcome.versions[0], outcome.versions[-1]
+    if not outcome.first_bad:
+        return f"No answer for {what}: {outcome.stopped}."
+    if version_key(good) > version_key(bad):  # going forward in time, bad turned good: a fix
+        return (f"Answer: fixed in {name} {outcome.last_good}: it is the first release where {what} behaves like "
+                f"{good} (the good end); the last like {bad} (the bad end) is {outcome.first_bad}.")
+    return (f"Answer: {name} {outcome.first_bad} is the first release where {what} behaves like {bad}; the last "
+            f"like {good} is {outcome.last_good}.")
+
+
+def others_differ(outcome: Outcome, bisected: str) -> List[Tuple[str, str, str]]:
+    """(package, its version at the bracket's good release, at its bad one) for every package beside `bisected`
+    (the package triage moves: a TF package, or keras) whose pin differs between the bracket's two environments."""
+    from .asvconf import INSTALLER_ONLY, package_of
+
+    if not outcome.first_bad or len(outcome.pins) < 2:
+        return []
+    good = {package_of(k): v for k, v in outcome.pins[outcome.last_good].items() if k not in INSTALLER_ONLY}
+    bad = {package_of(k): v for k, v in outcome.pins[outcome.first_bad].items() if k not in INSTALLER_ONLY}
+    skip = {package_of(bisected)} | ({"tensorflow", "tensorflow-cpu"} if bisected.startswith("tensorflow") else set())
+    return [(n, good.get(n, "(none)"), bad.get(n, "(none)")) for n in dict.fromkeys(list(good) + list(bad))
+            if n not in skip and good.get(n) != bad.get(n)]
+
+
 def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str, strategy: str, commands: Sequence[str],
-           seconds: float, created: int, name: str = "TF") -> str:
-    """The answer, the evidence of every version tried (oldest first), and how to reproduce it.
+           seconds: float, created: int, name: str = "TF", attributing: bool = False) -> str:
+    """The answer, whether it is the bisected package's alone, the evidence of every version tried (oldest first),
+    and how to reproduce it.
 
     `name` is what was bisected: "TF" (releases), or "Keras" (at one TF release: `triage --package keras`).
+    `attributing`: `--attribute` follows (the note says so instead of offering it).
     """
     what = f"{loop} × {strategy} ({metric})"
-    if outcome.first_bad:
-        head = (f"Answer: {name} {outcome.first_bad} is the first release where {what} behaves like "
-                f"{outcome.versions[-1]}; the last like {outcome.versions[0]} is {outcome.last_good}.")
-    else:
-        head = f"No answer for {what}: {outcome.stopped}."
+    head = answer(outcome, what, name)
+    others = others_differ(outcome, "keras" if name == "Keras" else "tensorflow-cpu")
+    if others:
+        moved = ", ".join(f"{n} {a} -> {b}" for n, a, b in others)
+        head += (f"\nNot {name}'s alone: the environments of {outcome.last_good} and {outcome.first_bad} differ in "
+                 f"more than {name} ({moved}), so the change may be theirs: "
+                 + ("the attribution below measures which package carries it." if attributing else
+                    "add --attribute (or run `kerasbench attribute --good "
+                    f"{outcome.last_good} --bad {outcome.first_bad} …`) to measure which package carries it."))
     rows = []
     for version in sorted(outcome.tried, key=version_key):
         keras, growth, verdict, peak, note = _evidence(records[version], metric)
@@ -269,7 +302,8 @@ class _Labelled:
 
 def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric: str, latest_patches: bool,
                     reproduce: List[str], err: TextIO, python: Optional[str] = None,
-                    jobs: int = 2, tf: Optional[str] = None) -> Tuple[str, Outcome, Dict[str, Record]]:
+                    jobs: int = 2, tf: Optional[str] = None,
+                    attributing: bool = False) -> Tuple[str, Outcome, Dict[str, Record]]:
     """`kerasbench triage`: bisect the TF releases from `good` to `bad`, measuring the pair of `template` in each.
 
     `template` is the validated runner.RunSpec of the pair (each version gets its asv environment's python,
@@ -379,7 +413,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         envs.stop()  # a look-ahead creation no step needs any more: ended, its folder removed
     where = (lambda v: ["--tf", tf, "--keras", v]) if tf else (lambda v: ["--tf", v])
     commands = [shlex.join(reproduce + where(version)) for version in outcome.bracket]
-    text = render(outcome, records, metric, loop, strategy, commands, time.monotonic() - started, len(set(created)),
-                  name)
     outcome.pins = {version: envs.pins(version) for version in outcome.bracket}
+    text = render(outcome, records, metric, loop, strategy, commands, time.monotonic() - started, len(set(created)),
+                  name, attributing)
     return text, outcome, records

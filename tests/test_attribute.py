@@ -511,3 +511,73 @@ def test_compat_reads_tf_keras_as_the_keras_that_ran(monkeypatch):
     assert (_compat.keras_version(), _compat.keras_package(), _compat.is_keras3()) == ("2.16.0", "tf_keras", False)
     monkeypatch.setattr(_compat, "keras", lambda: types.ModuleType("keras._tf_keras.keras"))
     assert (_compat.keras_version(), _compat.keras_package()) == ("3.4.1", "keras")
+
+
+# ---------------------------------------------------------------- across the Keras 2 -> 3 switch
+
+K2 = {"tensorflow-cpu": "2.15.1", "keras": "2.15.0", "numpy": "1.26.4", "scipy": "1.15.3", "pip+asv_runner": "0.3.2"}
+K3 = {"tensorflow-cpu": "2.16.1", "keras": "3.3.3", "numpy": "1.26.4", "scipy": "1.15.3", "pip+asv_runner": "0.3.2"}
+
+
+def test_across_the_keras_3_switch_the_keras_3_end_is_tried_with_tf_keras(monkeypatch):
+    monkeypatch.setattr(releases, "tf_keras_for", lambda tf, python="3.11", doc=None: "2.16.0")
+    [bridge] = attribute.bridges(MATRIX, K2, K3)  # the other bridge has the same pins here: planned once
+    assert bridge.label == "bad with tf_keras 2.16.0" and bridge.kind == "bridge"
+    assert bridge.pins == {**K3, "pip+tf-keras": "--no-deps 2.16.0"}
+    k2_numpy = {**K2, "numpy": "1.24.3"}
+    first, second = attribute.bridges(MATRIX, k2_numpy, K3)
+    assert second.label == "good with tensorflow-cpu 2.16.1 and tf_keras 2.16.0"
+    assert second.pins == {**K3, "numpy": "1.24.3", "pip+tf-keras": "--no-deps 2.16.0"}  # the Keras 2 end's numpy
+    assert attribute.bridges(MATRIX, K3, {**K3, "numpy": "2.0.2"}) == []  # one Keras major: no bridge
+    assert [r.label for r in attribute.bridges(MATRIX, K3, K2)] == ["good with tf_keras 2.16.0"]  # a fix: either way
+
+
+def _bridged(monkeypatch, carried_by_keras3):
+    """attribute 2.15.1 -> 2.16.1 on fakes: single moves do not install (TF 2.16 needs Keras 3, TF 2.15's tf.keras
+    cannot import it); the environments that grow are Keras 3 ones (carried_by_keras3) or TF 2.16 ones."""
+    from kerasbench import runner
+
+    monkeypatch.setattr(releases, "tf_keras_for", lambda tf, python="3.11", doc=None: "2.16.0")
+    monkeypatch.setattr(attribute, "side_pins", lambda config, side, python=None: dict(K2 if side == "2.15.1" else K3))
+    made = {}
+
+    def python_for(config, reqs, progress=None, python=None):
+        if attribute.keras_major(reqs) == 2 and reqs["tensorflow-cpu"] == "2.16.1" and "pip+tf-keras" not in reqs:
+            raise UsageError("the environment does not import: TF 2.16 needs Keras 3")
+        if attribute.keras_major(reqs) == 3 and reqs["tensorflow-cpu"] == "2.15.1":
+            raise UsageError("the environment does not import: TF 2.15's tf.keras cannot import Keras 3")
+        path = f"python-{len(made)}"
+        made[path] = dict(reqs)
+        return path, f"env-{len(made)}"
+
+    def measure_at_once(specs, jobs, progress, finished):
+        out = []
+        for i, spec in enumerate(specs):
+            pins = made[spec.python]
+            keras2 = "pip+tf-keras" in pins or attribute.keras_major(pins) == 2
+            grows = not keras2 if carried_by_keras3 else pins["tensorflow-cpu"] == "2.16.1"
+            r = record(pins["tensorflow-cpu"], 2400 * KIB if grows else 0, seed=i, keras=pins["keras"])
+            r["spec"]["python"] = spec.python
+            out.append(r)
+        return out
+
+    monkeypatch.setattr(asvconf, "python_for", python_for)
+    monkeypatch.setattr(asvconf, "install_note", lambda python: {})
+    monkeypatch.setattr(runner, "measure_at_once", measure_at_once)
+    monkeypatch.setattr(attribute, "resolver", lambda config, pins, python=None: fake_resolves())
+    return call(["attribute", "--config", MATRIX, "--good", "2.15.1", "--bad", "2.16.1", "--loop", "inference",
+                 "--strategy", "reuse_model"])
+
+
+def test_a_change_keras_3_carries_is_said_so(monkeypatch):
+    code, out = _bridged(monkeypatch, carried_by_keras3=True)
+    assert code == 0, out
+    assert "Answer: carried by Keras 3 (keras 3.3.3): bad with tf_keras 2.16.0 behaves like the good end" in out
+    assert "1 Keras 2 bridge" in out or "bridge" in row_of(out, "bad with tf_keras 2.16.0")
+
+
+def test_a_change_tensorflow_carries_is_said_so(monkeypatch):
+    code, out = _bridged(monkeypatch, carried_by_keras3=False)
+    assert code == 0, out
+    assert "Answer: carried by TensorFlow, not Keras 3: bad with tf_keras 2.16.0 (Keras 2 in Keras 3's place) still " \
+           "behaves like the bad end" in out

@@ -359,3 +359,38 @@ def test_a_look_ahead_creation_is_ended_when_triage_stops(tmp_path):
     pid = int(pid_file.read_text())
     with pytest.raises(OSError):
         os.kill(pid, 0)
+
+
+# ---------------------------------------------------------------- the answer, both ways; not TF's alone
+
+
+def _outcome(good, bad, last_good, first_bad, pins):
+    versions = [good, last_good, first_bad, bad] if good != last_good else [good, first_bad, bad]
+    return triage.Outcome(versions=versions, last_good=last_good, first_bad=first_bad,
+                          bracket=(last_good, first_bad), pins=pins)
+
+
+def test_a_regression_names_the_first_bad_release_and_a_fix_the_release_that_fixed_it():
+    what = "batch_stream × stable_batch_shapes (growth_per_iter)"
+    regression = _outcome("2.16.2", "2.18.1", "2.17.1", "2.18.0", {})
+    assert triage.answer(regression, what) == (f"Answer: TF 2.18.0 is the first release where {what} behaves like "
+                                               "2.18.1; the last like 2.16.2 is 2.17.1.")
+    fix = _outcome("2.18.1", "2.16.2", "2.18.1", "2.18.0", {})  # the good end is the newer one: an improvement
+    assert triage.answer(fix, what) == (f"Answer: fixed in TF 2.18.1: it is the first release where {what} behaves "
+                                        "like 2.18.1 (the good end); the last like 2.16.2 (the bad end) is 2.18.0.")
+
+
+def test_a_bracket_that_differs_in_more_than_tf_says_so_and_offers_the_attribution():
+    pins = {"2.18.0": {"tensorflow-cpu": "2.18.0", "keras": "3.6.0", "numpy": "2.0.2", "pip+asv_runner": "0.3.2"},
+            "2.18.1": {"tensorflow-cpu": "2.18.1", "keras": "3.9.0", "numpy": "2.0.2", "pip+asv_runner": "0.3.2"}}
+    fix = _outcome("2.18.1", "2.16.2", "2.18.1", "2.18.0", pins)
+    assert triage.others_differ(fix, "tensorflow-cpu") == [("keras", "3.9.0", "3.6.0")]
+    record = synthetic("2.18.1", 0)["records"][0]
+    text = triage.render(fix, {"2.18.1": record}, "growth_per_iter", "batch_stream", "stable_batch_shapes", [], 1.0, 0)
+    assert ("Not TF's alone: the environments of 2.18.1 and 2.18.0 differ in more than TF (keras 3.9.0 -> 3.6.0), "
+            "so the change may be theirs: add --attribute") in text
+    said = triage.render(fix, {"2.18.1": record}, "growth_per_iter", "batch_stream", "stable_batch_shapes", [], 1.0, 0,
+                         attributing=True)
+    assert "the attribution below measures which package carries it" in said
+    only_tf = {v: {"tensorflow-cpu": v, "keras": "3.9.0"} for v in ("2.18.0", "2.18.1")}
+    assert triage.others_differ(_outcome("2.18.1", "2.16.2", "2.18.1", "2.18.0", only_tf), "tensorflow-cpu") == []
