@@ -295,15 +295,18 @@ def test_keras_versions_between_two_releases():
 # ---------------------------------------------------------------- the command on fakes
 
 
-def fake_environments(monkeypatch, carrier, forced=()):
+def fake_environments(monkeypatch, carrier, forced=(), refuses=lambda pins: ""):
     """python_for and measure_at_once fakes: environments that grow are the ones with the bad side's `carrier` pin
-    (a name; or a predicate on the pins; None: none grows); `resolver` is fake_resolves (no uv asked)."""
+    (a name; or a predicate on the pins; None: none grows); `refuses(pins)` says why one does not install ('':
+    it does); `resolver` is fake_resolves (no uv asked)."""
     from kerasbench import runner
 
     made = {}
     grows = carrier if callable(carrier) else (lambda pins: carrier is not None and pins.get(carrier) == BAD[carrier])
 
     def python_for(config, reqs, progress=None, python=None):
+        if refuses(reqs):
+            raise UsageError(refuses(reqs))
         path = f"python-{len(made)}"
         made[path] = dict(reqs)
         return path, f"env-{len(made)}"
@@ -535,36 +538,21 @@ def test_across_the_keras_3_switch_the_keras_3_end_is_tried_with_tf_keras(monkey
 def _bridged(monkeypatch, carried_by_keras3):
     """attribute 2.15.1 -> 2.16.1 on fakes: single moves do not install (TF 2.16 needs Keras 3, TF 2.15's tf.keras
     cannot import it); the environments that grow are Keras 3 ones (carried_by_keras3) or TF 2.16 ones."""
-    from kerasbench import runner
-
     monkeypatch.setattr(releases, "tf_keras_for", lambda tf, python="3.11", doc=None: "2.16.0")
     monkeypatch.setattr(attribute, "side_pins", lambda config, side, python=None: dict(K2 if side == "2.15.1" else K3))
-    made = {}
 
-    def python_for(config, reqs, progress=None, python=None):
-        if attribute.keras_major(reqs) == 2 and reqs["tensorflow-cpu"] == "2.16.1" and "pip+tf-keras" not in reqs:
-            raise UsageError("the environment does not import: TF 2.16 needs Keras 3")
-        if attribute.keras_major(reqs) == 3 and reqs["tensorflow-cpu"] == "2.15.1":
-            raise UsageError("the environment does not import: TF 2.15's tf.keras cannot import Keras 3")
-        path = f"python-{len(made)}"
-        made[path] = dict(reqs)
-        return path, f"env-{len(made)}"
+    def keras2(pins):
+        return "pip+tf-keras" in pins or attribute.keras_major(pins) == 2
 
-    def measure_at_once(specs, jobs, progress, finished):
-        out = []
-        for i, spec in enumerate(specs):
-            pins = made[spec.python]
-            keras2 = "pip+tf-keras" in pins or attribute.keras_major(pins) == 2
-            grows = not keras2 if carried_by_keras3 else pins["tensorflow-cpu"] == "2.16.1"
-            r = record(pins["tensorflow-cpu"], 2400 * KIB if grows else 0, seed=i, keras=pins["keras"])
-            r["spec"]["python"] = spec.python
-            out.append(r)
-        return out
+    def refuses(pins):
+        if keras2(pins) and pins["tensorflow-cpu"] == "2.16.1" and "pip+tf-keras" not in pins:
+            return "the environment does not import: TF 2.16 needs Keras 3"
+        if not keras2(pins) and pins["tensorflow-cpu"] == "2.15.1":
+            return "the environment does not import: TF 2.15's tf.keras cannot import Keras 3"
+        return ""
 
-    monkeypatch.setattr(asvconf, "python_for", python_for)
-    monkeypatch.setattr(asvconf, "install_note", lambda python: {})
-    monkeypatch.setattr(runner, "measure_at_once", measure_at_once)
-    monkeypatch.setattr(attribute, "resolver", lambda config, pins, python=None: fake_resolves())
+    grows = (lambda pins: not keras2(pins)) if carried_by_keras3 else (lambda pins: pins["tensorflow-cpu"] == "2.16.1")
+    fake_environments(monkeypatch, grows, refuses=refuses)
     return call(["attribute", "--config", MATRIX, "--good", "2.15.1", "--bad", "2.16.1", "--loop", "inference",
                  "--strategy", "reuse_model"])
 
