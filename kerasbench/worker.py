@@ -318,7 +318,8 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
                 peaks["first_iteration_peak_rss"] = hwm.peek()
             emit("warmup", iteration=w)
         if hwm:
-            peaks["warmup_peak_rss"] = hwm.stop() if spec.warmup else None
+            peak = hwm.stop()  # also ends a sampler thread (where VmHWM cannot be reset)
+            peaks["warmup_peak_rss"] = peak if spec.warmup else None
         warmup_seconds = probes.timer() - t0 - setup_seconds
     except Skip as e:
         emit("skip", reason=str(e), environment=environment(pair))
