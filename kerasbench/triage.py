@@ -90,13 +90,34 @@ def bisect(versions: Sequence[str], classify: Callable[[str], str],
     return out
 
 
+NEAR_GOOD = 0.1  # a version between the ends whose change is at most this share of the ends' reads as good
+
+
 def classify(metric: str, good: Record, bad: Record, record: Record) -> Tuple[str, str]:
-    """('good' | 'bad' | 'unclear', why) of `record`: unchanged against the good end, or the bad end's change."""
-    change, _ = compare.judge(metric, compare.cell_side(good, metric), compare.cell_side(bad, metric))
-    verdict, why = compare.judge(metric, compare.cell_side(good, metric), compare.cell_side(record, metric))
+    """('good' | 'bad' | 'unclear', why) of `record`: unchanged against the good end, or the bad end's change.
+
+    A change in the bad end's direction is the bad end's, larger or smaller, unless it is also clearly less than
+    the bad end's (compare: the opposite verdict against the bad end): then its share of the ends' difference
+    decides: at least half, bad; at most NEAR_GOOD (an environment that undoes nearly all of it), good; else
+    unclear. (TF 2.16.1 with tf_keras: +20 MiB of peak against the bad end's +2.7 GiB is the good end's.)
+    """
+    sides = {name: compare.cell_side(r, metric) for name, r in (("good", good), ("bad", bad), ("record", record))}
+    change, _ = compare.judge(metric, sides["good"], sides["bad"])
+    verdict, why = compare.judge(metric, sides["good"], sides["record"])
     if verdict == "unchanged":
         return "good", why
     if verdict == change:
+        back, _ = compare.judge(metric, sides["bad"], sides["record"])
+        opposite = {"regressed": "improved", "improved": "regressed"}.get(change)
+        values = [sides[k].get("value") for k in ("good", "bad", "record")]
+        if back == opposite and None not in values and values[1] != values[0]:
+            share = (values[2] - values[0]) / (values[1] - values[0])
+            said = f"{share:.0%} of the ends' difference ({why})"
+            if share <= NEAR_GOOD:
+                return "good", f"{verdict} against the good end but by only {said}: nearly all of it undone"
+            if share < 0.5:
+                return "unclear", f"between the ends: {said}"
+            return "bad", f"{verdict} like the bad end, {said}"
         return "bad", f"{verdict} like the bad end: {why}"
     return "unclear", f"{verdict} against the good end ({why}), where the bad end is {change}"
 

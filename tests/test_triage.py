@@ -94,6 +94,16 @@ def test_classify_by_growth():
     assert triage.classify("growth_per_iter", bad, good, record("2.18.1", 1024 * KIB, seed=7))[0] == "unclear"
 
 
+def test_a_version_that_undoes_nearly_all_of_the_change_is_good_and_one_halfway_unclear():
+    good, bad = record("2.15.1", 0), record("2.16.1", 2400 * KIB, seed=1)
+    near, half, most = (record("2.16.1", slope, seed=seed) for slope, seed in
+                        ((150 * KIB, 2), (800 * KIB, 3), (1600 * KIB, 4)))
+    cls, why = triage.classify("growth_per_iter", good, bad, near)
+    assert cls == "good" and "nearly all of it undone" in why and "% of the ends' difference" in why
+    assert triage.classify("growth_per_iter", good, bad, half)[0] == "unclear"
+    assert triage.classify("growth_per_iter", good, bad, most)[0] == "bad"
+
+
 def test_equal_ends_do_not_differ():
     assert not triage.ends_differ("growth_per_iter", record("2.12.1", 0), record("2.21.0", 0, seed=1))[0]
 
