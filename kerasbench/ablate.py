@@ -105,14 +105,16 @@ def measure(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str = B
     return measure_pairs(spec, todo, lambda strategy: spec, progress, finished)  # spec's own counts for every one
 
 
-def tables(records: Sequence[Record], steps: Sequence[str], base: str, counts: str, repeats: int) -> str:
+def tables(records: Sequence[Record], steps: Sequence[str], base: str, counts: str, repeats: int,
+           metric: str = METRIC) -> str:
     """The text of every loop with a finished variant among `records` (its others n/a), then the floors judged by."""
     parts = []
     for loop in dict.fromkeys(r["loop"] for r in records):
         env = next((r["environment"] for r in records if r["loop"] == loop and r.get("environment")), None) or {}
-        title = (f"{loop}: cleanup ablation on {base}, TF {env.get('tensorflow')}, Keras {env.get('keras')}, "
+        on = "" if metric == METRIC else f" of {metric}"
+        title = (f"{loop}: cleanup ablation{on} on {base}, TF {env.get('tensorflow')}, Keras {env.get('keras')}, "
                  f"{counts}, {repeats} repeat(s)")
-        parts.append(text(analyse(records, loop, steps, base), title) + "\n")
+        parts.append(text(analyse(records, loop, steps, base, metric), title) + "\n")
     floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given")
               for r in records if r["summary"].get("floor") is not None}
     parts += [f"floor {floor / KIB:g} KiB/iteration, from {source}\n" for floor, source in sorted(floors)]
@@ -120,7 +122,7 @@ def tables(records: Sequence[Record], steps: Sequence[str], base: str, counts: s
 
 
 def run(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str, out: TextIO, err: TextIO,
-        json_path: Optional[str] = None) -> Any:
+        json_path: Optional[str] = None, metric: str = METRIC) -> Any:
     """`kerasbench ablate`'s session: measure every variant of each loop, print the tables, the wall and the file.
 
     Records are written to `json_path` as variants finish (session.Kept: an interrupt keeps the finished ones and
@@ -134,10 +136,10 @@ def run(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str, out: T
     from .session import Kept
 
     named = [pair for loop in loops for pair in pairs(loop, steps, base)]  # each loop's variants, in order
-    kept = Kept(named, json_path, what="variant", ablation={"base": base, "steps": list(steps)})
+    kept = Kept(named, json_path, what="variant", ablation={"base": base, "steps": list(steps), "metric": metric})
 
     def show() -> None:
-        out.write(tables(kept.records, steps, base, spec.counts_text(), spec.repeats))
+        out.write(tables(kept.records, steps, base, spec.counts_text(), spec.repeats, metric))
         out.flush()
 
     started, load = time.monotonic(), os.getloadavg()[0]
@@ -217,9 +219,22 @@ def _sufficient(alone: Optional[Record]) -> Tuple[str, str]:
     return "n/a", "not measured" if alone is None else f"status {alone['status']}"
 
 
-def analyse(records: Sequence[Record], loop: str, steps: Sequence[str], base: str = BASE) -> Dict[str, Any]:
+def _as_good_as_full(full: Optional[Record], alone: Optional[Record], metric: str) -> Tuple[str, str]:
+    """Whether a step alone keeps `metric` where the full cleanup keeps it (a metric other than the growth)."""
+    verdict, why = _judge(full, alone, metric)
+    answer = {"unchanged": "sufficient", "improved": "sufficient", "regressed": "not sufficient"}.get(
+        verdict, "inconclusive" if verdict == "inconclusive" else "n/a")
+    return answer, f"alone against the full cleanup: {verdict}: {why}"
+
+
+def analyse(records: Sequence[Record], loop: str, steps: Sequence[str], base: str = BASE,
+            metric: str = METRIC) -> Dict[str, Any]:
     """The ablation of `loop` from `records` (one TF version): each variant's slope, CI and verdict, and per step
-    whether it is necessary and sufficient, with why; missing variants are n/a."""
+    whether it is necessary and sufficient, with why; missing variants are n/a.
+
+    On the growth (`metric` growth_per_iter, the default) a step is sufficient when alone the variant reads flat by
+    its own verdict; on another metric compare judges (a peak, traces), when alone it keeps the metric where the
+    full cleanup keeps it. Necessary: leaving it out of the full cleanup makes the metric worse (compare)."""
     by_strategy = {r["strategy"]: r for r in records if r["loop"] == loop}
     rows = []
     for v in variants(steps, base):
@@ -229,6 +244,7 @@ def analyse(records: Sequence[Record], loop: str, steps: Sequence[str], base: st
                      "strategy": v.strategy, "status": r["status"] if r else "missing", "verdict": _verdict(r),
                      "slope": side.get("value"), "low": side.get("low"), "high": side.get("high"),
                      "heap": r["summary"].get(HEAP_METRIC) if r and r["status"] == "ok" else None,
+                     "value": r["summary"].get(metric) if r and r["status"] == "ok" else None,
                      "reason": r.get("reason") if r and r["status"] != "ok" else None})
     full = by_strategy.get(compose(base, steps))
     none = by_strategy.get(base)
@@ -236,18 +252,26 @@ def analyse(records: Sequence[Record], loop: str, steps: Sequence[str], base: st
     for s in steps:
         without = by_strategy.get(compose(base, [t for t in steps if t != s]))
         alone = by_strategy.get(compose(base, (s,)))
-        necessary, why_n = _necessary(full, without)
-        sufficient, why_s = _sufficient(alone)
-        helps, why_h = _judge(none, alone)  # does it alone reduce the growth of no cleanup at all?
+        necessary, why_n = _necessary(full, without) if metric == METRIC else _necessary_by(full, without, metric)
+        sufficient, why_s = _sufficient(alone) if metric == METRIC else _as_good_as_full(full, alone, metric)
+        helps, why_h = _judge(none, alone, metric)  # does it alone reduce what no cleanup at all does?
         per_step.append({"step": s, "necessary": necessary, "necessary_why": why_n, "sufficient": sufficient,
                          "sufficient_why": why_s, "alone_vs_none": helps, "alone_vs_none_why": why_h})
-    return {"loop": loop, "base": base, "steps": list(steps), "rows": rows, "per_step": per_step,
+    return {"loop": loop, "base": base, "steps": list(steps), "metric": metric, "rows": rows, "per_step": per_step,
             "full_verdict": _verdict(full), "none_verdict": _verdict(none),
             "conclusion": conclusion(per_step, _verdict(full), _verdict(none),
-                                     [row["variant"] for row in rows if row["verdict"] == "flat"])}
+                                     [row["variant"] for row in rows if row["verdict"] == "flat"], metric)}
 
 
-def conclusion(per_step: Sequence[dict], full: str, none: str, flat: Optional[Sequence[str]] = None) -> List[str]:
+def _necessary_by(full: Optional[Record], without: Optional[Record], metric: str) -> Tuple[str, str]:
+    verdict, why = _judge(full, without, metric)
+    answer = {"regressed": "necessary", "unchanged": "not necessary", "improved": "not necessary"}.get(
+        verdict, "inconclusive" if verdict == "inconclusive" else "n/a")
+    return answer, why
+
+
+def conclusion(per_step: Sequence[dict], full: str, none: str, flat: Optional[Sequence[str]] = None,
+               metric: str = METRIC) -> List[str]:
     """The ablation's findings as sentences: only what the CIs support, the rest called inconclusive.
 
     `flat`: the labels of the variants whose verdict is flat, named when the full cleanup is not (a step can hurt).
@@ -256,14 +280,16 @@ def conclusion(per_step: Sequence[dict], full: str, none: str, flat: Optional[Se
         return [p["step"] for p in per_step if p[key] == value]
 
     lines = [f"no cleanup: {none}; full cleanup ({len(per_step)} steps): {full}."]
-    if full == "grows":
+    if full == "grows" and metric == METRIC:
         lines.append("The full cleanup does not stop the growth; 'necessary' below means leaving it out adds growth.")
-    if flat is not None and full != "flat":
+    if flat is not None and full != "flat" and metric == METRIC:
         lines.append(f"Flat variants: {', '.join(flat) or 'none'}.")
+    grows_more = "makes it grow more" if metric == METRIC else f"makes {metric} worse"
+    stays = "alone it stays flat" if metric == METRIC else f"alone it keeps {metric} where the full cleanup does"
     for key, meaning, values in (
-            ("necessary", "leaving it out of the full cleanup makes it grow more",
+            ("necessary", f"leaving it out of the full cleanup {grows_more}",
              ("necessary", "not necessary", "inconclusive", "n/a")),
-            ("sufficient", "alone it stays flat", ("sufficient", "not sufficient", "inconclusive", "n/a"))):
+            ("sufficient", stays, ("sufficient", "not sufficient", "inconclusive", "n/a"))):
         parts = [f"{value}: {', '.join(named(key, value))}" for value in values if named(key, value)]
         lines.append(f"{key.capitalize()} ({meaning}) — {'; '.join(parts)}.")
     for p in per_step:  # calls the heap made where RSS had not followed (yet): say why
@@ -271,8 +297,9 @@ def conclusion(per_step: Sequence[dict], full: str, none: str, flat: Optional[Se
             if "heap" in p[f"{key}_why"] and p[key] != "n/a":
                 lines.append(f"{p['step']} {p[key]}: {p[f'{key}_why']}.")
     reducing = named("alone_vs_none", "improved")
-    if reducing and full != "flat":
-        lines.append(f"Alone, these reduce the growth of no cleanup: {', '.join(reducing)}.")
+    if reducing and (full != "flat" or metric != METRIC):
+        what = "the growth" if metric == METRIC else metric
+        lines.append(f"Alone, these reduce {what} of no cleanup: {', '.join(reducing)}.")
     return lines
 
 
@@ -308,13 +335,25 @@ def _ci(row: dict) -> str:
 
 
 def variant_rows(result: Dict[str, Any]) -> List[List[str]]:
-    """The variant table's rows: variant, KiB/iteration, 95% CI, verdict, heap KiB/iteration."""
+    """The variant table's rows: variant, KiB/iteration, 95% CI, verdict, heap KiB/iteration (and the ablated
+    metric's value when it is not the growth)."""
+    from .metrics import METRICS
+
+    metric = result.get("metric", METRIC)
+    shown = METRICS[metric].show if metric != METRIC else None
     return [[row["variant"], _kib(row["slope"]), _ci(row),
              row["verdict"] if row["status"] == "ok" else f"{row['status']}: {row['reason'] or 'not measured'}",
-             _kib(row.get("heap"))] for row in result["rows"]]
+             _kib(row.get("heap"))] + ([("n/a" if row.get("value") is None else shown(row["value"]))] if shown else [])
+            for row in result["rows"]]
 
 
 VARIANT_HEADER = ("variant", "KiB/iter", "95% CI", "verdict", "heap KiB/iter")
+
+
+def variant_header(result: Dict[str, Any]) -> Tuple[str, ...]:
+    """VARIANT_HEADER, and the ablated metric when it is not the growth."""
+    metric = result.get("metric", METRIC)
+    return VARIANT_HEADER + ((metric,) if metric != METRIC else ())
 STEP_HEADER = ("step", "alone", "all but it", "necessary", "sufficient")
 
 
@@ -330,7 +369,7 @@ def text(result: Dict[str, Any], title: str = "") -> str:
     from .console import text_table
 
     lines = [title] if title else []
-    lines += text_table(VARIANT_HEADER, variant_rows(result)) + [""]
+    lines += text_table(variant_header(result), variant_rows(result)) + [""]
     lines += text_table(STEP_HEADER, step_rows(result)) + [""]
     lines += result["conclusion"]
     return "\n".join(lines) + "\n"
@@ -342,5 +381,5 @@ def markdown(result: Dict[str, Any]) -> str:
         out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         return out + ["| " + " | ".join(row) + " |" for row in rows]
 
-    lines = table(VARIANT_HEADER, variant_rows(result)) + [""] + table(STEP_HEADER, step_rows(result))
+    lines = table(variant_header(result), variant_rows(result)) + [""] + table(STEP_HEADER, step_rows(result))
     return "\n".join(lines + [""] + [f"- {line}" for line in result["conclusion"]]) + "\n"

@@ -110,13 +110,16 @@ def cmd_ablate(args: argparse.Namespace, out: TextIO) -> int:
     for loop in loops:
         ablate.check_base(args.base, loop)
     steps = ablate.check_steps(selection.names(args.steps, CLEANUPS, "steps"))
+    from .triage import check_metric
+
+    metric = check_metric(args.metric)
     base = session.base_spec(profile, [(loops[0], args.base)], args.iterations, args.warmup, args.repeats,
                              **_spec_options(args))
     json_path = args.json or (os.path.splitext(args.html)[0] + ".json" if args.html else None)
     session.check_outputs([json_path, args.html], args.repro)
     pins = parse_pins(args.pin) if args.tf else args.pin  # without --tf, use_release says --pin needs it
     session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "")
-    kept = ablate.run(base, loops, steps, args.base, out, sys.stderr, json_path)
+    kept = ablate.run(base, loops, steps, args.base, out, sys.stderr, json_path, metric)
     if kept.error:  # said on one line after the tables
         return 1
     if args.html:  # report reads ablate: it is written here, not there
@@ -481,6 +484,9 @@ def build_parser() -> argparse.ArgumentParser:
                    + ", ".join(CLEANUPS))
     p.add_argument("--base", default=ABLATE_BASE,
                    help=f"the strategy the steps are added to (default {ABLATE_BASE}: a new model, nothing released)")
+    p.add_argument("--metric", default="growth_per_iter",
+                   help="what a step must keep down: growth_per_iter (default: sufficient = alone it reads flat), or "
+                   "any metric compare judges, e.g. peak_over_setup (sufficient = alone as good as the full cleanup)")
     p.add_argument("--tf", metavar="VERSION", help="run the workers in the asv environment of this TF release")
     p.add_argument("--python", metavar="X.Y", help="with --tf: that release's environment on this Python (as run)")
     p.add_argument("--pin", action="append", metavar="NAME==VERSION", help="with --tf: this pin instead (as run)")

@@ -398,10 +398,11 @@ def _ablations(groups, versions) -> List[str]:
                 body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
                 return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
+            variants = table(ablate.variant_header(result), ablate.variant_rows(result), "ablation-variants")
             found.append(
                 f'<section class="ablation" id="ablation-{esc(loop)}-{esc(ver)}" data-loop="{esc(loop)}" '
                 f'data-version="{esc(ver)}"><h2>Cleanup ablation: {esc(loop)} on {esc(base)}, TF {esc(ver)}</h2>'
-                f'<div class="tables">{table(ablate.VARIANT_HEADER, ablate.variant_rows(result), "ablation-variants")}'
+                f'<div class="tables">{variants}'
                 f'{table(ablate.STEP_HEADER, ablate.step_rows(result), "ablation-steps")}</div>'
                 f'<ul class="conclusion">{"".join(f"<li>{esc(line)}</li>" for line in result["conclusion"])}</ul>'
                 "</section>")

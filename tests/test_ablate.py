@@ -258,3 +258,34 @@ def test_an_interrupt_keeps_and_shows_the_finished_variants(fake_steps, tmp_path
         "control_leak_native", compose("control_leak_native", fake_steps)]
     assert "only fake_release" in out.getvalue() and "missing: not measured" in out.getvalue()
     assert "2 of 8 variant(s) finished before the interrupt" in capsys.readouterr().err
+
+
+def _with_peak(rec, mib):
+    """`rec` with its loop's peak `mib` MiB over its baseline in every repeat (the summary judged again)."""
+    from kerasbench import record
+    from kerasbench.runner import RunSpec
+
+    for rep in rec["repeats"]:
+        rep["result"]["peak_loop_rss"] = rep["result"]["baseline_rss"] + mib * 2**20
+    spec = RunSpec(**{k: v for k, v in rec["spec"].items() if k in RunSpec.__dataclass_fields__})
+    rec["summary"] = record.summarize(rec["repeats"], spec)
+    return rec
+
+
+def test_ablate_on_another_metric_asks_whether_a_step_keeps_it_where_the_full_cleanup_does():
+    # every variant's growth is flat; the peak over the baseline is 400 MiB without clear_session, 20 with it
+    steps, base = ("clear_session", "gc_collect"), "rebuild_no_clear"
+    records = [_with_peak(_record(base, 0, 0), 400), _with_peak(_record(compose(base, steps), 0, 0), 20),
+               _with_peak(_record(compose(base, ["clear_session"]), 0, 0), 21),
+               _with_peak(_record(compose(base, ["gc_collect"]), 0, 0), 400)]
+    result = ablate.analyse(records, "inference", steps, base, metric="peak_over_baseline")
+    by_step = {p["step"]: p for p in result["per_step"]}
+    assert (by_step["clear_session"]["sufficient"], by_step["clear_session"]["necessary"]) == ("sufficient",
+                                                                                                "necessary")
+    assert (by_step["gc_collect"]["sufficient"], by_step["gc_collect"]["necessary"]) == ("not sufficient",
+                                                                                          "not necessary")
+    text = ablate.text(result)
+    assert "alone it keeps peak_over_baseline where the full cleanup does" in text
+    assert ablate.variant_header(result)[-1] == "peak_over_baseline" and "+400.0 MiB" in text
+    # on the growth (the default) the same records: every variant is flat, every step sufficient
+    assert {p["sufficient"] for p in ablate.analyse(records, "inference", steps, base)["per_step"]} == {"sufficient"}
