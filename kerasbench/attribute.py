@@ -19,11 +19,8 @@ then behaves like the Keras 2 end, "by TensorFlow" when it does not.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
-import shlex
-import time
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import asvconf
@@ -31,10 +28,9 @@ from .asvconf import INSTALLER_ONLY, package_of
 from .console import text_table
 from .errors import UsageError
 from .record import Record
-from .units import MIN_MEMORY_CAP
 
 if TYPE_CHECKING:
-    from .runner import RunSpec
+    pass
 
 @dataclasses.dataclass
 class Row:
@@ -415,61 +411,6 @@ def render(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], metri
     return "\n".join(lines) + "\n"
 
 
-def resolver(config: str, pins: Dict[str, str], python: Optional[str] = None
-             ) -> Optional[Callable[[Dict[str, str]], Tuple[bool, str]]]:
-    """asvconf.resolves with the uv and Python an environment of `config` would be made with (None without uv)."""
-    _, env = asvconf.environment_for(config, pins, python) if python else asvconf.environment_for(config, pins)
-    uv = asvconf.installer(env)
-    if not uv:
-        return None
-    return lambda reqs: asvconf.resolves(uv, reqs, env._python)
-
-
-def _measure(config: str, rows: Sequence[Row], template: RunSpec, metric: str, err: TextIO,
-             python: Optional[str], jobs: int) -> None:
-    """Make each row's environment (a row the installer cannot make is unclear, an end raises) and measure the ones
-    without a record, `jobs` at a time, each in fresh workers."""
-    from . import runner, triage
-    from .console import Progress, status_line
-
-    for row in rows:
-        if row.record is not None:
-            continue
-
-        def note(text, label=row.label):
-            status_line(err, f"attribute: {label}: {text}", final=True)
-
-        try:
-            row.python, row.env_name = asvconf.python_for(config, row.pins, note, python)
-        except UsageError as e:
-            if row.kind == "end":
-                raise
-            row.cls, row.reason = "unclear", f"not installable: {e}"
-            note(row.reason)
-            continue
-        installed = asvconf.install_note(row.python)
-        row.forced, row.why = list(installed.get("forced") or []), installed.get("why") or ""
-    todo = [row for row in rows if row.record is None and row.python]
-    if not todo:
-        return
-    at_once = 1 if metric == "seconds_per_iter" else max(1, min(jobs, len(todo)))
-    specs = []
-    for row in todo:
-        spec = dataclasses.replace(template, python=row.python, jobs=at_once)
-        if at_once > 1 and not os.environ.get("KERASBENCH_MEMORY_CAP"):
-            spec = dataclasses.replace(spec, memory_cap=max(MIN_MEMORY_CAP, runner.default_memory_cap() // at_once))
-        specs.append(spec)
-    progress = triage._Labelled(Progress(err, len(todo), template.warmup), [row.label for row in todo])
-    measured = runner.measure_at_once(specs, at_once, progress, None)
-    # in the order given; when an interrupt left some out, each record's spec names its interpreter
-    by_python = {r["spec"].get("python"): r for r in measured} if len(measured) < len(specs) else \
-        {spec.python: r for spec, r in zip(specs, measured)}
-    for row, spec in zip(todo, specs):
-        row.record = by_python.get(spec.python)
-        if row.record is not None:
-            row.record["asv_env"] = row.env_name
-
-
 def _classify(rows: Sequence[Row], ends: Tuple[Record, Record], metric: str, err: TextIO) -> None:
     """Each measured row (not an end) against the two ends, as triage classifies a release."""
     from . import triage
@@ -498,61 +439,6 @@ def check_max_envs(count: int, max_envs: Optional[int], plan_text: str = "") -> 
                          f"--max-envs {max_envs}: give --max-envs {count}, or two environments closer together.")
 
 
-def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: RunSpec, metric: str,
-              reproduce: List[str], err: TextIO, python: Optional[str] = None, jobs: int = 2,
-              known: Optional[Dict[str, Record]] = None, max_envs: Optional[int] = None
-              ) -> Tuple[str, List[Row]]:
-    """`kerasbench attribute`: measure the ends, each one-package move, each group the installer needs, and when no
-    single package carries the change, each package put back into the bad end; (the answer and table, the rows).
-
-    `template` is the validated RunSpec of the pair; `reproduce` the `kerasbench run` command line each row's
-    environment options are appended to. `known` ({'good': record, 'bad': record}) are ends measured already
-    (triage's bracket): not measured again. `max_envs`: a UsageError, before anything is made, when the plan
-    could need more environments. Progress goes to `err`.
-    """
-    from . import triage
-    from .console import status_line
-
-    started = time.monotonic()
-    names = differing(good, bad)
-    n = len(names)
-    check_max_envs(2 + 2 * n if n > 2 else 2 + n, max_envs, f"2 ends + {n} single + {n if n > 2 else 0} "
-                   "leave-one-out, before any group")
-    planned = plan(good, bad, resolver(config, good, python) if n > 2 else None)  # 2: their group is the bad end
-    planned.rows += [row for row in bridges(config, good, bad, python)
-                     if not any(_same(row.pins, r.pins) for r in planned.rows)]
-    check_max_envs(planned.count(), max_envs, planned.describe())
-    rows = planned.rows
-    known = known or {}
-    what = f"{template.loop} × {template.strategy} ({metric})"
-    status_line(err, f"attribute: {len(names)} package(s) differ: "
-                     f"{', '.join(f'{n} {good.get(n, chr(8212))} → {bad[n]}' for n in names)}", final=True)
-    status_line(err, f"attribute: plan: {planned.describe()}", final=True)
-    for row in rows:
-        row.record = known.get(row.label) if row.kind == "end" else None
-    _measure(config, rows, template, metric, err, python, jobs)
-    ends = rows[0].record, rows[1].record
-    if ends[0] is None or ends[1] is None:
-        raise UsageError("attribute: an end was not measured (interrupted)")
-    differ, why = triage.ends_differ(metric, *ends) if all(e["status"] == "ok" for e in ends) else \
-        (False, "an end did not measure: " + "; ".join(f"{e['status']}: {e['reason']}" for e in ends
-                                                         if e["status"] != "ok"))
-    status_line(err, f"attribute: bad vs good: {why}", final=True)
-    rows[0].cls, rows[1].cls = ("good", "bad") if differ else ("unclear", "unclear")
-    rows[0].reason = rows[1].reason = why
-    _classify(rows, ends, metric, err)
-    if differ and planned.leave_one_out and needs_leave_one_out(rows):
-        status_line(err, f"attribute: no single package carries it: {len(planned.leave_one_out)} leave-one-out "
-                         "environment(s), the bad one with each package put back", final=True)
-        rows = rows + planned.leave_one_out
-        _measure(config, planned.leave_one_out, template, metric, err, python, jobs)
-        _classify(planned.leave_one_out, ends, metric, err)
-    conclusion = conclude(rows, good, bad, differ, why, what)
-    commands = [shlex.join(reproduce + reproduce_args(config, row.pins, python)) for row in rows]
-    text = render(rows, good, bad, metric, conclusion.text, commands, time.monotonic() - started)
-    return text, rows
-
-
 def summary(rows: Sequence[Row], metric: str, good: Optional[Dict[str, str]] = None,
             bad: Optional[Dict[str, str]] = None) -> dict:
     """The attribution as JSON-ready data (beside the records in a --json file): every row, and the conclusion."""
@@ -566,64 +452,3 @@ def summary(rows: Sequence[Row], metric: str, good: Optional[Dict[str, str]] = N
             "rows": [{"label": r.label, "kind": r.kind, "pins": r.pins, "moved": list(r.moved), "forced": r.forced,
                       "why": r.why, "refused": r.refused, "class": r.cls, "env": r.env_name} for r in rows]}
 
-
-def command(args: argparse.Namespace, out: TextIO, err: TextIO, template: Callable[[argparse.Namespace, str], RunSpec],
-            reproduce: Callable[[argparse.Namespace, str], List[str]]) -> int:
-    """`kerasbench attribute` from its parsed options: checks them (one-line errors), reads the two sides' pins,
-    attributes, prints, writes --json. `template`/`reproduce` make the pair's RunSpec and `kerasbench run` line."""
-    from . import triage
-    from .asvconf import find_config
-    from .files import check_not_input, check_writable, write_json
-
-    metric = triage.check_metric(args.metric)
-    args.config = find_config(args.config)
-    if args.good.strip() == args.bad.strip():
-        raise UsageError(f"Nothing to attribute: --good and --bad are the same ({args.good}).")
-    loop = "repro" if args.repro else args.loop
-    if loop is None:
-        raise UsageError("What to measure? Give --loop NAME and --strategy NAME, or --repro FILE.")
-    spec = template(args, loop)
-    if args.json:
-        check_writable(args.json)
-        check_not_input(args.json, [args.repro] if args.repro else [])
-    if args.jobs <= 0:
-        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or more.")
-    if args.max_envs < 3:
-        raise UsageError(f"Invalid value for argument `max_envs`. Received: max_envs={args.max_envs!r}. Expected 3 "
-                         "or more (the two ends and one package moved).")
-    good = side_pins(args.config, args.good, args.python)
-    bad = side_pins(args.config, args.bad, args.python)
-    text, rows = attribute(args.config, good, bad, spec, metric, reproduce(args, loop), err, args.python, args.jobs,
-                           max_envs=args.max_envs)
-    out.write(text)
-    if args.json:
-        from .record import records_payload
-
-        kept = [r.record for r in rows if r.record is not None]
-        write_json(args.json, records_payload(kept, attribution=summary(rows, metric, good, bad)))
-        out.write(f"wrote {len(kept)} record(s) to {args.json}\n")
-    return 0
-
-
-def bracket(config: str, outcome, records: Dict[str, Record], template: RunSpec, metric: str,
-            reproduce: Sequence[str], out: TextIO, err: TextIO, python: Optional[str] = None, jobs: int = 2,
-            max_envs: Optional[int] = MAX_ENVS) -> dict:
-    """`triage --attribute`: attribute the bracket triage found (its two measured ends reused); the JSON extra.
-
-    The rows' records join `records` (by label); {} and a line saying so when triage found no bracket, or when
-    the plan needs more than `max_envs` environments (triage's answer is kept either way).
-    """
-    if not outcome.first_bad:
-        out.write("attribute: no bracket of a good and a bad release to attribute\n")
-        return {}
-    good, bad = outcome.last_good, outcome.first_bad
-    out.write(f"\nattribute: {good} (good) vs {bad} (bad)\n")
-    try:
-        text, rows = attribute(config, outcome.pins[good], outcome.pins[bad], template, metric, reproduce, err,
-                               python, jobs, known={"good": records[good], "bad": records[bad]}, max_envs=max_envs)
-    except TooManyEnvironments as e:  # triage's own answer stands (and is written): only the attribution is not run
-        out.write(f"attribute: not run: {e}\n")
-        return {}
-    out.write(text)
-    records.update({row.label: row.record for row in rows[2:] if row.record is not None})
-    return {"attribution": summary(rows, metric)}

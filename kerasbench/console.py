@@ -4,7 +4,7 @@ One text-table renderer (`text_table`) serves the run table, compare and triage.
 """
 
 import threading
-from typing import Iterable, Sequence, TextIO
+from typing import Iterable, List, Sequence, TextIO
 
 from .metrics import METRICS
 from .units import KIB, MIB, kib_text
@@ -104,6 +104,18 @@ def verdict_text(summary: dict) -> str:
     """The RSS verdict and what grew, as the run table's two columns read together: 'flat (leak)', 'grows (leak)'."""
     kind = summary.get("growth_kind")
     return f"{summary.get('verdict') or 'n/a'}" + (f" ({kind})" if kind else "")
+
+
+class Labelled:
+    """A Progress whose pairs measured at once are labelled with their TF version."""
+
+    def __init__(self, progress, labels: List[str]):
+        self.progress, self.labels = progress, labels
+
+    def pair(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0):
+        mine = self.progress.pair(index, loop, strategy, iterations, budget)
+        mine.label = f"{self.labels[index - 1]}: {loop} × {strategy}"
+        return mine
 
 
 def status_line(stream: TextIO, text: str, final: bool = False, milestone: bool = False) -> None:

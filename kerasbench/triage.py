@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import compare
 from .console import text_table, verdict_text
@@ -22,10 +22,10 @@ from .errors import UsageError
 from .metrics import judged_metrics
 from .record import Record
 from .releases import version_key
-from .units import KIB, MIB, MIN_MEMORY_CAP
+from .units import KIB, MIB
 
 if TYPE_CHECKING:  # the type only: bisect_releases imports runner (loop shapes, numpy) when it runs
-    from .runner import RunSpec
+    pass
 
 
 @dataclass
@@ -247,194 +247,3 @@ def summary(outcome: Outcome, metric: str) -> dict:
     return {"metric": metric, "versions": outcome.versions, "tried": outcome.tried, "last_good": outcome.last_good,
             "first_bad": outcome.first_bad, "stopped": outcome.stopped}
 
-
-class Environments:
-    """The asv environments of the versions triage measures, made one at a time in a background thread.
-
-    `want(versions)` queues them (the next bisection step's, while this one measures); `get(version)`
-    waits for one (queued first if it was not). A creation that fails is said only when that version is
-    needed. `stop()` ends a creation under way (its folder is removed, as after any interrupted one) and
-    drops the queued ones.
-    """
-
-    def __init__(self, config: str, python: Optional[str], note: Callable[[str, str], None], tf: Optional[str] = None):
-        from concurrent.futures import ThreadPoolExecutor
-
-        from . import asvconf
-
-        self.config, self.python, self.note, self.tf = config, python, note, tf
-        self.includes = asvconf.includes(config)
-        self.futures: Dict[str, object] = {}
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasbench-env")
-
-    def _make(self, version: str) -> Tuple[str, str]:
-        from . import asvconf
-
-        return asvconf.python_for(self.config, self.pins(version), lambda text: self.note(version, text), self.python)
-
-    def pins(self, version: str) -> Dict[str, str]:
-        """The pins of `version`'s environment: a TF release's, or TF `tf`'s with that Keras (`--package keras`)."""
-        from . import asvconf, releases
-
-        if self.tf:
-            return asvconf.requirements_with(self.config, self.tf, self.python, keras=version)[0]
-        return releases.requirements_for(version, self.includes, python=self.python)
-
-    def want(self, versions: Sequence[str]) -> None:
-        """Queue the environments of `versions` (those not queued yet)."""
-        for version in versions:
-            if version not in self.futures:
-                self.futures[version] = self.pool.submit(self._make, version)
-
-    def get(self, version: str) -> Tuple[str, str]:
-        """(interpreter, environment name) of `version`, made now if it was not queued."""
-        from concurrent.futures import TimeoutError as Pending
-
-        self.want([version])
-        future = self.futures[version]
-        while True:
-            try:
-                return future.result(timeout=0.2)  # short waits: the main thread takes Ctrl-C in between
-            except Pending:
-                continue
-
-    def stop(self) -> None:
-        """Drop the queued creations and end the one under way (asvconf removes its half-made folder)."""
-        from . import asvconf
-
-        for future in self.futures.values():
-            future.cancel()
-        if not all(f.done() for f in self.futures.values()):
-            asvconf.end_creations()
-        self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-class _Labelled:
-    """A console.Progress whose pairs measured at once are labelled with their TF version."""
-
-    def __init__(self, progress, labels: List[str]):
-        self.progress, self.labels = progress, labels
-
-    def pair(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0):
-        mine = self.progress.pair(index, loop, strategy, iterations, budget)
-        mine.label = f"{self.labels[index - 1]}: {loop} × {strategy}"
-        return mine
-
-
-def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric: str, latest_patches: bool,
-                    reproduce: List[str], err: TextIO, python: Optional[str] = None,
-                    jobs: int = 2, tf: Optional[str] = None,
-                    attributing: bool = False) -> Tuple[str, Outcome, Dict[str, Record]]:
-    """`kerasbench triage`: bisect the TF releases from `good` to `bad`, measuring the pair of `template` in each.
-
-    `template` is the validated runner.RunSpec of the pair (each version gets its asv environment's python,
-    on Python `python`, default the config's); `reproduce` is the `kerasbench run` command line that the
-    answer ends with, each bracketing release's `--tf` appended. With jobs 2 both ends are measured at once
-    (memory figures are per process; their seconds per iteration under contention, and the records' spec
-    says jobs 2); the environments of the next step are made while the current one measures. Progress goes
-    to `err`. With `tf`, the Keras releases from `good` to `bad` are bisected at TF release `tf` (each its
-    environment's pins with that Keras; forced with --no-deps where TF's requirements exclude it) and
-    each reproduce command gets `--tf tf --keras VERSION`. Returns (the answer as text, the Outcome,
-    {version: record}).
-    """
-    import dataclasses
-    import os
-    import shlex
-    import threading
-    import time
-
-    from . import asvconf, releases, runner
-    from .console import Progress, status_line
-    from .errors import repro_failed
-
-    started = time.monotonic()
-    loop, strategy = template.loop, template.strategy
-    includes = asvconf.includes(config)
-    if tf:
-        versions = releases.package_versions("keras", good, bad, python or releases.config_python(includes))
-    else:
-        versions = releases.candidates(good, bad, includes, patches=not latest_patches, python=python)
-    expected = steps_needed(len(versions))
-    name = "Keras" if tf else "TF"
-    status_line(err, f"triage: {len(versions)} {name} releases from {good} to {bad}"
-                     f"{f' on TF {tf}' if tf else ''}: {' '.join(versions)}", final=True)
-    status_line(err, f"triage: {loop} × {strategy}, {metric}; at most {expected} to measure", final=True)
-    records: Dict[str, Record] = {}
-    created: List[str] = []
-    lock = threading.Lock()
-
-    def note(version, text):
-        with lock:
-            if text.startswith("environment ready"):
-                created.append(version)
-            status_line(err, f"{name} {version}: {text}", final=True)
-
-    envs = Environments(config, python, note, tf)
-
-    def spec_for(version, at_once=1):
-        path, env_name = envs.get(version)
-        spec = dataclasses.replace(template, python=path)
-        if at_once > 1:  # the default memory cap shared between the workers running at once
-            cap = template.memory_cap if os.environ.get("KERASBENCH_MEMORY_CAP") else \
-                max(MIN_MEMORY_CAP, runner.default_memory_cap() // at_once)
-            spec = dataclasses.replace(spec, jobs=at_once, memory_cap=cap)
-        return spec, env_name
-
-    def keep(version, record, env_name):
-        record["asv_env"] = env_name
-        if template.repro and record["status"] == "failed":
-            raise repro_failed(template.repro, record)
-        records[version] = record
-        return record
-
-    def measure_version(version):
-        spec, env_name = spec_for(version)
-        step = len(records) + 1
-        progress = Progress(err, expected, spec.warmup)
-        progress.start(step, loop, strategy, spec.iterations, spec.budget)
-        progress.label = f"[step {step}/≤{expected}] {name} {version}: {loop} × {strategy}"
-        record = runner.measure(spec, progress=progress)
-        progress.done(record)
-        return keep(version, record, env_name)
-
-    try:
-        ends = [versions[0], versions[-1]]
-        envs.want(ends + ([versions[(len(versions) - 1) // 2]] if len(versions) > 2 else []))
-        at_once = 1 if metric == "seconds_per_iter" else min(jobs, 2)  # a time compared alone, never under contention
-        if at_once > 1:
-            made = [spec_for(v, at_once) for v in ends]
-            labels = [f"[step {i + 1}/≤{expected}] {name} {v}" for i, v in enumerate(ends)]
-            measured = runner.measure_at_once([s for s, _ in made], at_once,
-                                               _Labelled(Progress(err, expected, template.warmup), labels), None)
-            if len(measured) < 2:  # measure_at_once keeps only finished pairs; a repro failure raised already
-                raise UsageError("triage: an end of the bisection was not measured")
-            for version, record, (_, env_name) in zip(ends, measured, made):
-                keep(version, record, env_name)
-            good_end, bad_end = records[ends[0]], records[ends[1]]
-        else:
-            good_end, bad_end = measure_version(ends[0]), measure_version(ends[1])
-        differ, why = ends_differ(metric, good_end, bad_end)
-        status_line(err, f"triage: {versions[-1]} vs {versions[0]}: {why}", final=True)
-
-        def classify_version(version):
-            if version == versions[0]:
-                return "good" if differ else "unclear"
-            if version == versions[-1]:
-                return "bad" if differ else "unclear"
-            record = records.get(version) or measure_version(version)
-            verdict, reason = classify(metric, good_end, bad_end, record) if record["status"] == "ok" \
-                else ("unclear", f"{record['status']}: {record['reason']}")
-            record["triage"] = {"class": verdict, "why": reason}
-            said = {"good": "like the good end", "bad": "like the bad end", "unclear": "like neither end"}[verdict]
-            status_line(err, f"triage: {name} {version} behaves {said}: {reason}", final=True)
-            return verdict
-
-        outcome = bisect(versions, classify_version, ahead=envs.want if differ else None)
-    finally:
-        envs.stop()  # a look-ahead creation no step needs any more: ended, its folder removed
-    where = (lambda v: ["--tf", tf, "--keras", v]) if tf else (lambda v: ["--tf", v])
-    commands = [shlex.join(reproduce + where(version)) for version in outcome.bracket]
-    outcome.pins = {version: envs.pins(version) for version in outcome.bracket}
-    text = render(outcome, records, metric, loop, strategy, commands, time.monotonic() - started, len(set(created)),
-                  name, attributing)
-    return text, outcome, records

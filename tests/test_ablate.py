@@ -249,7 +249,9 @@ def test_an_interrupt_keeps_and_shows_the_finished_variants(fake_steps, tmp_path
                                                    leak_bytes=LEAK_KIB * KIB)))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ablate, "measure", two_then_interrupt)
+    from kerasbench.commands import ablate as command  # the session that measures the variants
+
+    monkeypatch.setattr(command, "measure", two_then_interrupt)
     out, path = io.StringIO(), tmp_path / "abl.json"
     code = cli.main(["ablate", "--loop", "control", "--base", "control_leak_native", "--steps", ",".join(fake_steps),
                      "--json", str(path)], out=out)

@@ -327,7 +327,9 @@ def fake_environments(monkeypatch, carrier, forced=(), refuses=lambda pins: ""):
                         if made[python].get("tensorflow-cpu") == "2.14.0" and made[python]["keras"] == "2.13.1"
                         and forced else {})
     monkeypatch.setattr(runner, "measure_at_once", measure_at_once)
-    monkeypatch.setattr(attribute, "resolver", lambda config, pins, python=None: fake_resolves())
+    from kerasbench.commands import attribute as command  # the session that makes and measures the environments
+
+    monkeypatch.setattr(command, "resolver", lambda config, pins, python=None: fake_resolves())
     return made
 
 

@@ -163,3 +163,20 @@ def test_written_files_get_the_usual_permissions(tmp_path):
         os.umask(old)
     assert (tmp_path / "out.html").stat().st_mode & 0o777 == 0o644
     assert [p.name for p in tmp_path.iterdir()] == ["out.html"]  # no temp file left behind
+
+
+def test_a_new_command_is_one_module_and_one_name(tmp_path, monkeypatch, capsys):
+    """A command module in kerasbench.commands and its name in COMMANDS: parsed, listed in --help, dispatched."""
+    import importlib
+    import sys as system
+
+    from kerasbench import commands
+
+    (tmp_path / "hello.py").write_text(
+        'NAME = "hello"\nHELP = "say hello"\n\n\ndef add_arguments(p):\n    p.add_argument("--who", default="you")\n'
+        '\n\ndef run(args, out):\n    out.write(f"hello {args.who}\\n")\n    return 0\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(system.modules, "kerasbench.commands.hello", importlib.import_module("hello"))
+    monkeypatch.setattr(commands, "COMMANDS", commands.COMMANDS + ("hello",))
+    assert call(["hello", "--who", "kerasbench"]) == (0, "hello kerasbench\n")
+    assert call(["--help"])[0] == 0 and "say hello" in capsys.readouterr().out

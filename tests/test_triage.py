@@ -326,7 +326,8 @@ def test_run_python_needs_tf(capsys):
 LOOK_AHEAD = """
 import os, subprocess, sys, time
 sys.path.insert(0, {root!r})
-from kerasbench import asvconf, triage
+from kerasbench import asvconf
+from kerasbench.commands import triage  # the session: its environments are made there
 from kerasbench.errors import UsageError
 
 pid_file = {pid_file!r}

@@ -1,0 +1,58 @@
+"""`kerasbench compare`: records of one machine and commit, each metric per TF version, with a verdict."""
+
+import argparse
+import sys
+from typing import TextIO
+
+from . import options
+
+NAME = "compare"
+HELP = "records of one machine and commit: each metric per TF version, with a verdict"
+
+
+def parser_keywords() -> dict:
+    """compare's rules are its module's docstring: the description and the epilog of its --help."""
+    from ..compare import __doc__ as rules
+
+    return {"description": rules.split("\n\n", 1)[0], "epilog": "verdicts:\n" + rules.split("\n\n", 1)[1],
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from ..compare import FORMATS
+
+    options.records(p)
+    p.add_argument("--format", default="table", choices=FORMATS, help="table (default), markdown, json or csv")
+    p.add_argument("--changes-only", action="store_true", help="leave out unchanged and n/a cells")
+    p.add_argument("--fail-on", metavar="VERDICTS", help="exit 1, listing the cells, when any cell has one of these "
+                   "verdicts: a comma list of regressed, improved, inconclusive, not comparable, n/a "
+                   "(e.g. regressed,inconclusive)")
+    p.add_argument("--output", metavar="PATH", type=options.path, help="write to PATH (atomically) instead of stdout")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Compare records across TF versions: a table, markdown, JSON or CSV; --fail-on's gate exits 1."""
+    from .. import compare
+    from ..files import check_not_input, check_writable, write_text
+    from ..record import find_records_files
+
+    gates = compare.fail_on(args.fail_on) if args.fail_on is not None else ()
+    if args.output:
+        check_writable(args.output)
+        check_not_input(args.output, [path for path, _ in find_records_files(args.paths)])
+    groups = compare.group(compare.load(args.paths))
+    cells = compare.compare(groups, baseline=args.baseline)
+    if args.changes_only:
+        cells = [c for c in cells if c["verdict"] in ("regressed", "improved", "inconclusive")]
+    text = compare.render(cells, groups, args.format)
+    if args.output:
+        write_text(args.output, text)
+        out.write(f"wrote {len(cells)} cells ({compare.counts(cells)}) to {args.output}\n")
+    else:
+        out.write(text)
+    failing = compare.gate(cells, gates)
+    if failing:  # a CI job's gate: the cells that fail it, then exit 1 (2 stays for usage errors)
+        sys.stderr.write(f"kerasbench: {len(failing)} cell(s) are {' or '.join(gates)} (--fail-on):\n")
+        sys.stderr.write("".join(f"  {line}\n" for line in failing))
+        return 1
+    return 0

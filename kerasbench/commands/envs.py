@@ -1,0 +1,38 @@
+"""`kerasbench envs`: the asv environments of a config (names for `asv run -E`), with their pins."""
+
+import argparse
+from typing import TextIO
+
+NAME = "envs"
+HELP = "the asv environments of a config (names for `asv run -E`)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="asv config file (default: asv.matrix.json, found as for run --tf)")
+    p.add_argument("--tf", help="only the environment of this TensorFlow release (patch releases too, as run --tf); "
+                   "prints its bare name")
+    p.add_argument("--json", action="store_true", help="the environments as one line of JSON, GitHub Actions' "
+                   "matrix form {\"include\": [{name, tf, tf_package, keras, python, device, config}]}")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """The environments with their pins (or the bare name of one TF release's; --json: a matrix)."""
+    import json
+
+    from ..asvconf import environments, find_config, matrix_entries, matrix_json, split_pin
+
+    config = find_config(args.config)
+    if args.json:  # one line: a CI job writes it to $GITHUB_OUTPUT and fans out over it
+        out.write(json.dumps(matrix_json(config), separators=(",", ":")) + "\n")
+        return 0
+    if args.tf:
+        out.write("".join(name + "\n" for name, _ in environments(config, args.tf)))
+        return 0
+    for entry in matrix_entries(config):
+        pins = [(package, version, " (" + " ".join(flags) + ")" if flags else "")
+                for package, version, flags in (split_pin(k, v) for k, v in entry["req"].items())]
+        said = [f"{package}=={version}{flags}" for package, version, flags in sorted(pins)]
+        said += [f"{key}={value}" for key, value in sorted(entry["env"].items())]
+        axis = f"  [{entry['axis']}]" if entry["axis"] else ""
+        out.write(f"{entry['name']}{axis}\n    {', '.join(said)}\n")
+    return 0

@@ -1,0 +1,247 @@
+"""The options commands share, declared once: a command that takes --allocator, --tf or --json adds its group and
+gets the same name, type, default and help as every other command that takes it (and the same checks).
+
+The groups: the measured pair of a run (`pairs`) or of a bisection (`bisected_pair`), the counts of a profile
+(`counts`) or of a bisection (`fixed_counts`), the release and environment (`release`, `matrix_config`), the
+limits of a worker (`limits`, `allocator`), the outputs (`json_output`) and the records read (`records`).
+The argparse types check values with units.check_number, RunSpec's own checker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import List, Optional
+
+from ..allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
+from ..errors import UsageError
+from ..metrics import judged_metrics
+from ..profiles import ENV_VAR as PROFILE_VAR
+from ..stats import DEFAULT_FLOOR
+from ..units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
+
+DEFAULT_ALLOCATOR_NOW = os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line like every other user mistake (exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Print `message` on one line, pointing at --help, and exit 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+# ---------------------------------------------------------------- argparse types
+
+
+def number(name: str, minimum: float = 0.0, maximum: float = float("inf")):
+    """An argparse type: a finite float in [minimum, maximum] (units.check_number, RunSpec's checker too)."""
+    def parse(text: str) -> float:
+        try:
+            return check_number(text, name, minimum, maximum)
+        except UsageError as e:
+            raise argparse.ArgumentTypeError(e.short) from None
+    parse.__name__ = name
+    return parse
+
+
+def size(minimum: int):
+    """An argparse type: a size such as 4GiB of at least `minimum` bytes, kept as typed (spec_options parses it)."""
+    def parse(text: str) -> str:
+        try:
+            parse_bytes(text, "the size", minimum)
+        except UsageError as e:
+            raise argparse.ArgumentTypeError(e.short) from None
+        return text
+    return parse
+
+
+def path(text: str) -> str:
+    """An argparse type: a non-empty path (an empty one would silently write nothing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("Invalid path. Received: ''. Expected a file name.")
+    return text
+
+
+def ints(text: str, kind: str, minimum: int = 1) -> list:
+    """'30,60' -> [30, 60]; UsageError naming the argument otherwise."""
+    try:
+        values = [int(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < minimum:
+        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. "
+                         f"Expected a comma list of integers >= {minimum}.")
+    return sorted(set(values))
+
+
+def parse_pins(given: Optional[List[str]]) -> dict:
+    """{name: version} of --pin NAME==VERSION options; a one-line UsageError for one of another form."""
+    import re
+
+    pins = {}
+    for text in given or []:
+        found = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([0-9][A-Za-z0-9.+!-]*)\s*", text)
+        if not found:
+            raise UsageError(f"Invalid --pin. Received: {text!r}. Expected NAME==VERSION, e.g. keras==2.14.0.")
+        pins[found[1]] = found[2]
+    return pins
+
+
+# ---------------------------------------------------------------- the groups
+
+
+def pairs(p: argparse.ArgumentParser) -> None:
+    """--loop, --repro, --strategy of a run: names, comma lists or 'all'."""
+    p.add_argument("--loop", help="loop shape, comma list, or 'all' built-in ones (see `kerasbench list`)")
+    repro(p, "measure your own loop body: a Python file defining iteration(ctx, model) and optionally setup() and "
+             "build(ctx) (README: Bring your own repro)")
+    p.add_argument("--strategy", default="all",
+                   help="strategy, comma list, or 'all' applicable (default; GPU-only ones with --device gpu)")
+
+
+def repro(p: argparse.ArgumentParser, text: str) -> None:
+    p.add_argument("--repro", metavar="FILE", help=text)
+
+
+def device(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="cpu", help="cpu (GPUs hidden from TF) or gpu (skipped where TF sees none; "
+                   "with --config asv.gpu.json on a GPU machine)")
+
+
+def bisected_pair(p: argparse.ArgumentParser) -> None:
+    """--loop, --strategy, --repro, --metric, --device of triage and attribute: one pair, what must differ."""
+    p.add_argument("--loop", help="loop shape (see `kerasbench list`)")
+    p.add_argument("--strategy", default="rebuild_no_clear", help="strategy (default rebuild_no_clear)")
+    repro(p, "your own loop body instead of a loop shape")
+    metric(p)
+    device(p)
+
+
+def metric(p: argparse.ArgumentParser, default: Optional[str] = None, text: str = "") -> None:
+    """--metric: what must differ (triage, attribute) or what a step must keep down (ablate)."""
+    first, *others = judged_metrics()
+    p.add_argument("--metric", default=default or first,
+                   help=text or f"what must differ: {first} (default), {', '.join(others)}")
+
+
+def counts(p: argparse.ArgumentParser, what: str = "pair") -> None:
+    """--profile, --iterations, --warmup, --repeats of a measuring session (run, ablate)."""
+    p.add_argument("--profile", help="quick, default, full or reference: the time budget per pair, warm-up and "
+                   f"repeats (default: ${PROFILE_VAR} or 'default'; `kerasbench list` shows them)")
+    p.add_argument("--iterations", type=int, help=f"exactly this many measured iterations per {what} (overrides "
+                   "the profile's time budget: no looks)")
+    p.add_argument("--warmup", type=int, help="iterations run before the baseline (overrides the profile)")
+    p.add_argument("--repeats", type=int,
+                   help=f"fresh processes per {what} (overrides the profile; 2+ to trust a verdict)")
+
+
+def fixed_counts(p: argparse.ArgumentParser, what: str) -> None:
+    """--iterations, --warmup, --repeats of a bisection or an attribution: one fixed count for every side."""
+    p.add_argument("--iterations", type=int, default=20, help=f"measured iterations per {what} (default 20)")
+    p.add_argument("--warmup", type=int, default=3, help="warm-up iterations (default 3)")
+    p.add_argument("--repeats", type=int, default=1, help=f"fresh workers per {what} (default 1)")
+
+
+def matrix_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="asv config whose environments --tf uses (default: asv.matrix.json in "
+                   "$KERASBENCH_CONFIG, the current folder or the clone kerasbench was imported from; asv.gpu.json "
+                   "on a GPU machine)")
+
+
+def release(p: argparse.ArgumentParser) -> None:
+    """--tf, --python, --pin, --keras, --config, --machine: where a session's workers run and what records say."""
+    p.add_argument("--tf", metavar="VERSION", help="run the workers in the asv environment of this TF release "
+                   "(patch releases too; made if missing: seconds with uv, minutes with pip)")
+    p.add_argument("--python", metavar="X.Y", help="with --tf: that release's environment on this Python (3.10, "
+                   "3.12…; from PATH or pyenv; only where the release has a wheel for it)")
+    p.add_argument("--pin", action="append", metavar="NAME==VERSION", help="with --tf: that release's environment "
+                   "with this pin instead (repeatable; forced with --no-deps where the others exclude it)")
+    p.add_argument("--keras", metavar="VERSION|tf_keras", help="with --tf: this Keras release, or tf_keras (TF >= "
+                   "2.16: the tf-keras of its minor, TF_USE_LEGACY_KERAS=1; compare labels it <release>+tf_keras)")
+    matrix_config(p)
+    p.add_argument("--machine", metavar="NAME", help="the machine name the records say (default: "
+                   "$KERASBENCH_MACHINE, else asv's machine, `asv machine --machine NAME`; never the host name)")
+
+
+def allocator(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allocator", default=DEFAULT_ALLOCATOR_NOW,
+                   help=f"{', '.join(ALLOCATORS)} (default: ${ALLOCATOR_VAR} or {DEFAULT_ALLOCATOR})")
+
+
+def limits(p: argparse.ArgumentParser, what: str = "pair") -> None:
+    """--floor-kib, --allocator, --memory-cap, --jobs, --time-limit, --leak-kib of a measuring session."""
+    p.add_argument("--floor-kib", type=number("floor-kib"), default=None,
+                   help="smallest growth called a leak, KiB/iteration (default: a stored calibration that fits this "
+                   "allocator, library, machine and Python, else one made now, else "
+                   f"{DEFAULT_FLOOR // KIB})")
+    allocator(p)
+    p.add_argument("--memory-cap", type=size(MIN_MEMORY_CAP),
+                   help="stop a worker whose processes exceed this, e.g. 4GiB (default: half of RAM)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help=f"{what}s measured at once, each in its own workers (default: $KERASBENCH_JOBS, else the "
+                   "usable cores; one starts only while the expected peaks fit in free memory); memory figures are "
+                   "per process, but seconds per iteration are then measured under contention (the record's spec "
+                   "says jobs; compare does not judge time across jobs), and the default memory cap is shared "
+                   "between them")
+    p.add_argument("--time-limit", type=number("time-limit", MIN_TIME_LIMIT), default=1800.0,
+                   help="seconds per worker process (default 1800)")
+    p.add_argument("--leak-kib", type=number("leak-kib", 0, MAX_LEAK_BYTES / KIB), default=0,
+                   help="leak per iteration of control_leak_* (default 256)")
+
+
+def spec_options(args: argparse.Namespace) -> dict:
+    """The RunSpec fields of `limits` and --repro: bytes of KiB and sizes, the default jobs."""
+    from ..runner import default_jobs
+
+    return dict(leak_bytes=int(args.leak_kib * KIB), memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
+                time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB,
+                allocator=args.allocator, repro=args.repro or "",
+                jobs=default_jobs() if args.jobs is None else args.jobs)
+
+
+def json_output(p: argparse.ArgumentParser, what: str = "the records") -> None:
+    p.add_argument("--json", metavar="PATH", type=path, help=f"also write {what} to PATH (atomically)")
+
+
+def records(p: argparse.ArgumentParser, what: str = "records", baseline: bool = True) -> None:
+    """The records a command reads (files or folders) and, for those that compare, the baseline version."""
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help=f"{what}: `kerasbench run --json` files, or folders of them (e.g. .asv/records/<machine>)")
+    if baseline:
+        p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")
+
+
+def loop_of(args: argparse.Namespace) -> Optional[str]:
+    """The loop a command's --loop / --repro names: --loop, else loop 'repro' when --repro is given (the one rule:
+    both given is the spec's one-line error, a repro file is measured as loop repro)."""
+    return args.loop if args.loop is not None else ("repro" if args.repro else None)
+
+
+def bisect_environments(p: argparse.ArgumentParser, python_help: str) -> None:
+    """--python and --config of triage and attribute: the environments the sides are made in."""
+    p.add_argument("--python", metavar="X.Y", help=python_help)
+    p.add_argument("--config", help="asv config with the TF matrix (default: asv.matrix.json, found as for run --tf)")
+
+
+def max_envs(p: argparse.ArgumentParser, text: str) -> None:
+    from ..attribute import MAX_ENVS
+
+    p.add_argument("--max-envs", type=int, default=MAX_ENVS, metavar="N", help=f"{text} (default {MAX_ENVS})")
+
+
+def template(args: argparse.Namespace, loop: str):
+    """The validated RunSpec of triage's and attribute's pair (their --iterations, --warmup, --repeats…)."""
+    from ..runner import RunSpec
+
+    return RunSpec(loop, args.strategy, iterations=args.iterations, warmup=args.warmup, repeats=args.repeats,
+                   repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
+
+
+def reproduce(args: argparse.Namespace, loop: str) -> List[str]:
+    """The `kerasbench run` command line (no --tf yet) that measures triage's or attribute's pair again."""
+    line = ["kerasbench", "run", "--config", args.config] + \
+        (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
+        ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
+         "--repeats", str(args.repeats), "--device", args.device]
+    return line + (["--python", args.python] if args.python else [])

@@ -1,0 +1,27 @@
+"""`kerasbench report`: the records as one self-contained HTML page."""
+
+import argparse
+from typing import TextIO
+
+from . import options
+
+NAME = "report"
+HELP = "the same records as compare, as one self-contained HTML page (heat-tables, plots, curves)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.records(p)
+    p.add_argument("--output", metavar="PATH",
+                   help="the HTML file, written atomically "
+                   "(default: .asv/html/kerasbench-report.html, beside the dashboard)")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    from .. import report
+    from ..files import check_writable
+
+    if args.output:  # the default folder, .asv/html, is made once the records have been read
+        check_writable(args.output)
+    path = report.write(args.paths, args.output or report.DEFAULT_OUTPUT, baseline=args.baseline)
+    out.write(f"wrote the HTML report to {path} (one file, works offline)\n")
+    return 0

@@ -1,0 +1,65 @@
+"""`kerasbench run`: measure (loop shape, strategy) pairs, each in fresh processes; print their table."""
+
+import argparse
+import os
+import sys
+from typing import TextIO
+
+from . import options
+
+NAME = "run"
+HELP = "measure (loop shape, strategy) pairs, each in fresh processes"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    options.pairs(p)
+    options.release(p)
+    options.counts(p)
+    options.device(p)
+    p.add_argument("--batch-size", type=int, default=32, help="batch size of stable-shape loops (default 32)")
+    options.limits(p)
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="when no stored calibration fits, use the default floor rather than calibrating once "
+                   "(about a minute; also $KERASBENCH_NO_CALIBRATE=1)")
+    p.add_argument("--no-probes", action="store_true", help="time the loop only (to measure probe overhead)")
+    p.add_argument("--trace", metavar="N", nargs="?", type=options.number("trace", 1, 1000), const=10, default=0,
+                   help="one pair: where memory grows, top N (default 10) Python allocation sites and object types; "
+                   "slower, and its memory figures are marked traced")
+    p.add_argument("--trace-native", action="store_true", help="with --trace: memray's native sites too (pip "
+                   "install 'kerasbench[trace]'; tens of times slower on TF loops)")
+    options.json_output(p)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Measure the named pairs, print their table; exit 0 all ok or skipped, 1 a pair failed or stopped.
+
+    With --json each pair's record is written as it ends; after an interrupt or a repro that raised, the table
+    of the finished pairs is printed and they stay in the file (session.run). A write that fails is one line, exit 1.
+    """
+    from .. import session
+    from ..console import status_line
+    from ..errors import UsageError
+    from ..profiles import get_profile
+    from ..selection import pairs_for
+
+    profile = get_profile(args.profile)
+    loop = options.loop_of(args)
+    if loop is None:
+        raise UsageError("Which loop? Give --loop NAME (see `kerasbench list`) or --repro FILE (your own loop body).")
+    pairs = pairs_for(loop, args.strategy, args.device)
+    if args.trace_native and not args.trace:
+        args.trace = 10
+    if args.trace and len(pairs) != 1:
+        raise UsageError(f"--trace traces one pair; this run names {len(pairs)}: "
+                         "give one --loop and one --strategy.")
+    base = session.base_spec(profile, pairs, args.iterations, args.warmup, args.repeats, batch_size=args.batch_size,
+                             probes=not args.no_probes, device=args.device, trace=int(args.trace),
+                             trace_native=args.trace_native, **options.spec_options(args))
+    session.check_outputs([args.json], args.repro)
+    if args.json and os.path.isfile(args.json):  # never silently: the earlier records go as the first pair ends
+        status_line(sys.stderr, f"kerasbench: {args.json} exists: this run's records replace it as pairs finish",
+                    final=True)
+    pins = options.parse_pins(args.pin) if args.tf else args.pin  # without --tf, use_release says --pin needs it
+    session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "", args.machine)
+    session.settle_floor(base, not args.no_calibrate, sys.stderr)
+    return session.run(base, pairs, session.counts(profile, args.iterations), out, sys.stderr, args.json)
