@@ -34,7 +34,6 @@ from .units import KIB
 BASE = "rebuild_no_clear"  # a new model per iteration and nothing released: what the steps are added to
 METRIC = "growth_per_iter"
 HEAP_METRIC = "heap_growth_per_iter"
-KINDS = ("none", "full", "alone", "without")
 
 
 @dataclass(frozen=True)
@@ -373,13 +372,3 @@ def text(result: Dict[str, Any], title: str = "") -> str:
     lines += text_table(STEP_HEADER, step_rows(result)) + [""]
     lines += result["conclusion"]
     return "\n".join(lines) + "\n"
-
-
-def markdown(result: Dict[str, Any]) -> str:
-    """The ablation's two tables as markdown (for docs/findings.md and notes)."""
-    def table(header, rows):
-        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        return out + ["| " + " | ".join(row) + " |" for row in rows]
-
-    lines = table(variant_header(result), variant_rows(result)) + [""] + table(STEP_HEADER, step_rows(result))
-    return "\n".join(lines + [""] + [f"- {line}" for line in result["conclusion"]]) + "\n"

@@ -35,6 +35,7 @@ Status = Literal["ok", "skipped", "failed", "stopped"]
 Verdict = Literal["grows", "flat", "inconclusive"]
 GrowthKind = Literal["leak", "retention", "step", "settling", "flat", "inconclusive"]
 Shape = Literal["grows", "flat", "step", "settling", "inconclusive"]
+StopReason = Literal["count", "decided", "budget", "iterations", "growth"]
 
 
 class _SpecFields(TypedDict):
@@ -186,7 +187,7 @@ class Result(_ResultFields, total=False):
     py_blocks_before: int  # sys.getallocatedblocks() at the loop's start and end
     py_blocks_after: int
     py_blocks_samples: List[List[int]]  # [measured iterations done, blocks] at a few counts (stats.look_points)
-    stop_reason: str  # why the loop ended (worker.STOP_REASONS); records before budgets: a fixed count
+    stop_reason: StopReason  # why the loop ended (worker.STOP_REASONS); records before budgets: a fixed count
     train_path_traces: Optional[int]  # traces of every tf.function that traced a train_step (Keras's wrappers)
     predict_path_traces: Optional[int]
     all_traces: Optional[int]  # of every tf.function in the worker (None: no TF, or no hook in this TF)
@@ -281,7 +282,7 @@ class Summary(_SummaryFields, total=False):
     heap_shape: Optional[Shape]
     why: str  # why a verdict is not decided: a step, settling, repeats that disagree ('' when decided)
     measured: List[Optional[int]]  # measured iterations of each repeat
-    stopped: List[str]  # why each repeat's loop ended (worker.STOP_REASONS)
+    stopped: List[StopReason]  # why each repeat's loop ended (worker.STOP_REASONS)
     warmup_found: List[int]  # iterations each repeat's RSS series discarded as warm-up (stats.steady_start)
     heap_warmup_found: List[int]
 

@@ -99,11 +99,6 @@ class ReproFile:
         self._iteration = namespace["iteration"]
         self.ctx = None
 
-    @property
-    def builds(self) -> bool:
-        """Whether the file defines build(ctx)."""
-        return self._build is not None
-
     def setup(self) -> None:
         """Run the file's setup() once, keeping what it returns as the context."""
         self.ctx = self._setup() if self._setup else None

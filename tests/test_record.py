@@ -104,3 +104,14 @@ def test_one_version_sort_key():
     versions = ["2.21.0", "2.9.0", "2.12.1", "2.12.0rc1"]
     assert sorted(versions, key=version_key) == ["2.9.0", "2.12.1", "2.12.0rc1", "2.21.0"]  # rc parts sort last
     assert version_key("2.16.1") < (2, 16, 2)
+
+
+def test_the_records_vocabularies_are_the_registries():
+    """The schema's literals are the words the code says: shapes, what grew, stop reasons."""
+    from typing import get_args
+
+    from kerasbench import stats, worker
+
+    assert list(get_args(record.Shape)) == list(stats.SHAPES)
+    assert list(get_args(record.GrowthKind)) == list(stats.GROWTH_KINDS)
+    assert list(get_args(record.StopReason)) == list(worker.STOP_REASONS)

@@ -145,8 +145,8 @@ def fixed_counts(p: argparse.ArgumentParser, what: str) -> None:
 
 def matrix_config(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="asv config whose environments --tf uses (default: asv.matrix.json in "
-                   "$KERASBENCH_CONFIG, the current folder or the clone kerasbench was imported from; asv.gpu.json "
-                   "on a GPU machine)")
+                   "$KERASBENCH_CONFIG, the current folder or the clone kerasbench was imported from; on a GPU "
+                   "machine give asv.gpu.json)")
 
 
 def release(p: argparse.ArgumentParser) -> None:

@@ -22,8 +22,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="when no stored calibration fits, use the default floor rather than calibrating once "
                    "(about a minute; also $KERASBENCH_NO_CALIBRATE=1)")
     p.add_argument("--no-probes", action="store_true", help="time the loop only (to measure probe overhead)")
-    p.add_argument("--trace", metavar="N", nargs="?", type=options.number("trace", 1, 1000), const=10, default=0,
-                   help="one pair: where memory grows, top N (default 10) Python allocation sites and object types; "
+    from ..trace import DEFAULT_TOP
+
+    p.add_argument("--trace", metavar="N", nargs="?", type=options.number("trace", 1, 1000), const=DEFAULT_TOP,
+                   default=0, help=f"one pair: where memory grows, top N (default {DEFAULT_TOP}) Python allocation "
+                   "sites and object types; "
                    "slower, and its memory figures are marked traced")
     p.add_argument("--trace-native", action="store_true", help="with --trace: memray's native sites too (pip "
                    "install 'kerasbench[trace]'; tens of times slower on TF loops)")
@@ -48,7 +51,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("Which loop? Give --loop NAME (see `kerasbench list`) or --repro FILE (your own loop body).")
     pairs = pairs_for(loop, args.strategy, args.device)
     if args.trace_native and not args.trace:
-        args.trace = 10
+        from ..trace import DEFAULT_TOP
+
+        args.trace = DEFAULT_TOP
     if args.trace and len(pairs) != 1:
         raise UsageError(f"--trace traces one pair; this run names {len(pairs)}: "
                          "give one --loop and one --strategy.")
