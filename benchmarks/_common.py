@@ -47,7 +47,8 @@ def measure_loop(loop: str) -> dict:
     """Run every strategy of `loop` on DEVICE, each in fresh workers; return {strategy: small dict}."""
     from kerasbench import procs
     from kerasbench.console import Progress
-    from kerasbench.runner import RunSpec, default_jobs, measure_pairs
+    from kerasbench.runner import default_jobs, measure_pairs
+    from kerasbench.spec import RunSpec
 
     if DEVICE == "gpu" and not _gpu_driver_present():
         reason = "no GPU visible to TensorFlow (no NVIDIA driver on this machine)"

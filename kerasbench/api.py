@@ -10,6 +10,7 @@ in a notebook cell has no name a fresh process can import, and is refused with o
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 import shutil
@@ -165,7 +166,8 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     """
     from . import allocators as allocators_module, session
     from .profiles import get_profile
-    from .runner import RunSpec, measure_pairs
+    from .runner import measure_pairs
+    from .spec import RunSpec
     from .selection import pairs_for
     from .units import KIB
 
@@ -197,8 +199,9 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
             from .asvconf import find_config, python_for_tf
 
             # found as `run --tf` finds it: a notebook's folder is seldom the clone
-            base.python = python_for_tf(find_config(config), tf,
-                                        lambda text: sys.stderr.write(f"TF {tf}: {text}\n") if progress else None)
+            base = dataclasses.replace(base, python=python_for_tf(
+                find_config(config), tf, lambda text: sys.stderr.write(f"TF {tf}: {text}\n") if progress else None
+            )).validate()
         count = session.counts(chosen, iterations)
         shown = None
         if progress:

@@ -209,7 +209,8 @@ def run_controls(allocator: str, runs: int, iterations: Sequence[int], rates: Se
     the workers read. `progress(done, total, heap, rate)` is called as each worker ends. With `tf_control`, the
     TF negative control too (cell 'tf', rate 0), last.
     """
-    from .runner import RunSpec, measure_pairs
+    from .runner import measure_pairs
+    from .spec import RunSpec
 
     longest = max(iterations)
     series: dict = {}

@@ -71,7 +71,8 @@ def loop_overhead(runs: int = 3, iterations: int = 300,
                   strategies: Sequence[str] = ("control_noop", "control_leak_native"),
                   leak_bytes: int = 64 * KIB) -> list:
     """Per strategy: median loop seconds per iteration with probes on and off, and worker wall seconds."""
-    from .runner import RunSpec, run_worker
+    from .runner import run_worker
+    from .spec import RunSpec
 
     rows = []
     for strategy in strategies:
@@ -223,7 +224,8 @@ def records_limit(paths: Sequence[str], wall: Optional[float], cores: int) -> tu
 
 def run_suite(pairs: Sequence[tuple], iterations: int, warmup: int, progress: Notify = None) -> tuple:
     """Measure each (loop, strategy) once through runner.measure; returns (records, wall seconds)."""
-    from .runner import RunSpec, measure
+    from .runner import measure
+    from .spec import RunSpec
 
     records = []
     started = time.perf_counter()

@@ -16,23 +16,12 @@ import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from . import allocators, floors, procs, record
-from .errors import UsageError, repro_failed, unknown
+from . import allocators, procs, record
+from .errors import UsageError, repro_failed
 from .loops import get_loop
+from .spec import DEVICES, RunSpec, count_fields, default_memory_cap  # noqa: F401  (the spec's names, here too)
 from .strategies import Strategy, get_strategy
-from .units import GIB, KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
-
-DEVICES = ("cpu", "gpu")
-
-
-def default_memory_cap() -> int:
-    """Half of the machine's memory, or KERASBENCH_MEMORY_CAP when set."""
-    if os.environ.get("KERASBENCH_MEMORY_CAP"):
-        return parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"])
-    import psutil
-
-    return psutil.virtual_memory().total // 2
-
+from .units import GIB, KIB, check_number
 
 def usable_cores() -> int:
     """The CPUs this process may run on (its affinity mask, which a container or taskset narrows)."""
@@ -57,110 +46,6 @@ def default_jobs() -> int:
 # Measured: TF pairs of the default sizes peak at 0.5-0.9 GiB of RSS (2.12-2.21), the control at ~40 MiB.
 EXPECTED_PEAK_TF = 1 * GIB
 EXPECTED_PEAK_NO_TF = 128 * 1024 * KIB
-
-
-@dataclasses.dataclass
-class RunSpec:
-    """Everything that decides a measurement; recorded with its result."""
-
-    loop: str
-    strategy: str
-    iterations: int = 30  # measured iterations: exactly these, or the most of a budgeted run (min_iterations set)
-    warmup: int = 3
-    repeats: int = 1
-    batch_size: int = 32
-    leak_bytes: int = 0  # control_leak_* only; 0 = $KERASBENCH_LEAK_KIB KiB, else 256 KiB
-    probes: bool = True
-    memory_cap: int = 0  # bytes for the worker's process tree; 0 = default_memory_cap()
-    time_limit: float = 1800.0  # seconds per worker process
-    floor: Optional[float] = None  # bytes/iteration: the smallest growth called a leak; None = calibrated or default
-    floor_source: str = ""  # where a given floor came from; the record says where the one it was judged with came from
-    profile: str = ""  # the profile the counts came from, when one did
-    device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
-    allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
-    repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
-    python: str = ""  # the worker's interpreter, e.g. an asv environment's (asvconf.python_for); "" = this one
-    jobs: int = 1  # pairs measured at once: memory figures are per process, times per iteration under contention
-    trace: int = 0  # top N sites of a trace of where memory grows (kerasbench.trace); 0 = off (traced figures move)
-    trace_native: bool = False  # the trace's native sites too (memray; tens of times slower on TF loops)
-    # A budgeted run (a profile's; docs/protocol.md): at least min_iterations and min_seconds, then until both
-    # verdicts are decided (sequential: the runner answers the worker's looks), `budget` seconds of loop are spent,
-    # `iterations` are done, or RSS grew by max_growth bytes. min_iterations 0: exactly `iterations`, no looks.
-    min_iterations: int = 0
-    budget: float = 0.0  # seconds of measured loop per worker; 0: none
-    min_seconds: float = 0.0  # no look stops the loop before this many seconds of it
-    sequential: bool = False
-    max_growth: int = 0  # bytes of RSS over the baseline that end the loop; 0: none (the memory cap still applies)
-
-    @property
-    def budgeted(self) -> bool:
-        """Whether the count is the protocol's to choose (a profile's budget), not a fixed number of iterations."""
-        return self.min_iterations > 0
-
-    def counts_text(self) -> str:
-        """The counts for people: '8 iterations', or '20 s of loop (8-5000 iterations, until decided)'."""
-        if not self.budgeted:
-            return f"{self.iterations} iterations"
-        return (f"{self.budget:g} s of loop ({self.first_count}-{self.iterations} iterations"
-                f"{', until decided' if self.sequential else ''})")
-
-    @property
-    def first_count(self) -> int:
-        """The fewest iterations this spec measures (all of them for a fixed count)."""
-        return min(self.min_iterations, self.iterations) if self.budgeted else self.iterations
-
-    def validate(self) -> "RunSpec":
-        """Check every field (UsageError naming the first bad one) and fill the defaults; returns self."""
-        shape = get_loop(self.loop)
-        get_strategy(self.strategy)
-        if shape.needs_file:
-            if not self.repro:
-                raise UsageError(f"Loop {self.loop} measures your own file: give it with --repro FILE (RunSpec.repro).")
-            from . import repro
-
-            self.repro = repro.check(self.repro)
-        elif self.repro:
-            raise UsageError(f"A repro file is measured as loop repro, not {self.loop}. "
-                             f"Received: repro={self.repro!r}.")
-        if self.python and not os.access(self.python, os.X_OK):
-            raise UsageError(f"Cannot run the worker interpreter {self.python}: not an executable file.")
-        for name in ("iterations", "repeats", "batch_size", "jobs"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. "
-                                 "Expected a positive integer.")
-        if not isinstance(self.min_iterations, int) or isinstance(self.min_iterations, bool) or self.min_iterations < 0:
-            raise UsageError(f"Invalid value for argument `min_iterations`. Received: "
-                             f"min_iterations={self.min_iterations!r}. Expected 0 (a fixed count) or more.")
-        self.budget = check_number(self.budget, "budget (seconds of loop)")
-        self.min_seconds = check_number(self.min_seconds, "min_seconds (seconds of loop)")
-        self.max_growth = int(check_number(self.max_growth, "max_growth (bytes)"))
-        if (self.sequential or self.budget or self.min_seconds) and not self.budgeted:
-            raise UsageError("A budget, min_seconds or sequential looks need min_iterations > 0 (a budgeted run); "
-                             f"a fixed count is exactly iterations={self.iterations}.")
-        if not isinstance(self.warmup, int) or isinstance(self.warmup, bool) or self.warmup < 0:
-            raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={self.warmup!r}. "
-                             "Expected 0 or more.")
-        self.time_limit = check_number(self.time_limit, "time_limit (--time-limit, seconds)", MIN_TIME_LIMIT)
-        if self.device not in DEVICES:
-            raise unknown("device", self.device, DEVICES)
-        allocators.require(self.allocator)
-        if self.floor is not None:
-            self.floor = check_number(self.floor, "floor (--floor-kib, bytes)")
-        else:
-            floors.load(self.allocator)  # a bad calibration file fails now; the record resolves the floor
-        if self.memory_cap:
-            self.memory_cap = int(check_number(self.memory_cap, "memory_cap (--memory-cap, bytes)", MIN_MEMORY_CAP))
-        elif os.environ.get("KERASBENCH_MEMORY_CAP"):
-            self.memory_cap = parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"], "$KERASBENCH_MEMORY_CAP", MIN_MEMORY_CAP)
-        else:  # several workers at once share the machine's default
-            self.memory_cap = max(MIN_MEMORY_CAP, default_memory_cap() // self.jobs)
-        if not self.leak_bytes:
-            kib = check_number(os.environ.get("KERASBENCH_LEAK_KIB") or 256, "$KERASBENCH_LEAK_KIB (KiB)",
-                               maximum=MAX_LEAK_BYTES / KIB)
-            self.leak_bytes = int(kib * KIB)
-        self.leak_bytes = int(check_number(self.leak_bytes, "leak_bytes (--leak-kib)", maximum=MAX_LEAK_BYTES))
-        return self
 
 
 def _worker_env(spec):
@@ -379,19 +264,6 @@ def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, 
     return outcome
 
 
-COUNT_FIELDS = ("iterations", "min_iterations", "budget", "min_seconds", "sequential", "max_growth")
-
-
-def count_fields(count: Any) -> dict:
-    """RunSpec count fields from a count callback's answer: a dict of them (a profile's), a RunSpec (its own), or an
-    int (exactly that many iterations)."""
-    if isinstance(count, dict):
-        return count
-    if isinstance(count, RunSpec):
-        return {name: getattr(count, name) for name in COUNT_FIELDS}
-    return dict(zip(COUNT_FIELDS, (count, 0, 0.0, 0.0, False, 0)))
-
-
 def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: Callable[[Strategy], Any],
                   progress: Optional[Any] = None,
                   finished: Optional[Callable[[record.Record], None]] = None) -> List[record.Record]:
@@ -549,7 +421,7 @@ def measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
 
 def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) -> record.Record:
     """Measure `spec` (validated first) over its repeats; returns the record (a dict)."""
-    spec.validate()
+    spec = spec.validate()
     strategy = get_strategy(spec.strategy)
     reason = None  # known without starting a worker:
     if spec.loop not in strategy.applies_to:

@@ -10,6 +10,7 @@ none; what finished is shown and said to be kept before the error goes on (`Kept
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
@@ -20,13 +21,13 @@ from .record import Record
 
 if TYPE_CHECKING:  # the types only: runner imports loop shapes (numpy) when a session measures
     from .profiles import Profile
-    from .runner import RunSpec
+    from .spec import RunSpec
 
 
 def base_spec(profile: Profile, pairs: Sequence[Tuple[str, str]], iterations: Optional[int] = None,
               warmup: Optional[int] = None, repeats: Optional[int] = None, **fields: Any) -> RunSpec:
     """The validated RunSpec of the first of `pairs`: the profile's counts where none is given, `fields` as given."""
-    from .runner import RunSpec
+    from .spec import RunSpec
 
     from .runner import count_fields
     from .strategies import get_strategy
@@ -51,8 +52,9 @@ def check_outputs(paths: Sequence[Optional[str]], repro: Optional[str] = None) -
 
 
 def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: TextIO, python: Optional[str] = None,
-                pins: Optional[dict] = None, keras: str = "", machine: Optional[str] = None) -> None:
-    """Where `base`'s workers run: the records' `machine` name, and the asv environment of TF release `tf`.
+                pins: Optional[dict] = None, keras: str = "", machine: Optional[str] = None) -> RunSpec:
+    """`base` with its workers where they run (the spec, new when it changed): the records' `machine` name, and
+    the asv environment of TF release `tf`.
 
     That environment is made if missing (its progress on `err`); `python`, `pins` and `keras` change it
     (asvconf.python_for_tf) and need `tf` (else a one-line UsageError). With keras 'tf_keras' the workers inherit
@@ -67,25 +69,29 @@ def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: Te
     if (pins or keras) and not tf:
         raise UsageError("--pin and --keras change a --tf release's environment: give --tf VERSION too.")
     if not tf:
-        return
+        return base
     from .asvconf import LEGACY_KERAS_VAR, find_config, python_for_tf
 
-    base.python = python_for_tf(find_config(config), tf, lambda text: status_line(err, f"TF {tf}: {text}", final=True),
-                                python, pins, keras)
+    found = python_for_tf(find_config(config), tf, lambda text: status_line(err, f"TF {tf}: {text}", final=True),
+                          python, pins, keras)
     if keras == "tf_keras":
         os.environ[LEGACY_KERAS_VAR] = "1"
+    return dataclasses.replace(base, python=found).validate()
 
 
-def settle_floor(base: RunSpec, allowed: bool, err: TextIO) -> None:
-    """No floor given: a stored calibration must fit, else one is made now (allowed), else the default and why."""
+def settle_floor(base: RunSpec, allowed: bool, err: TextIO) -> RunSpec:
+    """`base`, or with a floor when none is given and none can be had: a stored calibration must fit, else one is
+    made now (allowed), else the default (the spec says why)."""
     if base.floor is not None:
-        return
+        return base
     from . import calibration, floors
 
     why = calibration.ensure(base.allocator, base.iterations, err, allowed=allowed and not floors.no_calibrate(),
                              python=base.python)
-    if why:
-        base.floor, base.floor_source = floors.floor_for(base.allocator, base.iterations, why=why)
+    if not why:
+        return base
+    floor, source = floors.floor_for(base.allocator, base.iterations, why=why)
+    return dataclasses.replace(base, floor=floor, floor_source=source).validate()
 
 
 class Kept:

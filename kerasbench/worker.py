@@ -24,7 +24,7 @@ from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, p
 from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
 from .record import environment_variables
-from .runner import RunSpec
+from .spec import RunSpec
 from .stats import look_points
 from .strategies import CLEANUPS, Strategy, get_strategy
 

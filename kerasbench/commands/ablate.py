@@ -61,7 +61,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     json_path = args.json or (os.path.splitext(args.html)[0] + ".json" if args.html else None)
     session.check_outputs([json_path, args.html], args.repro)
     pins = options.parse_pins(args.pin) if args.tf else args.pin  # without --tf, use_release says --pin needs it
-    session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "", args.machine)
+    base = session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "",
+                               args.machine)
     kept = measure_and_show(base, loops, steps, args.base, out, sys.stderr, json_path, metric)
     if kept.error:  # said on one line after the tables
         return 1

@@ -25,7 +25,7 @@ from . import options
 
 if TYPE_CHECKING:  # types only: the runner loads the loop shapes (numpy) when a command measures
     from ..record import Record
-    from ..runner import RunSpec
+    from ..spec import RunSpec
 
 NAME = "attribute"
 HELP = ("which package(s) carry a change: the bad environment's packages moved into the good one alone (and with "

@@ -232,7 +232,7 @@ def max_envs(p: argparse.ArgumentParser, text: str) -> None:
 
 def template(args: argparse.Namespace, loop: str):
     """The validated RunSpec of triage's and attribute's pair (their --iterations, --warmup, --repeats…)."""
-    from ..runner import RunSpec
+    from ..spec import RunSpec
 
     return RunSpec(loop, args.strategy, iterations=args.iterations, warmup=args.warmup, repeats=args.repeats,
                    repro=args.repro or "", allocator=args.allocator, device=args.device).validate()

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         status_line(sys.stderr, f"kerasbench: {args.json} exists: this run's records replace it as pairs finish",
                     final=True)
     pins = options.parse_pins(args.pin) if args.tf else args.pin  # without --tf, use_release says --pin needs it
-    session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "", args.machine)
-    session.settle_floor(base, not args.no_calibrate, sys.stderr)
+    base = session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "",
+                               args.machine)
+    base = session.settle_floor(base, not args.no_calibrate, sys.stderr)
     return session.run(base, pairs, session.counts(profile, args.iterations), out, sys.stderr, args.json)

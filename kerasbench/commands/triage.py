@@ -19,7 +19,7 @@ from . import options
 
 if TYPE_CHECKING:  # types only: the runner loads the loop shapes (numpy) when a command measures
     from ..record import Record
-    from ..runner import RunSpec
+    from ..spec import RunSpec
 
 NAME = "triage"
 HELP = "bisect TF releases for the first whose behaviour differs (asv environments)"

@@ -1,0 +1,154 @@
+"""The spec of a measurement: RunSpec, everything that decides one (loop shape, strategy, counts, limits, where the
+worker runs), recorded with its result.
+
+A RunSpec is immutable: `validate()` checks every field and returns the spec with its defaults resolved (the
+memory cap, the control leak's size, the repro file's absolute path); a change after that is a new spec
+(dataclasses.replace) validated again. The worker builds its spec from the JSON the runner hands it, checked
+already, and imports this module alone of the parent's machinery.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Optional
+
+from . import allocators, floors
+from .errors import UsageError, unknown
+from .loops import get_loop
+from .strategies import get_strategy
+from .units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
+
+DEVICES = ("cpu", "gpu")
+
+
+def default_memory_cap() -> int:
+    """Half of the machine's memory, or KERASBENCH_MEMORY_CAP when set."""
+    if os.environ.get("KERASBENCH_MEMORY_CAP"):
+        return parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"])
+    import psutil
+
+    return psutil.virtual_memory().total // 2
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """Everything that decides a measurement; recorded with its result."""
+
+    loop: str
+    strategy: str
+    iterations: int = 30  # measured iterations: exactly these, or the most of a budgeted run (min_iterations set)
+    warmup: int = 3
+    repeats: int = 1
+    batch_size: int = 32
+    leak_bytes: int = 0  # control_leak_* only; 0 = $KERASBENCH_LEAK_KIB KiB, else 256 KiB
+    probes: bool = True
+    memory_cap: int = 0  # bytes for the worker's process tree; 0 = default_memory_cap()
+    time_limit: float = 1800.0  # seconds per worker process
+    floor: Optional[float] = None  # bytes/iteration: the smallest growth called a leak; None = calibrated or default
+    floor_source: str = ""  # where a given floor came from; the record says where the one it was judged with came from
+    profile: str = ""  # the profile the counts came from, when one did
+    device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
+    allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
+    repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
+    python: str = ""  # the worker's interpreter, e.g. an asv environment's (asvconf.python_for); "" = this one
+    jobs: int = 1  # pairs measured at once: memory figures are per process, times per iteration under contention
+    trace: int = 0  # top N sites of a trace of where memory grows (kerasbench.trace); 0 = off (traced figures move)
+    trace_native: bool = False  # the trace's native sites too (memray; tens of times slower on TF loops)
+    # A budgeted run (a profile's; docs/protocol.md): at least min_iterations and min_seconds, then until both
+    # verdicts are decided (sequential: the runner answers the worker's looks), `budget` seconds of loop are spent,
+    # `iterations` are done, or RSS grew by max_growth bytes. min_iterations 0: exactly `iterations`, no looks.
+    min_iterations: int = 0
+    budget: float = 0.0  # seconds of measured loop per worker; 0: none
+    min_seconds: float = 0.0  # no look stops the loop before this many seconds of it
+    sequential: bool = False
+    max_growth: int = 0  # bytes of RSS over the baseline that end the loop; 0: none (the memory cap still applies)
+
+    @property
+    def budgeted(self) -> bool:
+        """Whether the count is the protocol's to choose (a profile's budget), not a fixed number of iterations."""
+        return self.min_iterations > 0
+
+    @property
+    def first_count(self) -> int:
+        """The fewest iterations this spec measures (all of them for a fixed count)."""
+        return min(self.min_iterations, self.iterations) if self.budgeted else self.iterations
+
+    def counts_text(self) -> str:
+        """The counts for people: '8 iterations', or '20 s of loop (8-5000 iterations, until decided)'."""
+        if not self.budgeted:
+            return f"{self.iterations} iterations"
+        return (f"{self.budget:g} s of loop ({self.first_count}-{self.iterations} iterations"
+                f"{', until decided' if self.sequential else ''})")
+
+    def validate(self) -> "RunSpec":
+        """This spec checked (UsageError naming the first bad field) with its defaults filled: a new RunSpec (the
+        same one when nothing was filled). Checking a checked spec again changes nothing."""
+        resolved: dict = {}
+        shape = get_loop(self.loop)
+        get_strategy(self.strategy)
+        if shape.needs_file:
+            if not self.repro:
+                raise UsageError(f"Loop {self.loop} measures your own file: give it with --repro FILE (RunSpec.repro).")
+            from . import repro
+
+            resolved["repro"] = repro.check(self.repro)
+        elif self.repro:
+            raise UsageError(f"A repro file is measured as loop repro, not {self.loop}. "
+                             f"Received: repro={self.repro!r}.")
+        if self.python and not os.access(self.python, os.X_OK):
+            raise UsageError(f"Cannot run the worker interpreter {self.python}: not an executable file.")
+        for name in ("iterations", "repeats", "batch_size", "jobs"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. "
+                                 "Expected a positive integer.")
+        if not isinstance(self.min_iterations, int) or isinstance(self.min_iterations, bool) or self.min_iterations < 0:
+            raise UsageError(f"Invalid value for argument `min_iterations`. Received: "
+                             f"min_iterations={self.min_iterations!r}. Expected 0 (a fixed count) or more.")
+        resolved["budget"] = check_number(self.budget, "budget (seconds of loop)")
+        resolved["min_seconds"] = check_number(self.min_seconds, "min_seconds (seconds of loop)")
+        resolved["max_growth"] = int(check_number(self.max_growth, "max_growth (bytes)"))
+        if (self.sequential or resolved["budget"] or resolved["min_seconds"]) and not self.budgeted:
+            raise UsageError("A budget, min_seconds or sequential looks need min_iterations > 0 (a budgeted run); "
+                             f"a fixed count is exactly iterations={self.iterations}.")
+        if not isinstance(self.warmup, int) or isinstance(self.warmup, bool) or self.warmup < 0:
+            raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={self.warmup!r}. "
+                             "Expected 0 or more.")
+        resolved["time_limit"] = check_number(self.time_limit, "time_limit (--time-limit, seconds)", MIN_TIME_LIMIT)
+        if self.device not in DEVICES:
+            raise unknown("device", self.device, DEVICES)
+        allocators.require(self.allocator)
+        if self.floor is not None:
+            resolved["floor"] = check_number(self.floor, "floor (--floor-kib, bytes)")
+        else:
+            floors.load(self.allocator)  # a bad calibration file fails now; the record resolves the floor
+        if self.memory_cap:
+            resolved["memory_cap"] = int(check_number(self.memory_cap, "memory_cap (--memory-cap, bytes)",
+                                                      MIN_MEMORY_CAP))
+        elif os.environ.get("KERASBENCH_MEMORY_CAP"):
+            resolved["memory_cap"] = parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"], "$KERASBENCH_MEMORY_CAP",
+                                                 MIN_MEMORY_CAP)
+        else:  # several workers at once share the machine's default
+            resolved["memory_cap"] = max(MIN_MEMORY_CAP, default_memory_cap() // self.jobs)
+        leak = self.leak_bytes
+        if not leak:
+            kib = check_number(os.environ.get("KERASBENCH_LEAK_KIB") or 256, "$KERASBENCH_LEAK_KIB (KiB)",
+                               maximum=MAX_LEAK_BYTES / KIB)
+            leak = int(kib * KIB)
+        resolved["leak_bytes"] = int(check_number(leak, "leak_bytes (--leak-kib)", maximum=MAX_LEAK_BYTES))
+        changed = {k: v for k, v in resolved.items() if getattr(self, k) != v or type(getattr(self, k)) is not type(v)}
+        return dataclasses.replace(self, **changed) if changed else self
+
+
+COUNT_FIELDS = ("iterations", "min_iterations", "budget", "min_seconds", "sequential", "max_growth")
+
+
+def count_fields(count: Any) -> dict:
+    """RunSpec count fields from a count callback's answer: a dict of them (a profile's), a RunSpec (its own), or an
+    int (exactly that many iterations)."""
+    if isinstance(count, dict):
+        return count
+    if isinstance(count, RunSpec):
+        return {name: getattr(count, name) for name in COUNT_FIELDS}
+    return dict(zip(COUNT_FIELDS, (count, 0, 0.0, 0.0, False, 0)))
