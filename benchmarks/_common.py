@@ -17,7 +17,8 @@ import kerasbench
 from kerasbench import allocators
 from kerasbench.metrics import METRICS
 from kerasbench.profiles import PROTOCOL_VERSION, get_profile
-from kerasbench.record import records_payload, records_root, run_folder, save_records
+from kerasbench.record import records_payload
+from kerasbench.tree import records_root, run_folder, save_records
 from kerasbench.strategies import strategies_for
 
 PROFILE = get_profile()  # KERASBENCH_PROFILE=quick|default|full, shared with the CLI

@@ -45,7 +45,9 @@ from . import machine as machines, stats
 from .console import text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, headline_metrics
-from .record import SCHEMA_VERSION, Record, load_records, place_of
+from .record import SCHEMA_VERSION, Record
+from .tree import place_of
+from .loading import load_records
 from .releases import version_key
 from .trace import traced
 from .units import KIB
@@ -63,7 +65,7 @@ Cell = Dict[str, Any]  # one row of the comparison (FIELDS)
 
 
 def load(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
-    """record.load_records over `paths`, where two path arguments may hold the same TF release.
+    """loading.load_records over `paths`, where two path arguments may hold the same TF release.
 
     A pull request's records against the ones main published, or one release before and after a change: when
     two arguments share a release, each argument is a side of its own and its versions are labelled

@@ -170,7 +170,7 @@ def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: Tex
         out.write(f"published {html} with {n} local asset links (works offline)\n")
     else:
         out.write(f"published {html} (assets from public CDNs)\n")
-    from .record import records_root
+    from .tree import records_root
     from .report import write_beside_dashboard  # asv publish emptied html: write the report again
 
     write_beside_dashboard(records_root(os.path.dirname(os.path.abspath(config))), html, out)

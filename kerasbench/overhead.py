@@ -207,7 +207,7 @@ def render_limit(s: dict) -> str:
 
 def records_limit(paths: Sequence[str], wall: Optional[float], cores: int) -> tuple:
     """(markdown, summary) of the records under `paths` (a run's files or folder); wall defaults to Σ worker seconds."""
-    from .record import find_records_files, read_records_file
+    from .loading import find_records_files, read_records_file
 
     records = []
     for path, _ in find_records_files(paths):

@@ -21,7 +21,9 @@ from . import __version__, compare, machine as machines, stats
 from .errors import UsageError
 from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
-from .record import Record, find_records_files, newest_run, place_of
+from .record import Record
+from .tree import newest_run, place_of
+from .loading import find_records_files
 from .trace import record_trace
 from .releases import version_key
 from .units import KIB, MIB

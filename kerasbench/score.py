@@ -22,7 +22,9 @@ import types
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .console import text_table
-from .record import Record, load_records, summarize
+from .record import Record
+from .summary import summarize
+from .loading import load_records
 from .stats import GROWTH_KINDS, VERDICTS
 from .units import KIB
 
@@ -48,7 +50,7 @@ def _by_pair(loaded: Sequence[Tuple[Record, str, str]]) -> Dict[Tuple[str, str, 
 
 
 def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[Record, str, str]]) -> Dict[str, Any]:
-    """The scoring of `records` against `reference` (both as record.load_records gives them): every matched pair's
+    """The scoring of `records` against `reference` (both as loading.load_records gives them): every matched pair's
     labels on both sides, the confusion matrices, the agreement and the false alarms."""
     mine, ref = _by_pair(records), _by_pair(reference)
     rows, unscored = [], []

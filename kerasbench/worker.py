@@ -15,15 +15,15 @@ import json
 import multiprocessing
 import os
 import platform
+import re
 import resource
 import sys
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes, trace
 from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
-from .record import environment_variables
 from .spec import RunSpec
 from .stats import look_points
 from .strategies import CLEANUPS, Strategy, get_strategy
@@ -202,6 +202,29 @@ def environment(pair: Optional[MeasuredPair] = None) -> dict:
         env.update(pair.child_versions)
         env["tf_in"] = "child processes"
     return env
+
+
+# What changes a measurement: TF's and Keras's settings, the allocator's, threads, the visible GPUs, kerasbench's.
+ENV_PREFIXES = ("TF_", "MALLOC_", "LD_PRELOAD", "OMP_", "KERAS", "CUDA_VISIBLE", "KERASBENCH_")
+# ... except a name that may hold a secret (records are published: the dashboard, the report, a bug report):
+# one containing any of SECRET_PARTS, or with one of SECRET_WORDS between underscores. Dropping a harmless
+# variable (TF_MONKEY) costs a line of context; keeping a token publishes it.
+SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "KEY")
+SECRET_WORDS = ("AUTH", "PASS", "PW", "PWD", "COOKIE", "SESSION", "CERT", "DSN", "URL", "URI", "LOGIN")
+_USERINFO = re.compile(r"(://)[^/@\s]+@")
+
+
+def environment_variables(environ: Dict[str, str]) -> Dict[str, str]:
+    """The variables a record keeps (worker.environment): ENV_PREFIXES minus names that may hold a secret.
+
+    A value that is an address with a user and password in it keeps the address, not the user and password.
+    """
+    def secret(name: str) -> bool:
+        name = name.upper()
+        return any(p in name for p in SECRET_PARTS) or any(w in SECRET_WORDS for w in name.split("_"))
+
+    return {k: _USERINFO.sub(r"\1***@", v) for k, v in sorted(environ.items())
+            if k.startswith(ENV_PREFIXES) and not secret(k)}
 
 
 def _cpu_model():

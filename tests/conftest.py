@@ -66,18 +66,18 @@ def record_validator():
 
 @pytest.fixture(autouse=True)
 def _records_match_the_schema(record_validator, monkeypatch):
-    """Every record built in this process (kerasbench.record.make_record) is checked against the record schema."""
+    """Every record built in this process (kerasbench.summary.make_record) is checked against the record schema."""
     if record_validator is None:
         return
     import json
 
-    from kerasbench import record
+    from kerasbench import summary
 
-    make_record = record.make_record
+    make_record = summary.make_record
 
     def checked(spec, repeats):
         built = make_record(spec, repeats)
         record_validator.validate(json.loads(json.dumps(built)))  # as a records file holds it
         return built
 
-    monkeypatch.setattr(record, "make_record", checked)
+    monkeypatch.setattr(summary, "make_record", checked)

@@ -171,7 +171,7 @@ def _record(strategy, rss_kib, heap_kib, n=30, repeats=2, floor_kib=64):
     """A record whose RSS and heap series grow by known KiB per iteration (RSS noisy, heap quiet)."""
     import numpy as np
 
-    from kerasbench import record
+    from kerasbench import summary
     from kerasbench.runner import RunSpec
 
     rng = np.random.default_rng(len(strategy))
@@ -191,7 +191,7 @@ def _record(strategy, rss_kib, heap_kib, n=30, repeats=2, floor_kib=64):
         reps.append({"repeat": r, "status": "ok", "reason": None, "result": result, "environment": None})
     spec = RunSpec("inference", strategy, iterations=n, warmup=5, repeats=repeats, floor=floor_kib * KIB,
                    floor_source="given")
-    return record.make_record(spec, reps)
+    return summary.make_record(spec, reps)
 
 
 def test_a_step_whose_heap_grows_under_flat_rss_is_not_sufficient_but_necessary():
@@ -264,13 +264,13 @@ def test_an_interrupt_keeps_and_shows_the_finished_variants(fake_steps, tmp_path
 
 def _with_peak(rec, mib):
     """`rec` with its loop's peak `mib` MiB over its baseline in every repeat (the summary judged again)."""
-    from kerasbench import record
+    from kerasbench import summary
     from kerasbench.runner import RunSpec
 
     for rep in rec["repeats"]:
         rep["result"]["peak_loop_rss"] = rep["result"]["baseline_rss"] + mib * 2**20
     spec = RunSpec(**{k: v for k, v in rec["spec"].items() if k in RunSpec.__dataclass_fields__})
-    rec["summary"] = record.summarize(rec["repeats"], spec)
+    rec["summary"] = summary.summarize(rec["repeats"], spec)
     return rec
 
 

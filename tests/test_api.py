@@ -62,7 +62,7 @@ def test_measure_body_and_repro_file(tmp_path):
     assert [(r["loop"], r["strategy"], r["summary"]["verdict"]) for r in results] == [("repro", "reuse_model", "grows")]
     assert not os.path.exists(results[0]["spec"]["repro"])  # the generated file is gone with its folder
     saved = results.save(str(tmp_path / "out.json"))
-    from kerasbench.record import load_records
+    from kerasbench.loading import load_records
 
     assert [r["strategy"] for r, _, _ in load_records([saved])] == ["reuse_model"]
 

@@ -487,7 +487,7 @@ def test_triage_package_keras_bisects_keras_releases_at_one_tf(monkeypatch, caps
 
 
 def test_compare_labels_tf_keras_records_as_their_own_side(tmp_path):
-    from kerasbench.record import load_records
+    from kerasbench.loading import load_records
 
     keras3 = synthetic("2.16.2", 0, seed=1)
     legacy = synthetic("2.16.2", 0, seed=2)

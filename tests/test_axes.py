@@ -118,7 +118,7 @@ def test_a_tf_keras_environment_is_the_matrix_entrys_folder(tmp_path, monkeypatc
 
 def test_compare_makes_one_side_per_python_of_a_release_measured_on_several(tmp_path):
     from kerasbench.compare import compare, group
-    from kerasbench.record import load_records
+    from kerasbench.loading import load_records
     from test_compare import synthetic
 
     paths = []
@@ -153,7 +153,7 @@ def test_a_records_tree_keeps_each_axis_entry_a_side_of_its_own_skipped_pairs_to
     import copy
 
     from kerasbench.compare import group
-    from kerasbench.record import load_records
+    from kerasbench.loading import load_records
     from test_compare import synthetic
 
     runs = {"virtualenv-py3.11-keras3.13.2-pip+tf-keras--no-deps 2.21.0-tensorflow-cpu2.21.0-TF_USE_LEGACY_KERAS1":

@@ -236,7 +236,7 @@ def test_verdict_follows_the_stored_floor(tmp_path, monkeypatch):
     assert floors.path_for("glibc") in calibrated["summary"]["floor_source"]
     # summarize alone (what asv reads) follows the stored floor too, and so does the table footer
     from kerasbench.console import run_table as table
-    from kerasbench.record import summarize
+    from kerasbench.summary import summarize
 
     assert summarize(default["repeats"], RunSpec(**spec))["verdict"] == "grows"
     assert f"floor 8 KiB/iteration, from calibration {floors.path_for('glibc')}" in table([calibrated])
@@ -364,7 +364,7 @@ def test_no_calibrate_says_why_the_default(tmp_path, monkeypatch, capsys):
 
 def test_an_allocator_that_did_not_load_is_flagged():
     from kerasbench.console import run_table as table
-    from kerasbench.record import allocator_check, make_record
+    from kerasbench.summary import allocator_check, make_record
 
     spec = RunSpec("control", "control_noop", allocator="tcmalloc", floor=64 * KIB)
     assert allocator_check(spec, {"allocator": "tcmalloc"})["matches"]

@@ -12,7 +12,8 @@ import pytest
 from kerasbench import compare
 from kerasbench.cli import main
 from kerasbench.metrics import headline_metrics
-from kerasbench.record import load_records, summarize
+from kerasbench.summary import summarize
+from kerasbench.loading import load_records
 from kerasbench.runner import RunSpec
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "compare"

@@ -163,7 +163,7 @@ def test_the_merged_tree_publishes_compares_and_reports_across_machines(fanout, 
 
 def test_a_control_takes_the_tf_release_of_its_run_folder(tmp_path):
     """`asv run -E existing:...` names no TF release: the controls (no TF import) take their run's other loops'."""
-    from kerasbench.record import load_records
+    from kerasbench.loading import load_records
 
     fixture = json.loads((ROOT / "tests" / "fixtures" / "compare" / "tf212.json").read_text())
     run = tmp_path / "ci-a" / "0123abcd-existing-py_opt_env_bin_python"

@@ -435,14 +435,14 @@ def test_a_clean_tarball_is_still_localized(tmp_path):
                                   "TF_PASSWORD", "KERASBENCH_DB_PASSWD", "TF_CREDENTIALS_FILE", "KERASBENCH_AUTH",
                                   "KERASBENCH_UPLOAD_URL", "TF_PRIVATE_THING", "KERAS_SESSION", "KERASBENCH_PW"])
 def test_a_variable_that_may_hold_a_secret_is_not_recorded(name):
-    from kerasbench.record import environment_variables
+    from kerasbench.worker import environment_variables
 
     kept = environment_variables({name: "s3cr3t", "TF_CPP_MIN_LOG_LEVEL": "2", "HOME": "/root"})
     assert kept == {"TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
 def test_the_settings_that_change_a_measurement_are_still_recorded():
-    from kerasbench.record import environment_variables
+    from kerasbench.worker import environment_variables
 
     settings_ = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_GPU_ALLOCATOR": "cuda_malloc_async", "KERAS_BACKEND": "tensorflow",
                  "KERASBENCH_PROFILE": "quick", "MALLOC_ARENA_MAX": "2", "LD_PRELOAD": "/usr/lib/libjemalloc.so.2",

@@ -187,7 +187,7 @@ def test_a_failed_pair_exits_1_and_skips_alone_exit_0(fault, capsys):
 
 
 def test_a_repro_failing_in_a_later_pair_keeps_the_earlier_ones(tmp_path, monkeypatch, capsys):
-    from kerasbench import record as record_module
+    from kerasbench import summary
 
     repro = tmp_path / "repro.py"
     repro.write_text("def iteration(ctx, model):\n    return None\n")
@@ -202,7 +202,7 @@ def test_a_repro_failing_in_a_later_pair_keeps_the_earlier_ones(tmp_path, monkey
                 "ValueError: boom"]
         failed = {"repeat": 0, "status": "failed", "reason": "worker exited with code 1: ValueError: boom",
                   "result": None, "environment": None, "log_tail": tail}
-        return record_module.make_record(spec, [failed])
+        return summary.make_record(spec, [failed])
 
     monkeypatch.setattr(runner, "measure", fake_measure)
     path = tmp_path / "out.json"

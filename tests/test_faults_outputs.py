@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from kerasbench import files, record
+from kerasbench import files, record, tree
 from kerasbench.cli import main
 from kerasbench.errors import UsageError
 
@@ -89,7 +89,7 @@ def test_concurrent_asv_records_writers_never_leave_half_a_file(tmp_path):
     folder = str(tmp_path / "records" / "box" / "abcdef12-env")
 
     def write(path, payload):
-        record.save_records(folder, "control", record.records_payload([], **payload))
+        tree.save_records(folder, "control", record.records_payload([], **payload))
 
     assert _hammer(write, os.path.join(folder, "control.json")) == []
     assert os.listdir(folder) == ["control.json"]

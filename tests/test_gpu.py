@@ -12,8 +12,8 @@ import types
 
 import pytest
 
-from kerasbench import LOOPS, METRICS, STRATEGIES, _compat, gpu, loops, record, runner, worker
-from kerasbench.record import summarize
+from kerasbench import LOOPS, METRICS, STRATEGIES, _compat, gpu, loops, runner, summary, worker
+from kerasbench.summary import summarize
 from kerasbench.runner import RunSpec
 from kerasbench.units import MIB
 
@@ -292,7 +292,7 @@ def test_run_all_leaves_gpu_strategies_to_device_gpu(monkeypatch):
     from kerasbench import cli
 
     ran = []
-    fake = lambda spec, progress=None: ran.append((spec.strategy, spec.device)) or record.make_record(  # noqa: E731
+    fake = lambda spec, progress=None: ran.append((spec.strategy, spec.device)) or summary.make_record(  # noqa: E731
         spec, [{"repeat": 0, "status": "skipped", "reason": "fake", "result": None, "environment": None}])
     monkeypatch.setattr(runner, "measure", fake)
     for device, expected in (("cpu", []), ("gpu", GPU_STRATEGIES)):

@@ -154,7 +154,7 @@ def _summary(rss_slope, heap_slope, heap=True, n=40, repeats=2, floor=16 * KIB):
 
     import numpy as np
 
-    from kerasbench.record import summarize
+    from kerasbench.summary import summarize
 
     rng = np.random.default_rng(3)
     reps = []

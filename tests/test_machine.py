@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kerasbench import machine, record
+from kerasbench import machine, tree
 from kerasbench.errors import UsageError
 
 
@@ -58,7 +58,7 @@ def test_the_asv_run_machine_is_read_from_the_ancestor(no_machine, monkeypatch, 
 def test_records_are_keyed_by_the_machine_name_not_the_host(no_machine, monkeypatch, tmp_path):
     monkeypatch.setattr(machine.platform, "node", lambda: "runner-4f2a")
     monkeypatch.setenv(machine.ENV_VAR, "ci-tf221")
-    folder = record.run_folder(str(tmp_path), "0123abcd" * 5, "env")
+    folder = tree.run_folder(str(tmp_path), "0123abcd" * 5, "env")
     assert folder == str(tmp_path / "ci-tf221" / "0123abcd-env")
 
 

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from kerasbench import METRICS, compare, metrics, record, report, triage
+from kerasbench import METRICS, compare, loading, metrics, record, report, summary, triage
 from kerasbench.console import run_table
 from kerasbench.runner import RunSpec
 from kerasbench.units import MIB
@@ -57,7 +57,7 @@ def test_compare_and_the_runner_derive_alike():
     n = base["spec"]["iterations"]
     for name in ("retained", "objects_per_iter", "peak_loop"):
         assert compare.cell_side(base, name)["per_repeat"] == [METRICS[name].per_repeat(r, n) for r in results]
-        assert record.summarize(base["repeats"], RunSpec(**base["spec"]))[name] == base["summary"][name]
+        assert summary.summarize(base["repeats"], RunSpec(**base["spec"]))[name] == base["summary"][name]
 
 
 # ---------------------------------------------------------------- a new metric: one entry
@@ -79,7 +79,7 @@ def _resummarized(path, tmp_path):
     """A fixture file whose summaries are derived again, as a run with the new entry would write them."""
     payload = json.loads(path.read_text())
     for r in payload["records"]:
-        r["summary"] = record.summarize(r["repeats"], RunSpec(**r["spec"]))
+        r["summary"] = summary.summarize(r["repeats"], RunSpec(**r["spec"]))
     out = tmp_path / path.name
     out.write_text(json.dumps(payload))
     return str(out), payload
@@ -95,7 +95,7 @@ def test_one_registry_entry_is_all_a_new_metric_needs(monkeypatch, tmp_path):
     assert "final_rss" in record.json_schema()["$defs"]["Summary"]["properties"]
 
     # compare's cells (a headline metric: in the default set) and triage's choices
-    cells = compare.compare(compare.group(record.load_records([old, new])))
+    cells = compare.compare(compare.group(loading.load_records([old, new])))
     [cell] = [c for c in cells if (c["metric"], c["strategy"]) == ("final_rss", "clear_session_del_gc")]
     assert cell["unit"] == "bytes" and cell["value"] == rec["summary"]["final_rss"] and cell["verdict"] != "n/a"
     assert "final_rss" in compare.render_table(cells, "")

@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from kerasbench import METRICS, SCHEMA_VERSION, record
+from kerasbench import METRICS, SCHEMA_VERSION, loading, record, summary, tree
 from kerasbench.releases import version_key
 from kerasbench.runner import RunSpec, measure
 from kerasbench.units import KIB
@@ -44,7 +44,7 @@ def test_old_records_validate_and_load(path):
     schema = record.json_schema()
     payload = json.loads(path.read_text())
     jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/RecordsFile"}).validate(payload)
-    loaded = record.load_records([str(path)])
+    loaded = loading.load_records([str(path)])
     assert [r for r, _, _ in loaded] == payload["records"]
 
 
@@ -52,7 +52,8 @@ def test_a_record_that_breaks_the_schema_fails_the_test_that_built_it():
     jsonschema = pytest.importorskip("jsonschema")
     spec = RunSpec("control", "control_noop", floor=64 * KIB)
     with pytest.raises(jsonschema.ValidationError):  # conftest validates every record built in-process
-        record.make_record(spec, [{"repeat": 0, "status": "lost", "reason": None, "result": None, "environment": None}])
+        summary.make_record(spec, [{"repeat": 0, "status": "lost", "reason": None, "result": None,
+                                    "environment": None}])
 
 
 # ---------------------------------------------------------------- the floor, resolved once
@@ -73,7 +74,7 @@ def test_the_floor_is_resolved_when_the_record_is_judged():
 def test_validation_leaves_the_floor_to_the_record():
     spec = RunSpec("control", "control_noop").validate()
     assert spec.floor is None and spec.floor_source == ""
-    assert record.judging_floor(spec)[0] == 64 * KIB
+    assert summary.judging_floor(spec)[0] == 64 * KIB
 
 
 # ---------------------------------------------------------------- files and the records tree
@@ -85,19 +86,19 @@ def test_records_payload_is_the_one_wrapper():
 
 
 def test_a_run_folder_round_trips(tmp_path, monkeypatch):
-    monkeypatch.delenv(record.RECORDS_DIR_VAR, raising=False)
-    root = record.records_root(str(tmp_path))
+    monkeypatch.delenv(tree.RECORDS_DIR_VAR, raising=False)
+    root = tree.records_root(str(tmp_path))
     assert root == str(tmp_path / ".asv" / "records")
     payload = json.loads(FIXTURES[0].read_text())
-    folder = record.run_folder(root, "0123abcd" + "ef" * 16, "virtualenv-py3.11-tensorflow-cpu2.12.1", "tcmalloc")
-    path = record.save_records(folder, "sweep", record.records_payload(payload["records"], profile="quick"))
-    host, commit, env = record.place_of(path)
+    folder = tree.run_folder(root, "0123abcd" + "ef" * 16, "virtualenv-py3.11-tensorflow-cpu2.12.1", "tcmalloc")
+    path = tree.save_records(folder, "sweep", record.records_payload(payload["records"], profile="quick"))
+    host, commit, env = tree.place_of(path)
     assert (commit, env) == ("0123abcd", "virtualenv-py3.11-tensorflow-cpu2.12.1-tcmalloc") and host
-    assert record.newest_run(root) == ((host, commit), [folder], 0)
-    assert [r for r, _, _ in record.load_records([root])] == payload["records"]
+    assert tree.newest_run(root) == ((host, commit), [folder], 0)
+    assert [r for r, _, _ in loading.load_records([root])] == payload["records"]
     assert os.listdir(folder) == ["sweep.json"]  # written atomically
-    monkeypatch.setenv(record.RECORDS_DIR_VAR, str(tmp_path / "elsewhere"))
-    assert record.records_root(str(tmp_path)) == str(tmp_path / "elsewhere")
+    monkeypatch.setenv(tree.RECORDS_DIR_VAR, str(tmp_path / "elsewhere"))
+    assert tree.records_root(str(tmp_path)) == str(tmp_path / "elsewhere")
 
 
 def test_one_version_sort_key():

@@ -7,7 +7,7 @@ import pytest
 
 import kerasbench
 from kerasbench import CLEANUPS, LOOPS, METRICS, STRATEGIES, UsageError, get_loop, get_strategy, strategies_for
-from kerasbench.record import summarize
+from kerasbench.summary import summarize
 
 
 def test_every_strategy_applies_to_known_loops():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kerasbench import score
-from kerasbench.record import summarize
+from kerasbench.summary import summarize
 from kerasbench.runner import RunSpec
 from test_compare import call, payload
 

@@ -9,7 +9,7 @@ import pytest
 
 from kerasbench import compare, report, trace
 from kerasbench.cli import main
-from kerasbench.record import load_records
+from kerasbench.loading import load_records
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "compare"
 TF212, TF221 = str(FIXTURES / "tf212.json"), str(FIXTURES / "tf221.json")

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Compare records across TF versions: a table, markdown, JSON or CSV; --fail-on's gate exits 1."""
     from .. import compare
     from ..files import check_not_input, check_writable, write_text
-    from ..record import find_records_files
+    from ..loading import find_records_files
 
     gates = compare.fail_on(args.fail_on) if args.fail_on is not None else ()
     if args.output:

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     from .. import score
     from ..files import check_not_input, check_writable, write_text
-    from ..record import find_records_files
+    from ..loading import find_records_files
 
     if args.json:
         check_writable(args.json)

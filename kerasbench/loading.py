@@ -1,0 +1,135 @@
+"""Reading records back (compare, report, score, merge): records files and folders of them, each record checked
+against the record's schema, labelled with the TF release it ran (and its Keras package or Python where a run
+measured several), from one schema version and one commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Dict, List, Sequence, Tuple
+
+from .errors import UsageError
+from .files import check_readable
+from .record import SCHEMA_VERSION, Record, check_record
+from .tree import place_of
+
+_ENV_TF = re.compile(r"tensorflow(?:-cpu)?(\d+\.\d+(?:\.\d+)?)")
+
+
+def find_records_files(paths: Sequence[str]) -> List[Tuple[str, bool]]:
+    """(path, named) for every path given and every *.json under a folder given."""
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                found += [(check_readable(os.path.join(root, f)), False) for f in sorted(files)
+                          if f.endswith(".json") and not f.startswith(".")]
+        elif os.path.lexists(path):
+            found.append((check_readable(path), True))  # a FIFO would hang the reader: refused, not opened
+        else:
+            raise UsageError(f"Cannot read records from {path}: no such file or folder.")
+    return found
+
+
+def read_records_file(path: str) -> Any:
+    """The parsed JSON of `path`; a one-line UsageError when it cannot be read or parsed."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        raise UsageError(f"Cannot read records from {path}: {e.strerror}.") from None
+    except ValueError as e:  # truncated or corrupt
+        raise UsageError(f"Cannot parse records file {path}: {e} (truncated or corrupt JSON?).") from None
+
+
+def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
+    """Every usable record under `paths` as [(record, path, tf_version)]: one schema, one commit.
+
+    Records of several machines load together (a fan-out's merged tree): whether their figures may be
+    compared is kerasbench.machine's fingerprint, which compare notes per cell.
+    """
+    out, schema, commit = [], None, None
+    payloads = []
+    for path, named in find_records_files(paths):
+        payload = read_records_file(path)
+        if not (isinstance(payload, dict) and isinstance(payload.get("records"), list)):
+            if named:
+                raise UsageError(f"Not a kerasbench records file: {path} (expected an object with a 'records' list).")
+            continue  # e.g. asv's own JSON files in a .asv tree
+        payloads.append((path, payload))
+    in_run: Dict[str, set] = {}  # the TF versions of each run folder (one asv environment): the controls' too
+    sides: Dict[str, Dict[str, set]] = {}  # each run's Keras package and Python: the controls' and skipped pairs' too
+    for path, payload in payloads:
+        if place_of(path)[1]:
+            in_run.setdefault(os.path.dirname(os.path.abspath(path)), set()).update(
+                (r.get("environment") or {}).get("tensorflow") for r in payload["records"] if isinstance(r, dict))
+        side = sides.setdefault(_run_of(path), {"keras_package": set(), "python": set()})
+        for r in payload["records"]:
+            env = (r.get("environment") or {}) if isinstance(r, dict) else {}
+            side["keras_package"].add(env.get("keras_package"))
+            side["python"].add(_python_minor(env))
+    for path, payload in payloads:
+        _, file_commit, env_name = place_of(path)
+        versions = {(r.get("environment") or {}).get("tensorflow")
+                    for r in payload["records"] if isinstance(r, dict)} - {None}
+        if not versions:  # e.g. the control loop, which never imports TF: its run folder's other loops say it
+            versions = in_run.get(os.path.dirname(os.path.abspath(path)), set()) - {None}
+        for index, record in enumerate(payload["records"]):
+            check_record(record, path, index)
+            found = record.get("schema", payload.get("schema"))
+            if schema is None:
+                schema = (found, path)
+            elif found != schema[0]:
+                raise UsageError(f"Mixed schema versions: {path} has schema {found}, "
+                                 f"{schema[1]} has schema {schema[0]}.")
+            if found != SCHEMA_VERSION:
+                raise UsageError(f"Unsupported records schema {found} in {path}: "
+                                 f"this kerasbench reads schema {SCHEMA_VERSION}.")
+            env = dict(record.get("environment") or {})
+            version = env.get("tensorflow")
+            if version is None and len(versions) == 1:
+                version = next(iter(versions))  # e.g. the control loop, which never imports TF
+            if version is None and env_name and _ENV_TF.search(env_name):
+                version = _ENV_TF.search(env_name)[1]
+            if version is None:
+                continue
+            side = {key: values - {None, ""} for key, values in sides[_run_of(path)].items()}
+            keras_package = env.get("keras_package") or (next(iter(side["keras_package"]))
+                                                         if len(side["keras_package"]) == 1 else None)
+            if keras_package == "tf_keras":  # Keras 2 on a Keras 3 TF: another side than its Keras 3
+                version = f"{version}+tf_keras"
+            python = _python_minor(env) or (next(iter(side["python"])) if len(side["python"]) == 1 else "")
+            if file_commit:
+                if commit is None:
+                    commit = (file_commit, path)
+                elif file_commit != commit[0]:
+                    raise UsageError(f"Records from different commits: {path} is from {file_commit}, "
+                                     f"{commit[1]} from {commit[0]}.")
+            out.append((record, path, str(version), python))
+    if not out:
+        raise UsageError(f"No records with a TensorFlow version found in {', '.join(paths)}.")
+    return _label_pythons(out)
+
+
+def _run_of(path: str) -> str:
+    """What one run wrote: an asv environment's folder of a records tree (several files), else the file itself."""
+    return os.path.dirname(os.path.abspath(path)) if place_of(path)[1] else os.path.abspath(path)
+
+
+def _python_minor(env: dict) -> str:
+    """'3.12' of an environment's interpreter ('' when not recorded: a pair skipped before its worker ran)."""
+    return ".".join(str(env.get("python") or "").split(".")[:2])
+
+
+def _label_pythons(loaded: List[Tuple[Record, str, str, str]]) -> List[Tuple[Record, str, str]]:
+    """A release measured on several Pythons (the matrix's Python axis, `run --tf V --python X.Y`) is one side per
+    Python, `<release>+py3.12`; a release on one Python keeps its plain name. (A record's Python is its run's
+    when it has none of its own: a skipped pair.)"""
+    minors: Dict[str, set] = {}
+    for _, _, version, python in loaded:
+        minors.setdefault(version, set()).add(python)
+    return [(record, path, f"{version}+py{python}" if len(minors[version]) > 1 and python else version)
+            for record, path, version, python in loaded]

@@ -1,0 +1,99 @@
+"""Building a record: a worker's repeats summarized (every metric, the verdicts and how each series was judged)
+and wrapped with its spec, status and environment (kerasbench.record says what a record holds).
+
+Each series is judged by kerasbench.protocol, at the floors given (kerasbench score's) or the spec's own
+(protocol.floor_at: a given floor, else the stored calibration at the count measured). Every derived number
+comes from kerasbench.metrics, so the runner and compare derive alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import allocators, machine as machines
+from .metrics import METRICS
+from .record import SCHEMA_VERSION, AllocatorCheck, Environment, Record, Repeat, Summary
+
+
+def judging_floor(spec: Any, series: str = "rss", iterations: Optional[int] = None) -> Tuple[float, str]:
+    """(floor, where it came from) of a runner.RunSpec's `series` ("rss" or "heap") at `iterations` (default: the
+    spec's count): as given, else its allocator's calibration of that series, else the default (protocol.floor_at)."""
+    from .protocol import floor_at
+
+    return floor_at(spec, series)(spec.iterations if iterations is None else iterations)
+
+
+def summarize(repeats: Sequence[Repeat], spec: Any, floors: Optional[Dict[str, float]] = None) -> Summary:
+    """Every metric of METRICS over the repeats with a result, plus the verdicts, the floors they were judged with
+    and how each repeat's series was judged (kerasbench.protocol: the same judgement as a sequential run's looks).
+
+    `floors` ({"rss": bytes, "heap": bytes}) judges at those floors instead of the spec's (kerasbench score)."""
+    from . import protocol, stats
+
+    results = [r["result"] for r in repeats if r.get("result")]
+    summary = dict.fromkeys(METRICS)
+    summary.update(verdict=None, p_trend=None, repeats=len(results), alpha=protocol.alpha(spec))
+    if not results:
+        floor, floor_source = judging_floor(spec)
+        summary.update(floor=floor, floor_source=floor_source)
+        partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
+        if partial:  # a stopped worker: its growth until the stop is still worth showing
+            judged = stats.judge(partial[0], protocol.floor_at(spec), summary["alpha"])
+            summary.update({m.name: getattr(judged.fit, m.rss_fit) for m in METRICS.values() if m.rss_fit})
+            summary.update(p_trend=judged.fit.p_trend, verdict=judged.verdict, floor=judged.floor,
+                           floor_source=judged.floor_source)
+        return summary
+    floors = floors or {}
+    rss = protocol.judge_results(results, spec, "rss", floors.get("rss"))
+    heap = protocol.judge_results(results, spec, "heap", floors.get("heap"))  # far quieter than RSS: its own floor
+    fit = rss.fit if rss else stats.NAN_FIT
+    floor, floor_source = rss.floor if rss else judging_floor(spec)
+    summary.update(floor=floor, floor_source=floor_source)
+    if heap:
+        summary.update(zip(("heap_floor", "heap_floor_source"), heap.floor))
+    summary.update({m.name: m.value(results, spec.iterations, fit, heap and heap.fit) for m in METRICS.values()})
+    verdict = rss.verdict if rss else "inconclusive"
+    why = [f"{name}: {j.why}" for name, j in (("RSS", rss), ("heap", heap)) if j and j.why]
+    summary.update(
+        p_trend=fit.p_trend, verdict=verdict, heap_verdict=heap.verdict if heap else None,
+        rss_shape=rss.shape if rss else "inconclusive", heap_shape=heap.shape if heap else None,
+        growth_kind=stats.growth_kind(verdict, heap.verdict if heap else None, rss.shape if rss else "",
+                                      heap.shape if heap else "", fit.slope, summary.get("py_blocks_per_iter")),
+        why="; ".join(why),
+        measured=[r.get("iterations_done") for r in results],
+        stopped=[r.get("stop_reason") or "count" for r in results],
+        warmup_found=[j.start for j in rss.judgements] if rss else [],
+        heap_warmup_found=[j.start for j in heap.judgements] if heap else [],
+    )
+    return summary
+
+
+def allocator_check(spec: Any, environment: Optional[Environment]) -> AllocatorCheck:
+    """The allocator requested and the one the worker found in /proc/self/maps, and whether they agree."""
+    detected = environment.get("allocator") if environment else None
+    expected = allocators.get_allocator(spec.allocator).detects
+    return {"requested": spec.allocator, "detected": detected, "matches": detected in (None, expected)}
+
+
+def make_record(spec: Any, repeats: List[Repeat]) -> Record:
+    """The record of a runner.RunSpec's repeats: the worst status, the first environment, the summary."""
+    statuses = [r["status"] for r in repeats]
+    status = next((s for s in ("failed", "stopped", "skipped") if s in statuses), "ok")
+    reason = next((r["reason"] for r in repeats if r["status"] == status), None)
+    environment = next((r["environment"] for r in repeats if r["environment"]), None)
+    if environment is not None and "machine_name" not in environment:
+        environment = {**environment, "machine_name": machines.name()}
+    summary = summarize(repeats, spec)
+    return {
+        "schema": SCHEMA_VERSION,
+        "loop": spec.loop,
+        "strategy": spec.strategy,
+        "spec": {**dataclasses.asdict(spec), "floor": summary["floor"], "floor_source": summary["floor_source"]},
+        "status": status,
+        "reason": reason,
+        "environment": environment,
+        "allocator": allocator_check(spec, environment),
+        "repeats": repeats,
+        "summary": summary,
+    }
