@@ -196,7 +196,8 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
                                  floor=None if floor_kib is None else floor_kib * KIB,
                                  allocator=allocator or allocators_module.DEFAULT, repro=repro or "", **spec)
         if tf:
-            from .asvconf import find_config, python_for_tf
+            from .asvconf import find_config
+            from .environment import python_for_tf
 
             # found as `run --tf` finds it: a notebook's folder is seldom the clone
             base = dataclasses.replace(base, python=python_for_tf(

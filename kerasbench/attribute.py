@@ -7,7 +7,7 @@ bad side's version (a single); where the installer refuses a single (TF 2.14.0 r
 good environment with that package and the ones uv's reason names, moved together until they resolve (a
 group: what pip would install); and the bad environment with each package put back (leave-one-out),
 measured only when no single move carries the change. A pin set is planned once; --max-envs bounds the plan.
-Each environment is made as asvconf.python_for makes any (uv, one resolve; a single uv refuses is forced:
+Each environment is made as environment.python_for makes any (uv, one resolve; a single uv refuses is forced:
 the excluded pins installed with --no-deps after the rest, then an import check, and marked forced), measured
 in fresh workers (runner.measure_at_once) and classified against the two ends as triage classifies a release
 (triage.classify). The conclusion (conclude) says it in words: carried by X (X alone behaves like the bad
@@ -23,7 +23,7 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from . import asvconf
+from . import asvconf, environment
 from .asvconf import INSTALLER_ONLY, package_of
 from .console import text_table
 from .errors import UsageError
@@ -118,7 +118,7 @@ def group_for(name: str, good: Dict[str, str], bad: Dict[str, str], names: Seque
         if ok:
             return (tuple(group) if len(group) > 1 else ()), first
         first = first or reason
-        said = [n for pattern in asvconf.REASON_PATTERNS for n in pattern.findall(reason)]
+        said = [n for pattern in environment.REASON_PATTERNS for n in pattern.findall(reason)]
         named = [known[package_of(n)] for n in said if package_of(n) in known]
         named = [n for n in dict.fromkeys(named) if n not in group]
         if not named:

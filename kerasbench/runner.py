@@ -62,7 +62,8 @@ def _worker_env(spec):
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if spec.python:
-        from .asvconf import LEGACY_KERAS_VAR, legacy_keras
+        from .asvconf import LEGACY_KERAS_VAR
+        from .environment import legacy_keras
 
         if legacy_keras(spec.python):  # an environment made with tf-keras: tf.keras is tf_keras there
             env[LEGACY_KERAS_VAR] = "1"

@@ -57,7 +57,7 @@ def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: Te
     the asv environment of TF release `tf`.
 
     That environment is made if missing (its progress on `err`); `python`, `pins` and `keras` change it
-    (asvconf.python_for_tf) and need `tf` (else a one-line UsageError). With keras 'tf_keras' the workers inherit
+    (environment.python_for_tf) and need `tf` (else a one-line UsageError). With keras 'tf_keras' the workers inherit
     TF_USE_LEGACY_KERAS=1, so tf.keras is tf_keras there (the record says so).
     """
     if machine:  # the records' machine name (kerasbench.machine), for the workers too
@@ -70,7 +70,8 @@ def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: Te
         raise UsageError("--pin and --keras change a --tf release's environment: give --tf VERSION too.")
     if not tf:
         return base
-    from .asvconf import LEGACY_KERAS_VAR, find_config, python_for_tf
+    from .asvconf import LEGACY_KERAS_VAR, find_config
+    from .environment import python_for_tf
 
     found = python_for_tf(find_config(config), tf, lambda text: status_line(err, f"TF {tf}: {text}", final=True),
                           python, pins, keras)

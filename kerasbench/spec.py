@@ -51,7 +51,7 @@ class RunSpec:
     device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
     allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
     repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
-    python: str = ""  # the worker's interpreter, e.g. an asv environment's (asvconf.python_for); "" = this one
+    python: str = ""  # the worker's interpreter, e.g. an asv environment's (environment.python_for); "" = this one
     jobs: int = 1  # pairs measured at once: memory figures are per process, times per iteration under contention
     trace: int = 0  # top N sites of a trace of where memory grows (kerasbench.trace); 0 = off (traced figures move)
     trace_native: bool = False  # the trace's native sites too (memray; tens of times slower on TF loops)

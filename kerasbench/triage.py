@@ -1,6 +1,6 @@
 """Find the first TF release whose memory behaviour differs: bisect over releases in asv's environments.
 
-Each version tried gets an asv environment (kerasbench.asvconf.python_for: created by asv if
+Each version tried gets an asv environment (kerasbench.environment.python_for: created by asv if
 missing, so `asv run --config asv.matrix.json` reuses it) and one measurement of the pair in a
 fresh worker there. The change is what kerasbench.compare.judge says of the bad end against the
 good one (regressed or improved). A version "behaves like good" when judge calls it unchanged

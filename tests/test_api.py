@@ -95,10 +95,11 @@ def test_repro_for_imports_by_module_and_name(tmp_path):
 
 def test_measure_tf_finds_the_config_from_a_notebooks_folder(tmp_path, monkeypatch):
     """A notebook runs from its own folder: `tf=` finds asv.matrix.json as `run --tf` does (the clone's)."""
-    from kerasbench import asvconf
+    from kerasbench import asvconf, environment
 
     asked = []
-    monkeypatch.setattr(asvconf, "python_for_tf", lambda config, tf, *a, **k: asked.append(config) or sys.executable)
+    monkeypatch.setattr(environment, "python_for_tf",
+                        lambda config, tf, *a, **k: asked.append(config) or sys.executable)
     monkeypatch.delenv(asvconf.CONFIG_VAR, raising=False)
     monkeypatch.chdir(tmp_path)
     kerasbench.measure("control", strategies="control_noop", iterations=3, warmup=0, tf="2.21.0", floor_kib=64)

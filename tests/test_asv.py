@@ -275,7 +275,7 @@ def test_gpu_config_matches_the_cpu_pins_and_the_readme():
 
 def test_envs_lists_matrix_environments():
     pytest.importorskip("asv")
-    from kerasbench.asvconf import environments
+    from kerasbench.environment import environments
 
     envs = environments(str(ROOT / "asv.matrix.json"))
     assert len(envs) == 16  # ten releases, two tf_keras and four Python entries (tests/test_axes.py)

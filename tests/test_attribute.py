@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from kerasbench import asvconf, attribute, releases
+from kerasbench import attribute, environment, releases
 from kerasbench.errors import UsageError
 
 from test_compare import synthetic
@@ -222,57 +222,58 @@ def fake_uv(tmp_path, monkeypatch):
     uv.parent.mkdir()
     uv.write_text(FAKE_UV.format(python=sys.executable, log=str(tmp_path / "uv.log")))
     uv.chmod(0o755)
-    monkeypatch.setattr(asvconf, "installer", lambda env: str(uv))
+    monkeypatch.setattr(environment, "installer", lambda env: str(uv))
     return tmp_path / "uv.log"
 
 
 def test_forced_pins_are_the_ones_the_installers_reason_names(fake_uv):
     uv = str(fake_uv.parent / "bin" / "uv")
     tf_moved = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
-    forced, why = asvconf.forced_pins(tf_moved, "3.11", uv)
+    forced, why = environment.forced_pins(tf_moved, "3.11", uv)
     assert forced == ["keras"] and "depends on keras>=2.14.0" in why
-    assert asvconf.forced_pins(GOOD, "3.11", uv) == ([], "")
+    assert environment.forced_pins(GOOD, "3.11", uv) == ([], "")
     # forcing numpy back does not resolve (TF 2.13.1 and scipy 1.17.1 want different numpys): scipy is forced
-    forced, why = asvconf.forced_pins(attribute.swapped(GOOD, BAD, ["scipy"]), "3.11", uv)
+    forced, why = environment.forced_pins(attribute.swapped(GOOD, BAD, ["scipy"]), "3.11", uv)
     assert forced == ["scipy"] and "scipy==1.17.1 depends on numpy>=1.26.4" in why
 
 
 def test_an_unresolvable_environment_is_made_forced_and_imported(config, fake_uv, monkeypatch):
     checked = []
-    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs, forced=(): checked.append(python) or "")
+    monkeypatch.setattr(environment, "import_check", lambda python, reqs, forced=(): checked.append(python) or "")
     pins = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
     said = []
-    python, name = asvconf.python_for(config, pins, said.append)
+    python, name = environment.python_for(config, pins, said.append)
     installs = [line for line in fake_uv.read_text().splitlines() if line.startswith("pip install")]
     assert "keras==2.13.1" in installs[0]  # the first try: everything in one resolve, refused
     assert "keras==2.13.1" not in installs[1] and "tensorflow-cpu==2.14.0" in installs[1]  # TF with its own deps
     assert "--no-deps" in installs[2] and installs[2].endswith("keras==2.13.1")  # then keras forced back
     assert checked == [python]
-    note = asvconf.install_note(python)
+    note = environment.install_note(python)
     assert note["forced"] == ["keras"] and "depends on keras>=2.14.0" in note["why"]
     assert any("forcing keras with --no-deps" in s for s in said)
-    assert asvconf.environment_for(config, pins)[1].check_presence()
+    assert environment.environment_for(config, pins)[1].check_presence()
 
 
 def test_a_forced_environment_that_does_not_import_is_one_line_and_leaves_no_folder(config, fake_uv, monkeypatch):
-    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs, forced=(): "ImportError: cannot import name 'x'")
+    monkeypatch.setattr(environment, "import_check",
+                        lambda python, reqs, forced=(): "ImportError: cannot import name 'x'")
     pins = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
     with pytest.raises(UsageError, match="does not import: ImportError"):
-        asvconf.python_for(config, pins)
-    assert not os.path.exists(asvconf.environment_for(config, pins)[1]._path)
+        environment.python_for(config, pins)
+    assert not os.path.exists(environment.environment_for(config, pins)[1]._path)
 
 
 def test_tf_keras_is_always_installed_without_its_tensorflow_requirement(config, fake_uv, monkeypatch):
-    monkeypatch.setattr(asvconf, "import_check", lambda python, reqs, forced=(): "")
+    monkeypatch.setattr(environment, "import_check", lambda python, reqs, forced=(): "")
     monkeypatch.setattr(releases, "tf_keras_for", lambda tf, python="3.11", doc=None: "2.16.0")
-    reqs, no_deps = asvconf.requirements_with(config, "2.16.2", keras="tf_keras")
+    reqs, no_deps = environment.requirements_with(config, "2.16.2", keras="tf_keras")
     # the form asv.matrix.json pins it in: asv's own pip reads the flag too
     assert reqs["pip+tf-keras"] == "--no-deps 2.16.0" and reqs["keras"] == "3.4.1" and no_deps == ["pip+tf-keras"]
-    asvconf.python_for_tf(config, "2.16.2", keras="tf_keras")
+    environment.python_for_tf(config, "2.16.2", keras="tf_keras")
     installs = [line for line in fake_uv.read_text().splitlines() if line.startswith("pip install")]
     assert "tf-keras" not in installs[0] and installs[1].endswith("tf-keras==2.16.0") and "--no-deps" in installs[1]
     with pytest.raises(UsageError, match="TF 2.16 and later"):
-        asvconf.requirements_with(config, "2.15.1", keras="tf_keras")
+        environment.requirements_with(config, "2.15.1", keras="tf_keras")
 
 
 def test_tf_keras_for_is_the_newest_of_the_tf_minor():
@@ -321,8 +322,8 @@ def fake_environments(monkeypatch, carrier, forced=(), refuses=lambda pins: ""):
             out.append(r)
         return out
 
-    monkeypatch.setattr(asvconf, "python_for", python_for)
-    monkeypatch.setattr(asvconf, "install_note",
+    monkeypatch.setattr(environment, "python_for", python_for)
+    monkeypatch.setattr(environment, "install_note",
                         lambda python: {"forced": ["keras"], "why": "tensorflow-cpu==2.14.0 depends on keras"}
                         if made[python].get("tensorflow-cpu") == "2.14.0" and made[python]["keras"] == "2.13.1"
                         and forced else {})
@@ -462,7 +463,7 @@ def test_triage_package_keras_bisects_keras_releases_at_one_tf(monkeypatch, caps
     def at_once(specs, jobs, progress, finished):
         return [measure(s) for s in specs]
 
-    monkeypatch.setattr(asvconf, "python_for", python_for)
+    monkeypatch.setattr(environment, "python_for", python_for)
     monkeypatch.setattr(runner, "measure", measure)
     monkeypatch.setattr(runner, "measure_at_once", at_once)
     code, out = call(["triage", "--config", MATRIX, "--package", "keras", "--tf", "2.21.0", "--good", "3.4.1",

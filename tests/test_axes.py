@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from kerasbench import asvconf, releases
+from kerasbench import asvconf, environment, releases
 
 pytest.importorskip("asv")
 
@@ -38,7 +38,7 @@ def test_every_axis_entry_is_what_run_derives_for_it(axis, entry):
     """`run --tf V --keras tf_keras` / `--python X.Y` pin exactly the entry: one environment, not two."""
     tf = entry["req"]["tensorflow-cpu"]
     python = entry["python"] if axis.startswith("py") else None
-    reqs, no_deps = asvconf.requirements_with(MATRIX, tf, python, keras="tf_keras" if axis == "tf_keras" else "")
+    reqs, no_deps = environment.requirements_with(MATRIX, tf, python, keras="tf_keras" if axis == "tf_keras" else "")
     assert reqs == entry["req"]
     if axis == "tf_keras":
         assert entry["env"] == {asvconf.LEGACY_KERAS_VAR: "1"} and no_deps == [asvconf.TF_KERAS_PIN]
@@ -65,7 +65,7 @@ def test_pins_read_the_flags_and_the_pip_prefix():
     assert asvconf.split_pin("keras", "3.13.2") == ("keras", "3.13.2", [])
     assert asvconf.split_pin("pip+tf_keras", "--no-deps ==2.16.0")[:2] == ("tf_keras", "2.16.0")
     assert asvconf.package_of("pip+TF_Keras") == "tf-keras"
-    assert asvconf._pins({"tensorflow-cpu": "2.21.0", "pip+tf-keras": "--no-deps 2.21.0"}) == \
+    assert environment._pins({"tensorflow-cpu": "2.21.0", "pip+tf-keras": "--no-deps 2.21.0"}) == \
         ["tensorflow-cpu==2.21.0", "tf-keras==2.21.0"]
 
 
@@ -108,8 +108,8 @@ def test_envs_lists_the_axis_entries_with_their_pins(capsys):
 
 def test_a_tf_keras_environment_is_the_matrix_entrys_folder(tmp_path, monkeypatch):
     """kerasbench creates `run --tf 2.21.0 --keras tf_keras`'s environment where `asv run -E <entry>` finds it."""
-    reqs, _ = asvconf.requirements_with(MATRIX, "2.21.0", keras="tf_keras")
-    _, env = asvconf.environment_for(MATRIX, reqs)
+    reqs, _ = environment.requirements_with(MATRIX, "2.21.0", keras="tf_keras")
+    _, env = environment.environment_for(MATRIX, reqs)
     entry = next(e for e in asvconf.matrix_entries(MATRIX) if e["axis"] == "tf_keras" and
                  e["req"]["tensorflow-cpu"] == "2.21.0")
     assert env.name == entry["name"] and env._tagged_env_vars == {("build", asvconf.LEGACY_KERAS_VAR): "1"}
@@ -141,7 +141,7 @@ def test_compare_makes_one_side_per_python_of_a_release_measured_on_several(tmp_
 def test_attributes_reproduce_command_makes_a_tf_keras_environment_with_keras_tf_keras():
     from kerasbench import attribute
 
-    reqs, _ = asvconf.requirements_with(MATRIX, "2.21.0", keras="tf_keras")
+    reqs, _ = environment.requirements_with(MATRIX, "2.21.0", keras="tf_keras")
     assert attribute.reproduce_args(MATRIX, reqs) == ["--tf", "2.21.0", "--keras", "tf_keras"]
     reqs["numpy"] = "2.3.0"
     assert "--pin=numpy==2.3.0" in attribute.reproduce_args(MATRIX, reqs)

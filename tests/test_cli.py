@@ -107,10 +107,10 @@ def test_environment_options_without_tf_are_one_line(extra, message, capsys):
 
 def test_ablate_makes_the_environment_run_would(monkeypatch, capsys):
     """ablate --tf V --python/--pin/--keras: the environment `run` makes for the same options (one function)."""
-    from kerasbench import asvconf
+    from kerasbench import asvconf, environment
 
     asked = []
-    monkeypatch.setattr(asvconf, "python_for_tf", lambda *a, **k: asked.append(a) or sys.executable)
+    monkeypatch.setattr(environment, "python_for_tf", lambda *a, **k: asked.append(a) or sys.executable)
     monkeypatch.setenv(asvconf.LEGACY_KERAS_VAR, "0")  # restored after the test: the command sets it for its workers
     code, _ = call(["ablate", "--loop", "control", "--base", "control_noop", "--steps", "del_model,gc_collect",
                     "--iterations", "3", "--warmup", "0", "--floor-kib", "64", "--tf", "2.21.0", "--python", "3.12",

@@ -10,7 +10,7 @@ from importlib import metadata
 
 import pytest
 
-from kerasbench import asvconf
+from kerasbench import asvconf, environment
 from kerasbench.errors import UsageError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -43,7 +43,7 @@ def fake_uv(tmp_path, monkeypatch):
         uv.parent.mkdir(exist_ok=True)
         uv.write_text(FAKE_UV.format(python=sys.executable, log=str(tmp_path / "uv.log"), mode=mode))
         uv.chmod(0o755)
-        monkeypatch.setattr(asvconf, "installer", lambda env: str(uv))
+        monkeypatch.setattr(environment, "installer", lambda env: str(uv))
         return tmp_path / "uv.log"
     return make
 
@@ -54,8 +54,8 @@ REQS = {"tensorflow-cpu": "2.15.1", "keras": "2.15.0", "numpy": "1.26.4", "scipy
 def test_uv_makes_the_environment_asv_finds_present(config, fake_uv):
     log = fake_uv()
     said = []
-    python, name = asvconf.python_for(config, REQS, said.append)
-    conf, env = asvconf.environment_for(config, REQS)
+    python, name = environment.python_for(config, REQS, said.append)
+    conf, env = environment.environment_for(config, REQS)
     assert name == env.name and python == os.path.join(env._path, "bin", "python")
     assert env.check_presence()  # what `asv run --config … -E virtualenv:3.11` asks before it would create one
     venv, install = log.read_text().splitlines()
@@ -63,15 +63,15 @@ def test_uv_makes_the_environment_asv_finds_present(config, fake_uv):
     pins = install.split()
     assert "tensorflow-cpu==2.15.1" in pins and "asv_runner==0.3.2" in pins and "keras==2.15.0" in pins
     assert any("uv installs 5 pinned packages" in s for s in said)
-    asvconf.python_for(config, REQS)  # present: not made again
+    environment.python_for(config, REQS)  # present: not made again
     assert len(log.read_text().splitlines()) == 2
 
 
 def test_a_failed_uv_is_one_line_and_leaves_no_folder(config, fake_uv):
     fake_uv("fail")
     with pytest.raises(UsageError, match="uv pip failed: error: No solution found"):
-        asvconf.python_for(config, REQS)
-    _, env = asvconf.environment_for(config, REQS)
+        environment.python_for(config, REQS)
+    _, env = environment.environment_for(config, REQS)
     assert not os.path.exists(env._path)
 
 
@@ -79,9 +79,9 @@ INTERRUPTED = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent started in the background ignores SIGINT
 sys.path.insert(0, {root!r})
-from kerasbench import asvconf
-asvconf.installer = lambda env: {uv!r}
-asvconf.python_for({config!r}, {reqs!r})
+from kerasbench import asvconf, environment
+environment.installer = lambda env: {uv!r}
+environment.python_for({config!r}, {reqs!r})
 """
 
 
@@ -104,7 +104,7 @@ def test_an_interrupted_uv_is_ended_and_leaves_no_folder(config, fake_uv, tmp_pa
     pid = int(pid_file.read_text())
     with pytest.raises(OSError):
         os.kill(pid, 0)  # uv ended (reaped) with the interrupt
-    _, env = asvconf.environment_for(config, REQS)
+    _, env = environment.environment_for(config, REQS)
     assert not os.path.exists(env._path)
 
 
@@ -117,23 +117,23 @@ def test_a_release_this_interpreter_already_is_not_made_again(config, fake_uv, m
         except metadata.PackageNotFoundError:
             pytest.skip(f"{name} is not installed here")
     monkeypatch.setattr(metadata, "version", lambda name: here.get(name) or "0")  # TF "installed" too
-    python, name = asvconf.python_for(config, here)
-    assert (python, name) == (sys.executable, asvconf.SAME) and not log.exists()
+    python, name = environment.python_for(config, here)
+    assert (python, name) == (sys.executable, environment.SAME) and not log.exists()
     other = dict(here, numpy="0.0.1")  # one pin differs: an environment of its own
-    assert asvconf.python_for(config, other)[0] != sys.executable
+    assert environment.python_for(config, other)[0] != sys.executable
 
 
 def test_installer_choice(monkeypatch):
     class Env:
         tool_name = "virtualenv"
 
-    monkeypatch.setenv(asvconf.INSTALLER_VAR, "pip")
-    assert asvconf.installer(Env()) is None
-    monkeypatch.setenv(asvconf.INSTALLER_VAR, "conda")
+    monkeypatch.setenv(environment.INSTALLER_VAR, "pip")
+    assert environment.installer(Env()) is None
+    monkeypatch.setenv(environment.INSTALLER_VAR, "conda")
     with pytest.raises(UsageError, match="Expected one of: uv, pip"):
-        asvconf.installer(Env())
-    monkeypatch.delenv(asvconf.INSTALLER_VAR)
-    assert asvconf.installer(object()) is None  # not an asv virtualenv: asv makes it
+        environment.installer(Env())
+    monkeypatch.delenv(environment.INSTALLER_VAR)
+    assert environment.installer(object()) is None  # not an asv virtualenv: asv makes it
 
 
 def test_another_python_is_its_own_asv_environment(config):
@@ -141,14 +141,14 @@ def test_another_python_is_its_own_asv_environment(config):
                 and any(v.startswith(p + ".") for v in os.listdir(os.path.expanduser("~/.pyenv/versions")))]
     if not versions:
         pytest.skip("no pyenv Python 3.10 or 3.12 here")
-    _, env = asvconf.environment_for(config, REQS, versions[0])
+    _, env = environment.environment_for(config, REQS, versions[0])
     assert env.name.startswith(f"virtualenv-py{versions[0]}-")
-    assert env.name != asvconf.environment_for(config, REQS)[1].name
+    assert env.name != environment.environment_for(config, REQS)[1].name
 
 
 def test_unknown_python_lists_the_ones_found():
     with pytest.raises(UsageError, match=r"No Python 3\.5 on this machine.*Expected one of: "):
-        asvconf.interpreter("3.5")
+        environment.interpreter("3.5")
 
 
 def test_environments_live_beside_the_config_whatever_the_current_folder(tmp_path, monkeypatch):
@@ -157,7 +157,7 @@ def test_environments_live_beside_the_config_whatever_the_current_folder(tmp_pat
     import shutil
     from pathlib import Path
 
-    from kerasbench import asvconf, releases
+    from kerasbench import environment, releases
 
     folder = tmp_path / "clone"
     folder.mkdir()
@@ -167,5 +167,5 @@ def test_environments_live_beside_the_config_whatever_the_current_folder(tmp_pat
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     reqs = releases.requirements_for("2.12.1", asvconf.includes(str(config)))
-    _, env = asvconf.environment_for(str(config), reqs)
+    _, env = environment.environment_for(str(config), reqs)
     assert Path(env._path).parent == folder / ".asv" / "env"

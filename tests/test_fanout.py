@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kerasbench import asvconf
+from kerasbench import asvconf, environment
 from kerasbench.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +82,7 @@ def test_envs_json_is_github_s_matrix_of_the_config(elsewhere, capsys, config, d
     assert [j["tf"] for j in jobs] == [r.get("tensorflow-cpu") or r.get("tensorflow") for r in pinned]
     assert [j["keras"] for j in jobs] == [r["keras"] for r in pinned]
     assert {j["device"] for j in jobs} == {device} and {j["config"] for j in jobs} == {config}
-    assert [n for n, _ in asvconf.environments(str(ROOT / config))] == [j["name"] for j in every]
+    assert [n for n, _ in environment.environments(str(ROOT / config))] == [j["name"] for j in every]
     assert str(ROOT) not in out and os.uname().nodename not in out  # the same on every machine
 
 

@@ -353,27 +353,27 @@ class _FakeEnv:
 
 @pytest.mark.parametrize("fault", [KeyboardInterrupt(), procs.Terminated(), RuntimeError("pip failed")])
 def test_an_interrupted_environment_creation_ends_pip_and_leaves_no_half_made_folder(fault, tmp_path, monkeypatch):
-    from kerasbench import asvconf
+    from kerasbench import environment
     from kerasbench.errors import UsageError
 
     env = _FakeEnv(tmp_path / "env" / "fake", fault)
-    monkeypatch.setattr(asvconf, "environment_for", lambda config, reqs: (object(), env))
+    monkeypatch.setattr(environment, "environment_for", lambda config, reqs: (object(), env))
     with pytest.raises(UsageError if isinstance(fault, Exception) else type(fault)):
-        asvconf.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"})
+        environment.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"})
     time.sleep(0.1)
     assert not alive(env.child.pid)  # before: pip ran on after the interrupt
     assert not os.path.exists(env._path)  # before: the next triage stopped on "Directory not empty"
 
 
 def test_a_half_made_environment_left_by_a_killed_run_is_removed_first(tmp_path, monkeypatch):
-    from kerasbench import asvconf
+    from kerasbench import environment
 
     env = _FakeEnv(tmp_path / "env" / "fake", None)
     os.makedirs(os.path.join(env._path, "bin"))
     (Path(env._path) / "bin" / "leftover").write_text("")
     said = []
-    monkeypatch.setattr(asvconf, "environment_for", lambda config, reqs: (object(), env))
-    python, name = asvconf.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"}, said.append)
+    monkeypatch.setattr(environment, "environment_for", lambda config, reqs: (object(), env))
+    python, name = environment.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"}, said.append)
     env.child.kill()
     assert name == env.name and python == os.path.join(env._path, "bin", "python")
     assert not (Path(env._path) / "bin" / "leftover").exists()

@@ -178,7 +178,7 @@ def test_unreadable_index_names_the_file(monkeypatch, tmp_path, capsys):
 
 def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, tmp_path, capsys):
     """Growth appears in 2.16.1 (Keras 3): every version gets an asv environment and one measurement."""
-    from kerasbench import asvconf, runner
+    from kerasbench import environment, runner
 
     made, measured = [], []
 
@@ -194,7 +194,7 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
         slope = 400 * KIB if releases.version_key(version) < (2, 16, 1) else 0
         return record(version, slope, seed=len(measured))
 
-    monkeypatch.setattr(asvconf, "python_for", python_for)
+    monkeypatch.setattr(environment, "python_for", python_for)
     monkeypatch.setattr(runner, "measure", measure)
     out_json = tmp_path / "triage.json"
     code, out = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep",
@@ -215,7 +215,7 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
 @pytest.mark.parametrize("config", ["asv.matrix.json", "asv.gpu.json"])
 def test_triage_environments_are_the_ones_asv_run_uses(config):
     """The same pins give the same asv environment name (and folder) as `asv run --config … -E`."""
-    from kerasbench import asvconf
+    from kerasbench import asvconf, environment
 
     path = str(ROOT / config)
     includes = asvconf.includes(path)
@@ -224,16 +224,16 @@ def test_triage_environments_are_the_ones_asv_run_uses(config):
             continue
         name, reqs = entry["name"], entry["req"]
         version = reqs.get("tensorflow-cpu") or reqs["tensorflow"]
-        conf, env = asvconf.environment_for(path, releases.requirements_for(version, includes))
+        conf, env = environment.environment_for(path, releases.requirements_for(version, includes))
         assert env.name == name
-        assert bool(asvconf.gpu_extras(conf, reqs)) == (config == "asv.gpu.json")
+        assert bool(environment.gpu_extras(conf, reqs)) == (config == "asv.gpu.json")
 
 
 def test_run_tf_runs_the_worker_with_that_environments_python(monkeypatch, tmp_path, capsys):
     """`kerasbench run --tf V` asks asv for V's environment and starts the workers with its interpreter."""
     import sys
 
-    from kerasbench import asvconf
+    from kerasbench import environment
 
     asked = []
 
@@ -241,7 +241,7 @@ def test_run_tf_runs_the_worker_with_that_environments_python(monkeypatch, tmp_p
         asked.append(reqs["tensorflow-cpu"])
         return sys.executable, "env"
 
-    monkeypatch.setattr(asvconf, "python_for", python_for)
+    monkeypatch.setattr(environment, "python_for", python_for)
     out_json = tmp_path / "run.json"
     code, _ = call(["run", "--config", MATRIX, "--tf", "2.16.1", "--loop", "control", "--strategy", "control_noop",
                     "--iterations", "3", "--warmup", "0", "--json", str(out_json)])
@@ -254,7 +254,7 @@ def test_triage_measures_both_ends_at_once_and_makes_the_next_environments_ahead
     import threading
     import time
 
-    from kerasbench import asvconf, runner
+    from kerasbench import asvconf, environment, runner
 
     made, lock = [], threading.Lock()
     running, overlap = set(), []
@@ -281,7 +281,7 @@ def test_triage_measures_both_ends_at_once_and_makes_the_next_environments_ahead
         r["spec"]["jobs"] = spec.jobs
         return r
 
-    monkeypatch.setattr(asvconf, "python_for", python_for)
+    monkeypatch.setattr(environment, "python_for", python_for)
     monkeypatch.setattr(runner, "measure", measure)
     code, out = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep",
                       "--strategy", "reuse_model"])
@@ -294,7 +294,7 @@ def test_triage_measures_both_ends_at_once_and_makes_the_next_environments_ahead
 
 
 def test_seconds_per_iter_is_never_measured_under_contention(monkeypatch, capsys):
-    from kerasbench import asvconf, runner
+    from kerasbench import environment, runner
 
     jobs = []
 
@@ -303,7 +303,7 @@ def test_seconds_per_iter_is_never_measured_under_contention(monkeypatch, capsys
         jobs.append(spec.jobs)
         return record(version, 0, seed=len(jobs))
 
-    monkeypatch.setattr(asvconf, "python_for", lambda config, reqs, progress=None, python=None:
+    monkeypatch.setattr(environment, "python_for", lambda config, reqs, progress=None, python=None:
                         (f"python-{reqs['tensorflow-cpu']}", "env"))
     monkeypatch.setattr(runner, "measure", measure)
     code, _ = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep",
@@ -326,7 +326,7 @@ def test_run_python_needs_tf(capsys):
 LOOK_AHEAD = """
 import os, subprocess, sys, time
 sys.path.insert(0, {root!r})
-from kerasbench import asvconf
+from kerasbench import asvconf, environment
 from kerasbench.commands import triage  # the session: its environments are made there
 from kerasbench.errors import UsageError
 
@@ -339,7 +339,7 @@ def python_for(config, reqs, progress=None, python=None):
     child.wait()
     raise UsageError("could not create environment (ended)")
 
-asvconf.python_for = python_for
+environment.python_for = python_for
 envs = triage.Environments({matrix!r}, None, lambda version, text: None)
 envs.want(["2.15.1", "2.16.2"])
 for _ in range(200):

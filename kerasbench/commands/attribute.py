@@ -15,7 +15,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from .. import asvconf
+from .. import environment
 from .. import attribute as analysis
 from ..attribute import (MAX_ENVS, Row, TooManyEnvironments, _classify, _same, bridges, check_max_envs, conclude,
                          differing, needs_leave_one_out, plan, render, reproduce_args, summary)
@@ -86,12 +86,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 def resolver(config: str, pins: Dict[str, str], python: Optional[str] = None
              ) -> Optional[Callable[[Dict[str, str]], Tuple[bool, str]]]:
-    """asvconf.resolves with the uv and Python an environment of `config` would be made with (None without uv)."""
-    _, env = asvconf.environment_for(config, pins, python) if python else asvconf.environment_for(config, pins)
-    uv = asvconf.installer(env)
+    """environment.resolves with the uv and Python an environment of `config` would be made with (None without uv)."""
+    _, env = environment.environment_for(config, pins, python) if python else environment.environment_for(config, pins)
+    uv = environment.installer(env)
     if not uv:
         return None
-    return lambda reqs: asvconf.resolves(uv, reqs, env._python)
+    return lambda reqs: environment.resolves(uv, reqs, env._python)
 
 
 def _measure(config: str, rows: Sequence[Row], template: RunSpec, metric: str, err: TextIO,
@@ -109,14 +109,14 @@ def _measure(config: str, rows: Sequence[Row], template: RunSpec, metric: str, e
             status_line(err, f"attribute: {label}: {text}", final=True)
 
         try:
-            row.python, row.env_name = asvconf.python_for(config, row.pins, note, python)
+            row.python, row.env_name = environment.python_for(config, row.pins, note, python)
         except UsageError as e:
             if row.kind == "end":
                 raise
             row.cls, row.reason = "unclear", f"not installable: {e}"
             note(row.reason)
             continue
-        installed = asvconf.install_note(row.python)
+        installed = environment.install_note(row.python)
         row.forced, row.why = list(installed.get("forced") or []), installed.get("why") or ""
     todo = [row for row in rows if row.record is None and row.python]
     if not todo:

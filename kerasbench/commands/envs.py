@@ -19,7 +19,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """The environments with their pins (or the bare name of one TF release's; --json: a matrix)."""
     import json
 
-    from ..asvconf import environments, find_config, matrix_entries, matrix_json, split_pin
+    from ..asvconf import find_config, matrix_entries, matrix_json, split_pin
+    from ..environment import environments
 
     config = find_config(args.config)
     if args.json:  # one line: a CI job writes it to $GITHUB_OUTPUT and fans out over it

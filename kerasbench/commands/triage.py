@@ -96,16 +96,17 @@ class Environments:
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasbench-env")
 
     def _make(self, version: str) -> Tuple[str, str]:
-        from .. import asvconf
+        from .. import environment
 
-        return asvconf.python_for(self.config, self.pins(version), lambda text: self.note(version, text), self.python)
+        return environment.python_for(self.config, self.pins(version), lambda text: self.note(version, text),
+                                      self.python)
 
     def pins(self, version: str) -> Dict[str, str]:
         """The pins of `version`'s environment: a TF release's, or TF `tf`'s with that Keras (`--package keras`)."""
-        from .. import asvconf, releases
+        from .. import environment, releases
 
         if self.tf:
-            return asvconf.requirements_with(self.config, self.tf, self.python, keras=version)[0]
+            return environment.requirements_with(self.config, self.tf, self.python, keras=version)[0]
         return releases.requirements_for(version, self.includes, python=self.python)
 
     def want(self, versions: Sequence[str]) -> None:
@@ -128,12 +129,12 @@ class Environments:
 
     def stop(self) -> None:
         """Drop the queued creations and end the one under way (asvconf removes its half-made folder)."""
-        from .. import asvconf
+        from .. import environment
 
         for future in self.futures.values():
             future.cancel()
         if not all(f.done() for f in self.futures.values()):
-            asvconf.end_creations()
+            environment.end_creations()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 

@@ -1,0 +1,415 @@
+"""Naming and making asv environments: a config's environments, the interpreter asv finds, the environment asv
+names for a set of pins, and its creation (uv: one resolve, wheels linked from its cache; forced with --no-deps
+where the pins exclude each other, then an import check; asv's own pip without uv), reused when it exists.
+
+Configurations themselves (where, which entries, the names of pins) are kerasbench.asvconf's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import sys
+from typing import Callable, List, Optional, Sequence, Tuple
+
+from . import releases
+from .asvconf import (INSTALLER_ONLY, LEGACY_KERAS_VAR, TF_KERAS_PIN, canonical, includes, load_config, matrix_entries,
+                      package_of, read_config, split_pin)
+from .errors import UsageError
+
+
+def environments(config: str, tf: Optional[str] = None) -> list:
+    """[(asv environment name, {package: version})] of `config`, optionally only TF release `tf`.
+
+    `tf` may be any release `run --tf` accepts: a patch release the matrix does not pin gets the pins
+    releases.requirements_for derives (from the package index), and the name asv gives those.
+    """
+    read_config(config)  # a readable error for a missing or broken file, before asv's own
+    if tf is not None:
+        entries = includes(config)
+        package = releases.tf_package(entries)
+        pinned = sorted((e["req"][package] for e in entries), key=releases.version_key)
+        if releases.version_key(tf)[:2] not in {releases.version_key(v)[:2] for v in pinned}:
+            raise UsageError(f"Unknown TF version for {config}. Received: tf={tf!r}. Expected one of: "
+                             f"{', '.join(pinned)}, or another patch release of one of their minor releases.")
+        _, env = environment_for(config, releases.requirements_for(tf, entries))
+        return [(env.name, dict(env.requirements))]
+    return [(e["name"], dict(e["req"])) for e in matrix_entries(config)]
+
+
+def interpreter(python: str) -> str:
+    """The CPython `python` ('3.10') asv will find: `pythonX.Y` on PATH, else pyenv's (put on PATH for asv).
+
+    UsageError listing the Pythons found when there is none (a pyenv shim of a version that is not
+    active does not count: it only prints an error).
+    """
+    import glob
+    import subprocess
+
+    releases.supported_tags(python)  # a readable error for a malformed version
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == python:
+        return sys.executable
+    found = shutil.which(f"python{python}")
+    if found:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run([found, "-c", "pass"], check=True, capture_output=True, timeout=30)
+            return found
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    pyenv = sorted(glob.glob(os.path.join(root, "versions", f"{python}.*", "bin", f"python{python}")),
+                   key=releases.version_key)
+    if pyenv:  # asv looks the interpreter up on PATH by that name
+        os.environ["PATH"] = os.path.dirname(pyenv[-1]) + os.pathsep + os.environ.get("PATH", "")
+        return pyenv[-1]
+    have = [p for p in releases.PYTHONS if _runs(f"python{p}", root)]
+    raise UsageError(f"No Python {python} on this machine (PATH or pyenv). Received: python={python!r}. "
+                     f"Expected one of: {', '.join(have) or 'none found'}.")
+
+
+def _runs(name: str, pyenv_root: str) -> bool:
+    """Whether an interpreter of that name runs (on PATH) or pyenv has it."""
+    import glob
+    import subprocess
+
+    if glob.glob(os.path.join(pyenv_root, "versions", name[len("python"):] + ".*", "bin", name)):
+        return True
+    found = shutil.which(name)
+    try:
+        return bool(found) and subprocess.run([found, "-c", "pass"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def environment_for(config: str, reqs: dict, python: Optional[str] = None) -> tuple:
+    """(asv Config, asv Environment) of `config` with exactly the pins `reqs` (on Python `python`); nothing created."""
+    from asv import environment
+
+    read_config(config)
+    conf = load_config(config)
+    first = conf.include[0] if conf.include else {}
+    python = python or first.get("python") or conf.pythons[0]
+    interpreter(python)  # asv finds it on PATH (pyenv's versions are not active there)
+    entry = {"python": python, "req": dict(reqs)}
+    # the config's environment variables (asv.gpu.json: KERASBENCH_DEVICE=gpu) are part of the name
+    entry.update({k: dict(first[k]) for k in ("env", "env_nobuild") if k in first})
+    if any(package_of(name) == "tf-keras" for name in reqs):  # tf.keras is tf_keras only with the variable set
+        entry.setdefault("env", {})[LEGACY_KERAS_VAR] = "1"
+    # only this environment: exclude everything the (empty) matrix would add, include ours
+    conf.matrix, conf.exclude, conf.include = {}, [{"python": ".*"}], [entry]
+    found = list(environment.get_environments(conf, None, verbose=False))
+    if len(found) != 1:
+        raise UsageError(f"The asv config {config} does not define one environment for {reqs}.")
+    return conf, found[0]
+
+
+def provided_here(reqs: dict, python: str) -> bool:
+    """Whether this interpreter already has exactly the pinned packages (asv_runner aside) on Python `python`."""
+    from importlib import metadata
+
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" != python:
+        return False
+    for name, value in reqs.items():
+        if name in INSTALLER_ONLY:  # asv's runner: it does not touch what is measured
+            continue
+        package, version, _ = split_pin(name, value)
+        try:
+            if metadata.version(package) != version:
+                return False
+        except metadata.PackageNotFoundError:
+            return False
+    return True
+
+
+SAME = "same"  # the environment name of a release this interpreter provides (asv's own word for it)
+
+
+def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]] = None,
+               python: Optional[str] = None, no_deps: Sequence[str] = ()) -> tuple:
+    """(interpreter, name) of the asv environment of `config` with exactly `reqs`, created if missing.
+
+    asv names it (`asv run --config <config> -E <name>` reuses the same folder); kerasbench creates it
+    with uv where uv is installed (one resolve, wheels hard-linked from uv's cache), else asv does with pip.
+    When this interpreter already has exactly those pins (and that Python), it is used: (sys.executable,
+    'same'). The worker runs there with kerasbench on PYTHONPATH (it needs only numpy and TF from it).
+
+    Pins the installer cannot resolve together (TF 2.14.0 with Keras 2.13.1) are forced: `forced_pins`
+    names the ones installed with --no-deps after the rest resolved, the environment must then import
+    tensorflow and its Keras, and `install_note` of it says so. `no_deps` are always installed that way, and
+    so is tf-keras (its own requirement would add the `tensorflow` wheel beside tensorflow-cpu).
+    """
+    import time
+
+    # a pin that says --no-deps (tf-keras: its `tensorflow` requirement beside tensorflow-cpu would install a
+    # second TF over the first), and tf-keras however it is pinned
+    no_deps = list(no_deps) + [name for name, value in reqs.items() if name not in no_deps and
+                               ("--no-deps" in split_pin(name, value)[2] or package_of(name) == "tf-keras")]
+    conf, env = environment_for(config, reqs, python) if python else environment_for(config, reqs)
+    if not no_deps and provided_here(reqs, getattr(env, "_python", "")) and not gpu_extras(conf, reqs):
+        return sys.executable, SAME
+    if not env.check_presence():
+        started = time.monotonic()
+        if os.path.isdir(env._path):  # what an interrupted or failed creation left: asv would stop on it
+            if progress:
+                progress(f"removing the half-made environment {env._path} (an earlier creation did not finish)")
+            shutil.rmtree(env._path, ignore_errors=True)
+        uv = installer(env)
+        forced, why = [name for name in reqs if name in no_deps], ""
+        if forced and not uv:
+            raise UsageError(f"Environment {env.name} installs {', '.join(forced)} with --no-deps: that needs uv "
+                             f"(pip install uv), or ${INSTALLER_VAR} unset.")
+        if progress:
+            how = "uv installs" if uv else "pip installs"
+            extra = f"; {', '.join(forced)} with --no-deps" if forced else ""
+            progress(f"creating asv environment {env.name} ({how} {len(reqs)} pinned packages{extra})")
+        try:
+            if uv:
+                try:
+                    _create_with_uv(uv, conf, env, reqs, forced)
+                except Unresolvable as refused:  # the nearest that installs: the excluded pins with --no-deps
+                    more, why = forced_pins(reqs, env._python, uv, forced)
+                    if more == forced:
+                        raise RuntimeError(str(refused)) from None
+                    forced = more
+                    if progress:
+                        progress(f"not installable together ({why}); forcing {', '.join(forced)} with --no-deps")
+                    shutil.rmtree(env._path, ignore_errors=True)
+                    _create_with_uv(uv, conf, env, reqs, forced)
+                if forced:
+                    failed = import_check(os.path.join(env._path, "bin", "python"), reqs, forced)
+                    if failed:
+                        raise RuntimeError(f"the forced environment does not import: {failed}")
+                    from .files import write_json
+
+                    write_json(os.path.join(env._path, FORCED_FILE), {"forced": forced, "why": why},
+                               "the environment's install note")
+            else:
+                env.create()
+                extras = gpu_extras(conf, reqs)
+                if extras:  # asv's matrix drops pip extras: the GPU config installs them with the project
+                    env.run_executable("python", ["-m", "pip", "install", *extras])
+        except BaseException as e:  # an interrupt, or the installer's errors (pip's output is in asv's log)
+            _discard(env._path)
+            if isinstance(e, Exception):
+                raise UsageError(f"could not create environment {env.name}: {e}") from None
+            raise
+        if progress:
+            progress(f"environment ready in {time.monotonic() - started:.0f} s")
+    return os.path.join(env._path, "bin", "python"), env.name
+
+
+INSTALLER_VAR = "KERASBENCH_INSTALLER"
+
+
+def installer(env: object) -> Optional[str]:
+    """uv's path when kerasbench creates `env` with uv: uv found, an asv virtualenv, $KERASBENCH_INSTALLER not pip."""
+    choice = os.environ.get(INSTALLER_VAR, "uv")
+    if choice not in ("uv", "pip"):
+        raise UsageError(f"Unknown installer. Received: {INSTALLER_VAR}={choice!r}. Expected one of: uv, pip.")
+    if choice == "pip" or getattr(env, "tool_name", None) != "virtualenv":
+        return None
+    beside = os.path.join(os.path.dirname(sys.executable), "uv")  # pip install uv into kerasbench's venv
+    return beside if os.access(beside, os.X_OK) else shutil.which("uv")
+
+
+def _pins(reqs: dict) -> list:
+    """['name==version', ...] of asv `req` pins (asv's pip+ prefix and pip flags dropped)."""
+    return ["{}=={}".format(*split_pin(name, value)[:2]) for name, value in reqs.items()]
+
+
+def _create_with_uv(uv: str, conf: object, env, reqs: dict, forced: Sequence[str] = ()) -> None:
+    """Make the virtualenv asv would make for `env` at its path, with uv: seeded with pip (asv installs the
+    project with it), every pin in one resolve (the `forced` ones after, with --no-deps), asv's info file
+    last (asv then finds it present)."""
+    import subprocess
+
+    os.makedirs(os.path.dirname(env._path), exist_ok=True)
+    resolved = _pins({k: v for k, v in reqs.items() if k not in forced})
+    python = os.path.join(env._path, "bin", "python")
+    steps = [[uv, "venv", "--quiet", "--seed", "--python", env._executable, env._path],
+             [uv, "pip", "install", "--quiet", "--python", python, "wheel", "pip>=8", *resolved,
+              *gpu_extras(conf, reqs)]]
+    if forced:
+        steps.append([uv, "pip", "install", "--quiet", "--no-deps", "--python", python,
+                      *_pins({k: reqs[k] for k in forced})])
+    for argv in steps:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if done.returncode:
+            last = (done.stdout.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            error = Unresolvable if "No solution found" in done.stdout and "--no-deps" not in argv else RuntimeError
+            raise error(f"{os.path.basename(uv)} {argv[1]} failed: {last}")
+    env.save_info_file(env._path)
+
+
+FORCED_FILE = "kerasbench-forced.json"  # in a forced environment's folder: what was forced, and why
+
+
+_DEPENDS_ON = re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)")  # in uv's reason: the dependency
+
+
+_DEPENDENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on")  # ... and the pin that requires it
+
+
+REASON_PATTERNS = (_DEPENDS_ON, _DEPENDENT)  # the package names uv's reason gives (forced_pins, attribute's groups)
+
+
+def resolves(uv: str, reqs: dict, python: str) -> Tuple[bool, str]:
+    """(True, '') when uv resolves `reqs` together for CPython `python` on this platform, else (False, its reason)."""
+    import subprocess
+
+    argv = [uv, "pip", "compile", "--quiet", "--no-header", "--python-version", python, "-"]
+    done = subprocess.run(argv, input="\n".join(_pins(reqs)) + "\n", stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=600)
+    if done.returncode == 0:
+        return True, ""
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    cause = [line[len("cause:"):].strip() if line.startswith("cause:") else line
+             for line in lines if not line.lower().startswith(("error:", "hint:", "×", "help:"))]
+    return False, " ".join(cause) or (lines[-1] if lines else f"exit {done.returncode}")
+
+
+class Unresolvable(RuntimeError):
+    """The installer found no set of packages that satisfies every pin."""
+
+
+def forced_pins(reqs: dict, python: str, uv: str, no_deps: Sequence[str] = ()) -> Tuple[List[str], str]:
+    """(pins to install with --no-deps, why): `no_deps`, and the ones other pins' requirements exclude, until the
+    rest resolve; `no_deps` unchanged when that never happens (the pins cannot be installed).
+
+    uv's reason names them: "tensorflow-cpu==2.14.0 depends on keras>=2.14.0,<2.15 ... you require
+    keras==2.13.1" forces keras, the dependency (TF keeps its own: tensorboard, the estimator). Where forcing
+    dependencies does not resolve (scipy 1.17.1 needs numpy>=1.26.4, TF 2.13.1 numpy<=1.24.3), the pins that
+    depend on them are forced instead (scipy, with the numpy TF wants).
+    """
+    base = [name for name in reqs if name in no_deps]
+    pinned = {canonical(name): name for name in reqs if not name.startswith("pip+")}
+    first_why = ""
+    for pattern in REASON_PATTERNS:
+        forced, why = list(base), ""
+        for _ in range(len(reqs)):
+            ok, reason = resolves(uv, {k: v for k, v in reqs.items() if k not in forced}, python)
+            if ok:
+                return forced, why
+            why = why or reason
+            first_why = first_why or reason
+            named = [pinned[canonical(n)] for n in pattern.findall(reason) if canonical(n) in pinned]
+            named = [n for n in dict.fromkeys(named) if n not in forced]
+            if not named:
+                break
+            forced += named
+    return base, first_why
+
+
+def module_of(package: str) -> str:
+    """The module a package installs (tensorflow-cpu: tensorflow; tf-keras: tf_keras)."""
+    name = canonical(package)
+    return "tensorflow" if name.startswith("tensorflow") else name.replace("-", "_")
+
+
+def import_check(python: str, reqs: dict, forced: Sequence[str] = ()) -> str:
+    """'' when `python` imports tensorflow, builds a layer of its Keras (tf-keras when pinned) and imports the
+    `forced` packages, else the error's last line."""
+    import subprocess
+
+    env = dict(os.environ)
+    if any(package_of(name) == "tf-keras" for name in reqs):
+        env[LEGACY_KERAS_VAR] = "1"
+    others = "".join(f"; import {module_of(package_of(name))}" for name in forced
+                     if module_of(package_of(name)) != "tensorflow")
+    code = f"import tensorflow as tf; tf.keras.layers.Dense(1){others}; print(tf.__version__)"
+    try:
+        done = subprocess.run([python, "-c", code], env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as e:
+        return str(e)
+    lines = done.stdout.strip().splitlines()
+    return "" if done.returncode == 0 else (lines[-1] if lines else f"exit {done.returncode}")
+
+
+def legacy_keras(python: str) -> bool:
+    """Whether the asv environment of interpreter `python` pins tf-keras: its workers then need TF_USE_LEGACY_KERAS=1
+    (tf.keras is tf_keras there), whoever made it (asv, `run --keras tf_keras`, attribute's Keras 2 bridge)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(python)), "asv-env-info.json")
+    try:
+        with open(path) as f:
+            requirements = json.load(f).get("requirements") or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(package_of(name) == "tf-keras" for name in requirements)
+
+
+def install_note(python: str) -> dict:
+    """{'forced': [names], 'why': reason} of the environment of interpreter `python` ({} when nothing was forced)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(python)), FORCED_FILE)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _discard(path: str) -> None:
+    """End what an unfinished environment creation started (uv, pip, virtualenv) and remove its folder."""
+    end_creations()
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def end_creations() -> None:
+    """End the processes an environment creation started (uv, pip, virtualenv).
+
+    Only processes this one started and kerasbench.procs does not own (those are measuring workers) are ended.
+    """
+    import psutil
+
+    from . import procs
+
+    spared = set()
+    for group in procs.live():
+        spared.add(group.pid)
+        with contextlib.suppress(psutil.Error):
+            spared.update(p.pid for p in psutil.Process(group.pid).children(recursive=True))
+    for child in psutil.Process().children(recursive=True):
+        if child.pid not in spared:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+
+
+def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], None]] = None,
+                  python: Optional[str] = None, pins: Optional[dict] = None, keras: str = "") -> str:
+    """The interpreter of `config`'s asv environment for TF `version` on Python `python` (default the config's).
+
+    `pins` ({package: version}) replace or add to the release's; `keras` is a Keras version to pin, or
+    'tf_keras' (the tf-keras release of the TF minor, for TF_USE_LEGACY_KERAS=1).
+    """
+    reqs, no_deps = requirements_with(config, version, python, pins, keras)
+    extra = (no_deps,) if no_deps else ()  # the signature of python_for before no_deps, where nothing is forced
+    interpreter_path, _ = python_for(config, reqs, progress, python, *extra)
+    return interpreter_path
+
+
+def requirements_with(config: str, version: str, python: Optional[str] = None, pins: Optional[dict] = None,
+                      keras: str = "") -> Tuple[dict, List[str]]:
+    """(pins, names always installed with --no-deps) of TF `version`'s environment with `pins` and `keras` applied."""
+    entries = includes(config)
+    reqs = releases.requirements_for(version, entries, python=python)
+    no_deps: List[str] = []
+    names = {package_of(name): name for name in reqs}
+    for name, pinned in (pins or {}).items():
+        reqs[names.get(package_of(name), name)] = pinned
+    if keras == "tf_keras":
+        if releases.version_key(version)[:2] < (2, 16):
+            raise UsageError(f"tf_keras is the Keras 2 of TF 2.16 and later; TF {version} ships Keras 2 as keras.")
+        # as asv.matrix.json pins it (asv's pip would otherwise add the `tensorflow` wheel tf-keras requires)
+        reqs[TF_KERAS_PIN] = "--no-deps " + releases.tf_keras_for(version, python or releases.config_python(entries))
+        no_deps.append(TF_KERAS_PIN)
+    elif keras:
+        reqs["keras"] = keras
+    return reqs, no_deps
+
+
+def gpu_extras(conf: object, reqs: dict) -> list:
+    """What a GPU config's install_command adds through kerasbench's `gpu` extra (CUDA wheels, NVML)."""
+    if "[gpu]" not in " ".join(getattr(conf, "install_command", None) or []):
+        return []
+    return [f"tensorflow[and-cuda]=={reqs['tensorflow']}", "nvidia-ml-py"] if "tensorflow" in reqs else []
