@@ -94,11 +94,6 @@ def keras_package() -> str:
     return "tf_keras" if keras().__name__.split(".")[0] == "tf_keras" else "keras"
 
 
-def is_keras3() -> bool:
-    """Whether tf.keras is Keras 3."""
-    return int(keras_version().split(".")[0]) >= 3
-
-
 def versions() -> dict:
     """Versions actually imported, for the record (asv records only the requested spec)."""
     import numpy

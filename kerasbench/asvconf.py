@@ -14,7 +14,7 @@ from .errors import UsageError
 
 
 CONFIG_VAR = "KERASBENCH_CONFIG"  # an asv config file, or a folder holding kerasbench's configs (a clone)
-MATRIX, DEFAULT_CONFIG, GPU_CONFIG = "asv.matrix.json", "asv.conf.json", "asv.gpu.json"
+MATRIX, DEFAULT_CONFIG = "asv.matrix.json", "asv.conf.json"
 
 
 def clone_dir() -> str:

@@ -19,7 +19,10 @@ SERIES = ("rss", "heap")
 GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
 
 
-def floor_at(spec: Any, series: str = "rss") -> Callable[[int], Tuple[float, str]]:
+FloorAt = Callable[[int], Tuple[float, str]]  # the floor (bytes/iteration) of a window of n iterations, and its source
+
+
+def floor_at(spec: Any, series: str = "rss") -> FloorAt:
     """(floor, where it came from) of `series` ("rss" or "heap") for a window of n iterations, as a function of n.
 
     As given (spec.floor: both series), else the allocator's calibration of that series at the largest
@@ -35,6 +38,17 @@ def floor_at(spec: Any, series: str = "rss") -> Callable[[int], Tuple[float, str
         return floors.floor_for(spec.allocator, n, series=series)
 
     return at
+
+
+def spec_floors(spec: Any) -> Dict[str, FloorAt]:
+    """The floors a spec's series are judged at, by series name (floor_at of each; a calibration is read lazily,
+    once per count). The runner resolves them; kerasbench.summary is given them."""
+    return {name: floor_at(spec, name) for name in SERIES}
+
+
+def fixed_floors(floors: Dict[str, float], source: str) -> Dict[str, FloorAt]:
+    """Floors that do not depend on the count ({"rss": bytes, "heap": bytes}), each with where it came from."""
+    return {name: (lambda n, floor=floor: (floor, source)) for name, floor in floors.items()}
 
 
 def alpha(spec: Any) -> float:
@@ -70,16 +84,12 @@ class Judged:
         return worst.floor, worst.floor_source
 
 
-def judge_results(results: Sequence[dict], spec: Any, series: str = "rss",
-                  floor: Optional[float] = None) -> Optional[Judged]:
-    """The judgement of `series` over the repeats' results; None when a repeat lacks the series or has a gap in it.
-
-    `floor` (bytes/iteration) judges at that floor instead of the spec's (kerasbench score: a reference judged at
-    the floor of the verdict it checks)."""
+def judge_results(results: Sequence[dict], spec: Any, series: str, at: FloorAt) -> Optional[Judged]:
+    """The judgement of `series` over the repeats' results at the floors `at` gives; None when a repeat lacks the
+    series or has a gap in it."""
     values = [_complete(r, series) for r in results]
     if not results or any(v is None for v in values):
         return None
-    at = floor_at(spec, series) if floor is None else (lambda n: (floor, "the scored record's"))
     level = alpha(spec)
     judgements = [stats.judge(v, at, level) for v in values]
     fit, verdict, shape, why = stats.combine(judgements)
@@ -112,7 +122,7 @@ class Decider:
         self.spec = spec
         self.series: Dict[str, List[float]] = {name: [] for name in SERIES}
         self.level = alpha(spec)
-        self.at = {name: floor_at(spec, name) for name in SERIES}
+        self.at = spec_floors(spec)
         self.best = {name: self.at[name](spec.iterations)[0] for name in SERIES}
         self.last: Dict[str, stats.Judgement] = {}
 

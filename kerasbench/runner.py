@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from . import allocators, procs, record, summary
+from . import allocators, procs, protocol, record, summary
 from .errors import UsageError, repro_failed
 from .loops import get_loop
 from .spec import DEVICES, RunSpec, count_fields, default_memory_cap  # noqa: F401  (the spec's names, here too)
@@ -431,11 +431,11 @@ def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) ->
         reason = f"strategy {spec.strategy} needs a GPU: run it with --device gpu (device {spec.device} hides GPUs)"
     if reason:
         skipped = {"repeat": 0, "status": "skipped", "reason": reason, "result": None, "environment": None}
-        return summary.make_record(spec, [skipped])
+        return summary.make_record(spec, [skipped], protocol.spec_floors(spec))
     repeats = []
     for r in range(spec.repeats):
         outcome = run_worker(spec, repeat=r, progress=progress)
         repeats.append(outcome)
         if outcome["status"] in ("skipped", "stopped"):
             break  # the same pair would skip again; a runaway would run away again
-    return summary.make_record(spec, repeats)
+    return summary.make_record(spec, repeats, protocol.spec_floors(spec))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import types
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from . import protocol
 from .console import text_table
 from .record import Record
 from .summary import summarize
@@ -38,7 +39,9 @@ def rejudged(record: Record, floors: Optional[Dict[str, float]] = None) -> dict:
     if not str(spec.get("floor_source") or "").startswith("given"):
         spec["floor"] = None  # resolved when measured: resolve it again, at each repeat's count
     spec.setdefault("allocator", "glibc")
-    return summarize(record["repeats"], types.SimpleNamespace(**spec), floors)
+    spec = types.SimpleNamespace(**spec)
+    at = {**protocol.spec_floors(spec), **protocol.fixed_floors(floors or {}, "the scored record's")}
+    return summarize(record["repeats"], spec, at)
 
 
 def _labels(summary: dict) -> Tuple[str, str]:

@@ -1,54 +1,47 @@
 """Building a record: a worker's repeats summarized (every metric, the verdicts and how each series was judged)
 and wrapped with its spec, status and environment (kerasbench.record says what a record holds).
 
-Each series is judged by kerasbench.protocol, at the floors given (kerasbench score's) or the spec's own
-(protocol.floor_at: a given floor, else the stored calibration at the count measured). Every derived number
-comes from kerasbench.metrics, so the runner and compare derive alike.
+Each series is judged by kerasbench.protocol at the floors the caller gives (the runner: the spec's own, resolved
+by protocol.spec_floors; kerasbench score: the scored record's), so building a summary reads nothing from disk.
+Every derived number comes from kerasbench.metrics, so the runner and compare derive alike.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence
 
 from . import allocators, machine as machines
 from .metrics import METRICS
+from .protocol import FloorAt
 from .record import SCHEMA_VERSION, AllocatorCheck, Environment, Record, Repeat, Summary
 
 
-def judging_floor(spec: Any, series: str = "rss", iterations: Optional[int] = None) -> Tuple[float, str]:
-    """(floor, where it came from) of a runner.RunSpec's `series` ("rss" or "heap") at `iterations` (default: the
-    spec's count): as given, else its allocator's calibration of that series, else the default (protocol.floor_at)."""
-    from .protocol import floor_at
-
-    return floor_at(spec, series)(spec.iterations if iterations is None else iterations)
-
-
-def summarize(repeats: Sequence[Repeat], spec: Any, floors: Optional[Dict[str, float]] = None) -> Summary:
+def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt]) -> Summary:
     """Every metric of METRICS over the repeats with a result, plus the verdicts, the floors they were judged with
     and how each repeat's series was judged (kerasbench.protocol: the same judgement as a sequential run's looks).
 
-    `floors` ({"rss": bytes, "heap": bytes}) judges at those floors instead of the spec's (kerasbench score)."""
+    `floors` gives each series' floor by count ({"rss": at, "heap": at}; protocol.spec_floors is the spec's own,
+    protocol.fixed_floors kerasbench score's): the summary reads no calibration itself."""
     from . import protocol, stats
 
     results = [r["result"] for r in repeats if r.get("result")]
     summary = dict.fromkeys(METRICS)
     summary.update(verdict=None, p_trend=None, repeats=len(results), alpha=protocol.alpha(spec))
     if not results:
-        floor, floor_source = judging_floor(spec)
+        floor, floor_source = floors["rss"](spec.iterations)
         summary.update(floor=floor, floor_source=floor_source)
         partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
         if partial:  # a stopped worker: its growth until the stop is still worth showing
-            judged = stats.judge(partial[0], protocol.floor_at(spec), summary["alpha"])
+            judged = stats.judge(partial[0], floors["rss"], summary["alpha"])
             summary.update({m.name: getattr(judged.fit, m.rss_fit) for m in METRICS.values() if m.rss_fit})
             summary.update(p_trend=judged.fit.p_trend, verdict=judged.verdict, floor=judged.floor,
                            floor_source=judged.floor_source)
         return summary
-    floors = floors or {}
-    rss = protocol.judge_results(results, spec, "rss", floors.get("rss"))
-    heap = protocol.judge_results(results, spec, "heap", floors.get("heap"))  # far quieter than RSS: its own floor
+    rss = protocol.judge_results(results, spec, "rss", floors["rss"])
+    heap = protocol.judge_results(results, spec, "heap", floors["heap"])  # far quieter than RSS: its own floor
     fit = rss.fit if rss else stats.NAN_FIT
-    floor, floor_source = rss.floor if rss else judging_floor(spec)
+    floor, floor_source = rss.floor if rss else floors["rss"](spec.iterations)
     summary.update(floor=floor, floor_source=floor_source)
     if heap:
         summary.update(zip(("heap_floor", "heap_floor_source"), heap.floor))
@@ -76,15 +69,16 @@ def allocator_check(spec: Any, environment: Optional[Environment]) -> AllocatorC
     return {"requested": spec.allocator, "detected": detected, "matches": detected in (None, expected)}
 
 
-def make_record(spec: Any, repeats: List[Repeat]) -> Record:
-    """The record of a runner.RunSpec's repeats: the worst status, the first environment, the summary."""
+def make_record(spec: Any, repeats: List[Repeat], floors: Mapping[str, FloorAt]) -> Record:
+    """The record of a runner.RunSpec's repeats: the worst status, the first environment, the summary (judged at
+    `floors`, as summarize's)."""
     statuses = [r["status"] for r in repeats]
     status = next((s for s in ("failed", "stopped", "skipped") if s in statuses), "ok")
     reason = next((r["reason"] for r in repeats if r["status"] == status), None)
     environment = next((r["environment"] for r in repeats if r["environment"]), None)
     if environment is not None and "machine_name" not in environment:
         environment = {**environment, "machine_name": machines.name()}
-    summary = summarize(repeats, spec)
+    summary = summarize(repeats, spec, floors)
     return {
         "schema": SCHEMA_VERSION,
         "loop": spec.loop,

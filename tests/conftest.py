@@ -75,8 +75,8 @@ def _records_match_the_schema(record_validator, monkeypatch):
 
     make_record = summary.make_record
 
-    def checked(spec, repeats):
-        built = make_record(spec, repeats)
+    def checked(spec, repeats, floors):
+        built = make_record(spec, repeats, floors)
         record_validator.validate(json.loads(json.dumps(built)))  # as a records file holds it
         return built
 

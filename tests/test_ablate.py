@@ -15,6 +15,7 @@ from kerasbench import ablate, cli
 from kerasbench.errors import UsageError
 from kerasbench.strategies import CLEANUPS, STRATEGIES, compose, get_strategy, split
 from kerasbench.units import KIB
+from kerasbench.protocol import spec_floors
 
 LEAK_KIB = 1024
 FAKES = textwrap.dedent("""
@@ -191,7 +192,7 @@ def _record(strategy, rss_kib, heap_kib, n=30, repeats=2, floor_kib=64):
         reps.append({"repeat": r, "status": "ok", "reason": None, "result": result, "environment": None})
     spec = RunSpec("inference", strategy, iterations=n, warmup=5, repeats=repeats, floor=floor_kib * KIB,
                    floor_source="given")
-    return summary.make_record(spec, reps)
+    return summary.make_record(spec, reps, spec_floors(spec))
 
 
 def test_a_step_whose_heap_grows_under_flat_rss_is_not_sufficient_but_necessary():
@@ -270,7 +271,7 @@ def _with_peak(rec, mib):
     for rep in rec["repeats"]:
         rep["result"]["peak_loop_rss"] = rep["result"]["baseline_rss"] + mib * 2**20
     spec = RunSpec(**{k: v for k, v in rec["spec"].items() if k in RunSpec.__dataclass_fields__})
-    rec["summary"] = summary.summarize(rec["repeats"], spec)
+    rec["summary"] = summary.summarize(rec["repeats"], spec, spec_floors(spec))
     return rec
 
 

@@ -514,7 +514,7 @@ def test_compat_reads_tf_keras_as_the_keras_that_ran(monkeypatch):
     monkeypatch.setitem(sys.modules, "tf_keras", package)
     monkeypatch.setitem(sys.modules, "keras", keras3)
     monkeypatch.setattr(_compat, "keras", lambda: legacy)
-    assert (_compat.keras_version(), _compat.keras_package(), _compat.is_keras3()) == ("2.16.0", "tf_keras", False)
+    assert (_compat.keras_version(), _compat.keras_package()) == ("2.16.0", "tf_keras")
     monkeypatch.setattr(_compat, "keras", lambda: types.ModuleType("keras._tf_keras.keras"))
     assert (_compat.keras_version(), _compat.keras_package()) == ("3.4.1", "keras")
 

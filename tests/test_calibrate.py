@@ -9,6 +9,7 @@ import pytest
 
 from kerasbench import RunSpec, UsageError, allocators, calibration, floors, measure, stats
 from kerasbench.cli import main
+from kerasbench.protocol import spec_floors
 
 KIB, MIB = 1024, 1024**2
 RATES = [4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB]
@@ -238,7 +239,7 @@ def test_verdict_follows_the_stored_floor(tmp_path, monkeypatch):
     from kerasbench.console import run_table as table
     from kerasbench.summary import summarize
 
-    assert summarize(default["repeats"], RunSpec(**spec))["verdict"] == "grows"
+    assert summarize(default["repeats"], RunSpec(**spec), spec_floors(RunSpec(**spec)))["verdict"] == "grows"
     assert f"floor 8 KiB/iteration, from calibration {floors.path_for('glibc')}" in table([calibrated])
 
 
@@ -371,7 +372,7 @@ def test_an_allocator_that_did_not_load_is_flagged():
     assert not allocator_check(spec, {"allocator": "glibc"})["matches"]
     env = {"allocator": "glibc", "python": "3", "numpy": "2"}
     record = make_record(spec, [{"repeat": 0, "status": "skipped", "reason": "n/a", "result": None,
-                                 "environment": env}])
+                                 "environment": env}], spec_floors(spec))
     assert "allocator tcmalloc requested, but the worker ran on glibc" in table([record])
 
 

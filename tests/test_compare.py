@@ -15,6 +15,7 @@ from kerasbench.metrics import headline_metrics
 from kerasbench.summary import summarize
 from kerasbench.loading import load_records
 from kerasbench.runner import RunSpec
+from kerasbench.protocol import spec_floors
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "compare"
 TF212, TF221 = str(FIXTURES / "tf212.json"), str(FIXTURES / "tf221.json")  # real 4-iteration smoke runs
@@ -71,7 +72,8 @@ def synthetic(version, slope, repeats=2, n=20, seed=0):
                                    "train_traces": [2] * n, "predict_traces": [0] * n, "function_traces": [0] * n}
         rep["result"].update(baseline_rss=rss[0], peak_loop_rss=max(rss), final_rss=rss[-1])
         record["repeats"].append(rep)
-    record["summary"] = summarize(record["repeats"], RunSpec(**record["spec"]))
+    spec = RunSpec(**record["spec"])
+    record["summary"] = summarize(record["repeats"], spec, spec_floors(spec))
     data["records"] = [record]
     return data
 
@@ -222,7 +224,8 @@ def test_peak_verdict_is_on_the_loops_own_peak(tmp_path, extra, verdict):
         result["series"]["rss"] = [v + 200 * MIB for v in result["series"]["rss"]]
         result["baseline_rss"] += 200 * MIB
         result["peak_loop_rss"] += 200 * MIB + extra
-    b["records"][0]["summary"] = summarize(b["records"][0]["repeats"], RunSpec(**b["records"][0]["spec"]))
+    spec = RunSpec(**b["records"][0]["spec"])
+    b["records"][0]["summary"] = summarize(b["records"][0]["repeats"], spec, spec_floors(spec))
     c = cell(cells_of([write(tmp_path / "a.json", a), write(tmp_path / "b.json", b)]), "sweep",
              "clear_session_del_gc", "peak_over_baseline")
     assert c["verdict"] == verdict, c["why"]

@@ -34,7 +34,7 @@ def elsewhere(tmp_path, monkeypatch):
 
 def test_the_matrix_is_found_in_the_clone_kerasbench_came_from(elsewhere, capsys):
     assert asvconf.find_config(None) == str(ROOT / "asv.matrix.json")
-    assert asvconf.find_config(None, asvconf.GPU_CONFIG) == str(ROOT / "asv.gpu.json")
+    assert asvconf.find_config(None, "asv.gpu.json") == str(ROOT / "asv.gpu.json")
     code, out, _ = call(["envs", "--tf", "2.15.1"], capsys)
     assert code == 0 and out.strip().endswith("tensorflow-cpu2.15.1")
 

@@ -20,6 +20,7 @@ import pytest
 from kerasbench import RunSpec, measure, procs, runner
 from kerasbench.cli import main
 from kerasbench.console import Progress
+from kerasbench.protocol import spec_floors
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -202,7 +203,7 @@ def test_a_repro_failing_in_a_later_pair_keeps_the_earlier_ones(tmp_path, monkey
                 "ValueError: boom"]
         failed = {"repeat": 0, "status": "failed", "reason": "worker exited with code 1: ValueError: boom",
                   "result": None, "environment": None, "log_tail": tail}
-        return summary.make_record(spec, [failed])
+        return summary.make_record(spec, [failed], spec_floors(spec))
 
     monkeypatch.setattr(runner, "measure", fake_measure)
     path = tmp_path / "out.json"

@@ -16,6 +16,7 @@ from kerasbench import LOOPS, METRICS, STRATEGIES, _compat, gpu, loops, runner, 
 from kerasbench.summary import summarize
 from kerasbench.runner import RunSpec
 from kerasbench.units import MIB
+from kerasbench.protocol import spec_floors
 
 GPU_STRATEGIES = ["gpu_growth_off", "gpu_growth_on", "gpu_malloc_async", "gpu_jit_compile"]
 GPU_METRICS = ["gpu_alloc_peak", "gpu_alloc_growth_per_iter", "gpu_reserved_peak", "gpu_retained",
@@ -116,7 +117,7 @@ def test_gpu_numbers_flow_into_the_result_and_the_summary(device, monkeypatch):
     assert result["gpu_reserved_peak"] == max(result["series"]["gpu_reserved"]) > result["gpu_reserved_baseline"]
     assert result["gpu_reserved_source"] == "process"
 
-    summary = summarize([{"result": result}], spec)
+    summary = summarize([{"result": result}], spec, spec_floors(spec))
     assert summary["gpu_alloc_peak"] == 20 * MIB
     assert summary["gpu_alloc_growth_per_iter"] == pytest.approx(1 * MIB)
     assert summary["gpu_reserved_peak"] == result["gpu_reserved_peak"]
@@ -192,7 +193,7 @@ def test_isolated_children_get_the_gpu_and_report_their_peaks(monkeypatch):
     result = next(f["result"] for e, f in events if e == "done")
     assert all(call["device"] == "gpu" for call in pools[0].calls)  # the child runs on the GPU
     assert result["child_gpu_alloc_peaks"] == [(20 + i) * MIB for i in range(1, 5)]
-    summary = summarize([{"result": result}], spec)
+    summary = summarize([{"result": result}], spec, spec_floors(spec))
     assert summary["gpu_alloc_peak"] == 24 * MIB and summary["gpu_reserved_peak"] == 204 * MIB
     assert summary["gpu_alloc_growth_per_iter"] is None  # the TF-free parent reads no GPU series
     assert runner._worker_env(spec).get("CUDA_VISIBLE_DEVICES") != "-1"  # the worker, so its children, see GPUs
@@ -293,7 +294,8 @@ def test_run_all_leaves_gpu_strategies_to_device_gpu(monkeypatch):
 
     ran = []
     fake = lambda spec, progress=None: ran.append((spec.strategy, spec.device)) or summary.make_record(  # noqa: E731
-        spec, [{"repeat": 0, "status": "skipped", "reason": "fake", "result": None, "environment": None}])
+        spec, [{"repeat": 0, "status": "skipped", "reason": "fake", "result": None, "environment": None}],
+        spec_floors(spec))
     monkeypatch.setattr(runner, "measure", fake)
     for device, expected in (("cpu", []), ("gpu", GPU_STRATEGIES)):
         ran.clear()
@@ -308,7 +310,7 @@ def test_table_shows_gpu_columns_for_gpu_records():
     from kerasbench.console import run_table as table
 
     spec = RunSpec("control", "control_noop", iterations=4, device="gpu")
-    summary = summarize([], spec)
+    summary = summarize([], spec, spec_floors(spec))
     summary.update(verdict="flat", gpu_alloc_peak=20 * MIB, gpu_reserved_peak=96 * MIB)
     record = {"loop": "control", "strategy": "control_noop", "status": "ok", "reason": None, "environment": None,
               "repeats": [], "spec": {"device": "gpu"}, "summary": summary}

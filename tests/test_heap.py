@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from kerasbench import allocators, probes, stats
+from kerasbench.protocol import spec_floors
 
 KIB = 1024
 
@@ -175,7 +176,7 @@ def _summary(rss_slope, heap_slope, heap=True, n=40, repeats=2, floor=16 * KIB):
                           heap_unavailable="no reader")
         reps.append({"repeat": r, "status": "ok", "reason": None, "result": result, "environment": None})
     spec = types.SimpleNamespace(floor=floor, floor_source="given", iterations=n)
-    return summarize(reps, spec)
+    return summarize(reps, spec, spec_floors(spec))
 
 
 def test_heap_metrics_have_the_known_slopes_and_name_what_grew():

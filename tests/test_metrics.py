@@ -10,6 +10,7 @@ from kerasbench import METRICS, compare, loading, metrics, record, report, summa
 from kerasbench.console import run_table
 from kerasbench.runner import RunSpec
 from kerasbench.units import MIB
+from kerasbench.protocol import spec_floors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = [ROOT / "tests" / "fixtures" / "compare" / name for name in ("tf212.json", "tf221.json")]
@@ -57,7 +58,8 @@ def test_compare_and_the_runner_derive_alike():
     n = base["spec"]["iterations"]
     for name in ("retained", "objects_per_iter", "peak_loop"):
         assert compare.cell_side(base, name)["per_repeat"] == [METRICS[name].per_repeat(r, n) for r in results]
-        assert summary.summarize(base["repeats"], RunSpec(**base["spec"]))[name] == base["summary"][name]
+        spec = RunSpec(**base["spec"])
+        assert summary.summarize(base["repeats"], spec, spec_floors(spec))[name] == base["summary"][name]
 
 
 # ---------------------------------------------------------------- a new metric: one entry
@@ -79,7 +81,8 @@ def _resummarized(path, tmp_path):
     """A fixture file whose summaries are derived again, as a run with the new entry would write them."""
     payload = json.loads(path.read_text())
     for r in payload["records"]:
-        r["summary"] = summary.summarize(r["repeats"], RunSpec(**r["spec"]))
+        spec = RunSpec(**r["spec"])
+        r["summary"] = summary.summarize(r["repeats"], spec, spec_floors(spec))
     out = tmp_path / path.name
     out.write_text(json.dumps(payload))
     return str(out), payload

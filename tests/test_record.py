@@ -11,6 +11,7 @@ from kerasbench import METRICS, SCHEMA_VERSION, loading, record, summary, tree
 from kerasbench.releases import version_key
 from kerasbench.runner import RunSpec, measure
 from kerasbench.units import KIB
+from kerasbench.protocol import spec_floors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "docs" / "record.schema.json"
@@ -53,7 +54,7 @@ def test_a_record_that_breaks_the_schema_fails_the_test_that_built_it():
     spec = RunSpec("control", "control_noop", floor=64 * KIB)
     with pytest.raises(jsonschema.ValidationError):  # conftest validates every record built in-process
         summary.make_record(spec, [{"repeat": 0, "status": "lost", "reason": None, "result": None,
-                                    "environment": None}])
+                                    "environment": None}], spec_floors(spec))
 
 
 # ---------------------------------------------------------------- the floor, resolved once
@@ -74,7 +75,22 @@ def test_the_floor_is_resolved_when_the_record_is_judged():
 def test_validation_leaves_the_floor_to_the_record():
     spec = RunSpec("control", "control_noop").validate()
     assert spec.floor is None and spec.floor_source == ""
-    assert summary.judging_floor(spec)[0] == 64 * KIB
+    assert spec_floors(spec)["rss"](spec.iterations)[0] == 64 * KIB
+
+
+def test_a_summary_is_judged_at_the_floors_it_is_given_and_reads_no_calibration(monkeypatch):
+    from kerasbench import floors, protocol
+
+    def no_disk(*args, **kwargs):
+        raise AssertionError("summarize read a calibration")
+
+    monkeypatch.setattr(floors, "floor_for", no_disk)
+    record = json.loads(FIXTURES[-1].read_text())["records"][0]  # 4 iterations, a +3.7 MiB step at the first
+    spec = RunSpec(**record["spec"])
+    low = summary.summarize(record["repeats"], spec, protocol.fixed_floors({"rss": 1.0, "heap": 1.0}, "test"))
+    assert (low["floor"], low["floor_source"]) == (1.0, "test") and low["verdict"] != "flat"
+    high = summary.summarize(record["repeats"], spec, protocol.fixed_floors({"rss": 1e12, "heap": 1e12}, "test"))
+    assert (high["floor"], high["verdict"]) == (1e12, "flat")
 
 
 # ---------------------------------------------------------------- files and the records tree

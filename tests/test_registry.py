@@ -8,6 +8,7 @@ import pytest
 import kerasbench
 from kerasbench import CLEANUPS, LOOPS, METRICS, STRATEGIES, UsageError, get_loop, get_strategy, strategies_for
 from kerasbench.summary import summarize
+from kerasbench.protocol import spec_floors
 
 
 def test_every_strategy_applies_to_known_loops():
@@ -47,7 +48,8 @@ def test_unknown_name_lists_the_valid_ones(lookup, kind):
 def test_summary_has_every_metric():
     from kerasbench.runner import RunSpec
 
-    summary = summarize([], RunSpec("control", "control_noop"))
+    spec = RunSpec("control", "control_noop")
+    summary = summarize([], spec, spec_floors(spec))
     assert set(METRICS) <= set(summary)
 
 

@@ -9,6 +9,7 @@ import pytest
 from kerasbench import score
 from kerasbench.summary import summarize
 from kerasbench.runner import RunSpec
+from kerasbench.protocol import spec_floors
 from test_compare import call, payload
 
 KIB, MIB = 1024, 1024**2
@@ -36,7 +37,7 @@ def record(strategy, rss, heap, version="2.21.0", repeats=1, floor=None, seed=0)
     out["spec"].update(strategy=strategy, iterations=n, repeats=repeats, warmup=2, floor=floor,
                        floor_source="given" if floor else "")
     spec = RunSpec(**{k: v for k, v in out["spec"].items() if k in RunSpec.__dataclass_fields__})
-    out["summary"] = summarize(out["repeats"], spec)
+    out["summary"] = summarize(out["repeats"], spec, spec_floors(spec))
     return out
 
 
