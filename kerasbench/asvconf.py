@@ -11,15 +11,11 @@ from typing import List, Optional, Tuple
 
 from . import releases
 from .errors import UsageError
+from .files import clone_dir
 
 
 CONFIG_VAR = "KERASBENCH_CONFIG"  # an asv config file, or a folder holding kerasbench's configs (a clone)
 MATRIX, DEFAULT_CONFIG = "asv.matrix.json", "asv.conf.json"
-
-
-def clone_dir() -> str:
-    """The folder kerasbench was imported from: a clone (or an editable install's checkout) holds the configs."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def find_config(given: Optional[str], default: str = MATRIX) -> str:

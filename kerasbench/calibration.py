@@ -33,7 +33,7 @@ from typing import Callable, Optional, Sequence, TextIO
 import numpy as np
 
 from . import floors, stats
-from .console import status_line
+from .console import markdown_row, markdown_table, status_line
 from .errors import UsageError
 from .files import check_writable, make_folder
 from .profiles import PROFILES
@@ -339,10 +339,10 @@ def summary_rows(cal: dict) -> list:
         def fp(rep):
             return rep["false_positive"].get(str(rep["detects"])) if rep and rep["detects"] else None
 
-        rows.append(f"| {cal['allocator']} | {n} | {_kib(r['smallest_detected'].get('native'))} | "
-                    f"{_kib(h['smallest_detected'].get('native')) if h else 'n/a'} | "
-                    f"{_kib(r['smallest_detected'].get('python'))} | {_pct(fp(r))} / {_pct(fp(h))} | "
-                    f"{_kib(r['floor'])} | {_kib(h['floor']) if h else 'n/a'} |")
+        rows.append(markdown_row((cal["allocator"], n, _kib(r["smallest_detected"].get("native")),
+                                  _kib(h["smallest_detected"].get("native")) if h else "n/a",
+                                  _kib(r["smallest_detected"].get("python")), f"{_pct(fp(r))} / {_pct(fp(h))}",
+                                  _kib(r["floor"]), _kib(h["floor"]) if h else "n/a")))
     return rows
 
 
@@ -359,17 +359,17 @@ def detail_rows(cal: dict) -> list:
                 slope = " / ".join(f"{x['median_slope'] / KIB:+.2f}" if x else "n/a" for x in pair)
                 err = " / ".join(f"{x['median_error']:+.1%}" if x else "n/a" for x in pair)
                 p95 = " / ".join(f"{x['p95_abs_error']:.1%}" if x else "n/a" for x in pair)
-                rows.append(f"| {cal['allocator']} | {n} | {kind} | {int(rate) / KIB:g} | {det} | {slope} | {err} | "
-                            f"{p95} |")
+                rows.append(markdown_row((cal["allocator"], n, kind, f"{int(rate) / KIB:g}", det, slope, err, p95)))
     return rows
 
 
-SUMMARY_HEADER = ("| allocator | iterations | smallest native leak detected, RSS (KiB/iter) | same, heap | "
-                  "smallest python leak, RSS | control_noop `grows` at that floor, RSS / heap | "
-                  "floor, RSS (KiB/iter) | floor, heap |\n|---|---|---|---|---|---|---|---|")
-DETAIL_HEADER = ("| allocator | iterations | leak in | KiB/iter | runs `grows` (floor = leak/2), RSS / heap | "
-                 "median slope KiB/iter, RSS / heap | median error, RSS / heap | 95th pct. of abs. error, RSS / heap |"
-                 "\n|---|---|---|---|---|---|---|---|")
+SUMMARY_HEADER = "\n".join(markdown_table(
+    ("allocator", "iterations", "smallest native leak detected, RSS (KiB/iter)", "same, heap",
+     "smallest python leak, RSS", "control_noop `grows` at that floor, RSS / heap", "floor, RSS (KiB/iter)",
+     "floor, heap"), ()))
+DETAIL_HEADER = "\n".join(markdown_table(
+    ("allocator", "iterations", "leak in", "KiB/iter", "runs `grows` (floor = leak/2), RSS / heap",
+     "median slope KiB/iter, RSS / heap", "median error, RSS / heap", "95th pct. of abs. error, RSS / heap"), ()))
 
 
 def tf_control_rows(cal: dict) -> list:
@@ -380,16 +380,16 @@ def tf_control_rows(cal: dict) -> list:
         if t:
             default = " (default)" if t["floor_is_default"] else ""
             by_floor = ", ".join(f"{int(f) // KIB}: {v:.0%}" for f, v in t["false_positive_by_floor"].items())
-            rows.append(f"| {cal['allocator']} | {n} | {t['runs']} | {t['median_slope'] / KIB:+.1f} | "
-                        f"{t['max_slope'] / KIB:+.1f} | {_kib(t['floor'])}{default} | {t['false_positive']:.0%} | "
-                        f"{by_floor} | {_kib(t['smallest_safe_floor'])} |")
+            rows.append(markdown_row((cal["allocator"], n, t["runs"], f"{t['median_slope'] / KIB:+.1f}",
+                                      f"{t['max_slope'] / KIB:+.1f}", f"{_kib(t['floor'])}{default}",
+                                      f"{t['false_positive']:.0%}", by_floor, _kib(t["smallest_safe_floor"]))))
     return rows
 
 
-TF_CONTROL_HEADER = (f"| allocator | iterations | runs of `{TF_CONTROL[0]}` × `{TF_CONTROL[1]}` | "
-                     "median slope KiB/iter | largest slope | floor (KiB/iter) | `grows` at that floor | "
-                     "`grows` at each floor (KiB/iter) | smallest floor with ≤ 5 % |\n"
-                     "|---|---|---|---|---|---|---|---|---|")
+TF_CONTROL_HEADER = "\n".join(markdown_table(
+    ("allocator", "iterations", f"runs of `{TF_CONTROL[0]}` × `{TF_CONTROL[1]}`", "median slope KiB/iter",
+     "largest slope", "floor (KiB/iter)", "`grows` at that floor", "`grows` at each floor (KiB/iter)",
+     "smallest floor with ≤ 5 %"), ()))
 
 
 def render(cals: Sequence[dict]) -> str:

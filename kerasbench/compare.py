@@ -42,7 +42,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import machine as machines, stats
-from .console import text_table
+from .console import markdown_table, text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, headline_metrics
 from .record import SCHEMA_VERSION, Record
@@ -482,11 +482,7 @@ def render_table(cells: Sequence[Cell], context: str) -> str:
 
 
 def render_markdown(cells: Sequence[Cell], context: str) -> str:
-    def esc(s):
-        return s.replace("|", "\\|")
-
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(esc(s) for s in row) + " |" for row in _rows(cells)]
+    lines = markdown_table(COLUMNS, _rows(cells))
     return "\n".join([f"**kerasbench compare**: {counts(cells)}", "", context, ""] + lines) + "\n"
 
 

@@ -21,6 +21,16 @@ def text_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list:
     return lines
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list:
+    """Lines of a markdown (GitHub) table: the header, its rule, a line per row; a `|` inside a cell is escaped."""
+    return [markdown_row(header), "|" + "---|" * len(header)] + [markdown_row(row) for row in rows]
+
+
+def markdown_row(cells: Sequence[str]) -> str:
+    """One line of a markdown table."""
+    return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+
 def sparkline(values: Sequence[float], width: int = 16) -> str:
     """The shape of a series in one line of block characters (min to max of the series)."""
     if not values:

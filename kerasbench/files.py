@@ -18,6 +18,12 @@ from typing import Any, Sequence
 from .errors import UsageError
 
 
+def clone_dir() -> str:
+    """The folder kerasbench was imported from (the package's parent): a clone, or an editable install's checkout,
+    holds the asv configs, benchmarks/ and docs/ there; workers put it first on their PYTHONPATH."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _target(path: str) -> str:
     """The file a write to `path` replaces: a symlink's target, so the link itself stays a link."""
     return os.path.realpath(path) if os.path.islink(path) else path

@@ -24,14 +24,14 @@ from typing import Any, List, Optional, Tuple
 
 from . import stats
 from .errors import UsageError
-from .files import check_readable, make_folder, write_json
+from .files import check_readable, clone_dir, make_folder, write_json
 
 ENV_VAR = "KERASBENCH_CALIBRATION"  # the user's folder of calibrations (read first, and written)
 NO_CALIBRATE_VAR = "KERASBENCH_NO_CALIBRATE"  # set (to anything but 0/empty): never calibrate on the fly
 SCHEMA = 2  # 2: keyed by environment (KEY_FIELDS); 1: keyed by host name (still loads)
 SCHEMAS = (1, 2)
 KEY_FIELDS = ("allocator", "library", "machine", "page_size", "python")
-SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "calibration")
+SHIPPED = os.path.join(clone_dir(), "docs", "calibration")
 
 
 def directory() -> str:

@@ -30,8 +30,9 @@ from typing import Callable, Optional, Sequence, TextIO
 import numpy as np
 
 from . import allocators, probes
-from .console import status_line
+from .console import markdown_table, status_line
 from .errors import UsageError
+from .files import clone_dir
 from .profiles import get_profile
 from .record import SCHEMA_VERSION
 from .units import GIB, KIB
@@ -96,14 +97,14 @@ def loop_overhead(runs: int = 3, iterations: int = 300,
 
 def render(costs: dict, rows: list, iterations: int) -> str:
     """Two markdown tables: probe read costs, and the loop with probes on vs off."""
-    lines = ["| probe | µs per read | when |", "|---|---|---|"]
-    lines += [f"| `{name}` | {costs[name] * 1e6:.1f} | {PROBES[name][1]} |" for name in costs]
-    lines += ["", f"| control loop ({iterations} iterations) | µs/iter probes off | µs/iter probes on | on/off | "
-              "added µs/iter | worker wall s | loop share of wall |", "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| `{r['strategy']}` | {r['loop_off'] * 1e6:.1f} | {r['loop_on'] * 1e6:.1f} | "
-                     f"{r['ratio']:.1f}× | {r['added_per_iter'] * 1e6:+.1f} | {r['wall_on']:.2f} | "
-                     f"{r['loop_total_on'] / r['wall_on']:.1%} |")
+    lines = markdown_table(("probe", "µs per read", "when"),
+                           [(f"`{name}`", f"{costs[name] * 1e6:.1f}", PROBES[name][1]) for name in costs])
+    lines += [""] + markdown_table(
+        (f"control loop ({iterations} iterations)", "µs/iter probes off", "µs/iter probes on", "on/off",
+         "added µs/iter", "worker wall s", "loop share of wall"),
+        [(f"`{r['strategy']}`", f"{r['loop_off'] * 1e6:.1f}", f"{r['loop_on'] * 1e6:.1f}", f"{r['ratio']:.1f}×",
+          f"{r['added_per_iter'] * 1e6:+.1f}", f"{r['wall_on']:.2f}", f"{r['loop_total_on'] / r['wall_on']:.1%}")
+         for r in rows])
     return "\n".join(lines) + "\n"
 
 
@@ -196,12 +197,12 @@ def render_limit(s: dict) -> str:
     lines = [f"{s['workers']} workers, wall {s['wall']:.0f} s on {s['cores']} cores (jobs {s['jobs']}): "
              f"limit {s['limit']:.0f} s = Σ (setup + bare work) {s['setup_and_work']:.0f} s / {s['cores']} cores; "
              f"wall / limit {_x(s['wall_over_limit'])}; Σ worker seconds / Σ (setup + bare work) "
-             f"{_x(s['worker_over_needed'])}", "",
-             "| where the core-seconds went (wall × cores) | core-seconds | share |", "|---|---|---|"]
+             f"{_x(s['worker_over_needed'])}", ""]
     total = s["wall"] * s["cores"]
     rows = [(PARTS[k], v) for k, v in s["parts"].items()]
     rows.append(("outside the workers: asv, pip, publish, idle cores", s["outside_workers"]))
-    lines += [f"| {name} | {v:.1f} | {v / total:.1%} |" for name, v in rows]
+    lines += markdown_table(("where the core-seconds went (wall × cores)", "core-seconds", "share"),
+                            [(name, f"{v:.1f}", f"{v / total:.1%}") for name, v in rows])
     return "\n".join(lines) + "\n"
 
 
@@ -289,11 +290,6 @@ def scaling(iteration_counts: Sequence[int], strategy_counts: Sequence[int], run
 
 # --- the asv layer -------------------------------------------------------------------------------
 
-def checkout_root() -> str:
-    """The folder holding this kerasbench package, asv.conf.json and benchmarks/ (a git checkout)."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def asv_summary(wall: float, setup_cache: float, worker_seconds: float, processes: int) -> dict:
     """asv's wall time against the workers' and the cost of each track_ process.
 
@@ -324,7 +320,7 @@ def results_counts(results: dict) -> tuple:
 
 def asv_layer(root: Optional[str] = None, profile: str = "quick", progress: Notify = None) -> dict:
     """`asv run --python=same` of the Control class in a temporary clone of `root`; returns asv_summary plus the log."""
-    root = root or checkout_root()
+    root = root or clone_dir()
     with tempfile.TemporaryDirectory(prefix="kerasbench-asv-") as work:
         repo = os.path.join(work, "repo")
         subprocess.run(["git", "clone", "-q", root, repo], check=True)
@@ -363,11 +359,11 @@ def _x(v):
 
 def render_suite(name: str, s: dict) -> str:
     """The suite's ratios and where its wall time went, as markdown."""
-    lines = [f"{name}: {s['workers']} workers ({', '.join(s['pairs'])}), wall {s['wall']:.2f} s",
-             "", "| wall / bare work | wall / Σ worker_seconds | Σ worker_seconds / bare work |", "|---|---|---|",
-             f"| {_x(s['wall_over_bare'])} | {s['wall_over_worker']:.3f}× | {_x(s['worker_over_bare'])} |",
-             "", "| where the wall time went | seconds | share of wall |", "|---|---|---|"]
-    lines += [f"| {PARTS[k]} | {v:.3f} | {v / s['wall']:.1%} |" for k, v in s["parts"].items()]
+    lines = [f"{name}: {s['workers']} workers ({', '.join(s['pairs'])}), wall {s['wall']:.2f} s", ""]
+    lines += markdown_table(("wall / bare work", "wall / Σ worker_seconds", "Σ worker_seconds / bare work"),
+                            [(_x(s["wall_over_bare"]), f"{s['wall_over_worker']:.3f}×", _x(s["worker_over_bare"]))])
+    lines += [""] + markdown_table(("where the wall time went", "seconds", "share of wall"),
+                                   [(PARTS[k], f"{v:.3f}", f"{v / s['wall']:.1%}") for k, v in s["parts"].items()])
     return "\n".join(lines) + "\n"
 
 
@@ -375,22 +371,24 @@ def render_scaling(sc: dict) -> str:
     """The scaling grid and its linear fit, as markdown."""
     f = sc["fit"]
     r2 = "n/a" if f["r2"] is None else f"{f['r2']:.3f}"
-    lines = ["| strategies | iterations | suite wall s | Σ worker_seconds | bare work s |", "|---|---|---|---|---|"]
-    lines += [f"| {p['strategies']} | {p['iterations']} | {p['wall']:.2f} | {p['worker_seconds']:.2f} | "
-              f"{p['bare_work']:.4f} |" for p in sc["points"]]
-    lines += ["", "| fit: wall = fixed + per strategy × S + per iteration × S × N | fixed s | per strategy s | "
-              "per pair-iteration ms | R² | largest residual s |", "|---|---|---|---|---|---|",
-              f"| {f['points']} points | {f['fixed']:+.3f} | {f['per_strategy']:.3f} | "
-              f"{f['per_iteration'] * 1e3:.3f} | {r2} | {f['max_residual']:.3f} |"]
+    lines = markdown_table(("strategies", "iterations", "suite wall s", "Σ worker_seconds", "bare work s"),
+                           [(p["strategies"], p["iterations"], f"{p['wall']:.2f}", f"{p['worker_seconds']:.2f}",
+                             f"{p['bare_work']:.4f}") for p in sc["points"]])
+    lines += [""] + markdown_table(
+        ("fit: wall = fixed + per strategy × S + per iteration × S × N", "fixed s", "per strategy s",
+         "per pair-iteration ms", "R²", "largest residual s"),
+        [(f"{f['points']} points", f"{f['fixed']:+.3f}", f"{f['per_strategy']:.3f}", f"{f['per_iteration'] * 1e3:.3f}",
+          r2, f"{f['max_residual']:.3f}")])
     return "\n".join(lines) + "\n"
 
 
 def render_asv(a: dict) -> str:
     """asv's wall time against the workers', as markdown."""
-    return ("| asv wall s | setup_cache s | Σ worker_seconds | asv wall / Σ worker_seconds | track processes | "
-            "per process s ((wall − setup_cache) / processes) |\n|---|---|---|---|---|---|\n"
-            f"| {a['wall']:.1f} | {a['setup_cache']:.1f} | {a['worker_seconds']:.1f} | {_x(a['wall_over_worker'])} | "
-            f"{a['track_processes']} | {a['per_process']:.2f} |\n")
+    return "\n".join(markdown_table(
+        ("asv wall s", "setup_cache s", "Σ worker_seconds", "asv wall / Σ worker_seconds", "track processes",
+         "per process s ((wall − setup_cache) / processes)"),
+        [(f"{a['wall']:.1f}", f"{a['setup_cache']:.1f}", f"{a['worker_seconds']:.1f}", _x(a["wall_over_worker"]),
+          a["track_processes"], f"{a['per_process']:.2f}")])) + "\n"
 
 
 # --- the overhead command ------------------------------------------------------------------------
@@ -400,7 +398,7 @@ def check_prerequisites(tf: bool, asv: bool) -> None:
     if tf and importlib.util.find_spec("tensorflow") is None:
         raise UsageError("--tf needs TensorFlow: pip install -e '.[cpu]'.")
     if asv:
-        root = checkout_root()
+        root = clone_dir()
         if importlib.util.find_spec("asv") is None:
             raise UsageError("--asv needs asv: pip install asv==0.6.6.")
         if not (os.path.isdir(os.path.join(root, ".git")) or os.path.isfile(os.path.join(root, ".git"))) \

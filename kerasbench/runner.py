@@ -18,8 +18,9 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from . import allocators, procs, protocol, record, summary
 from .errors import UsageError, repro_failed
+from .files import clone_dir
 from .loops import get_loop
-from .spec import DEVICES, RunSpec, count_fields, default_memory_cap  # noqa: F401  (the spec's names, here too)
+from .spec import DEVICES, RunSpec, count_fields, shared_memory_cap  # noqa: F401  (the spec's names, here too)
 from .strategies import Strategy, get_strategy
 from .units import GIB, KIB, check_number
 
@@ -58,7 +59,7 @@ def _worker_env(spec):
         env.pop("TF_GPU_ALLOCATOR", None)
     elif allocator:
         env["TF_GPU_ALLOCATOR"] = allocator
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = clone_dir()
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if spec.python:

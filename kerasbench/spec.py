@@ -22,13 +22,14 @@ from .units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_nu
 DEVICES = ("cpu", "gpu")
 
 
-def default_memory_cap() -> int:
-    """Half of the machine's memory, or KERASBENCH_MEMORY_CAP when set."""
+def shared_memory_cap(jobs: int = 1) -> int:
+    """The memory cap of one worker's process tree when none is given: $KERASBENCH_MEMORY_CAP when set, else half of
+    the machine's memory shared between the `jobs` workers running at once (never below MIN_MEMORY_CAP)."""
     if os.environ.get("KERASBENCH_MEMORY_CAP"):
-        return parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"])
+        return parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"], "$KERASBENCH_MEMORY_CAP", MIN_MEMORY_CAP)
     import psutil
 
-    return psutil.virtual_memory().total // 2
+    return max(MIN_MEMORY_CAP, psutil.virtual_memory().total // 2 // jobs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +44,7 @@ class RunSpec:
     batch_size: int = 32
     leak_bytes: int = 0  # control_leak_* only; 0 = $KERASBENCH_LEAK_KIB KiB, else 256 KiB
     probes: bool = True
-    memory_cap: int = 0  # bytes for the worker's process tree; 0 = default_memory_cap()
+    memory_cap: int = 0  # bytes for the worker's process tree; 0 = shared_memory_cap(jobs)
     time_limit: float = 1800.0  # seconds per worker process
     floor: Optional[float] = None  # bytes/iteration: the smallest growth called a leak; None = calibrated or default
     floor_source: str = ""  # where a given floor came from; the record says where the one it was judged with came from
@@ -126,11 +127,8 @@ class RunSpec:
         if self.memory_cap:
             resolved["memory_cap"] = int(check_number(self.memory_cap, "memory_cap (--memory-cap, bytes)",
                                                       MIN_MEMORY_CAP))
-        elif os.environ.get("KERASBENCH_MEMORY_CAP"):
-            resolved["memory_cap"] = parse_bytes(os.environ["KERASBENCH_MEMORY_CAP"], "$KERASBENCH_MEMORY_CAP",
-                                                 MIN_MEMORY_CAP)
         else:  # several workers at once share the machine's default
-            resolved["memory_cap"] = max(MIN_MEMORY_CAP, default_memory_cap() // self.jobs)
+            resolved["memory_cap"] = shared_memory_cap(self.jobs)
         leak = self.leak_bytes
         if not leak:
             kib = check_number(os.environ.get("KERASBENCH_LEAK_KIB") or 256, "$KERASBENCH_LEAK_KIB (KiB)",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import shlex
 import sys
 import time
@@ -20,7 +19,6 @@ from .. import attribute as analysis
 from ..attribute import (MAX_ENVS, Row, TooManyEnvironments, _classify, _same, bridges, check_max_envs, conclude,
                          differing, needs_leave_one_out, plan, render, reproduce_args, summary)
 from ..errors import UsageError
-from ..units import MIN_MEMORY_CAP
 from . import options
 
 if TYPE_CHECKING:  # types only: the runner loads the loop shapes (numpy) when a command measures
@@ -100,6 +98,7 @@ def _measure(config: str, rows: Sequence[Row], template: RunSpec, metric: str, e
     without a record, `jobs` at a time, each in fresh workers."""
     from .. import runner
     from ..console import Labelled, Progress, status_line
+    from ..spec import shared_memory_cap
 
     for row in rows:
         if row.record is not None:
@@ -124,10 +123,8 @@ def _measure(config: str, rows: Sequence[Row], template: RunSpec, metric: str, e
     at_once = 1 if metric == "seconds_per_iter" else max(1, min(jobs, len(todo)))
     specs = []
     for row in todo:
-        spec = dataclasses.replace(template, python=row.python, jobs=at_once)
-        if at_once > 1 and not os.environ.get("KERASBENCH_MEMORY_CAP"):
-            spec = dataclasses.replace(spec, memory_cap=max(MIN_MEMORY_CAP, runner.default_memory_cap() // at_once))
-        specs.append(spec)
+        specs.append(dataclasses.replace(template, python=row.python, jobs=at_once,
+                                         memory_cap=shared_memory_cap(at_once)))  # shared by the workers at once
     progress = Labelled(Progress(err, len(todo), template.warmup), [row.label for row in todo])
     measured = runner.measure_at_once(specs, at_once, progress, None)
     # in the order given; when an interrupt left some out, each record's spec names its interpreter

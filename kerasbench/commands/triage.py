@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Text
 
 from ..errors import UsageError
 from ..triage import Outcome, bisect, classify, ends_differ, render, steps_needed
-from ..units import MIN_MEMORY_CAP
 from . import options
 
 if TYPE_CHECKING:  # types only: the runner loads the loop shapes (numpy) when a command measures
@@ -155,7 +154,6 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     {version: record}).
     """
     import dataclasses
-    import os
     import shlex
     import threading
     import time
@@ -163,6 +161,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     from .. import asvconf, releases, runner
     from ..console import Labelled, Progress, status_line
     from ..errors import repro_failed
+    from ..spec import shared_memory_cap
 
     started = time.monotonic()
     loop, strategy = template.loop, template.strategy
@@ -192,9 +191,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         path, env_name = envs.get(version)
         spec = dataclasses.replace(template, python=path)
         if at_once > 1:  # the default memory cap shared between the workers running at once
-            cap = template.memory_cap if os.environ.get("KERASBENCH_MEMORY_CAP") else \
-                max(MIN_MEMORY_CAP, runner.default_memory_cap() // at_once)
-            spec = dataclasses.replace(spec, jobs=at_once, memory_cap=cap)
+            spec = dataclasses.replace(spec, jobs=at_once, memory_cap=shared_memory_cap(at_once))
         return spec, env_name
 
     def keep(version, record, env_name):
