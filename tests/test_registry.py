@@ -23,11 +23,54 @@ def test_every_loop_has_strategies():
         assert strategies_for(name), name
 
 
-def test_worker_implements_every_cleanup():
-    # one registry: each cleanup's name, description and the function the worker calls with its measured pair
+def test_the_worker_runs_a_strategys_cleanups_from_the_registry_after_each_iteration(monkeypatch):
+    # one registry: the worker calls each cleanup's action by its name in Strategy.cleanup, in that order
+    import dataclasses
+
+    from kerasbench import strategies, worker
+    from kerasbench.runner import RunSpec
+
+    ran = []
     for name, cleanup in CLEANUPS.items():
         assert cleanup.name == name and cleanup.description, name
-        assert callable(cleanup.action), name
+        monkeypatch.setitem(strategies.CLEANUPS, name,
+                            dataclasses.replace(cleanup, action=lambda pair, name=name: ran.append(name)))
+    order = ("gc_collect", "del_model", "malloc_trim")
+    strategy = strategies.Strategy("t", "test", frozenset({"control"}), model="rebuild", cleanup=order)
+    pair = worker.MeasuredPair(RunSpec("control", "control_noop"), LOOPS["control"], strategy)
+    pair.setup()
+    pair.iteration(0)
+    pair.iteration(1)
+    assert ran == list(order) * 2
+
+
+def test_the_cleanups_that_need_no_tensorflow_do_what_they_say():
+    import gc
+    import weakref
+
+    from kerasbench import worker
+    from kerasbench.runner import RunSpec
+
+    pair = worker.MeasuredPair(RunSpec("control", "control_noop"), LOOPS["control"], get_strategy("control_noop"))
+    pair.setup()
+    pair.model = object()
+    CLEANUPS["del_model"].action(pair)
+    assert pair.model is None
+
+    class Node:
+        pass
+
+    gc.disable()
+    try:
+        cycle = Node()
+        cycle.self = cycle
+        alive = weakref.ref(cycle)
+        del cycle
+        assert alive() is not None  # a cycle: only the collector frees it
+        CLEANUPS["gc_collect"].action(pair)
+        assert alive() is None
+    finally:
+        gc.enable()
 
 
 def test_names_are_identifiers():
@@ -54,9 +97,14 @@ def test_summary_has_every_metric():
 
 
 def test_public_api_matches_all():
-    for name in kerasbench.__all__:
-        assert getattr(kerasbench, name) is not None, name
-    with pytest.raises(AttributeError):
+    import importlib
+
+    for name in kerasbench.__all__:  # each public name is the object of the module that defines it
+        value = getattr(kerasbench, name)
+        home = importlib.import_module(getattr(value, "__module__", None) or "kerasbench")
+        assert getattr(home, name, value) is value, name
+    assert set(kerasbench.__all__) <= set(dir(kerasbench))
+    with pytest.raises(AttributeError, match="nope"):
         kerasbench.nope
 
 
