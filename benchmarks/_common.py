@@ -46,25 +46,21 @@ def _gpu_driver_present():
 
 def measure_loop(loop: str) -> dict:
     """Run every strategy of `loop` on DEVICE, each in fresh workers; return {strategy: small dict}."""
-    from kerasbench import procs
+    from kerasbench import procs, session
     from kerasbench.console import Progress
     from kerasbench.runner import default_jobs, measure_pairs
-    from kerasbench.spec import RunSpec
 
     if DEVICE == "gpu" and not _gpu_driver_present():
         reason = "no GPU visible to TensorFlow (no NVIDIA driver on this machine)"
         return {s: {"status": "skipped", "reason": reason, "summary": {}} for s in strategies_for(loop)}
     strategies = strategies_for(loop)
-    from kerasbench.strategies import get_strategy
-
-    base = RunSpec(loop, strategies[0], **PROFILE.counts_for(get_strategy(strategies[0])), warmup=PROFILE.warmup,
-                   repeats=PROFILE.repeats, profile=PROFILE.name, device=DEVICE, allocator=ALLOCATOR,
-                   jobs=default_jobs())
+    pairs = [(loop, s) for s in strategies]
+    base = session.base_spec(PROFILE, pairs, device=DEVICE, allocator=ALLOCATOR, jobs=default_jobs())
     print(f"kerasbench: {loop}, {len(strategies)} strategies on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile, "
           f"{base.jobs} at once)", file=sys.stderr, flush=True)
     progress = Progress(sys.stderr, len(strategies), PROFILE.warmup)
     with procs.interrupts():  # asv's timeout (SIGTERM) must not leave this class's workers running
-        records = measure_pairs(base.validate(), [(loop, s) for s in strategies], PROFILE.counts_for, progress)
+        records = measure_pairs(base, pairs, session.counts(PROFILE, None), progress)
     out = {r["strategy"]: {k: r[k] for k in ("status", "reason", "summary")} for r in records}
     save_records(records_dir(), loop, records_payload(records, profile=PROFILE.name))
     return out

@@ -10,8 +10,8 @@ in a notebook cell has no name a fresh process can import, and is refused with o
 
 from __future__ import annotations
 
-import dataclasses
 import html
+import io
 import os
 import shutil
 import sys
@@ -195,14 +195,8 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
         base = session.base_spec(chosen, pairs, iterations, warmup, repeats,
                                  floor=None if floor_kib is None else floor_kib * KIB,
                                  allocator=allocator or allocators_module.DEFAULT, repro=repro or "", **spec)
-        if tf:
-            from .asvconf import find_config
-            from .environment import python_for_tf
-
-            # found as `run --tf` finds it: a notebook's folder is seldom the clone
-            base = dataclasses.replace(base, python=python_for_tf(
-                find_config(config), tf, lambda text: sys.stderr.write(f"TF {tf}: {text}\n") if progress else None
-            )).validate()
+        if tf:  # found as `run --tf` finds it: a notebook's folder is seldom the clone
+            base = session.use_release(base, config, tf, sys.stderr if progress else io.StringIO())
         count = session.counts(chosen, iterations)
         shown = None
         if progress:
