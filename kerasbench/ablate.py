@@ -22,7 +22,7 @@ rule on the heap, judged at the RSS floor: a difference of a few KiB per iterati
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import compare
 from .errors import UsageError, unknown
@@ -94,16 +94,6 @@ def pairs(loop: str, steps: Sequence[str], base: str = BASE) -> List[Tuple[str, 
     return list(dict.fromkeys((loop, v.strategy) for v in variants(steps, base)))
 
 
-def measure(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str = BASE, progress: Optional[Any] = None,
-            finished: Optional[Callable[[Record], None]] = None) -> List[Record]:
-    """Measure every variant of each of `loops` with `spec`'s settings (runner.measure_pairs: fresh workers, one
-    progress count over all of them); the records."""
-    from .runner import measure_pairs
-
-    todo = [pair for loop in loops for pair in pairs(loop, steps, base)]
-    return measure_pairs(spec, todo, lambda strategy: spec, progress, finished)  # spec's own counts for every one
-
-
 def tables(records: Sequence[Record], steps: Sequence[str], base: str, counts: str, repeats: int,
            metric: str = METRIC) -> str:
     """The text of every loop with a finished variant among `records` (its others n/a), then the floors judged by."""
@@ -118,37 +108,6 @@ def tables(records: Sequence[Record], steps: Sequence[str], base: str, counts: s
               for r in records if r["summary"].get("floor") is not None}
     parts += [f"floor {floor / KIB:g} KiB/iteration, from {source}\n" for floor, source in sorted(floors)]
     return "".join(parts)
-
-
-def run(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str, out: TextIO, err: TextIO,
-        json_path: Optional[str] = None, metric: str = METRIC) -> Any:
-    """`kerasbench ablate`'s session: measure every variant of each loop, print the tables, the wall and the file.
-
-    Records are written to `json_path` as variants finish (session.Kept: an interrupt keeps the finished ones and
-    shows their tables, the rest n/a). Returns the session.Kept: its records, `error` when the file could not be
-    written (said already), `failed()` when a variant failed or was stopped.
-    """
-    import os
-    import time
-
-    from .console import Progress
-    from .session import Kept
-
-    named = [pair for loop in loops for pair in pairs(loop, steps, base)]  # each loop's variants, in order
-    kept = Kept(named, json_path, what="variant", ablation={"base": base, "steps": list(steps), "metric": metric})
-
-    def show() -> None:
-        out.write(tables(kept.records, steps, base, spec.counts_text(), spec.repeats, metric))
-        out.flush()
-
-    started, load = time.monotonic(), os.getloadavg()[0]
-    kept.through(lambda finished: measure(spec, loops, steps, base, Progress(err, len(named), spec.warmup), finished),
-                 show, out, err)
-    show()
-    out.write(f"wall {(time.monotonic() - started) / 60:.1f} min for {len(named)} variant(s); load average "
-              f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
-    kept.report(out, err, said=" (kerasbench compare / report read it)", write=False)
-    return kept
 
 
 # ---------------------------------------------------------------- the analysis

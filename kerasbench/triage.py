@@ -24,7 +24,7 @@ from .record import Record
 from .releases import version_key
 from .units import KIB, MIB
 
-if TYPE_CHECKING:  # the type only: bisect_releases imports runner (loop shapes, numpy) when it runs
+if TYPE_CHECKING:  # the type only: the command's bisect_releases imports runner (loop shapes, numpy) when it runs
     pass
 
 
