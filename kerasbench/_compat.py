@@ -52,18 +52,23 @@ def install_trace_hook() -> str:
         if owner is None:
             def hooked(*args, _original=original, **kwargs):
                 options = kwargs.get("tracing_options", args[-1] if args else None)
-                entry = counters.trace_started(options.name, options.python_function, options.function_cache)
+                entry = counters.trace_started(options.name, options.python_function, options.function_cache,
+                                               options)
+                made = None
                 try:
-                    return _original(*args, **kwargs)
+                    made = _original(*args, **kwargs)
+                    return made
                 finally:
-                    counters.trace_ended(entry)
+                    counters.trace_ended(entry, made)
         else:
             def hooked(self, *args, _original=original, **kwargs):
-                entry = counters.trace_started(self._name, self._python_function, self._function_cache)
+                entry = counters.trace_started(self._name, self._python_function, self._function_cache, self)
+                made = None
                 try:
-                    return _original(self, *args, **kwargs)
+                    made = _original(self, *args, **kwargs)
+                    return made
                 finally:
-                    counters.trace_ended(entry)
+                    counters.trace_ended(entry, made)
         setattr(target, "_create_concrete_function", hooked)
         counters.set_hook(f"installed ({module_name.rsplit('.', 1)[-1]})")
         return counters.hook_state()

@@ -5,6 +5,7 @@ Its own module so that _compat, which bumps them, and probes, which read them, n
 """
 
 import collections
+import contextlib
 import threading
 import weakref
 
@@ -37,9 +38,16 @@ def models_built() -> int:
 #
 # kerasbench._compat hooks TF's one entry point for tracing a tf.function (where a trace makes a ConcreteFunction:
 # tracing_compilation on TF >= 2.14, TracingCompiler on 2.12/2.13), which calls trace_started / trace_ended around
-# each trace. A function is one tf.function instance (its cache of concrete functions); the functions traced while
-# it traces are nested in it, and a train_step / predict_step traced inside marks every function around it as being
-# on the training / prediction path.
+# each trace. A function is one tf.function instance (told apart by its cache of concrete functions); the functions
+# traced while it traces are nested in it, and a train_step / predict_step traced inside marks every function
+# around it as being on the training / prediction path.
+#
+# Nothing here keeps TF's objects alive: a measuring tool that held every tf.function's cache would itself leak
+# every graph ever traced (TF's FunctionCache takes no weak reference). An instance is known by the id of its cache
+# while its owner lives (a weak reference to what holds the cache: TracingOptions on TF >= 2.14, the
+# TracingCompiler before; "live" counts them) and by a weak reference to each concrete function it made ("held":
+# concrete functions alive anywhere). The tables are grouped by function as traces happen, and an instance with
+# nothing alive is dropped from them, so their size follows what the loop itself keeps alive.
 
 
 OWNERS = {  # module prefix of the traced Python function: who owns it
@@ -49,10 +57,12 @@ OWNERS = {  # module prefix of the traced Python function: who owns it
 PATHS = {"train_step": "train", "predict_step": "predict"}
 
 _LOCK = threading.Lock()
-_FUNCTIONS: list = []  # one dict per tf.function instance traced, in the order first traced
-_BY_CACHE: dict = {}  # id of an instance's cache: its dict (the cache's weakref tells a reused id apart)
-_TRACING = threading.local()  # .stack: the functions being traced in this thread, outermost first
+_GROUPS: dict = {}  # (owner, module, qualname): {name, instances, traces, paths}, in the order first traced
+_LIVE: dict = {}  # id of an instance's cache: {"group", "owners": weakrefs to its owners, "refs": to its concrete fns}
+_RETIRED: list = []  # instances whose cache id went to a newer one, while a concrete function they made lives
+_TRACING = threading.local()  # .stack: the instances being traced in this thread, outermost first
 _HOOK = {"state": "not installed"}
+_PRUNE = {"at": 64}  # prune the instances with nothing alive when there are this many (then twice what is left)
 
 
 def owner_of(module: str, qualname: str) -> str:
@@ -78,27 +88,78 @@ def _describe(python_function) -> tuple:
     return module, qualname
 
 
-def trace_started(name: str, python_function, cache) -> dict:
-    """A tf.function trace begins (its name, Python function and cache of concrete functions): count it, nest it."""
+def trace_started(name: str, python_function, cache, owner=None) -> dict:
+    """A tf.function trace begins (its name, Python function, cache of concrete functions and the object that
+    holds the cache): count it, nest it. Returns the instance's entry, for trace_ended; nothing given is kept."""
     with _LOCK:
-        entry = _BY_CACHE.get(id(cache))
-        if entry is None or entry["cache"]() is not cache:
+        entry = _LIVE.get(id(cache))
+        if entry is None or not _same(entry, owner):  # a new instance (or a freed one's id again)
             module, qualname = _describe(python_function)
-            entry = {"name": name, "qualname": qualname, "module": module, "owner": owner_of(module, qualname),
-                     "paths": set(), "traces": 0, "cache": _weak(cache)}
-            _FUNCTIONS.append(entry)
-            _BY_CACHE[id(cache)] = entry
-        entry["traces"] += 1
-    stack = _stack()
-    stack.append(entry)
+            owner_name = owner_of(module, qualname)
+            group = _GROUPS.setdefault((owner_name, module, qualname), {
+                "owner": owner_name, "module": module, "function": qualname, "name": name, "instances": 0,
+                "traces": 0, "paths": set()})
+            group["instances"] += 1
+            if len(_LIVE) + len(_RETIRED) >= _PRUNE["at"]:
+                _prune()
+            if entry is not None:
+                _RETIRED.append(entry)  # a freed instance whose concrete functions may live on
+            entry = {"group": group, "owners": [], "refs": []}
+            _LIVE[id(cache)] = entry
+        if owner is not None and not any(ref() is owner for ref in entry["owners"]):
+            with contextlib.suppress(TypeError):  # an owner that takes no weak reference: the refs tell instead
+                entry["owners"].append(weakref.ref(owner))
+                entry["owned"] = True
+        entry["group"]["traces"] += 1
+    _stack().append(entry)
     return entry
 
 
-def trace_ended(entry: dict) -> None:
-    """The trace of `entry` ended (or raised)."""
+def _same(entry: dict, owner) -> bool:
+    """Whether a trace with this cache id is the instance `entry` counted: its owner still lives (the id cannot
+    then be another cache's); without owners, one of its concrete functions lives, or it has made none yet."""
+    if entry.get("owned"):
+        return any(ref() is not None for ref in entry["owners"])
+    return not entry["refs"] or _alive(entry) > 0
+
+
+def trace_ended(entry: dict, concrete=None) -> None:
+    """The trace of `entry` ended with `concrete`, the ConcreteFunction it made (None: it raised)."""
     stack = _stack()
     if stack and stack[-1] is entry:
         stack.pop()
+    if concrete is not None:
+        try:
+            ref = weakref.ref(concrete)
+        except TypeError:  # not TF's ConcreteFunction: nothing to follow
+            return
+        with _LOCK:
+            entry["refs"].append(ref)
+
+
+def _alive(entry: dict) -> int:
+    return sum(ref() is not None for ref in entry["refs"])
+
+
+def _live(entry: dict) -> bool:
+    """Whether the instance lives: its owner, or (without one) a concrete function it made."""
+    if entry.get("owned"):
+        return any(ref() is not None for ref in entry["owners"])
+    return _alive(entry) > 0
+
+
+def _prune() -> None:
+    """Drop the instances with nothing alive (owner and concrete functions gone), and the dead references of the
+    others (with _LOCK held)."""
+    tracing = {id(entry) for entry in _stack()}  # an instance in its first trace has no concrete function yet
+    for entry in list(_LIVE.values()) + _RETIRED:
+        entry["refs"] = [ref for ref in entry["refs"] if ref() is not None]
+        entry["owners"] = [ref for ref in entry["owners"] if ref() is not None]
+    for key, entry in list(_LIVE.items()):
+        if not entry["refs"] and not entry["owners"] and id(entry) not in tracing:
+            del _LIVE[key]
+    _RETIRED[:] = [entry for entry in _RETIRED if entry["refs"]]
+    _PRUNE["at"] = max(64, 2 * (len(_LIVE) + len(_RETIRED)))
 
 
 def _stack() -> list:
@@ -107,20 +168,13 @@ def _stack() -> list:
     return _TRACING.stack
 
 
-def _weak(cache):
-    try:
-        return weakref.ref(cache)
-    except TypeError:  # a cache that takes no weak reference: held for the process (counted, never freed)
-        return lambda: cache
-
-
 def mark_path(kind: str) -> None:
     """A train_step / predict_step is being traced: every function being traced around it is on that path."""
     path = PATHS.get(kind)
     if path:
         with _LOCK:
             for entry in _stack():
-                entry["paths"].add(path)
+                entry["group"]["paths"].add(path)
 
 
 def set_hook(state: str) -> None:
@@ -132,65 +186,41 @@ def hook_state() -> str:
     return _HOOK["state"]
 
 
-def _held(entry: dict) -> int:
-    cache = entry["cache"]()
-    if cache is None:
-        return 0
-    try:
-        return len(cache.values())
-    except Exception:  # an internal that changed: counted as unknown, never fatal
-        return -1
-
-
-_CHILDREN: list = []  # functions() rows isolated children reported (process_isolation)
-
-
 def add_child_functions(rows: list) -> None:
-    """Count the functions a child process traced (its functions() rows) as this process's own."""
+    """Count the functions a child process traced (its functions() rows) as this process's own (the child holds
+    nothing now)."""
     with _LOCK:
-        _CHILDREN.extend(dict(r, paths=set(r["paths"]), held=0, live=0) for r in rows)  # the child holds nothing now
+        for r in rows:
+            group = _GROUPS.setdefault((r["owner"], r["module"], r["function"]), {
+                "owner": r["owner"], "module": r["module"], "function": r["function"], "name": r["name"],
+                "instances": 0, "traces": 0, "paths": set()})
+            group["instances"] += r["instances"]
+            group["traces"] += r["traces"]
+            group["paths"] |= set(r["paths"])
 
 
 def all_traces() -> int:
     """Traces of every tf.function so far in this process (and its isolated children)."""
     with _LOCK:
-        return sum(e["traces"] for e in _FUNCTIONS) + sum(r["traces"] for r in _CHILDREN)
+        return sum(g["traces"] for g in _GROUPS.values())
 
 
 def path_traces(path: str) -> int:
     """Traces of the functions on `path` ('train' or 'predict'): those that traced a train_step / predict_step."""
     with _LOCK:
-        return (sum(e["traces"] for e in _FUNCTIONS if path in e["paths"])
-                + sum(r["traces"] for r in _CHILDREN if path in r["paths"]))
+        return sum(g["traces"] for g in _GROUPS.values() if path in g["paths"])
 
 
 def functions() -> list:
-    """Every traced function, grouped by (owner, module, qualname): instances, traces, concrete functions the live
-    instances hold now, and the paths; most traces first."""
-    groups: dict = {}
+    """Every traced function, grouped by (owner, module, qualname): instances, traces, the instances alive now
+    (live), the concrete functions they made that are alive now (held: in the function's cache or anywhere else),
+    and the paths; most traces first."""
     with _LOCK:
-        entries, children = list(_FUNCTIONS), list(_CHILDREN)
-    for r in children:
-        key = (r["owner"], r["module"], r["function"])
-        g = groups.setdefault(key, {**r, "instances": 0, "traces": 0, "paths": set()})
-        g["instances"] += r["instances"]
-        g["traces"] += r["traces"]
-        g["paths"] |= r["paths"]
-    for e in entries:
-        key = (e["owner"], e["module"], e["qualname"])
-        g = groups.setdefault(key, {"owner": e["owner"], "module": e["module"], "function": e["qualname"],
-                                    "name": e["name"], "instances": 0, "live": 0, "traces": 0, "held": 0,
-                                    "paths": set()})
-        g["instances"] += 1
-        g["traces"] += e["traces"]
-        held = _held(e)
-        if e["cache"]() is not None:
-            g["live"] += 1
-        if held >= 0 and g["held"] >= 0:
-            g["held"] += held
-        else:
-            g["held"] = -1
-        g["paths"] |= e["paths"]
-    rows = [{**g, "paths": sorted(g["paths"]), "held": g["held"] if g["held"] >= 0 else None}
-            for g in groups.values()]
+        held = {id(g): [0, 0] for g in _GROUPS.values()}
+        for entry in list(_LIVE.values()) + _RETIRED:
+            counts = held[id(entry["group"])]
+            counts[0] += _live(entry)
+            counts[1] += _alive(entry)
+        rows = [{**g, "paths": sorted(g["paths"]), "live": held[id(g)][0], "held": held[id(g)][1]}
+                for g in _GROUPS.values()]
     return sorted(rows, key=lambda g: (-g["traces"], g["owner"], g["function"]))

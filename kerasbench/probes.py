@@ -321,17 +321,21 @@ TRACE_KINDS = {"train_traces": "train_step", "predict_traces": "predict_step", "
 class TraceProbe(Probe):
     """Traces: of train_step and predict_step and the loop's own tf.functions (counters bumped in the traced Python),
     and of every tf.function in the process (TF's tracing entry point, kerasbench._compat.install_trace_hook): all of
-    them, those of the training and prediction paths, and per function (owner, instances, traces, concrete
-    functions held at the end); models built."""
+    them, those of the training and prediction paths, and per function (owner, instances, traces, the instances
+    alive and the concrete functions alive when the loop ends, before teardown); models built."""
 
     SERIES = tuple(TRACE_KINDS) + ("all_traces",)
     FIELDS = tuple(TRACE_KINDS) + ("models_built", "train_path_traces", "predict_path_traces", "all_traces",
                                    "functions", "trace_hook")
+    at_stop = None  # counters.functions() when the loop stops
 
     def after_iteration(self) -> None:
         for name, kind in TRACE_KINDS.items():
             self.series[name].append(counters.traces(kind))
         self.series["all_traces"].append(counters.all_traces())
+
+    def stop(self) -> None:
+        self.at_stop = counters.functions()  # the loop's last iteration done, before teardown's cleanup
 
     def fields(self) -> dict:
         # a user's own models (loop repro) have no counting steps: n/a, not 0
@@ -346,7 +350,7 @@ class TraceProbe(Probe):
             "train_path_traces": counters.path_traces("train") if steps and hooked else None,
             "predict_path_traces": counters.path_traces("predict") if steps and hooked else None,
             "all_traces": counters.all_traces() if hooked else None,
-            "functions": counters.functions() if hooked else None,
+            "functions": self.at_stop if hooked else None,
             "trace_hook": counters.hook_state(),
         }
 

@@ -20,34 +20,55 @@ MIB = 1024**2
 @pytest.fixture
 def fresh(monkeypatch):
     """Empty tracing tables for one test (the module keeps them per process)."""
-    monkeypatch.setattr(counters, "_FUNCTIONS", [])
-    monkeypatch.setattr(counters, "_BY_CACHE", {})
-    monkeypatch.setattr(counters, "_CHILDREN", [])
+    monkeypatch.setattr(counters, "_GROUPS", {})
+    monkeypatch.setattr(counters, "_LIVE", {})
+    monkeypatch.setattr(counters, "_RETIRED", [])
+    monkeypatch.setattr(counters, "_PRUNE", {"at": 64})
     monkeypatch.setattr(counters, "_TRACING", type(counters._TRACING)())
 
 
 class Cache:
-    """Stands in for a tf.function's cache of concrete functions."""
+    """Stands in for a tf.function's cache of concrete functions: like TF's FunctionCache, it takes no weak
+    reference (__slots__ without __weakref__), and it says when it is freed."""
 
-    def __init__(self, held=1):
-        self.held = held
+    __slots__ = ("freed",)
 
-    def values(self):
-        return [None] * self.held
+    def __init__(self, freed=None):
+        self.freed = freed
+
+    def __del__(self):
+        if self.freed is not None:
+            self.freed.append(True)
+
+
+class Concrete:
+    """Stands in for a ConcreteFunction, and for what holds a tf.function's cache (TracingOptions, or the
+    TracingCompiler on TF 2.12/2.13): both take weak references."""
+
+
+Owner = Concrete
 
 
 def user_fn():
     pass
 
 
+def trace(name, fn, cache, made=None, owner=None):
+    counters.trace_ended(counters.trace_started(name, fn, cache, owner), made)
+    return made
+
+
 def test_each_trace_is_counted_for_its_function_and_nested_ones_are_its_own(fresh):
-    outer_cache, inner_cache = Cache(2), Cache(1)
+    outer_cache, inner_cache = Cache(), Cache()
+    held = []  # the concrete functions the two instances' caches would hold
     for _ in range(2):
         outer = counters.trace_started("train_function", user_fn, outer_cache)
         inner = counters.trace_started("map_fn", len, inner_cache)  # traced while the outer one traces
         counters.count_trace("train_step")  # a step traced inside both: both are on the training path
-        counters.trace_ended(inner)
-        counters.trace_ended(outer)
+        held.append(Concrete())
+        counters.trace_ended(inner, held[-1])
+        held.append(Concrete())
+        counters.trace_ended(outer, held[-1])
     rows = {r["name"]: r for r in counters.functions()}
     assert rows["train_function"]["traces"] == 2 and rows["train_function"]["instances"] == 1
     assert rows["train_function"]["owner"] == "user" and rows["train_function"]["held"] == 2
@@ -58,10 +79,43 @@ def test_each_trace_is_counted_for_its_function_and_nested_ones_are_its_own(fres
 def test_a_new_instance_per_iteration_is_counted_and_freed_ones_hold_nothing(fresh):
     for _ in range(3):
         cache = Cache()
-        counters.trace_ended(counters.trace_started("forward", user_fn, cache))
-        del cache  # the tf.function made in the loop is dropped: its cache goes with it
+        made = trace("forward", user_fn, cache, Concrete())
+        del cache, made  # the tf.function made in the loop is dropped: its cache and concrete function go with it
     [row] = counters.functions()
     assert (row["instances"], row["traces"], row["live"], row["held"]) == (3, 3, 0, 0)
+
+
+def test_the_counters_keep_nothing_of_what_they_count_alive(fresh):
+    freed, kept, owners = [], [], []
+    for i in range(200):  # more instances than the tables keep before they prune the dead ones
+        owner = Owner()
+        owner.cache = Cache(freed)  # what holds a tf.function's cache (its TracingOptions) lives as long as it
+        made = trace("forward", user_fn, owner.cache, Concrete(), owner)
+        if i % 50 == 0:
+            kept.append(made)  # the loop keeps a few concrete functions alive: those are "held"
+        if i % 100 == 0:
+            owners.append(owner)  # and two tf.functions: those are "live"
+        del owner, made  # CPython then gives the next cache the same id: a new instance all the same
+    assert len(freed) == 198  # every cache was freed as soon as the loop dropped its tf.function
+    [row] = counters.functions()
+    assert (row["instances"], row["traces"], row["live"], row["held"]) == (200, 200, 2, 4)
+    assert len(counters._LIVE) + len(counters._RETIRED) < 64  # instances with nothing alive are dropped
+    kept.clear()
+    owners.clear()
+    assert (counters.functions()[0]["live"], counters.functions()[0]["held"]) == (0, 0)
+
+
+def test_an_instance_in_its_first_trace_survives_a_prune(fresh, monkeypatch):
+    monkeypatch.setattr(counters, "_PRUNE", {"at": 1})  # prune at every new instance
+    outer_cache = Cache()
+    outer = counters.trace_started("train_function", user_fn, outer_cache)
+    counters.trace_ended(counters.trace_started("map_fn", len, Cache()), None)  # a new instance: a prune
+    made = Concrete()
+    counters.trace_ended(outer, made)
+    trace("train_function", user_fn, outer_cache, Concrete())  # the same instance again
+    rows = {r["name"]: r for r in counters.functions()}
+    assert (rows["train_function"]["instances"], rows["train_function"]["traces"]) == (1, 2)
+    assert rows["train_function"]["held"] == 1  # `made`; the second concrete function was dropped at once
 
 
 @pytest.mark.parametrize("module,qualname,owner", [
@@ -172,6 +226,42 @@ def test_a_measured_pair_records_every_function(tmp_path):
     assert served["traces"] == served["held"] == 7  # one batch size per iteration, warm-up included
     assert s["all_traces"] == result["all_traces"] >= served["traces"] + s["train_path_traces"]
     assert result["series"]["all_traces"][-1] == result["all_traces"]
+
+
+DROPPED = textwrap.dedent("""
+    import gc, json, sys
+    from kerasbench import _compat, counters
+    tf = _compat.tf() if sys.argv[1] == "hooked" else __import__("tensorflow")
+    from tensorflow.python.eager.polymorphic_function import concrete_function
+
+    def alive():
+        gc.collect()
+        return sum(isinstance(o, concrete_function.ConcreteFunction) for o in gc.get_objects())
+
+    before = None
+    for i in range(40):  # a tf.function made, called and dropped every iteration (a user's loop)
+        f = tf.function(lambda x: x * 2)
+        f(tf.constant(float(i)))
+        del f
+        if i == 9:
+            before = alive()
+    print(json.dumps({"before": before, "after": alive(), "hook": counters.hook_state(),
+                      "functions": counters.functions()}))
+""")
+
+
+@pytest.mark.tf
+def test_the_hook_keeps_no_traced_function_alive():
+    got = {}
+    for mode in ("hooked", "bare"):
+        out = subprocess.run([sys.executable, "-c", DROPPED, mode], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        got[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+    hooked, bare = got["hooked"], got["bare"]
+    assert hooked["hook"].startswith("installed") and bare["hook"] == "not installed"
+    assert hooked["after"] == hooked["before"] == bare["after"]  # the 30 dropped functions are gone, as without it
+    [row] = [f for f in hooked["functions"] if f["function"].endswith("<lambda>")]
+    assert (row["instances"], row["traces"], row["live"], row["held"]) == (40, 40, 0, 0)
 
 
 # ---------------------------------------------------------------- the peak of a transient working set
