@@ -207,9 +207,14 @@ def run_table(records: list) -> str:
     return "\n".join(lines + notes) + "\n"
 
 
+def _alive(count) -> str:
+    return "?" if count is None else str(count)
+
+
 def functions_text(records: list, top: int = 3) -> str:
     """The tf.functions that retraced during the measured loop, per pair: the few with most traces (owner, function,
-    instances, traces, concrete functions held at the end); nothing when no pair retraced in its loop."""
+    instances, traces, the instances and concrete functions alive when the loop ended); nothing when no pair
+    retraced in its loop."""
     lines = []
     for r in records:
         result = next((rep["result"] for rep in r["repeats"] if rep.get("result")), None)
@@ -218,8 +223,8 @@ def functions_text(records: list, top: int = 3) -> str:
             continue
         lines.append(f"{r['loop']} × {r['strategy']}: {series[-1] - series[0]} traces in the measured loop "
                      f"({result['all_traces']} in all); most traced:")
-        lines += [f"  {f['owner']}: {f['function']} — {f['traces']} traces, {f['instances']} instance(s), "
-                  f"{'?' if f['held'] is None else f['held']} concrete function(s) held at the end"
+        lines += [f"  {f['owner']}: {f['function']} — {f['traces']} traces, {f['instances']} instance(s); when "
+                  f"the loop ended {_alive(f.get('live'))} alive, {_alive(f['held'])} concrete function(s) alive"
                   for f in result["functions"][:top]]
     head = "\ntf.function traces (every function; `--json` has them all):\n"
     return head + "\n".join(lines) + "\n" if lines else ""

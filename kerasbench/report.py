@@ -308,11 +308,13 @@ def _functions_table(record, top=6):
     if not rows:
         return ""
     cells = "".join(f"<tr><td>{esc(f['owner'])}</td><td>{esc(f['function'])}</td><td>{f['instances']}</td>"
-                    f"<td>{f['traces']}</td><td>{'?' if f.get('held') is None else f['held']}</td>"
+                    f"<td>{f['traces']}</td><td>{'?' if f.get('live') is None else f['live']} / "
+                    f"{'?' if f.get('held') is None else f['held']}</td>"
                     f"<td>{esc(', '.join(f.get('paths') or []))}</td></tr>" for f in rows[:top])
     more = f" ({len(rows) - top} more in the record)" if len(rows) > top else ""
     return (f'<table class="functions"><caption>tf.function traces, warm-up included{esc(more)}</caption>'
-            "<tr><th>owner</th><th>function</th><th>instances</th><th>traces</th><th>held at the end</th>"
+            "<tr><th>owner</th><th>function</th><th>instances</th><th>traces</th><th>alive at the loop's end: "
+            "instances / concrete functions</th>"
             f"<th>path</th></tr>{cells}</table>")
 
 
