@@ -272,6 +272,9 @@ def test_worker_env_per_allocator():
     env = allocators.apply_env("glibc_arena2", dict(inherited))
     assert env["LD_PRELOAD"] == "/opt/other.so" and env["MALLOC_ARENA_MAX"] == "2"
     assert "LD_PRELOAD" not in allocators.apply_env("glibc", {"LD_PRELOAD": allocators.ALLOCATORS["jemalloc"].preload})
+    # jemalloc runs without thread caches (their free regions count as allocated); a user's options are kept, ours last
+    assert allocators.apply_env("jemalloc", {})["MALLOC_CONF"] == "tcache:false"
+    assert allocators.apply_env("jemalloc", {"MALLOC_CONF": "narenas:2"})["MALLOC_CONF"] == "narenas:2,tcache:false"
 
 
 @pytest.mark.parametrize("name", ["glibc_trim", "glibc_arena2", "tcmalloc", "jemalloc"])
