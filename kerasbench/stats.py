@@ -49,6 +49,7 @@ MSER_GAIN = 2.0  # a cut must at least halve the statistic: on white noise a cut
 PERSIST_SHARE = 0.5  # each half of the window grows by at least this share of the floor ...
 DECELERATION = 2.0  # ... and the late half at least 1/2 of the early half's rate: else it is settling
 STEP_SHARE = 0.5  # one difference carrying more than this share of the window's rise is a step
+LATE_MIN = 6  # a flat window's late half is judged on its own from this many iterations (a growth that starts late)
 
 
 def look_points(first: int, last: int) -> List[int]:
@@ -201,7 +202,8 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     follow the iterations actually measured (a calibration judges its counts with this same rule). `grows` needs
     the verdict's three conditions (trend, CI above zero, slope at least the floor) on the window, and growth
     that persists through it: each half grows by at least half the floor, the late half at no less than half the
-    early half's rate. A window whose growth fails that
+    early half's rate. `flat` must hold through it too: a window whose late half alone `grows` (at the late half's
+    floor) is inconclusive, a growth that starts late (glibc's free heap pages absorb a leak until they are used). A window whose growth fails that
     is a `step` (one difference carries most of the rise) or `settling` (it slows down), and inconclusive.
     """
     y = np.asarray(values, dtype=float)
@@ -210,7 +212,8 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     floor_value, source = _floor_at(floor, len(y))  # the count measured, as a calibration measures its counts
     fit = fit_growth(window, 1 - alpha)
     found = verdict(fit, floor_value, alpha)
-    if found == "flat":
+    starts_late = _late_growth(window, floor, alpha) if found != "grows" else ""
+    if found == "flat" and not starts_late:  # flat must hold through the window: not a growth that starts late
         return Judgement(fit, found, "flat", start, floor_value, source)
     early = late = float("nan")
     if len(window) >= 6:
@@ -229,11 +232,25 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     elif np.isfinite(early) and early > max(late, 0) * DECELERATION and early >= PERSIST_SHARE * floor_value:
         shape, why = "settling", (f"growth slows from {early / KIB:+.1f} to {late / KIB:+.1f} KiB/iteration "
                                   "between the halves: still settling, measure longer")
+    elif starts_late:
+        why = starts_late
     elif unsettled:
         shape, why = "settling", "the warm-up rule found no steady state in the first half: measure longer"
     elif fit.slope >= floor_value and np.isfinite(early):
         why = f"growth not steady ({early / KIB:+.1f}, then {late / KIB:+.1f} KiB/iteration)"
     return Judgement(fit, found, shape, start, floor_value, source, why)
+
+
+def _late_growth(window: np.ndarray, floor: Floor, alpha: float) -> str:
+    """Why the window is not flat when its late half alone grows (judged at that half's floor), else ''."""
+    late = window[len(window) // 2:]
+    if len(late) < LATE_MIN:
+        return ""
+    fit = fit_growth(late, 1 - alpha)
+    if verdict(fit, _floor_at(floor, len(late))[0], alpha) != "grows":
+        return ""
+    return (f"flat at first, then {fit.slope / KIB:+.1f} KiB/iteration over the last {len(late)} iterations (a "
+            "growth that starts late: free memory used up first?): measure longer")
 
 
 def early_stop(judgement: Judgement, best_floor: float) -> bool:
