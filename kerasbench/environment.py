@@ -221,17 +221,19 @@ def _pins(reqs: dict) -> list:
 def _create_with_uv(uv: str, conf: object, env, reqs: dict, forced: Sequence[str] = ()) -> None:
     """Make the virtualenv asv would make for `env` at its path, with uv: seeded with pip (asv installs the
     project with it), every pin in one resolve (the `forced` ones after, with --no-deps), asv's info file
-    last (asv then finds it present)."""
+    last (asv then finds it present). Compiled to bytecode, as pip installs: without .pyc files (uv's default)
+    every import compiles its source, and importing TF 2.21 that way leaves ~21 MiB of free heap in a worker that
+    hides the loop's first ~21 MiB of RSS growth (docs/findings.md)."""
     import subprocess
 
     os.makedirs(os.path.dirname(env._path), exist_ok=True)
     resolved = _pins({k: v for k, v in reqs.items() if k not in forced})
     python = os.path.join(env._path, "bin", "python")
     steps = [[uv, "venv", "--quiet", "--seed", "--python", env._executable, env._path],
-             [uv, "pip", "install", "--quiet", "--python", python, "wheel", "pip>=8", *resolved,
+             [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, "wheel", "pip>=8", *resolved,
               *gpu_extras(conf, reqs)]]
     if forced:
-        steps.append([uv, "pip", "install", "--quiet", "--no-deps", "--python", python,
+        steps.append([uv, "pip", "install", "--quiet", "--compile-bytecode", "--no-deps", "--python", python,
                       *_pins({k: reqs[k] for k in forced})])
     for argv in steps:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
