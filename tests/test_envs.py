@@ -62,6 +62,7 @@ def test_uv_makes_the_environment_asv_finds_present(config, fake_uv):
     assert venv.startswith("venv") and "--seed" in venv and venv.endswith(env._path)
     pins = install.split()
     assert "tensorflow-cpu==2.15.1" in pins and "asv_runner==0.3.2" in pins and "keras==2.15.0" in pins
+    assert "--compile-bytecode" in pins  # as pip installs: imports from source leave free heap that hides RSS growth
     assert any("uv installs 5 pinned packages" in s for s in said)
     environment.python_for(config, REQS)  # present: not made again
     assert len(log.read_text().splitlines()) == 2
