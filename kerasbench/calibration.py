@@ -9,8 +9,9 @@ A leak of rate R counts as detected in a run when its verdict, with a floor of R
 the run saw a rising trend, a CI above zero and at least half the leak (judged as a run judges it,
 stats.judge at the level of a budgeted run's looks, ALPHA). For each iteration count,
 the stored floor is R_min/2, where R_min is the smallest rate detected in >= 95 % of runs in every
-heap while control_noop says `grows` in <= 5 % of runs at that floor. The analysis below is pure
-(series in, report out); tests feed it simulated series.
+heap while control_noop says `grows` in <= 5 % of runs at that floor. This module is the analysis, pure
+(series in, report out; tests feed it simulated series), and the tables; the measuring is the calibration's
+session (session.run_controls, session.calibrate, session.ensure_calibration).
 
 Both readings are analyzed side by side: RSS (the `floors`, what a run's verdict uses) and, where the
 worker reads it (probes.HeapProbe), the allocator's heap bytes in use (`heap_floors`, judged on the
@@ -24,18 +25,15 @@ It does not change the stored floor.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import platform
 import time
-from typing import Callable, Optional, Sequence, TextIO
+from typing import Optional, Sequence
 
 import numpy as np
 
 from . import floors, stats
-from .console import markdown_row, markdown_table, status_line
-from .errors import UsageError
-from .files import check_writable, make_folder
+from .console import markdown_row, markdown_table
 from .profiles import PROFILES
 from .units import KIB
 
@@ -188,131 +186,10 @@ AUTO_RUNS = 10  # a run that finds no fitting calibration makes one: 10 runs per
 SERIES = ("rss", "heap")  # the readings a calibration analyzes, where the worker has them
 
 
-def _default_jobs() -> int:
-    from .runner import default_jobs  # runner imports floors, not this module: no cycle either way
-
-    return default_jobs()
-
-
 def cells_for(rates: Sequence[int], heaps: Sequence[str], tf_control: bool = False) -> list:
     """(heap, strategy, rate) of every control to run: control_noop, then each heap's rates, then the TF control."""
     cells = [("noop", "control_noop", 0)] + [(h, HEAPS[h], r) for h in heaps for r in rates]
     return cells + ([("tf", TF_CONTROL[1], 0)] if tf_control else [])
-
-
-def run_controls(allocator: str, runs: int, iterations: Sequence[int], rates: Sequence[int],
-                 heaps: Sequence[str] = tuple(HEAPS), warmup: int = 2, progress: Optional[Callable[..., None]] = None,
-                 tf_control: bool = False, jobs: int = 1, python: str = "") -> tuple:
-    """Run every control `runs` times in fresh workers on `allocator`, `jobs` at once (runner.measure_pairs).
-
-    Returns ({series name: {heap: {rate: [series]}}}, detected allocator); series names are those of SERIES
-    the workers read. `progress(done, total, heap, rate)` is called as each worker ends. With `tf_control`, the
-    TF negative control too (cell 'tf', rate 0), last.
-    """
-    from .runner import measure_pairs
-    from .spec import RunSpec
-
-    longest = max(iterations)
-    series: dict = {}
-    detected = None
-    cells = cells_for(rates, heaps, tf_control)
-    total, done = len(cells) * runs, 0
-    by_rate: dict = {}  # one measure_pairs call per leak size (the spec's leak_bytes): its cells × runs
-    for heap, strategy, rate in cells:
-        by_rate.setdefault((heap == "tf", rate), []).append((heap, strategy))
-    for (tf, rate), group in by_rate.items():
-        base = RunSpec("inference" if tf else "control", group[0][1], iterations=longest, warmup=warmup,
-                       leak_bytes=rate or KIB, allocator=allocator, floor=0.0, jobs=jobs, python=python).validate()
-        pairs = [(base.loop, strategy) for _, strategy in group for _ in range(runs)]
-        heap_of = {strategy: heap for heap, strategy in group}
-
-        def finished(rec, rate=rate, heap_of=heap_of):
-            nonlocal done, detected
-            if rec["status"] != "ok":
-                raise RuntimeError(f"{rec['loop']} × {rec['strategy']} at {rate // KIB} KiB {rec['status']}: "
-                                   f"{rec['reason']}")
-            done += 1
-            detected = rec["environment"]["allocator"]
-            for name, values in rec["repeats"][0]["result"]["series"].items():
-                if name in SERIES and values and all(v is not None for v in values):
-                    series.setdefault(name, {}).setdefault(heap_of[rec["strategy"]], {}).setdefault(
-                        rate, []).append(values)
-            if progress:
-                progress(done, total, heap_of[rec["strategy"]], rate)
-
-        measure_pairs(base, pairs, lambda strategy: longest, finished=finished)
-    return series, detected
-
-
-def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequence[int], heaps: Sequence[str],
-                  warmup: int, tf_control: bool, err: TextIO, jobs: int = 1, python: str = "",
-                  label: str = "calibrate") -> dict:
-    """Measure, analyze and store one allocator's calibration (in floors.path_for), progress on `err`."""
-    started = time.perf_counter()
-    cells = len(cells_for(rates, heaps, tf_control))
-
-    def progress(done, total, heap, rate):
-        elapsed = time.perf_counter() - started
-        what = " × ".join(TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
-        text = (f"{label} {name}: {done}/{total} workers ({what}), {elapsed:.0f} s, "
-                f"~{elapsed / done * (total - done):.0f} s left")
-        status_line(err, text, final=done == total, milestone=done % max(1, total // 10) == 0)
-
-    status_line(err, f"{label} {name}: {cells} controls × {runs} runs × {max(iterations)} iterations, "
-                f"{jobs} at once", final=True)
-    series, detected = run_controls(name, runs, iterations, rates, heaps, warmup, progress, tf_control=tf_control,
-                                    jobs=jobs, python=python)
-    report, heap_report = analyze_series(series, iterations, rates)
-    cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started, jobs, heap_report)
-    path = floors.save(cal, floors.path_for(name))
-    status_line(err, f"{label} {name}: wrote {path} ({cal['seconds']:.0f} s)", final=True)
-    return cal
-
-
-def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], rates: Sequence[int],
-              heaps: Sequence[str], warmup: int, tf_control: bool, err: TextIO, jobs: int = 1) -> list:
-    """`kerasbench calibrate`: measure, analyze and store each allocator's calibration, progress on `err`.
-
-    The arguments are checked by the caller; this checks that the calibration can be stored (and TF imported
-    for the TF control) before minutes of measuring. Returns the calibrations, in the order of `allocators`.
-    """
-    try:
-        os.makedirs(floors.directory(), exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"Cannot write calibration to {floors.directory()}: {e.strerror}.") from None
-    if tf_control and importlib.util.find_spec("tensorflow") is None:
-        raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
-    check_writable(floors.path_for(allocators[0]), "calibration")
-    return [calibrate_one(name, runs, iterations, rates, heaps, warmup, tf_control, err, jobs)
-            for name in allocators]
-
-
-def ensure(allocator: str, iterations: int, err: TextIO, allowed: bool = True, jobs: Optional[int] = None,
-           python: str = "") -> Optional[str]:
-    """Before a run: make sure a calibration fits `allocator` at `iterations`, calibrating once if none does.
-
-    Returns None when one fits (found, or made now and cached in the user's folder), else why none was made
-    (one phrase, for the run table's floor line).
-    """
-    if floors.find(allocator, iterations)[1] is not None:
-        return None
-    if not allowed:
-        return "not calibrated: --no-calibrate or $" + floors.NO_CALIBRATE_VAR
-    try:
-        make_folder(floors.directory(), "calibration")
-        check_writable(floors.path_for(allocator), "calibration")
-    except UsageError as e:
-        return f"not calibrated: {str(e).rstrip('.')}"
-    counts = sorted(set(DEFAULT_COUNTS) | {iterations})
-    status_line(err, f"kerasbench: no calibration fits {floors.describe(floors.environment_key(allocator))} at "
-                f"<= {iterations} iterations: calibrating once (about a minute; cached in {floors.directory()}; "
-                "--no-calibrate skips it)", final=True)
-    try:
-        calibrate_one(allocator, AUTO_RUNS, counts, [r * KIB for r in DEFAULT_RATES_KIB], tuple(HEAPS), 2, False,
-                      err, jobs or _default_jobs(), python, label="calibrating")
-    except RuntimeError as e:
-        return f"not calibrated: {e}"
-    return None
 
 
 # --- reporting ---------------------------------------------------------------------------------

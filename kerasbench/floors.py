@@ -9,7 +9,7 @@ install on another machine with the same key uses the calibrations shipped in do
 
 Where a run looks, in order: the user's folder ($KERASBENCH_CALIBRATION, else
 ~/.cache/kerasbench/calibration), an old host-keyed file there (schema 1: <host>-<allocator>.json), then
-the shipped folder. This module only reads and writes those files: it runs nothing (calibration.ensure
+the shipped folder. This module only reads and writes those files: it runs nothing (session.ensure_calibration
 measures when nothing fits).
 """
 

@@ -6,6 +6,10 @@ Before: the base RunSpec of a profile and what the user overrode (`base_spec`), 
 written to the --json file at once, so an interrupt (Ctrl-C, SIGTERM) or a repro file that raised loses
 none; what finished is shown and said to be kept before the error goes on (`Kept.through`). `run` is
 `kerasbench run`'s whole session: the run table, the file, the line of its wall against the physical limit.
+
+The calibration's session too: its controls measured in fresh workers (`run_controls`), analyzed by the pure
+calibration module and stored (`calibrate`, `calibrate_one`), and a run's one-off calibration when no stored one
+fits (`ensure_calibration`).
 """
 
 from __future__ import annotations
@@ -85,9 +89,9 @@ def settle_floor(base: RunSpec, allowed: bool, err: TextIO) -> RunSpec:
     made now (allowed), else the default (the spec says why)."""
     if base.floor is not None:
         return base
-    from . import calibration, floors
+    from . import floors
 
-    why = calibration.ensure(base.allocator, base.iterations, err, allowed=allowed and not floors.no_calibrate(),
+    why = ensure_calibration(base.allocator, base.iterations, err, allowed=allowed and not floors.no_calibrate(),
                              python=base.python)
     if not why:
         return base
@@ -211,3 +215,140 @@ def say_limit(records: List[Record], wall: float, err: TextIO) -> None:
         status_line(err, f"kerasbench: {s['workers']} worker(s) in {wall:.1f} s, {jobs} at once; the physical "
                     f"limit, Σ (setup + loop work) / {s['cores']} core(s), is {s['limit']:.1f} s: "
                     f"{s['wall_over_limit']:.2f}× it", final=True)
+
+
+# ---------------------------------------------------------------- calibration: the controls measured
+
+
+def run_controls(allocator: str, runs: int, iterations: Sequence[int], rates: Sequence[int],
+                 heaps: Sequence[str] = ("native", "python"), warmup: int = 2,
+                 progress: Optional[Callable[..., None]] = None, tf_control: bool = False, jobs: int = 1,
+                 python: str = "") -> tuple:
+    """Run every control `runs` times in fresh workers on `allocator`, `jobs` at once (runner.measure_pairs).
+
+    Returns ({series name: {heap: {rate: [series]}}}, detected allocator); series names are those of SERIES
+    the workers read. `progress(done, total, heap, rate)` is called as each worker ends. With `tf_control`, the
+    TF negative control too (cell 'tf', rate 0), last.
+    """
+    from .calibration import SERIES, cells_for
+    from .runner import measure_pairs
+    from .spec import RunSpec
+    from .units import KIB
+
+    longest = max(iterations)
+    series: dict = {}
+    detected = None
+    cells = cells_for(rates, heaps, tf_control)
+    total, done = len(cells) * runs, 0
+    by_rate: dict = {}  # one measure_pairs call per leak size (the spec's leak_bytes): its cells × runs
+    for heap, strategy, rate in cells:
+        by_rate.setdefault((heap == "tf", rate), []).append((heap, strategy))
+    for (tf, rate), group in by_rate.items():
+        base = RunSpec("inference" if tf else "control", group[0][1], iterations=longest, warmup=warmup,
+                       leak_bytes=rate or KIB, allocator=allocator, floor=0.0, jobs=jobs, python=python).validate()
+        pairs = [(base.loop, strategy) for _, strategy in group for _ in range(runs)]
+        heap_of = {strategy: heap for heap, strategy in group}
+
+        def finished(rec, rate=rate, heap_of=heap_of):
+            nonlocal done, detected
+            if rec["status"] != "ok":
+                raise RuntimeError(f"{rec['loop']} × {rec['strategy']} at {rate // KIB} KiB {rec['status']}: "
+                                   f"{rec['reason']}")
+            done += 1
+            detected = rec["environment"]["allocator"]
+            for name, values in rec["repeats"][0]["result"]["series"].items():
+                if name in SERIES and values and all(v is not None for v in values):
+                    series.setdefault(name, {}).setdefault(heap_of[rec["strategy"]], {}).setdefault(
+                        rate, []).append(values)
+            if progress:
+                progress(done, total, heap_of[rec["strategy"]], rate)
+
+        measure_pairs(base, pairs, lambda strategy: longest, finished=finished)
+    return series, detected
+
+
+def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequence[int], heaps: Sequence[str],
+                  warmup: int, tf_control: bool, err: TextIO, jobs: int = 1, python: str = "",
+                  label: str = "calibrate") -> dict:
+    """Measure, analyze and store one allocator's calibration (in floors.path_for), progress on `err`."""
+    import time
+
+    from . import floors
+    from .calibration import TF_CONTROL, analyze_series, cells_for, make_calibration
+    from .units import KIB
+
+    started = time.perf_counter()
+    cells = len(cells_for(rates, heaps, tf_control))
+
+    def progress(done, total, heap, rate):
+        elapsed = time.perf_counter() - started
+        what = " × ".join(TF_CONTROL) + " (TF control)" if heap == "tf" else f"{heap} {rate // KIB} KiB/iter"
+        text = (f"{label} {name}: {done}/{total} workers ({what}), {elapsed:.0f} s, "
+                f"~{elapsed / done * (total - done):.0f} s left")
+        status_line(err, text, final=done == total, milestone=done % max(1, total // 10) == 0)
+
+    status_line(err, f"{label} {name}: {cells} controls × {runs} runs × {max(iterations)} iterations, "
+                f"{jobs} at once", final=True)
+    series, detected = run_controls(name, runs, iterations, rates, heaps, warmup, progress, tf_control=tf_control,
+                                    jobs=jobs, python=python)
+    report, heap_report = analyze_series(series, iterations, rates)
+    cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started, jobs, heap_report)
+    path = floors.save(cal, floors.path_for(name))
+    status_line(err, f"{label} {name}: wrote {path} ({cal['seconds']:.0f} s)", final=True)
+    return cal
+
+
+def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], rates: Sequence[int],
+              heaps: Sequence[str], warmup: int, tf_control: bool, err: TextIO, jobs: int = 1) -> list:
+    """`kerasbench calibrate`: measure, analyze and store each allocator's calibration, progress on `err`.
+
+    The arguments are checked by the caller; this checks that the calibration can be stored (and TF imported
+    for the TF control) before minutes of measuring. Returns the calibrations, in the order of `allocators`.
+    """
+    import importlib.util
+
+    from . import floors
+
+    try:
+        os.makedirs(floors.directory(), exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"Cannot write calibration to {floors.directory()}: {e.strerror}.") from None
+    if tf_control and importlib.util.find_spec("tensorflow") is None:
+        raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
+    check_writable(floors.path_for(allocators[0]), "calibration")
+    return [calibrate_one(name, runs, iterations, rates, heaps, warmup, tf_control, err, jobs)
+            for name in allocators]
+
+
+def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bool = True, jobs: Optional[int] = None,
+           python: str = "") -> Optional[str]:
+    """Before a run: make sure a calibration fits `allocator` at `iterations`, calibrating once if none does.
+
+    Returns None when one fits (found, or made now and cached in the user's folder), else why none was made
+    (one phrase, for the run table's floor line).
+    """
+    from . import floors
+    from .calibration import AUTO_RUNS, DEFAULT_COUNTS, DEFAULT_RATES_KIB, HEAPS
+    from .files import make_folder
+    from .runner import default_jobs
+    from .units import KIB
+
+    if floors.find(allocator, iterations)[1] is not None:
+        return None
+    if not allowed:
+        return "not calibrated: --no-calibrate or $" + floors.NO_CALIBRATE_VAR
+    try:
+        make_folder(floors.directory(), "calibration")
+        check_writable(floors.path_for(allocator), "calibration")
+    except UsageError as e:
+        return f"not calibrated: {str(e).rstrip('.')}"
+    counts = sorted(set(DEFAULT_COUNTS) | {iterations})
+    status_line(err, f"kerasbench: no calibration fits {floors.describe(floors.environment_key(allocator))} at "
+                f"<= {iterations} iterations: calibrating once (about a minute; cached in {floors.directory()}; "
+                "--no-calibrate skips it)", final=True)
+    try:
+        calibrate_one(allocator, AUTO_RUNS, counts, [r * KIB for r in DEFAULT_RATES_KIB], tuple(HEAPS), 2, False,
+                      err, jobs or default_jobs(), python, label="calibrating")
+    except RuntimeError as e:
+        return f"not calibrated: {e}"
+    return None

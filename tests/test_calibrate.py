@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from kerasbench import RunSpec, UsageError, allocators, calibration, floors, measure, stats
+from kerasbench import RunSpec, UsageError, allocators, calibration, floors, measure, session, stats
 from kerasbench.cli import main
 from kerasbench.protocol import spec_floors
 
@@ -330,8 +330,8 @@ def test_calibrate_measures_stores_and_shows(tmp_path, monkeypatch, capsys):
 def test_parallel_controls_read_as_sequential_ones(tmp_path, monkeypatch):
     # the controls' series do not depend on how many workers run at once: the same slopes at jobs 1 and 2
     args = dict(runs=2, iterations=[12], rates=[256 * KIB], heaps=["native"], warmup=1)
-    one, _ = calibration.run_controls("glibc", jobs=1, **args)
-    two, _ = calibration.run_controls("glibc", jobs=2, **args)
+    one, _ = session.run_controls("glibc", jobs=1, **args)
+    two, _ = session.run_controls("glibc", jobs=2, **args)
     for series in (one, two):
         for name in ("rss", "heap"):  # glibc's heap reading too (mallinfo2)
             fits = [stats.fit_growth(s) for s in series[name]["native"][256 * KIB]]
@@ -447,7 +447,7 @@ def test_calibrate_renders_the_tf_control(monkeypatch, tmp_path, capsys):
         series["tf"] = {0: simulate(0, 0.5 * KIB, runs=runs, seed=5)}
         return {"rss": series}, "glibc"
 
-    monkeypatch.setattr(calibration, "run_controls", fake_measure)
+    monkeypatch.setattr(session, "run_controls", fake_measure)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: object())
     code, text = call(["calibrate", "--runs", "3", "--iterations", "30", "--tf-control"])
     assert code == 0 and "TF negative control" in text

@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Measure the controls per allocator and store the floor (or --show the stored ones)."""
-    from .. import calibration, selection
+    from .. import calibration, selection, session
     from ..allocators import ALLOCATORS, require
     from ..errors import UsageError, unknown
     from ..runner import default_jobs
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. "
                          "Expected a positive integer.")
-    cals = calibration.calibrate(names, args.runs, iterations, rates, heaps, args.warmup, args.tf_control, sys.stderr,
-                                 jobs=args.jobs or default_jobs())
+    cals = session.calibrate(names, args.runs, iterations, rates, heaps, args.warmup, args.tf_control, sys.stderr,
+                             jobs=args.jobs or default_jobs())
     out.write(calibration.render(cals))
     return 0
