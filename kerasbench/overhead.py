@@ -26,7 +26,6 @@ from .console import markdown_table
 from .errors import UsageError
 
 
-
 # What each probe read timed by `kerasbench overhead` is, and when a worker takes it.
 PROBE_READS = {
     "rss_bytes": "one RSS reading (/proc/self/statm), taken every iteration",

@@ -130,8 +130,6 @@ def loop_overhead(runs: int = 3, iterations: int = 300,
     return rows
 
 
-
-
 def run_suite(pairs: Sequence[tuple], iterations: int, warmup: int, progress: Notify = None) -> tuple:
     """Measure each (loop, strategy) once through runner.measure; returns (records, wall seconds)."""
     from ..runner import measure
@@ -151,8 +149,6 @@ def run_suite(pairs: Sequence[tuple], iterations: int, warmup: int, progress: No
     return records, time.perf_counter() - started
 
 
-
-
 def scaling(iteration_counts: Sequence[int], strategy_counts: Sequence[int], runs: int = 1, warmup: int = 2,
             progress: Notify = None) -> dict:
     """Suite wall time over the grid of iteration counts × numbers of control strategies, `runs` times each."""
@@ -169,8 +165,6 @@ def scaling(iteration_counts: Sequence[int], strategy_counts: Sequence[int], run
             points.append({"iterations": n, "strategies": k, "wall": wall,
                            "worker_seconds": summary["worker_seconds"], "bare_work": summary["bare_work"]})
     return {"points": points, "fit": fit_scaling(points)}
-
-
 
 
 def asv_layer(root: Optional[str] = None, profile: str = "quick", progress: Notify = None) -> dict:
@@ -209,8 +203,6 @@ def asv_layer(root: Optional[str] = None, profile: str = "quick", progress: Noti
     return {**asv_summary(wall, setup, worker, processes), "profile": profile}
 
 
-
-
 def check_prerequisites(tf: bool, asv: bool) -> None:
     """UsageError unless TensorFlow (for `tf`) and asv with this git checkout (for `asv`) are there."""
     from ..errors import UsageError
@@ -225,8 +217,6 @@ def check_prerequisites(tf: bool, asv: bool) -> None:
         if not (os.path.isdir(os.path.join(root, ".git")) or os.path.isfile(os.path.join(root, ".git"))) \
                 or not os.path.isfile(os.path.join(root, "asv.conf.json")):
             raise UsageError(f"--asv needs kerasbench run from a git checkout with asv.conf.json; {root} is not one.")
-
-
 
 
 def measure_harness(runs: int, iterations: int, scale_iterations: Sequence[int], scale_strategies: Sequence[int],
