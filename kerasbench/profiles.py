@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 ENV_VAR = "KERASBENCH_PROFILE"
 # Bump when how a profile measures changes (asv benchmark versions carry it, so a dashboard keeps the series of
 # before and after apart). 1: fixed counts (4/8/40 iterations); 2: a time budget, looks that stop a decided pair,
-# the warm-up found in the data, floors at the count judged (docs/protocol.md).
-PROTOCOL_VERSION = 2
+# the warm-up found in the data, floors at the count judged (docs/protocol.md); 3: `grows` stops a run only at two
+# looks running, and the quick profile measures process isolation 3 times, not 2 (no slope from 2 points).
+PROTOCOL_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ PROFILES = {
     p.name: p
     for p in (
         Profile("quick", "smoke test: every pair runs; large leaks are decided, small ones seldom", budget=6,
-                min_seconds=1, min_iterations=8, max_iterations=2000, warmup=1, repeats=1, isolated_min=2,
+                min_seconds=1, min_iterations=8, max_iterations=2000, warmup=1, repeats=1, isolated_min=3,
                 isolated_max=3),
         Profile("default", "verdicts for most pairs, leaks of tens of KiB per iteration", budget=20, min_seconds=3,
                 min_iterations=8, max_iterations=5000, warmup=2, repeats=1, isolated_min=3, isolated_max=6),

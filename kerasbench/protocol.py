@@ -114,8 +114,8 @@ class Decider:
     """The runner's side of a sequential run's looks: it keeps the readings each look sends and says whether both
     verdicts are decided, judged as the record will judge them (judge_results' rules, one repeat).
 
-    A verdict stops the run when it is `grows`, or `flat` at the smallest floor the run could still reach (its
-    largest count's): measuring longer could not then turn it into `grows` (stats.early_stop).
+    A verdict stops the run when it is `grows` at two looks running, or `flat` at the smallest floor the run could
+    still reach (its largest count's): measuring longer could not then turn it into `grows` (stats.early_stop).
     """
 
     def __init__(self, spec: Any):
@@ -138,6 +138,6 @@ class Decider:
             if any(v is None for v in values):
                 continue  # a reader that failed: that series cannot be judged, nor hold the run
             judgement = stats.judge(values, self.at[name], self.level)
-            self.last[name] = judgement
-            decided = decided and stats.early_stop(judgement, self.best[name])
+            previous, self.last[name] = self.last.get(name), judgement
+            decided = decided and stats.early_stop(judgement, self.best[name], previous)
         return decided

@@ -121,11 +121,11 @@ def text(result: Dict[str, Any], top: int = 0) -> str:
         lines += ["", f"pairs that disagree ({len(differ)}):"]
         shown = differ[:top] if top else differ
         for r in shown:
-            why = r["scored"]["why"] or r["reference"]["why"]
             alarm = "  FALSE ALARM" if r["false_alarm"] else ""
             lines.append(f"  TF {r['version']} {r['loop']} × {r['strategy']}{alarm}")
-            lines.append(f"    reference {_side_text(r['reference'])}")
-            lines.append(f"    scored    {_side_text(r['scored'])}" + (f"; {why}" if why else ""))
+            for side in ("reference", "scored"):  # each side's own why, on its own line
+                why = r[side]["why"]
+                lines.append(f"    {side:<9} {_side_text(r[side])}" + (f"; {why}" if why else ""))
         if len(shown) < len(differ):
             lines.append(f"  … and {len(differ) - len(shown)} more (--json has all)")
     for kind, pairs in result["unmatched"].items():

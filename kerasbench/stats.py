@@ -254,10 +254,18 @@ def _late_growth(window: np.ndarray, floor: Floor, alpha: float) -> str:
             "growth that starts late: free memory used up first?): measure longer")
 
 
-def early_stop(judgement: Judgement, best_floor: float) -> bool:
-    """Whether a sequential run may stop on this judgement: `grows`, or `flat` even at the smallest floor a longer
-    run would be judged with (`best_floor`), so that measuring longer could not turn flat into grows."""
-    return judgement.verdict == "grows" or (judgement.verdict == "flat" and judgement.fit.high < best_floor)
+def early_stop(judgement: Judgement, best_floor: float, previous: Optional[Judgement] = None) -> bool:
+    """Whether a sequential run may stop on this judgement: `grows` at two looks running (this one and `previous`,
+    the look before it), or `flat` even at the smallest floor a longer run would be judged with (`best_floor`), so
+    that measuring longer could not turn flat into grows.
+
+    `grows` waits for the next look (×1.5 the count) because a growth that stops is not a leak: a cache that fills
+    over the first 8 iterations reads `grows` at 8 and no longer at 12. Asking two looks only makes `grows` rarer,
+    so the error rate of the union bound still holds; a true leak costs one look more. It sees no further than the
+    next look: a growth that lasts N iterations still reads `grows` at two looks before about 1.5 N."""
+    if judgement.verdict == "grows":
+        return previous is not None and previous.verdict == "grows"
+    return judgement.verdict == "flat" and judgement.fit.high < best_floor
 
 
 def combine(judgements: Iterable[Judgement]) -> Tuple[Fit, str, str, str]:

@@ -12,6 +12,7 @@ from conftest import clone_for_asv
 
 from kerasbench import METRICS, SCHEMA_VERSION, strategies_for
 from kerasbench.loops import builtin_loops
+from kerasbench.profiles import PROTOCOL_VERSION
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PREFIXES = ("time_", "timeraw_", "mem_", "peakmem_", "track_")
@@ -69,7 +70,10 @@ def test_tracked_metrics_have_units_and_the_schema_version(discovered):
         metric = b["name"].rsplit(".track_", 1)[1]
         assert b["type"] == "track" and b["unit"] == METRICS[metric].unit
         assert f"kerasbench-{SCHEMA_VERSION}-" in b["version"]
+        assert f"-protocol{PROTOCOL_VERSION}" in b["version"], b["version"]
     assert any(b["name"] == "tf1_graph.Tf1Graph.track_graph_ops" for b in discovered["benchmarks"])
+    readme = (ROOT / "README.md").read_text()
+    assert f"kerasbench-{SCHEMA_VERSION}-<profile>-protocol{PROTOCOL_VERSION}" in readme  # the README says so
 
 
 def test_asv_config_pins_exactly():

@@ -43,6 +43,15 @@ def test_all_means_the_applicable_pairs():
     assert all(loop != "control" for loop, _ in pairs_for("all", "all"))
 
 
+def test_the_quick_profile_decides_a_large_leak(tmp_path):
+    path = tmp_path / "q.json"  # the issue: at 4 points Kendall's p could never be under 0.05; a budget looks on
+    code, _ = call(["run", "--loop", "control", "--strategy", "control_leak_native", "--profile", "quick",
+                    "--leak-kib", "10240", "--json", str(path)])
+    summary = json.loads(path.read_text())["records"][0]["summary"]
+    assert code == 0 and (summary["verdict"], summary["heap_verdict"]) == ("grows", "grows")
+    assert summary["stopped"] == ["decided"] and summary["growth_ci_low"] > 9 * 1024 * 1024
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["run", "--loop", "nope"], "Unknown loop"),
     (["run", "--loop", "sweep", "--strategy", "nope"], "Unknown strategy"),

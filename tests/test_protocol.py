@@ -15,10 +15,12 @@ def sequential(series, floor, best_floor=None, first=8):
     """What a sequential run of `series` decides: (verdict at the stop, iterations measured), looking where a run
     looks and stopping as the Decider stops (stats.early_stop); the run's end is its last look."""
     best_floor = floor if best_floor is None else best_floor
+    previous = None
     for n in stats.look_points(first, len(series)):
         judged = stats.judge(series[:n], floor, LEVEL)
-        if stats.early_stop(judged, best_floor):
+        if stats.early_stop(judged, best_floor, previous):
             return judged.verdict, n
+        previous = judged
     return stats.judge(series, floor, LEVEL).verdict, len(series)
 
 
@@ -147,6 +149,18 @@ def test_the_sequential_rule_finds_a_leak_twice_the_floor_and_stops_early():
     assert np.median([n for _, n in outcomes]) <= 27  # decided within the first few looks, not at the end
 
 
+def test_grows_is_decided_at_two_looks_running():
+    rng = np.random.default_rng(7)  # a cache that fills over the first 8 iterations (256 KiB each), then stays
+    filling = 500 * MIB + np.minimum(np.arange(400), 8) * 256 * KIB + rng.normal(0, 16 * KIB, 400)
+    first = stats.judge(filling[:8], 32 * KIB, LEVEL)
+    assert first.verdict == "grows" and not stats.early_stop(first, 32 * KIB)  # what the first look sees
+    assert stats.judge(filling[:12], 32 * KIB, LEVEL).verdict != "grows"  # the next look: it stopped
+    verdict, n = sequential(filling, 32 * KIB)
+    assert verdict == "flat" and n > 12
+    leak = 500 * MIB + 256 * KIB * np.arange(400) + rng.normal(0, 16 * KIB, 400)
+    assert sequential(leak, 32 * KIB) == ("grows", 12)  # a leak costs one look more
+
+
 def test_flat_stops_early_only_at_the_floor_a_longer_run_would_use():
     series = 500 * MIB + 40 * KIB * np.arange(100.0)  # 40 KiB/iteration: under 128 (8 iterations), over 32 (30+)
     assert stats.judge(series[:8], 128 * KIB, LEVEL).verdict == "flat"
@@ -180,9 +194,11 @@ def test_the_decider_stops_only_when_both_series_are_decided():
     undecided = _decider()
     assert not undecided.look({"rss": flat, "heap": list(100 * MIB + rng.normal(0, 4 * MIB, 8))})
     assert (undecided.last["rss"].verdict, undecided.last["heap"].verdict) == ("flat", "inconclusive")
-    leaking = _decider()
-    assert leaking.look({"rss": flat, "heap": list(100 * MIB + 256 * KIB * np.arange(8))})  # a leak under flat RSS
+    leaking = _decider()  # a leak under flat RSS: grows at two looks running
+    heap = 100 * MIB + 256 * KIB * np.arange(12)
+    assert not leaking.look({"rss": flat, "heap": list(heap[:8])})
     assert (leaking.last["rss"].verdict, leaking.last["heap"].verdict) == ("flat", "grows")
+    assert leaking.look({"rss": [500 * MIB] * 4, "heap": list(heap[8:])})
     later = _decider()  # readings arrive look by look: the series is what all of them sent
     assert not later.look({"rss": flat, "heap": list(100 * MIB + rng.normal(0, 4 * MIB, 8))})
     assert later.look({"rss": flat * 4, "heap": [100 * MIB] * 32})  # the noisy start is cut as warm-up
@@ -193,7 +209,9 @@ def test_the_decider_judges_rss_alone_without_a_heap_reader():
     spec = RunSpec("control", "control_noop", iterations=1000, min_iterations=8, budget=10, sequential=True,
                    floor=64 * KIB)
     decider = protocol.Decider(spec)
-    assert decider.look({"rss": list(500 * MIB + MIB * np.arange(8))})  # grows: decided, no heap to wait for
+    rss = 500 * MIB + MIB * np.arange(12)
+    assert not decider.look({"rss": list(rss[:8])})  # grows once: wait for the next look
+    assert decider.look({"rss": list(rss[8:])})  # grows twice: decided, no heap to wait for
 
 
 # ---------------------------------------------------------------- the worker's loop: why it stopped

@@ -1,12 +1,14 @@
 """kerasbench score: a profile's verdicts against long reference runs, on synthetic records with known answers."""
 
 import copy
+import pathlib
 import json
 
 import numpy as np
 import pytest
 
 from kerasbench import score
+from kerasbench.loading import load_records
 from kerasbench.summary import summarize
 from kerasbench.runner import RunSpec
 from kerasbench.protocol import spec_floors
@@ -86,6 +88,8 @@ def test_the_matrices_count_each_pair_and_the_disagreements_say_why(files):
     text = score.text(result)
     assert "agreement 75% of 4 pairs" in text and "pairs that disagree (2)" in text
     assert "one step of +20480 KiB at iteration 13" in text
+    [scored_line] = [x for x in text.splitlines() if "one step of" in x]
+    assert scored_line.lstrip().startswith("scored")  # each side's why on its own line, never the other's
 
 
 def test_a_reference_is_judged_at_the_floor_of_the_verdict_it_checks(tmp_path):
@@ -130,3 +134,18 @@ def test_bad_input_is_one_line_exit_2(argv, needle, capsys):
     code, _ = call(argv)
     err = capsys.readouterr().err
     assert code == 2 and needle in err and "Traceback" not in err
+
+
+def test_the_shipped_references_load_and_say_how_they_were_made():
+    folder = pathlib.Path(__file__).resolve().parents[1] / "docs" / "reference"
+    readme = (folder / "README.md").read_text()
+    files = sorted(folder.glob("*.json"))
+    assert files
+    for path in files:
+        reference = load_records([str(path)])
+        version = path.stem.removeprefix("tf-")
+        assert {v for _, _, v in reference} == {version}, path.name  # one release per file, named by it
+        records = [r for r, _, _ in reference]
+        assert all(r["spec"]["iterations"] >= 150 and r["spec"]["repeats"] == 2 for r in records
+                   if r["strategy"] != "process_isolation" and r["status"] == "ok"), path.name  # the reference profile
+        assert path.name in readme and "kerasbench run" in readme, path.name  # the command that made it
