@@ -98,7 +98,9 @@ def test_tf_predict_body_flat_and_leaking():
     """tests/tf_bodies.py, as tests/flakiness.py runs them: predict reads flat, + 64 KiB/iteration grows (floor 32)."""
     import tf_bodies
 
-    settings = dict(setup=tf_bodies.make_model, iterations=40, floor_kib=32)
+    # 60 iterations after 5 warm-up: predict's own heap grows +14-16 KiB/iteration on TF 2.21 (CI top ~20 here, ~29 at
+    # 40 after 2, once 33.6 under load: a false failure at the floor of 32)
+    settings = dict(setup=tf_bodies.make_model, iterations=60, warmup=5, floor_kib=32)
     assert assert_no_growth(tf_bodies.predict, **settings)["summary"]["verdict"] == "flat"
     with pytest.raises(AssertionError, match="verdict grows"):
         assert_no_growth(tf_bodies.predict_leaking, **settings)
