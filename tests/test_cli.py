@@ -49,7 +49,8 @@ def test_the_quick_profile_decides_a_large_leak(tmp_path):
                     "--leak-kib", "10240", "--json", str(path)])
     summary = json.loads(path.read_text())["records"][0]["summary"]
     assert code == 0 and (summary["verdict"], summary["heap_verdict"]) == ("grows", "grows")
-    assert summary["stopped"] == ["decided"] and summary["growth_ci_low"] > 9 * 1024 * 1024
+    # decided at two looks running, or (a slower machine's later looks) by the 1 GiB growth stop first
+    assert summary["stopped"][0] in ("decided", "growth") and summary["growth_ci_low"] > 9 * 1024 * 1024
 
 
 @pytest.mark.parametrize("argv,needle", [
