@@ -124,8 +124,7 @@ class _LoopBenchmark:
     # and the profile, so results that are not comparable are never plotted as one line (asv
     # shows only results whose version matches the last discovery: publish one profile at a time).
     # A non-default allocator is part of the version too: its numbers are another series; so is the protocol
-    # (profiles.PROTOCOL_VERSION: 2, the time-budgeted one, since 2026-12; 3, grows decided at two looks running;
-    # the first versions ended at the profile).
+    # (profiles.PROTOCOL_VERSION, whose comment keeps its history; the first versions ended at the profile).
     version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}" + (
         "" if PROTOCOL_VERSION == 1 else f"-protocol{PROTOCOL_VERSION}") + (
         "" if ALLOCATOR == allocators.DEFAULT else f"-{ALLOCATOR}")

@@ -1,8 +1,8 @@
 """kerasbench score: a profile's verdicts against long reference runs, on synthetic records with known answers."""
 
 import copy
-import pathlib
 import json
+import pathlib
 
 import numpy as np
 import pytest
