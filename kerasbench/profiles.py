@@ -20,8 +20,11 @@ ENV_VAR = "KERASBENCH_PROFILE"
 # Bump when how a profile measures changes (asv benchmark versions carry it, so a dashboard keeps the series of
 # before and after apart). 1: fixed counts (4/8/40 iterations); 2: a time budget, looks that stop a decided pair,
 # the warm-up found in the data, floors at the count judged (docs/protocol.md); 3: `grows` stops a run only at two
-# looks running, and the quick profile measures process isolation 3 times, not 2 (no slope from 2 points).
-PROTOCOL_VERSION = 3
+# looks running, and the quick profile measures process isolation 3 times, not 2 (no slope from 2 points); 4: a TF
+# process's heap is judged at no less than TF's own settling (kerasbench.settling), `grows` needs a steady state and
+# holds for a leak whose late half still grows alone, RSS is not decided flat while the heap grows past its floor,
+# and varying batch shapes measure two periods of their 120 sizes before a look may stop them.
+PROTOCOL_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,13 @@ class Profile:
         """The RunSpec count fields of a pair of `strategy` under this profile (fewer for isolated ones)."""
         low, high = (self.isolated_min, self.isolated_max) if strategy.isolate else (self.min_iterations,
                                                                                     self.max_iterations)
+        if strategy.period > 1:  # inputs that repeat only every `period` iterations (120 batch sizes): growth while
+            # they are new stops when they repeat, and the warm-up rule cuts at most half the series, so a run measures
+            # two periods and a little more before it may judge whether growth persists
+            from .stats import MIN_WINDOW  # here, not at the top: asv imports this module per benchmark (numpy costs)
+
+            low = max(low, 2 * strategy.period + MIN_WINDOW)
+            high = max(high, low)
         return {"iterations": high, "min_iterations": low, "budget": self.budget,
                 "min_seconds": min(self.min_seconds, self.budget), "sequential": self.sequential,
                 "max_growth": self.max_growth}

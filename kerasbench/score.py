@@ -13,7 +13,9 @@ record asked. (Its own verdict, at its own floors, is kept beside: `reference.ow
 
 Two confusion matrices, reference in rows: the RSS verdict (grows / flat / inconclusive) and "what grew" (leak,
 retention, step, settling, flat, inconclusive). Agreement is the diagonal's share. A pair the reference calls
-flat (RSS flat, and nothing grew) that the profile calls `grows` or a leak is a false alarm: listed apart.
+flat (RSS flat, and nothing grew) at the scored floors and at its own that the profile calls `grows` or a leak
+is a false alarm; one flat at the scored floors but growing at its own finer floors is "overstated" (a real growth,
+at a rate under the floor the profile claimed it exceeded). Both are listed apart.
 """
 
 from __future__ import annotations
@@ -65,19 +67,30 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
         sb = rejudged(b)  # the verdict checked, then the long run asked the same question: at the same floors
         sa = rejudged(a, {"rss": sb["floor"], **({"heap": sb["heap_floor"]} if sb.get("heap_floor") else {})})
         own = rejudged(a)
-        (ra, ka), (rb, kb) = _labels(sa), _labels(sb)
+        (ra, ka), (rb, kb), (ro, ko) = _labels(sa), _labels(sb), _labels(own)
+        flat_here, flat_own = _flat(ra, ka), _flat(ro, ko)
+        alarm = rb == "grows" or kb == "leak"
         rows.append({"version": key[0], "loop": key[1], "strategy": key[2],
                      "reference": {"verdict": ra, "kind": ka, **_facts(sa),
-                                   "own": dict(zip(("verdict", "kind"), _labels(own)), floor=own["floor"])},
+                                   "own": {"verdict": ro, "kind": ko, "floor": own["floor"],
+                                           "heap_floor": own.get("heap_floor")}},
                      "scored": {"verdict": rb, "kind": kb, **_facts(sb)},
                      "agree_verdict": ra == rb, "agree_kind": ka == kb,
-                     "false_alarm": ra == "flat" and ka in ("flat", "n/a") and (rb == "grows" or kb == "leak")})
+                     # nothing grows in the long run, at the scored floors nor at its own: a leak where there is none
+                     "false_alarm": flat_here and flat_own and alarm,
+                     # flat at the scored floors, growing at its own finer ones: a real growth, at a rate under the
+                     # floor the scored record claimed it was over
+                     "overstated": flat_here and not flat_own and alarm})
     only = {"reference only": sorted(set(ref) - set(mine)), "scored only": sorted(set(mine) - set(ref))}
     return {"pairs": rows, "unscored": unscored, "unmatched": {k: [list(p) for p in v] for k, v in only.items()},
             "verdict": _matrix(rows, "verdict", VERDICTS), "kind": _matrix(rows, "kind", KINDS),
             "agreement": {name: (sum(r[f"agree_{name}"] for r in rows) / len(rows) if rows else None)
                           for name in ("verdict", "kind")},
-            "false_alarms": sum(r["false_alarm"] for r in rows)}
+            "false_alarms": sum(r["false_alarm"] for r in rows), "overstated": sum(r["overstated"] for r in rows)}
+
+
+def _flat(verdict: str, kind: str) -> bool:
+    return verdict == "flat" and kind in ("flat", "n/a")
 
 
 def _facts(summary: dict) -> dict:
@@ -115,17 +128,23 @@ def text(result: Dict[str, Any], top: int = 0) -> str:
         lines += text_table(["reference \\ scored", *labels], [[a, *(str(matrix[a][b]) for b in labels)]
                                                                for a in labels])
         lines.append("")
-    lines.append(f"false alarms (reference flat, scored grows or leak): {result['false_alarms']}")
+    lines.append(f"false alarms (reference flat at the scored floors and at its own, scored grows or leak): "
+                 f"{result['false_alarms']}")
+    lines.append(f"overstated (reference flat at the scored floors but growing at its own finer ones, scored grows or "
+                 f"leak): {result.get('overstated', 0)}")
     differ = [r for r in result["pairs"] if not (r["agree_verdict"] and r["agree_kind"])]
     if differ:
         lines += ["", f"pairs that disagree ({len(differ)}):"]
         shown = differ[:top] if top else differ
         for r in shown:
-            alarm = "  FALSE ALARM" if r["false_alarm"] else ""
+            alarm = "  FALSE ALARM" if r["false_alarm"] else "  OVERSTATED" if r.get("overstated") else ""
             lines.append(f"  TF {r['version']} {r['loop']} × {r['strategy']}{alarm}")
             for side in ("reference", "scored"):  # each side's own why, on its own line
                 why = r[side]["why"]
-                lines.append(f"    {side:<9} {_side_text(r[side])}" + (f"; {why}" if why else ""))
+                own = r[side].get("own")
+                at_own = (f" (at its own floors: {own['verdict']}/{own['kind']})"
+                          if own and (own["verdict"], own["kind"]) != (r[side]["verdict"], r[side]["kind"]) else "")
+                lines.append(f"    {side:<9} {_side_text(r[side])}{at_own}" + (f"; {why}" if why else ""))
         if len(shown) < len(differ):
             lines.append(f"  … and {len(differ) - len(shown)} more (--json has all)")
     for kind, pairs in result["unmatched"].items():

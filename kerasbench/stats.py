@@ -165,7 +165,8 @@ def steady_start(values: Sequence[float], keep: int = MIN_WINDOW) -> Tuple[int, 
     best = int(np.argmin(mser + 1e-12 * np.abs(mser).max() * d))  # ties: the shortest cut
     if mser[best] > mser[0] / MSER_GAIN:  # noise alone often wins a little by cutting: a warm-up wins a lot
         return 0, False
-    return best * batch, cuts > 0 and best == cuts
+    # still changing at the limit: only where the limit is half the series (under 2 × keep, `keep` sets it instead)
+    return best * batch, cuts > 0 and best == cuts and limit == n // 2
 
 
 # ---------------------------------------------------------------- one series judged
@@ -213,15 +214,22 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     floor_value, source = _floor_at(floor, len(y))  # the count measured, as a calibration measures its counts
     fit = fit_growth(window, 1 - alpha)
     found = verdict(fit, floor_value, alpha)
-    starts_late = _late_growth(window, floor, alpha) if found != "grows" else ""
-    if found == "flat" and not starts_late:  # flat must hold through the window: not a growth that starts late
+    late_fit = _late_fit(window, floor, alpha)  # the late half judged alone, when it grows on its own
+    if found == "flat" and late_fit is None:  # flat must hold through the window: not a growth that starts late
         return Judgement(fit, found, "flat", start, floor_value, source)
     early = late = float("nan")
     if len(window) >= 6:
         half = len(window) // 2
         early, late = fit_growth(window[:half]).slope, fit_growth(window[half:]).slope
-    if found == "grows" and min(early, late) >= PERSIST_SHARE * floor_value and late * DECELERATION >= early:
+    # Growth persists when the window is past the warm-up (the rule found a steady state), each half grows by half
+    # the floor, and the late half does not slow to under half the early rate or, slower, still grows on its own at
+    # its floor: a leak that starts steeper still leaks; a cache that fills and stops, or TF settling for hundreds of
+    # iterations after its last new trace, does not.
+    persists = (not unsettled and min(early, late) >= PERSIST_SHARE * floor_value
+                and (late * DECELERATION >= early or late_fit is not None))
+    if found == "grows" and persists:
         return Judgement(fit, found, "grows", start, floor_value, source)
+    starts_late = _starts_late(late_fit, len(window) - len(window) // 2) if found != "grows" else ""
     # not decided: say what it looks like (growth that fails the persistence test is never `grows`)
     found, shape, why = "inconclusive", "inconclusive", ""
     rise = float(np.median(window[-3:]) - np.median(window[:3])) if len(window) >= 3 else 0.0
@@ -242,15 +250,20 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     return Judgement(fit, found, shape, start, floor_value, source, why)
 
 
-def _late_growth(window: np.ndarray, floor: Floor, alpha: float) -> str:
-    """Why the window is not flat when its late half alone grows (judged at that half's floor), else ''."""
+def _late_fit(window: np.ndarray, floor: Floor, alpha: float) -> Optional[Fit]:
+    """The fit of the window's late half when that half alone `grows` (judged at its own count's floor), else None."""
     late = window[len(window) // 2:]
     if len(late) < LATE_MIN:
-        return ""
+        return None
     fit = fit_growth(late, 1 - alpha)
-    if verdict(fit, _floor_at(floor, len(late))[0], alpha) != "grows":
+    return fit if verdict(fit, _floor_at(floor, len(late))[0], alpha) == "grows" else None
+
+
+def _starts_late(late_fit: Optional[Fit], n: int) -> str:
+    """Why a window that is not `grows` is not flat either when its late half (`n` iterations) grows alone, else ''."""
+    if late_fit is None:
         return ""
-    return (f"flat at first, then {fit.slope / KIB:+.1f} KiB/iteration over the last {len(late)} iterations (a "
+    return (f"flat at first, then {late_fit.slope / KIB:+.1f} KiB/iteration over the last {n} iterations (a "
             "growth that starts late: free memory used up first?): measure longer")
 
 

@@ -84,8 +84,14 @@ class Strategy:
     def batch_size(self, iteration: int, default: int) -> int:
         """Iteration `iteration`'s batch size: `default` (the spec's), or for varying ones a new size in [8, 128)."""
         if self.batch_sizes == "varying":
-            return 8 + (iteration * 7) % 120  # 7 and 120 are coprime: 120 distinct sizes before one repeats
+            return 8 + (iteration * 7) % VARYING_SIZES  # 7 and 120 are coprime: 120 distinct sizes before one repeats
         return default
+
+    @property
+    def period(self) -> int:
+        """Iterations before an iteration's inputs repeat: 1, or the VARYING_SIZES batch sizes of a varying strategy.
+        Whether growth persists once the inputs repeat can only be judged past them (Profile.counts_for)."""
+        return VARYING_SIZES if self.batch_sizes == "varying" else 1
 
     def __post_init__(self) -> None:
         for knob, value, valid in (("memory_growth", self.memory_growth, MEMORY_GROWTH),
@@ -95,6 +101,7 @@ class Strategy:
                                  f"Expected one of: {', '.join(map(repr, valid))}.")
 
 
+VARYING_SIZES = 120  # the distinct batch sizes of a varying strategy, in [8, 128)
 MEMORY_GROWTH = ("", "on", "off")
 GPU_ALLOCATORS = ("", "bfc", "cuda_malloc_async")
 

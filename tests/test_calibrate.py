@@ -384,8 +384,10 @@ def test_the_stored_calibrations_in_docs_load_and_match_the_readme():
 
     root = pathlib.Path(__file__).resolve().parent.parent
     readme = (root / "docs" / "calibration.md").read_text()
-    files = sorted((root / "docs" / "calibration").glob("*.json"))
-    assert files
+    from kerasbench import settling
+
+    files = sorted(p for p in (root / "docs" / "calibration").glob("*.json") if p.name != settling.NAME)
+    assert files and (root / "docs" / "calibration" / settling.NAME).exists()  # tests/test_settling.py checks it
     for path in files:
         cal = floors.load(json.loads(path.read_text())["allocator"], str(path))
         assert cal["schema"] == floors.SCHEMA and path.name == floors.file_name(cal["key"])

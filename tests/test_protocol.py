@@ -109,6 +109,30 @@ def test_a_settling_curve_is_not_a_leak_and_reads_flat_once_settled():
     assert late.verdict == "flat" and late.start > 0
 
 
+def test_a_leak_that_starts_steeper_still_grows():
+    # a sweep's first models cost more: +8 MiB/iteration, then +1.3 MiB/iteration for good (the late half grows alone)
+    rng = np.random.default_rng(8)
+    steps = np.r_[[8 * MIB] * 6, [1.3 * MIB] * 14] + rng.normal(0, 64 * KIB, 20)
+    series = 500 * MIB + np.cumsum(steps)
+    judged = stats.judge(series[:12], 64 * KIB, LEVEL)
+    assert judged.verdict == "grows", judged.why
+    # the same start, then nothing: a fill, not a leak
+    fill = 500 * MIB + np.cumsum(np.r_[[8 * MIB] * 6, [0] * 14] + rng.normal(0, 64 * KIB, 20))
+    assert stats.judge(fill[:12], 64 * KIB, LEVEL).verdict != "grows"
+
+
+def test_growth_that_keeps_slowing_past_the_half_is_settling_not_a_leak():
+    # batch_stream × varying_batch_shapes on TF 2.12.1: +590 KiB per new batch size for 116 iterations, then a heap
+    # that settles for hundreds more (+30 KiB/iteration decaying), then nothing
+    t = np.arange(3000)
+    rate = np.where(t < 116, 590 * KIB, 30 * KIB * np.exp(-(t - 116) / 150.0))
+    heap = 100 * MIB + np.cumsum(rate) + np.random.default_rng(9).normal(0, 8 * KIB, 3000)
+    early = stats.judge(heap[:248], 512, LEVEL)
+    assert early.verdict != "grows" and early.shape == "settling", early
+    assert "no steady state" in early.why
+    assert stats.judge(heap, 512, LEVEL).verdict == "flat"  # the long run: flat past it
+
+
 def test_noise_is_flat_or_inconclusive_never_grows():
     rng = np.random.default_rng(3)
     verdicts = [stats.judge(500 * MIB + rng.normal(0, MIB, 30), 64 * KIB, LEVEL).verdict for _ in range(200)]
@@ -194,11 +218,21 @@ def test_the_decider_stops_only_when_both_series_are_decided():
     undecided = _decider()
     assert not undecided.look({"rss": flat, "heap": list(100 * MIB + rng.normal(0, 4 * MIB, 8))})
     assert (undecided.last["rss"].verdict, undecided.last["heap"].verdict) == ("flat", "inconclusive")
-    leaking = _decider()  # a leak under flat RSS: grows at two looks running
-    heap = 100 * MIB + 256 * KIB * np.arange(12)
+    leaking = _decider()  # a heap leak under flat RSS: grows at two looks running, and RSS not decided flat by it
+    heap = 100 * MIB + 256 * KIB * np.arange(27)
     assert not leaking.look({"rss": flat, "heap": list(heap[:8])})
     assert (leaking.last["rss"].verdict, leaking.last["heap"].verdict) == ("flat", "grows")
-    assert leaking.look({"rss": [500 * MIB] * 4, "heap": list(heap[8:])})
+    # 256 KiB/iteration of heap is over RSS's floor: free pages absorb it for a while, RSS cannot stay flat
+    assert not leaking.look({"rss": [500 * MIB] * 4, "heap": list(heap[8:12])})
+    assert (leaking.last["rss"].verdict, leaking.last["heap"].verdict) == ("flat", "grows")
+    heap = 100 * MIB + 256 * KIB * np.arange(200)
+    rss = np.r_[[500 * MIB] * 12, 500 * MIB + 256 * KIB * np.arange(1, 189)]  # the free pages used up: RSS grows
+    stopped = None
+    for a, b in zip(stats.look_points(12, 200), stats.look_points(12, 200)[1:]):
+        if leaking.look({"rss": list(rss[a:b]), "heap": list(heap[a:b])}):
+            stopped = b
+            break
+    assert stopped is not None and (leaking.last["rss"].verdict, leaking.last["heap"].verdict) == ("grows", "grows")
     later = _decider()  # readings arrive look by look: the series is what all of them sent
     assert not later.look({"rss": flat, "heap": list(100 * MIB + rng.normal(0, 4 * MIB, 8))})
     assert later.look({"rss": flat * 4, "heap": [100 * MIB] * 32})  # the noisy start is cut as warm-up

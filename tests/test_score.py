@@ -110,6 +110,20 @@ def test_a_false_alarm_is_counted(tmp_path):
     assert result["false_alarms"] == 1 and "FALSE ALARM" in score.text(result)
 
 
+def test_a_growth_under_the_scored_floor_is_overstated_not_a_false_alarm(tmp_path):
+    # the long run leaks 3 KiB/iteration of heap: flat at the short run's floor of 64 KiB, grows at its own 1 KiB
+    heap = line(300, 3 * KIB, 100 * MIB, 256)
+    ref = save(tmp_path, "ref.json", [record("reuse_model", flat(300), heap, floor=KIB)])
+    short = record("reuse_model", line(20, 256 * KIB), flat(20, 100 * MIB), floor=64 * KIB)
+    result = score.score(*score.load([save(tmp_path, "s.json", [short])], [ref]))
+    [pair] = result["pairs"]
+    assert (pair["reference"]["verdict"], pair["reference"]["kind"]) == ("flat", "flat")  # at the scored floor
+    assert pair["reference"]["own"]["kind"] == "leak"  # at its own
+    assert (result["false_alarms"], result["overstated"]) == (0, 1)
+    text = score.text(result)
+    assert "OVERSTATED" in text and "FALSE ALARM" not in text and "at its own floors: flat/leak" in text
+
+
 def test_the_command_prints_and_writes_the_scoring(files, tmp_path):
     ref, scored, _ = files
     out_json = tmp_path / "score.json"

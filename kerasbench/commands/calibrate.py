@@ -27,6 +27,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also run the TF negative control (inference × reuse_model, ~10 s a worker) and report how "
                    "often it says `grows` at the chosen floor")
     p.add_argument("--show", action="store_true", help="print the stored calibrations, measure nothing")
+    p.add_argument("--settling", nargs="+", metavar="REFERENCE", default=None,
+                   help="measure nothing: derive the floor of TF's own heap settling per count from reference records "
+                   "(e.g. docs/reference/*.json: their TF pairs whose long runs are flat) and store it beside the "
+                   "calibrations (docs/protocol.md)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -37,6 +41,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ..runner import default_jobs
     from ..units import KIB
 
+    if args.settling:
+        return _settling(args.settling, out)
     names = selection.names(args.allocator, ALLOCATORS, "allocator")
     if args.show:
         out.write(calibration.render_stored(names))
@@ -61,4 +67,35 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     cals = session.calibrate(names, args.runs, iterations, rates, heaps, args.warmup, args.tf_control, sys.stderr,
                              jobs=args.jobs or default_jobs())
     out.write(calibration.render(cals))
+    return 0
+
+
+def _settling(paths: list, out: TextIO) -> int:
+    """Derive TF's heap settling floors from reference records, store them in the user's calibration folder."""
+    import os
+
+    from .. import floors, settling
+    from ..files import make_folder, write_json
+    from ..loading import load_records
+    from ..units import KIB
+
+    loaded = load_records(paths)
+    derived = settling.derive([r for r, _, _ in loaded],
+                              lambda r: (lambda n: floors.floor_for((r.get("spec") or {}).get("allocator") or "glibc",
+                                                                    n, series=settling.SERIES)),
+                              sources=[os.path.basename(p) for p in paths])
+    if not derived["floors"]:
+        out.write(f"no count has {settling.MIN_NEGATIVES} negative series in {', '.join(paths)}: nothing stored\n")
+        return 1
+    rows = [[n, str(row["negatives"]), f"{row['largest_ci_top'] / KIB:+.2f}", row["from"], f"{row['floor'] / KIB:g}"]
+            for n, row in derived["counts"].items()]
+    from ..console import text_table
+
+    out.write(f"TF's heap settling: {len(derived['negatives'])} negative series (flat long runs of TF pairs)\n")
+    out.write("\n".join(text_table(["iterations", "negatives", "largest CI top (KiB/it)", "from", "floor (KiB/it)"],
+                                    rows)) + "\n")
+    path = os.path.join(floors.directory(), settling.NAME)
+    make_folder(os.path.dirname(path), "calibration")
+    write_json(path, derived, "settling calibration")
+    out.write(f"wrote {path}\n")
     return 0

@@ -1,0 +1,147 @@
+"""TensorFlow's own heap settling: a floor per count, calibrated on the reference's TF loops that do not leak.
+
+The TF-free controls calibrate what the allocator can resolve (docs/calibration/: the heap to 0.5 KiB/iteration
+from 12 iterations on glibc). A TensorFlow loop that does not leak keeps settling far longer: on the long
+reference runs (docs/reference/) the heap of such loops grows +3.5 KiB/iteration over their first 8 measured
+iterations, about +1 over 41 and +0.2 over 500, then nothing. No test on a short window tells that from a leak of
+the same rate, so the heap of a process running TensorFlow is judged at the larger of the two floors: a run of n
+iterations says `flat` or `grows` relative to what TF's own settling can produce over n (docs/protocol.md).
+
+The floor at a count is the smallest power of two (bytes/iteration) above the top of every negative's confidence
+interval at that count (a negative: one repeat's heap series of a TF pair, at least MIN_LENGTH long, that its
+whole long run judges `flat` at the control's floors; judged over its first n iterations as a short run would
+judge it, n at most half its length), at least as large as the floor of any longer count. `kerasbench calibrate
+--settling REFERENCE…` makes the file; this module derives (pure) and reads it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+from . import stats
+from .errors import UsageError
+from .files import check_readable
+
+NAME = "tf-settling.json"
+SCHEMA = 1
+SERIES = "heap"
+MIN_LENGTH = 200  # a negative's long run, in iterations: its first half is the longest prefix judged
+MIN_NEGATIVES = 5  # a count judged on fewer negatives gets no floor of its own (the next shorter count's applies)
+# Prefixes are judged at the level of the longest plan a profile makes (the most looks: the widest intervals).
+PLAN = (8, 20000)
+
+
+def applies(spec: Any) -> bool:
+    """Whether the measured process of `spec` runs TensorFlow (its heap settles as TF's does): a TF loop shape, in
+    process (process_isolation's parent never imports TF)."""
+    from .loops import get_loop
+    from .strategies import get_strategy
+
+    try:
+        return get_loop(spec.loop).needs_tf and not get_strategy(spec.strategy).isolate
+    except UsageError:  # a record of a loop or strategy this kerasbench no longer has
+        return False
+
+
+def negative(record: dict, values: List[float], control_at: stats.Floor) -> bool:
+    """Whether one repeat's `values` is a negative: a TF pair in process, with inputs that repeat every iteration,
+    whose whole long run is `flat` at the control's floors."""
+    from .strategies import get_strategy
+
+    spec = record.get("spec") or {}
+    try:
+        periodic = get_strategy(record.get("strategy")).period > 1
+    except UsageError:
+        return False
+    if periodic or not applies(_Spec(record.get("loop"), record.get("strategy"))) or len(values) < MIN_LENGTH:
+        return False
+    if spec.get("device", "cpu") != "cpu":
+        return False
+    return stats.judge(values, control_at, stats.ALPHA).verdict == "flat"
+
+
+class _Spec:
+    def __init__(self, loop: Any, strategy: Any):
+        self.loop, self.strategy = loop, strategy
+
+
+def derive(records: Iterable[dict], control_for: Callable[[dict], stats.Floor],
+           sources: Iterable[str] = ()) -> Dict[str, Any]:
+    """The settling calibration of the reference `records` (ok ones; every repeat's heap series a candidate), each
+    judged against its control floors `control_for(record)` (the allocator's heap floor by count)."""
+    level = stats.alpha_for(stats.planned_looks(PLAN[0], PLAN[1], True))
+    counts = stats.look_points(*PLAN)
+    tops: Dict[int, List[Tuple[float, str]]] = {n: [] for n in counts}
+    used = []
+    for record in records:
+        if record.get("status") != "ok":
+            continue
+        for repeat in record.get("repeats") or ():
+            values = ((repeat.get("result") or {}).get("series") or {}).get(SERIES)
+            control_at = control_for(record)
+            if not values or any(v is None for v in values) or not negative(record, values, control_at):
+                continue
+            name = f"{(record.get('environment') or {}).get('tensorflow')} {record['loop']} × {record['strategy']}"
+            used.append(f"{name} r{repeat.get('repeat')}")
+            for n in counts:
+                if n > len(values) // 2:
+                    break
+                fit = stats.judge(values[:n], control_at, level).fit
+                if math.isfinite(fit.high):
+                    tops[n].append((fit.high, name))
+    rows, floors, ceiling = {}, {}, 0.0
+    for n in reversed(counts):  # the longest first: a shorter count's floor is at least a longer one's
+        if len(tops[n]) < MIN_NEGATIVES:
+            continue
+        top, name = max(tops[n])
+        ceiling = max(ceiling, 2.0 ** math.ceil(math.log2(max(top, 1.0))))
+        floors[str(n)] = ceiling
+        rows[str(n)] = {"negatives": len(tops[n]), "largest_ci_top": top, "from": name, "floor": ceiling}
+    return {"schema": SCHEMA, "series": SERIES, "level": level, "sources": sorted(sources),
+            "negatives": sorted(used), "counts": dict(sorted(rows.items(), key=lambda kv: int(kv[0]))),
+            "floors": dict(sorted(floors.items(), key=lambda kv: int(kv[0])))}
+
+
+def paths() -> List[str]:
+    """Where the settling calibration is looked for: the user's calibration folder, then the shipped one."""
+    from .floors import folders
+
+    return [os.path.join(folder, NAME) for folder in folders()]
+
+
+@functools.lru_cache(maxsize=None)
+def _read(path: str) -> Optional[Dict[str, Any]]:
+    if not os.path.lexists(path):
+        return None
+    check_readable(path, "settling calibration {path}")
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        floors = {int(n): float(v) for n, v in data["floors"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise UsageError(f"Bad settling calibration {path}: {e}. Delete it or run "
+                         "`kerasbench calibrate --settling docs/reference/*.json`.") from None
+    if data.get("schema") != SCHEMA or not floors or not all(math.isfinite(v) and v >= 0 for v in floors.values()):
+        raise UsageError(f"Bad settling calibration {path}: expected schema {SCHEMA} with finite floors >= 0. "
+                         "Delete it or run `kerasbench calibrate --settling docs/reference/*.json`.")
+    return {"floors": floors, "negatives": len(data.get("negatives") or ())}
+
+
+def floor(n: int) -> Optional[Tuple[float, str]]:
+    """(floor, where it came from) of TF's heap settling over a window of `n` iterations; None when no calibration
+    is found or none of its counts is <= n."""
+    for path in paths():
+        data = _read(path)
+        if data is None:
+            continue
+        counts = [c for c in data["floors"] if c <= n]
+        if not counts:
+            return None
+        c = max(counts)
+        return data["floors"][c], (f"TF's own heap settling over {c} iterations ({path}: {data['negatives']} "
+                                   "negative series of the reference runs)")
+    return None
