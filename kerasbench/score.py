@@ -20,6 +20,7 @@ at a rate under the floor the profile claimed it exceeded). Both are listed apar
 
 from __future__ import annotations
 
+import copy
 import types
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -161,3 +162,70 @@ Loaded = List[Tuple[Record, str, str]]
 def load(paths: Sequence[str], reference: Sequence[str]) -> Tuple[Loaded, Loaded]:
     """The records to score and the reference, each loaded as compare loads them."""
     return load_records(paths), load_records(reference)
+
+
+# ---------------------------------------------------------------- replays: a profile's rules on the reference's series
+
+
+def replay_result(result: dict, spec: Any) -> dict:
+    """A reference repeat's result cut where a run of `spec` (a profile's counts) would have stopped on the same
+    readings: the worker's loop (min_iterations, min_seconds, looks at stats.look_points, the budget in seconds of
+    loop, the growth cap, the most iterations) with the runner's Decider answering its looks. Its stop reason is
+    "ran out" where the reference ended first."""
+    from .stats import look_points
+
+    series = result["series"]
+    n_all = len(series["rss"])
+    elapsed = 0.0
+    decider = protocol.Decider(spec)
+    looks_at = set(look_points(spec.min_iterations, spec.iterations)) if spec.sequential else set()
+    sent, stop, k, looks = 0, None, 0, 0
+    base = result.get("baseline_rss") or series["rss"][0]
+    while k < min(spec.iterations, n_all):
+        elapsed += series["seconds"][k]
+        k += 1
+        if k < spec.min_iterations:
+            continue
+        if spec.max_growth and series["rss"][k - 1] - base >= spec.max_growth:
+            stop = "growth"
+            break
+        if k in looks_at and elapsed >= spec.min_seconds:
+            looks += 1
+            readings = {name: series[name][sent:k] for name in protocol.SERIES if series.get(name) is not None}
+            sent = k
+            if decider.look(readings):
+                stop = "decided"
+                break
+        if spec.budget and elapsed >= spec.budget and elapsed >= spec.min_seconds:
+            stop = "budget"
+            break
+    out = copy.deepcopy(result)
+    out["series"] = {name: values[:k] for name, values in series.items()}
+    out.update(iterations_done=k, looks=looks, loop_seconds=elapsed,
+               stop_reason=stop or ("iterations" if k >= spec.iterations else "ran out"),
+               py_blocks_samples=[s for s in result.get("py_blocks_samples") or () if s[0] < k])
+    return out
+
+
+def replay(reference: Loaded, profile: str, repeat: int) -> Loaded:
+    """Each ok reference record's `repeat` replayed as a run of `profile` (one repeat, the profile's counts): what
+    the profile's rules would have said on the reference's own readings. A rules-only check: the measurement is
+    the reference's (its warm-up, its speed), not a run of the profile."""
+    from .profiles import get_profile
+    from .strategies import get_strategy
+
+    chosen = get_profile(profile)
+    out = []
+    for record, path, version in reference:
+        repeats = record.get("repeats") or []
+        if record["status"] != "ok" or repeat >= len(repeats) or not repeats[repeat].get("result"):
+            continue
+        spec = dict(record["spec"], **chosen.counts_for(get_strategy(record["strategy"])), profile=chosen.name,
+                    repeats=1, floor=None, floor_source="")
+        spec.setdefault("allocator", "glibc")
+        replayed = copy.deepcopy(record)
+        replayed["spec"] = spec
+        replayed["repeats"] = [dict(repeats[repeat], result=replay_result(repeats[repeat]["result"],
+                                                                          types.SimpleNamespace(**spec)))]
+        out.append((replayed, path, version))
+    return out

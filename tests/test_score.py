@@ -140,9 +140,28 @@ def test_pairs_on_one_side_only_are_counted_not_scored(files, tmp_path):
     assert "1 pair(s) scored only (not scored)" in score.text(result)
 
 
+def test_a_replay_stops_where_the_profiles_looks_would_and_scores_what_its_rules_say(tmp_path):
+    # long runs at 10 ms an iteration: a leak, and nothing; default looks from 8 iterations once 3 s of loop are spent
+    ref = save(tmp_path, "ref.json", [
+        record("clear_session", line(600, 256 * KIB), line(600, 256 * KIB, 100 * MIB, 256), repeats=2),
+        record("reuse_model", flat(600, noise=8 * KIB), flat(600, 100 * MIB), repeats=2)])
+    loaded = load_records([ref])
+    replayed = {r["strategy"]: r for r, _, _ in score.replay(loaded, "default", 1)}
+    leak = replayed["clear_session"]["repeats"][0]["result"]
+    assert leak["stop_reason"] == "decided" and leak["iterations_done"] == 473  # the looks after 300 (3 s): 315, 473
+    assert len(leak["series"]["rss"]) == 473 and replayed["clear_session"]["spec"]["profile"] == "default"
+    result = score.score(score.replay(loaded, "default", 0), loaded)
+    assert result["agreement"] == {"verdict": 1.0, "kind": 1.0} and result["false_alarms"] == 0
+    code, out = call(["score", "--replay", "quick", "--reference", ref])
+    assert code == 0 and out.count("replayed on the reference's repeat") == 2 and "agreement 100% of 2" in out
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["score", "/nonexistent.json", "--reference", "/nonexistent.json"], "no such file"),
     (["score", "x.json"], "--reference"),
+    (["score", "--reference", "x.json"], "--replay"),
+    (["score", "x.json", "--replay", "quick", "--reference", "x.json"], "one of them"),
+    (["score", "--replay", "nosuch", "--reference", "x.json"], "quick"),
 ])
 def test_bad_input_is_one_line_exit_2(argv, needle, capsys):
     code, _ = call(argv)

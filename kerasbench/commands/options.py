@@ -204,9 +204,9 @@ def json_output(p: argparse.ArgumentParser, what: str = "the records") -> None:
     p.add_argument("--json", metavar="PATH", type=path, help=f"also write {what} to PATH (atomically)")
 
 
-def records(p: argparse.ArgumentParser, what: str = "records", baseline: bool = True) -> None:
+def records(p: argparse.ArgumentParser, what: str = "records", baseline: bool = True, required: bool = True) -> None:
     """The records a command reads (files or folders) and, for those that compare, the baseline version."""
-    p.add_argument("paths", nargs="+", metavar="PATH",
+    p.add_argument("paths", nargs="+" if required else "*", metavar="PATH",
                    help=f"{what}: `kerasbench run --json` files, or folders of them (e.g. .asv/records/<machine>)")
     if baseline:
         p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")

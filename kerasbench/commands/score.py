@@ -10,9 +10,13 @@ HELP = "how often records' verdicts agree with long reference runs of the same p
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    options.records(p, "records to score", baseline=False)
+    options.records(p, "records to score (or --replay)", baseline=False, required=False)
     p.add_argument("--reference", required=True, nargs="+", action="extend", metavar="PATH",
                    help="reference records (repeatable), e.g. docs/reference/tf-2.21.0.json")
+    p.add_argument("--replay", metavar="PROFILE", default=None,
+                   help="score no records: replay PROFILE's protocol on each reference repeat's own readings (where "
+                   "its looks would have stopped, what its rules would have said): a check of the rules in seconds, "
+                   "not a measurement of the profile")
     p.add_argument("--top", type=int, default=0, help="list at most this many disagreeing pairs (default: all)")
     options.json_output(p, "the scoring (every pair)")
 
@@ -25,12 +29,32 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ..files import check_not_input, check_writable, write_text
     from ..loading import find_records_files
 
+    from ..errors import UsageError
+    from ..loading import load_records
+    from ..profiles import get_profile
+
+    if bool(args.paths) == bool(args.replay):
+        raise UsageError("Give records to score or --replay PROFILE (one of them).")
+    if args.replay:
+        get_profile(args.replay)  # an unknown name lists the valid ones before anything is read
     if args.json:
         check_writable(args.json)
         check_not_input(args.json, [path for path, _ in find_records_files(list(args.paths) + list(args.reference))])
-    result = score.score(*score.load(args.paths, args.reference))
-    out.write(score.text(result, top=args.top))
+    if not args.replay:
+        result = score.score(*score.load(args.paths, args.reference))
+        out.write(score.text(result, top=args.top))
+    else:
+        reference = load_records(args.reference)
+        results = []
+        for repeat in range(max((len(r.get("repeats") or ()) for r, _, _ in reference), default=0)):
+            result = score.score(score.replay(reference, args.replay, repeat), reference)
+            out.write(f"== {args.replay} replayed on the reference's repeat {repeat + 1} (its readings, the "
+                      f"profile's looks and rules: not a run of the profile)\n")
+            out.write(score.text(result, top=args.top) + "\n")
+            results.append(result)
+        result = {"replay": args.replay, "repeats": results}
     if args.json:
         write_text(args.json, json.dumps(result, indent=1) + "\n")
-        out.write(f"wrote the scoring of {len(result['pairs'])} pair(s) to {args.json}\n")
+        count = len(result["pairs"]) if "pairs" in result else sum(len(r["pairs"]) for r in result["repeats"])
+        out.write(f"wrote the scoring of {count} pair(s) to {args.json}\n")
     return 0
