@@ -24,6 +24,10 @@ seconds_per_iter  not comparable (with the reason) when either side measured pai
                   loaded (> 1 per CPU) or its load was not recorded. Else: unchanged within a 1.5x
                   band; regressed / improved beyond it only when the per-iteration times of the two
                   versions are separated (one-sided Mann-Whitney p < 0.05); else inconclusive.
+any metric        not comparable when the two records' hardware fingerprints differ (CPU model, cores,
+                  memory, GPU, allocator, glibc: kerasbench.machine), whatever the figures say; the why
+                  names what differs and what the figures alone read. Never regressed or improved, so
+                  `--fail-on regressed` does not fail on it (a missing value stays n/a).
 
 A cell whose record is missing, not ok, or lacks the metric is n/a. Regressions come first. The ratio
 is given only where both values have the same sign and the baseline is not 0; the difference always.
@@ -358,9 +362,10 @@ def compare(groups: Groups, baseline: Optional[str] = None, metrics: Optional[Se
                 verdict, why = judge(metric, base, new)
                 if verdict == "n/a" and (_status(base_rec) != "ok" or _status(rec) != "ok"):
                     why = f"status {_status(base_rec)} / {_status(rec)}"
+                figures = verdict  # what the figures alone read, before the hardware is asked
                 names, hardware = hardware_note(base_rec, rec)
                 if hardware:  # a fan-out's machines: said on the cell, not refused for the whole files
-                    why = f"other hardware ({hardware}): figures not comparable; {why}"
+                    verdict, why = hardware_verdict(hardware, verdict, why)
                 bv, nv = _finite(base["value"]), _finite(new["value"])
                 noise = math.hypot(base["noise"], new["noise"]) if "noise" in base and "noise" in new else None
                 beside = METRICS[metric].beside
@@ -372,7 +377,7 @@ def compare(groups: Groups, baseline: Optional[str] = None, metrics: Optional[Se
                     "baseline_repeats": base["repeats"], "repeats": new["repeats"],
                     "baseline_ci_low": _finite(base.get("low")), "baseline_ci_high": _finite(base.get("high")),
                     "ci_low": _finite(new.get("low")), "ci_high": _finite(new.get("high")),
-                    "noise": _finite(noise), "machines": names, "hardware": hardware,
+                    "noise": _finite(noise), "machines": names, "hardware": hardware, "figures_verdict": figures,
                     "beside": beside or None,
                     "baseline_beside_value": _summary_value(base_rec, beside),
                     "beside_value": _summary_value(rec, beside),
@@ -393,6 +398,28 @@ def _summary_value(record, metric):
     if not metric or record is None or record.get("status") != "ok":
         return None
     return _finite(record["summary"].get(metric))
+
+
+def hardware_verdict(hardware: str, verdict: str, why: str) -> Tuple[str, str]:
+    """(verdict, why) of a cell whose two records ran on different hardware (`hardware`: what differs).
+
+    Figures measured on other hardware are not a regression or an improvement of the code: not comparable,
+    with what the figures alone read kept in the why. n/a (a value missing) stays n/a.
+    """
+    if verdict == "n/a":
+        return verdict, f"other hardware ({hardware}): figures not comparable; {why}"
+    return "not comparable", \
+        f"other hardware ({hardware}): figures not comparable (the figures alone: {verdict}, {why})"
+
+
+CHANGES = ("regressed", "improved", "inconclusive")
+
+
+def changes(cells: Sequence[Cell]) -> List[Cell]:
+    """The cells --changes-only keeps: a change, or a cell not comparable for its hardware whose figures read one
+    (left out, a pull request's summary would hide why its gate passed)."""
+    return [c for c in cells if c["verdict"] in CHANGES
+            or c["verdict"] == "not comparable" and c.get("hardware") and c.get("figures_verdict") in CHANGES]
 
 
 def hardware_note(base: Optional[Record], new: Optional[Record]) -> Tuple[str, Optional[str]]:
@@ -417,7 +444,7 @@ def pair_order(pair: Tuple[str, str]) -> tuple:
 FIELDS = ("loop", "strategy", "metric", "unit", "baseline", "version", "baseline_value", "value", "ratio",
           "difference", "verdict", "why", "baseline_repeats", "repeats", "baseline_ci_low", "baseline_ci_high",
           "ci_low", "ci_high", "noise", "beside", "baseline_beside_value", "beside_value",
-          "machines", "hardware")
+          "machines", "hardware", "figures_verdict")
 COLUMNS = ("loop", "strategy", "metric", "baseline", "value", "ratio", "verdict", "why")
 
 

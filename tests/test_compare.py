@@ -340,6 +340,7 @@ def test_different_hardware_is_said_per_cell_not_refused(tmp_path):
     for c in cells:
         assert "Intel Xeon" in c["hardware"] and c["why"].startswith("other hardware (cpu_model ")
         assert "figures not comparable" in c["why"] and c["machines"].endswith(" vs xeon-box")
+        assert c["verdict"] == ("n/a" if c["figures_verdict"] == "n/a" else "not comparable")
     assert "different hardware" in json.loads(text)["context"]
 
 
@@ -543,3 +544,51 @@ def test_the_gate_of_a_pull_request_against_main(tmp_path, capsys):
 
 def test_different_releases_still_load_as_one_comparison():
     assert {version for _, _, version in compare.load([TF212, TF221])} == {"2.12.1", "2.21.0"}
+
+
+# ---------------------------------------------------------------- the gate across hardware
+
+
+def _on_other_hardware(tmp_path, path, **hardware):
+    """`path`'s records as if measured on another machine whose hardware fingerprint differs by `hardware`."""
+    data = payload(path)
+    for r in data["records"]:
+        r["environment"].update(machine_name="gha-other", **hardware)
+    return write(tmp_path / f"other-{pathlib.Path(path).stem}.json", data)
+
+
+def test_a_regression_on_one_fingerprint_fails_the_gate(tmp_path, capsys):
+    main_run = write(tmp_path / "main.json", as_version(payload(TF212), "2.21.0"))  # main: flat sweep
+    out = io.StringIO()
+    assert main(["compare", main_run, TF221, "--changes-only", "--format", "markdown", "--fail-on", "regressed"],
+                out=out) == 1
+    assert "sweep × clear_session_del_gc growth_per_iter: regressed on TF 2.21.0+tf221" in capsys.readouterr().err
+    assert "| regressed |" in out.getvalue() and "other hardware" not in out.getvalue()
+
+
+@pytest.mark.parametrize("hardware", [{"cpu_count": 8}, {"cpu_model": "Intel Xeon", "memory_total": 16 << 30}])
+def test_a_regression_across_two_fingerprints_is_not_comparable_and_passes_the_gate(tmp_path, capsys, hardware):
+    main_run = write(tmp_path / "main.json", as_version(payload(TF212), "2.21.0"))
+    pr_run = _on_other_hardware(tmp_path, TF221, **hardware)  # the same regression, measured on other hardware
+    cells = compare.compare(compare.group(compare.load([main_run, pr_run])))
+    found = cell(cells, "sweep", "clear_session_del_gc", "growth_per_iter")
+    assert (found["verdict"], found["figures_verdict"]) == ("not comparable", "regressed")
+    assert found["why"].startswith(f"other hardware ({next(iter(hardware))} ")
+    assert "figures not comparable (the figures alone: regressed, " in found["why"]
+    assert not {c["verdict"] for c in cells} & {"regressed", "improved"}  # nowhere, in any metric
+    out = io.StringIO()
+    assert main(["compare", main_run, pr_run, "--changes-only", "--format", "markdown", "--fail-on", "regressed"],
+                out=out) == 0
+    assert "--fail-on" not in capsys.readouterr().err
+    text = out.getvalue()  # the job summary says why the gate passed
+    assert "| not comparable | other hardware (" in text and "the figures alone: regressed" in text
+    assert "different hardware" in text
+    assert main(["compare", main_run, pr_run, "--fail-on", "not comparable"], out=io.StringIO()) == 1  # if asked
+
+
+def test_the_report_marks_cells_of_other_hardware_not_comparable(tmp_path):
+    from kerasbench import report
+
+    main_run = write(tmp_path / "main.json", as_version(payload(TF212), "2.21.0"))
+    page = report.build([main_run, _on_other_hardware(tmp_path, TF221, cpu_count=8)])
+    assert 'class="cmp not comparable"' in page and 'class="cmp regressed"' not in page

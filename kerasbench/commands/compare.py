@@ -23,7 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     options.records(p)
     p.add_argument("--format", default="table", choices=FORMATS, help="table (default), markdown, json or csv")
-    p.add_argument("--changes-only", action="store_true", help="leave out unchanged and n/a cells")
+    p.add_argument("--changes-only", action="store_true", help="leave out unchanged, n/a and not comparable cells, "
+                   "except those not comparable for their hardware whose figures alone read a change")
     p.add_argument("--fail-on", metavar="VERDICTS", help="exit 1, listing the cells, when any cell has one of these "
                    "verdicts: a comma list of regressed, improved, inconclusive, not comparable, n/a "
                    "(e.g. regressed,inconclusive)")
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     groups = compare.group(compare.load(args.paths))
     cells = compare.compare(groups, baseline=args.baseline)
     if args.changes_only:
-        cells = [c for c in cells if c["verdict"] in ("regressed", "improved", "inconclusive")]
+        cells = compare.changes(cells)
     text = compare.render(cells, groups, args.format)
     if args.output:
         write_text(args.output, text)
