@@ -407,3 +407,46 @@ def test_another_label_does_not_cancel_the_benchmark_run_in_progress(workflow):
     assert interpolate(group, EVENTS["new commits, labelled"][0]) == running  # new commits: the old run is cancelled
     assert interpolate(group, EVENTS["another label added to a labelled PR"][0]) != running
     assert interpolate(group, EVENTS["nightly"][0]) == "benchmarks-refs/heads/main"
+
+
+# ---------------------------------------------------------------- caches
+
+
+def _pip_caches(job):
+    """(key, the files its hash covers) of each pip cache of a job: actions/cache of ~/.cache/pip, or
+    setup-python's `cache: pip` (its key hashes `cache-dependency-path`)."""
+    found = []
+    for step in job.get("steps") or []:
+        given = step.get("with") or {}
+        if _uses(step, "actions/cache") and "~/.cache/pip" in str(given.get("path", "")):
+            key = str(given["key"])
+            hashed = [f for call in re.findall(r"hashFiles\(([^)]*)\)", key) for f in re.findall(r"'([^']+)'", call)]
+            found.append((key, hashed))
+        elif _uses(step, "actions/setup-python") and given.get("cache") == "pip":
+            found.append(("setup-python", str(given.get("cache-dependency-path", "")).split()))
+    return found
+
+
+def test_every_hosted_job_that_installs_with_pip_caches_it_keyed_by_its_pins(workflow):
+    checked = []
+    for job_id, job in workflow["jobs"].items():
+        runs = "\n".join(str(step.get("run", "")) for step in job.get("steps") or [])
+        if "ubuntu" not in str(job.get("runs-on")) or "pip install" not in runs:
+            continue  # the self-hosted GPU box keeps its own ~/.cache
+        caches = _pip_caches(job)
+        assert caches, f"{job_id}: no pip cache"
+        for key, hashed in caches:
+            assert "pyproject.toml" in hashed, f"{job_id}: {key} does not hash pyproject.toml"
+            for config in re.findall(r"\basv run\b[^\n]*?--config[ =](\S+)", runs):  # the environment's pins
+                assert config in hashed and "matrix.env" in key, f"{job_id}: {key} does not key {config}'s pins"
+        checked.append(job_id)
+    assert checked == ["plan", "cpu", "merge"]
+
+
+def test_the_cpu_cache_is_restored_before_asv_makes_the_environment(workflow):
+    steps = workflow["jobs"]["cpu"]["steps"]
+    cache = next(i for i, step in enumerate(steps) if _uses(step, "actions/cache"))
+    asv = next(i for i, step in enumerate(steps) if "asv run" in str(step.get("run", "")))
+    assert cache < asv
+    key = steps[cache]["with"]["key"]
+    assert key == "pip-${{ runner.os }}-${{ matrix.env }}-${{ hashFiles('asv.matrix.json', 'pyproject.toml') }}"
