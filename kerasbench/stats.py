@@ -205,9 +205,9 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     that persists through it: the warm-up rule found a steady state, each half grows by at least half the floor,
     and the late half at no less than half the early half's rate or `grows` on its own (at its own count's floor).
     A window whose growth fails that is a `step` (one difference carries most of the rise) or `settling` (it slows
-    down, or no steady state was found), and inconclusive. `flat` must hold through it too: a window whose late half alone
-    `grows` (at the late half's floor) is inconclusive, a growth that starts late (glibc's free heap pages absorb a
-    leak until they are used up).
+    down, or no steady state was found), and inconclusive. `flat` must hold through it too: a window whose late
+    half alone `grows` (at the late half's floor) is inconclusive, a growth that starts late (glibc's free heap
+    pages absorb a leak until they are used up).
     """
     y = np.asarray(values, dtype=float)
     start, unsettled = steady_start(y)
