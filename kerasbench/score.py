@@ -14,7 +14,7 @@ record asked. (Its own verdict, at its own floors, is kept beside: `reference.ow
 Two confusion matrices, reference in rows: the RSS verdict (grows / flat / inconclusive) and "what grew" (leak,
 retention, step, settling, flat, inconclusive). Agreement is the diagonal's share. A pair the reference calls
 flat (RSS flat, and nothing grew) at the scored floors and at its own that the profile calls `grows` or a leak
-is a false alarm; one flat at the scored floors but growing at its own finer floors is "overstated" (a real growth,
+is a false alarm; one flat at the scored floors but not at its own finer floors is "overstated" (a growth,
 at a rate under the floor the profile claimed it exceeded). Both are listed apart.
 """
 
@@ -79,8 +79,8 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
                      "agree_verdict": ra == rb, "agree_kind": ka == kb,
                      # nothing grows in the long run, at the scored floors nor at its own: a leak where there is none
                      "false_alarm": flat_here and flat_own and alarm,
-                     # flat at the scored floors, growing at its own finer ones: a real growth, at a rate under the
-                     # floor the scored record claimed it was over
+                     # flat at the scored floors, not flat at its own finer ones (grows, or a repeat does): a growth
+                     # under the floor the scored record claimed it was over
                      "overstated": flat_here and not flat_own and alarm})
     only = {"reference only": sorted(set(ref) - set(mine)), "scored only": sorted(set(mine) - set(ref))}
     return {"pairs": rows, "unscored": unscored, "unmatched": {k: [list(p) for p in v] for k, v in only.items()},
@@ -131,7 +131,7 @@ def text(result: Dict[str, Any], top: int = 0) -> str:
         lines.append("")
     lines.append(f"false alarms (reference flat at the scored floors and at its own, scored grows or leak): "
                  f"{result['false_alarms']}")
-    lines.append(f"overstated (reference flat at the scored floors but growing at its own finer ones, scored grows or "
+    lines.append(f"overstated (reference flat at the scored floors but not at its own finer ones, scored grows or "
                  f"leak): {result.get('overstated', 0)}")
     differ = [r for r in result["pairs"] if not (r["agree_verdict"] and r["agree_kind"])]
     if differ:
