@@ -20,6 +20,7 @@ import functools
 import json
 import math
 import os
+from types import SimpleNamespace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import stats
@@ -57,16 +58,12 @@ def negative(record: dict, values: List[float], control_at: stats.Floor) -> bool
         periodic = get_strategy(record.get("strategy")).period > 1
     except UsageError:
         return False
-    if periodic or not applies(_Spec(record.get("loop"), record.get("strategy"))) or len(values) < MIN_LENGTH:
+    if periodic or not applies(SimpleNamespace(loop=record.get("loop"), strategy=record.get("strategy"))) \
+            or len(values) < MIN_LENGTH:
         return False
     if spec.get("device", "cpu") != "cpu":
         return False
     return stats.judge(values, control_at, stats.ALPHA).verdict == "flat"
-
-
-class _Spec:
-    def __init__(self, loop: Any, strategy: Any):
-        self.loop, self.strategy = loop, strategy
 
 
 def derive(records: Iterable[dict], control_for: Callable[[dict], stats.Floor],
