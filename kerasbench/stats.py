@@ -48,7 +48,8 @@ MSER_BATCH = 5  # MSER-5: the truncation rule on batch means of 5 (MSER on singl
 MSER_GAIN = 2.0  # a cut must at least halve the statistic: on white noise a cut of n/4 or more then happens < 5 %
 PERSIST_SHARE = 0.5  # each half of the window grows by at least this share of the floor ...
 DECELERATION = 2.0  # ... and the late half at least 1/2 of the early half's rate: else it is settling
-STEP_SHARE = 0.5  # one difference carrying more than this share of the window's rise is a step
+STEP_SHARE = 0.5  # one difference carrying more than this share of the window's rise is a step ...
+STEP_OVER_TYPICAL = 4.0  # ... and this many times the typical (median) difference: not one tooth of a sawtooth
 LATE_MIN = 6  # a flat window's late half is judged on its own from this many iterations (a growth that starts late)
 
 
@@ -204,10 +205,10 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     the verdict's three conditions (trend, CI above zero, slope at least the floor) on the window, and growth
     that persists through it: the warm-up rule found a steady state, each half grows by at least half the floor,
     and the late half at no less than half the early half's rate or `grows` on its own (at its own count's floor).
-    A window whose growth fails that is a `step` (one difference carries most of the rise) or `settling` (it slows
-    down, or no steady state was found), and inconclusive. `flat` must hold through it too: a window whose late
-    half alone `grows` (at the late half's floor) is inconclusive, a growth that starts late (glibc's free heap
-    pages absorb a leak until they are used up).
+    A window whose growth fails that is a `step` (one difference carries most of the rise, many times the typical
+    one) or `settling` (it slows down, the halves' intervals apart, or no steady state was found), and
+    inconclusive. `flat` must hold through it too: a window whose late half alone `grows` (at the late half's
+    floor) is inconclusive, a growth that starts late (glibc's free heap pages absorb a leak until they are used up).
     """
     y = np.asarray(values, dtype=float)
     start, unsettled = steady_start(y)
@@ -219,9 +220,12 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     if found == "flat" and late_fit is None:  # flat must hold through the window: not a growth that starts late
         return Judgement(fit, found, "flat", start, floor_value, source)
     early = late = float("nan")
+    slows = False
     if len(window) >= 6:
         half = len(window) // 2
-        early, late = fit_growth(window[:half]).slope, fit_growth(window[half:]).slope
+        first, second = fit_growth(window[:half], 1 - alpha), fit_growth(window[half:], 1 - alpha)
+        early, late = first.slope, second.slope
+        slows = first.low > second.high  # the halves' intervals apart: a slowing the data shows, not a GC's tooth
     # Growth persists when the window is past the warm-up (the rule found a steady state), each half grows by half
     # the floor, and the late half does not slow to under half the early rate or, slower, still grows on its own at
     # its floor: a leak that starts steeper still leaks; a cache that fills and stops, or TF settling for hundreds of
@@ -235,17 +239,25 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     found, shape, why = "inconclusive", "inconclusive", ""
     rise = float(np.median(window[-3:]) - np.median(window[:3])) if len(window) >= 3 else 0.0
     jump = int(np.argmax(np.diff(window))) if len(window) >= 2 else 0
-    if rise >= floor_value and window[jump + 1] - window[jump] > STEP_SHARE * rise:
+    diffs = np.diff(window)
+    if rise >= floor_value and diffs[jump] > STEP_SHARE * rise \
+            and diffs[jump] > STEP_OVER_TYPICAL * float(np.median(np.abs(diffs))):
         shape = "step"
         why = (f"one step of {rise / KIB:+.0f} KiB at iteration {start + jump + 1}, flat around it: measure longer "
                "to see whether it repeats")
-    elif np.isfinite(early) and early > max(late, 0) * DECELERATION and early >= PERSIST_SHARE * floor_value:
+    elif slows and early > max(late, 0) * DECELERATION and early >= PERSIST_SHARE * floor_value:
         shape, why = "settling", (f"growth slows from {early / KIB:+.1f} to {late / KIB:+.1f} KiB/iteration "
                                   "between the halves: still settling, measure longer")
     elif starts_late:
         why = starts_late
     elif unsettled:
         shape, why = "settling", "the warm-up rule found no steady state in the first half: measure longer"
+    elif fit.slope >= floor_value and np.isfinite(early) and persists:
+        # steady, at the floor in both halves: what failed is the test, too few points for this look's level (a
+        # heap the GC frees every few iterations, 9 iterations of a slow pair judged at a look's level of 0.003)
+        why = (f"steady {early / KIB:+.1f}, then {late / KIB:+.1f} KiB/iteration, but {len(window)} iterations "
+               f"cannot exclude no growth at this look's level ({alpha:.2g}): interval [{fit.low / KIB:+.1f}, "
+               f"{fit.high / KIB:+.1f}], trend p {fit.p_trend:.2g}; measure longer")
     elif fit.slope >= floor_value and np.isfinite(early):
         why = f"growth not steady ({early / KIB:+.1f}, then {late / KIB:+.1f} KiB/iteration)"
     return Judgement(fit, found, shape, start, floor_value, source, why)

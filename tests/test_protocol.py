@@ -81,6 +81,26 @@ def test_a_step_in_the_second_half_is_a_step_not_a_leak():
     assert "one step of +5120 KiB at iteration 10" in judged.why
 
 
+def test_a_growing_sawtooth_is_neither_a_step_nor_settling():
+    # sweep × reuse_model's heap at quick: +250 KiB an iteration, freed by the GC every few; one tooth is no step
+    # (sweep's, 20 iterations; protocol 4 called it a step, then settling: the halves hold different teeth)
+    diffs = [250, 255, 254, 252, -1042, 247, 243, 250, 81, 249, 245, -1048, 252, 243, 250, 246, 244, -1084, 81]
+    series = 100 * MIB + KIB * np.r_[0, np.cumsum(diffs)]
+    judged = stats.judge(series, 8 * KIB, 0.05 / 15)
+    assert judged.verdict == "inconclusive" and judged.shape == "inconclusive", judged
+    assert "step" not in judged.why and "slows" not in judged.why
+
+
+def test_steady_growth_the_test_cannot_pass_says_so_not_unsteady():
+    # sweep × clear_kernel_cache_only's heap at quick: +6 MiB an iteration, the GC's drop at the end, 9 points at a
+    # look's level of 0.0033: the interval reaches below zero, yet both halves grow alike
+    diffs = [5878, 6095, 6015, 6084, 5885, 6094, 5884, -20828]
+    series = 100 * MIB + KIB * np.r_[0, np.cumsum(diffs)]
+    judged = stats.judge(series, 16 * KIB, 0.05 / 15)
+    assert judged.verdict == "inconclusive" and "not steady" not in judged.why
+    assert "9 iterations cannot exclude no growth at this look's level (0.0033)" in judged.why, judged.why
+
+
 def test_a_step_in_the_first_half_is_warm_up_and_the_rest_is_flat():
     series = [500 * MIB] * 4 + [505 * MIB] * 36
     judged = stats.judge(series, 32 * KIB, LEVEL)
