@@ -12,10 +12,12 @@ the reference is judged at the floors of the verdict it checks: the long run ans
 record asked. (Its own verdict, at its own floors, is kept beside: `reference.own`.)
 
 Two confusion matrices, reference in rows: the RSS verdict (grows / flat / inconclusive) and "what grew" (leak,
-retention, step, settling, flat, inconclusive). Agreement is the diagonal's share. A pair the reference calls
-flat (RSS flat, and nothing grew) at the scored floors and at its own that the profile calls `grows` or a leak
-is a false alarm; one flat at the scored floors but not at its own finer floors is "overstated" (a growth,
-at a rate under the floor the profile claimed it exceeded). Both are listed apart.
+retention, step, settling, flat, inconclusive). Agreement is the diagonal's share, of every pair and of the pairs
+the reference decides: where its long run is itself undecided (its repeats disagree, or it is still settling at
+the end) there is no truth to score against, and the profile's label there is shown, not counted right or wrong.
+A pair the reference calls flat (RSS flat, and nothing grew) at the scored floors and at its own that the profile
+calls `grows` or a leak is a false alarm; one flat at the scored floors but not at its own finer floors is
+"overstated" (a growth, at a rate under the floor the profile claimed it exceeded). Both are listed apart.
 """
 
 from __future__ import annotations
@@ -85,9 +87,23 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
     only = {"reference only": sorted(set(ref) - set(mine)), "scored only": sorted(set(mine) - set(ref))}
     return {"pairs": rows, "unscored": unscored, "unmatched": {k: [list(p) for p in v] for k, v in only.items()},
             "verdict": _matrix(rows, "verdict", VERDICTS), "kind": _matrix(rows, "kind", KINDS),
-            "agreement": {name: (sum(r[f"agree_{name}"] for r in rows) / len(rows) if rows else None)
-                          for name in ("verdict", "kind")},
+            "agreement": {name: _share(rows, name) for name in ("verdict", "kind")},
+            "decided": {name: sum(_decided(r, name) for r in rows) for name in ("verdict", "kind")},
+            "agreement_decided": {name: _share([r for r in rows if _decided(r, name)], name)
+                                  for name in ("verdict", "kind")},
             "false_alarms": sum(r["false_alarm"] for r in rows), "overstated": sum(r["overstated"] for r in rows)}
+
+
+# The reference's labels that say its long run could not decide: no truth to score a profile against.
+UNDECIDED = {"verdict": ("inconclusive",), "kind": ("inconclusive", "settling")}
+
+
+def _decided(row: dict, name: str) -> bool:
+    return row["reference"][name] not in UNDECIDED[name]
+
+
+def _share(rows: Sequence[dict], name: str) -> Optional[float]:
+    return sum(r[f"agree_{name}"] for r in rows) / len(rows) if rows else None
 
 
 def _flat(verdict: str, kind: str) -> bool:
@@ -124,8 +140,13 @@ def text(result: Dict[str, Any], top: int = 0) -> str:
         labels = list(matrix)
         share = result["agreement"][name]
         agree = "n/a" if share is None else f"{share:.0%}"
+        decided, share_decided = result["decided"][name], result["agreement_decided"][name]
+        undecided = len(result["pairs"]) - decided
+        of_decided = ("" if not undecided else
+                      f"; {'n/a' if share_decided is None else f'{share_decided:.0%}'} of the {decided} the reference "
+                      f"decides ({undecided} it does not: {'/'.join(UNDECIDED[name])})")
         lines.append(f"{title}: reference (rows) vs scored (columns), agreement {agree} of {len(result['pairs'])} "
-                     "pairs")
+                     f"pairs{of_decided}")
         lines += text_table(["reference \\ scored", *labels], [[a, *(str(matrix[a][b]) for b in labels)]
                                                                for a in labels])
         lines.append("")

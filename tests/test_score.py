@@ -103,6 +103,27 @@ def test_a_reference_is_judged_at_the_floor_of_the_verdict_it_checks(tmp_path):
     assert (pair["reference"]["verdict"], pair["scored"]["verdict"]) == ("flat", "flat")  # at the scored floor
 
 
+def test_a_reference_that_cannot_decide_is_shown_not_scored_in_the_decided_share(tmp_path):
+    def split(n):  # the long run's two repeats disagree: the first grows 256 KiB/iteration, the second is flat
+        calls = iter([line(n, 256 * KIB), flat(n)])
+        return lambda rng: next(calls)(rng)
+
+    ref = save(tmp_path, "ref.json", [
+        record("reuse_model", split(300), flat(300, 100 * MIB), repeats=2, floor=64 * KIB),
+        record("keep_outputs", flat(300), flat(300, 100 * MIB), repeats=2, floor=64 * KIB)])
+    short = save(tmp_path, "s.json", [record("reuse_model", line(20, 256 * KIB), flat(20, 100 * MIB), floor=64 * KIB),
+                                      record("keep_outputs", flat(20), flat(20, 100 * MIB), floor=64 * KIB)])
+    result = score.score(*score.load([short], [ref]))
+    undecided = next(r for r in result["pairs"] if r["strategy"] == "reuse_model")
+    assert undecided["reference"]["verdict"] == "inconclusive" and "repeats disagree" in undecided["reference"]["why"]
+    assert undecided["scored"]["verdict"] == "grows" and not undecided["agree_verdict"]
+    assert result["agreement"]["verdict"] == 0.5  # of every pair: the undecided one counts against
+    assert result["decided"]["verdict"] == 1 and result["agreement_decided"]["verdict"] == 1.0  # of the decided one
+    assert result["false_alarms"] == 0
+    text = score.text(result)
+    assert "agreement 50% of 2 pairs; 100% of the 1 the reference decides (1 it does not: inconclusive)" in text
+
+
 def test_a_false_alarm_is_counted(tmp_path):
     ref = save(tmp_path, "ref.json", [record("reuse_model", flat(300), flat(300, 100 * MIB), floor=64 * KIB)])
     alarm = record("reuse_model", line(20, 256 * KIB), flat(20, 100 * MIB), floor=64 * KIB)
