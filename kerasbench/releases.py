@@ -33,8 +33,23 @@ PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14")  # the Pythons 
 
 
 def version_key(version: str) -> tuple:
-    """'2.12.1' -> (2, 12, 1): the one sort key of TF versions; non-numeric parts sort last."""
-    return tuple(int(p) if p.isdigit() else math.inf for p in re.split(r"[.+-]", str(version)))
+    """The one sort key of TF (and Keras) versions and of compare's sides: (major, minor, micro, stage, number,
+    label), by PEP 440 (packaging): a nightly (2.22.0-dev20260905) before the release candidates of its release
+    (2.15.0rc1), those before the release, a side's label (2.16.2+tf_keras) right after its release. [:2] is
+    (major, minor). A string that is no version sorts by its numeric parts, other parts last."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v = Version(str(version))
+    except InvalidVersion:
+        return tuple(int(p) if p.isdigit() else math.inf for p in re.split(r"[.+-]", str(version)))
+    if v.pre is not None:
+        stage = (1, {"a": 0, "b": 1, "rc": 2}[v.pre[0]] * 1_000_000 + v.pre[1])  # a < b < rc, then their number
+    elif v.dev is not None:
+        stage = (0, v.dev)
+    else:
+        stage = (2, v.post or 0)
+    return (*(v.release + (0, 0, 0))[:3], *stage, 1 if v.local else 0)
 
 
 def index(package: str) -> Dict[str, Any]:

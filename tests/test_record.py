@@ -119,7 +119,8 @@ def test_a_run_folder_round_trips(tmp_path, monkeypatch):
 
 def test_one_version_sort_key():
     versions = ["2.21.0", "2.9.0", "2.12.1", "2.12.0rc1"]
-    assert sorted(versions, key=version_key) == ["2.9.0", "2.12.1", "2.12.0rc1", "2.21.0"]  # rc parts sort last
+    # by PEP 440: a release candidate before its release (it sorted after 2.12.1 by numeric parts)
+    assert sorted(versions, key=version_key) == ["2.9.0", "2.12.0rc1", "2.12.1", "2.21.0"]
     assert version_key("2.16.1") < (2, 16, 2)
 
 
