@@ -104,7 +104,26 @@ def versions() -> dict:
     import numpy
 
     return {"tensorflow": tf().__version__, "keras": keras_version(), "keras_package": keras_package(),
-            "numpy": numpy.__version__}
+            "numpy": numpy.__version__, "tf_git_version": getattr(tf().version, "GIT_VERSION", None),
+            "tf_distribution": tf_distribution()}
+
+
+TF_DISTRIBUTIONS = ("tf-nightly-cpu", "tf-nightly", "tensorflow-cpu", "tensorflow")
+
+
+def tf_distribution() -> Optional[str]:
+    """The distribution that installed the `tensorflow` module (the first of TF_DISTRIBUTIONS installed: nightly
+    or release, CPU or full build); None when none is. One metadata look-up each, no scan of every package: it
+    runs in a measured process."""
+    from importlib import metadata
+
+    for name in TF_DISTRIBUTIONS:
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        return name
+    return None
 
 
 @functools.lru_cache(maxsize=None)

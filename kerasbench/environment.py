@@ -28,6 +28,12 @@ def environments(config: str, tf: Optional[str] = None) -> list:
     releases.requirements_for derives (from the package index), and the name asv gives those.
     """
     read_config(config)  # a readable error for a missing or broken file, before asv's own
+    from .nightlies import is_nightly
+
+    if tf is not None and is_nightly(tf):
+        reqs, _ = requirements_with(config, tf)
+        _, env = environment_for(config, reqs)
+        return [(env.name, dict(env.requirements))]
     if tf is not None:
         entries = includes(config)
         package = releases.tf_package(entries)
@@ -156,6 +162,9 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
             shutil.rmtree(env._path, ignore_errors=True)
         uv = installer(env)
         forced, why = [name for name in reqs if name in no_deps], ""
+        if not uv and "keras-nightly" in reqs and not any(k.startswith("tf-nightly") for k in reqs):
+            raise UsageError(f"Environment {env.name} replaces the release's Keras by keras-nightly: that needs uv "
+                             f"(pip install uv), or ${INSTALLER_VAR} unset.")
         if forced and not uv:
             raise UsageError(f"Environment {env.name} installs {', '.join(forced)} with --no-deps: that needs uv "
                              f"(pip install uv), or ${INSTALLER_VAR} unset.")
@@ -196,6 +205,9 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
             raise
         if progress:
             progress(f"environment ready in {time.monotonic() - started:.0f} s")
+    from . import nightlies
+
+    nightlies.write_note(env._path, reqs, getattr(env, "_python", "") or "3.11")
     return os.path.join(env._path, "bin", "python"), env.name
 
 
@@ -235,6 +247,12 @@ def _create_with_uv(uv: str, conf: object, env, reqs: dict, forced: Sequence[str
     if forced:
         steps.append([uv, "pip", "install", "--quiet", "--compile-bytecode", "--no-deps", "--python", python,
                       *_pins({k: reqs[k] for k in forced})])
+    if "keras-nightly" in reqs and "keras" not in reqs and not any(k.startswith("tf-nightly") for k in reqs):
+        # a TF release requires `keras`, which installs into the same folder as keras-nightly: its release is
+        # removed and keras-nightly's files put back whole
+        steps += [[uv, "pip", "uninstall", "--quiet", "--python", python, "keras"],
+                  [uv, "pip", "install", "--quiet", "--compile-bytecode", "--reinstall", "--no-deps", "--python",
+                   python, f"keras-nightly=={reqs['keras-nightly']}"]]
     for argv in steps:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if done.returncode:
@@ -384,6 +402,14 @@ def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], 
     `pins` ({package: version}) replace or add to the release's; `keras` is a Keras version to pin, or
     'tf_keras' (the tf-keras release of the TF minor, for TF_USE_LEGACY_KERAS=1).
     """
+    from . import nightlies
+
+    if progress and nightlies.is_nightly(version):  # which nightly, said before its environment is made
+        chosen, note = nightlies.resolve_tf(version, python or releases.config_python(includes(config)))
+        progress(f"{chosen.describe()}" + (f": {note}" if note else ""))
+    if progress and keras and nightlies.is_nightly(keras):
+        chosen, note = nightlies.pick_keras(keras, python or releases.config_python(includes(config)))
+        progress(f"Keras {chosen.describe()}" + (f": {note}" if note else ""))
     reqs, no_deps = requirements_with(config, version, python, pins, keras)
     extra = (no_deps,) if no_deps else ()  # the signature of python_for before no_deps, where nothing is forced
     interpreter_path, _ = python_for(config, reqs, progress, python, *extra)
@@ -392,9 +418,18 @@ def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], 
 
 def requirements_with(config: str, version: str, python: Optional[str] = None, pins: Optional[dict] = None,
                       keras: str = "") -> Tuple[dict, List[str]]:
-    """(pins, names always installed with --no-deps) of TF `version`'s environment with `pins` and `keras` applied."""
+    """(pins, names always installed with --no-deps) of TF `version`'s environment with `pins` and `keras` applied.
+
+    `version` may be a TF nightly ('nightly', 'nightly:DATE', or a nightly's version: kerasbench.nightlies) and
+    `keras` a keras-nightly ('nightly', 'nightly:DATE' or its version), which replaces the release's Keras."""
+    from . import nightlies
+
     entries = includes(config)
-    reqs = releases.requirements_for(version, entries, python=python)
+    python_here = python or releases.config_python(entries)
+    if nightlies.is_nightly(version):
+        reqs = nightlies.tf_requirements(nightlies.resolve_tf(version, python_here)[0], entries, python_here)
+    else:
+        reqs = releases.requirements_for(version, entries, python=python)
     no_deps: List[str] = []
     names = {package_of(name): name for name in reqs}
     for name, pinned in (pins or {}).items():
@@ -405,6 +440,8 @@ def requirements_with(config: str, version: str, python: Optional[str] = None, p
         # as asv.matrix.json pins it (asv's pip would otherwise add the `tensorflow` wheel tf-keras requires)
         reqs[TF_KERAS_PIN] = "--no-deps " + releases.tf_keras_for(version, python or releases.config_python(entries))
         no_deps.append(TF_KERAS_PIN)
+    elif keras and nightlies.is_nightly(keras):
+        reqs = nightlies.with_keras_nightly(reqs, nightlies.pick_keras(keras, python_here)[0])
     elif keras:
         reqs["keras"] = keras
     return reqs, no_deps

@@ -13,7 +13,7 @@ import json
 import os
 import stat
 import tempfile
-from typing import Any, Sequence
+from typing import Any, Sequence, Tuple
 
 from .errors import UsageError
 
@@ -127,3 +127,21 @@ def make_folder(path: str, what: str = "results") -> str:
     except OSError as e:
         raise UsageError(f"Cannot write {what} to {path}: {e.strerror}.") from None
     return path
+
+
+def tree_size(folder: str) -> Tuple[int, int]:
+    """(bytes of the regular files under `folder`, of which in files with other hard links): the disk an
+    environment holds, and how much of it uv's cache shares (removing the folder does not free that part). Links
+    are not followed; each file counts once."""
+    total, shared, seen = 0, 0, set()
+    for root, _, names in os.walk(folder):
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+                shared += st.st_blocks * 512 if st.st_nlink > 1 else 0
+    return total, shared

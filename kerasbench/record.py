@@ -211,6 +211,9 @@ class Environment(TypedDict, total=False):
     tensorflow: Optional[str]
     keras: Optional[str]
     keras_package: str  # "keras", or "tf_keras" (TF_USE_LEGACY_KERAS=1): compare labels those <release>+tf_keras
+    tf_git_version: Optional[str]  # tf.version.GIT_VERSION: the commit of the build (records before it lack it)
+    tf_distribution: Optional[str]  # tensorflow-cpu, tensorflow, tf-nightly-cpu, tf-nightly
+    nightly: Dict[str, Any]  # a nightly's environment: package, version, uploaded, day, flavour (nightlies.NOTE_FILE)
     device: str
     env: Dict[str, str]
     hostname: str

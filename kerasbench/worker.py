@@ -198,6 +198,11 @@ def environment(pair: Optional[MeasuredPair] = None) -> dict:
     if "tensorflow" in sys.modules:
         env.update(_compat.versions())
         env.update(_gpu_environment())
+    from .nightlies import read_note
+
+    note = read_note(sys.prefix)  # a nightly's environment: which nightly, uploaded when, which build
+    if note:
+        env["nightly"] = note
     elif pair is not None and pair.child_versions:
         env.update(pair.child_versions)
         env["tf_in"] = "child processes"

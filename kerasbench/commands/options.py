@@ -152,13 +152,17 @@ def matrix_config(p: argparse.ArgumentParser) -> None:
 def release(p: argparse.ArgumentParser) -> None:
     """--tf, --python, --pin, --keras, --config, --machine: where a session's workers run and what records say."""
     p.add_argument("--tf", metavar="VERSION", help="run the workers in the asv environment of this TF release "
-                   "(patch releases too; made if missing: seconds with uv, minutes with pip)")
+                   "(patch releases too; made if missing: seconds with uv, minutes with pip), or of a nightly: "
+                   "nightly (the newest), nightly:YYYY-MM-DD (that day's, else the nearest earlier one; the CPU build "
+                   "where that day has one, else the full build)")
     p.add_argument("--python", metavar="X.Y", help="with --tf: that release's environment on this Python (3.10, "
                    "3.12…; from PATH or pyenv; only where the release has a wheel for it)")
     p.add_argument("--pin", action="append", metavar="NAME==VERSION", help="with --tf: that release's environment "
                    "with this pin instead (repeatable; forced with --no-deps where the others exclude it)")
-    p.add_argument("--keras", metavar="VERSION|tf_keras", help="with --tf: this Keras release, or tf_keras (TF >= "
-                   "2.16: the tf-keras of its minor, TF_USE_LEGACY_KERAS=1; compare labels it <release>+tf_keras)")
+    p.add_argument("--keras", metavar="VERSION|tf_keras|nightly[:DATE]", help="with --tf: this Keras release, "
+                   "tf_keras (TF >= 2.16: the tf-keras of its minor, TF_USE_LEGACY_KERAS=1; compare labels it "
+                   "<release>+tf_keras), or keras-nightly (nightly, nightly:YYYY-MM-DD or its version) in place of "
+                   "the release's Keras (needs uv)")
     matrix_config(p)
     p.add_argument("--machine", metavar="NAME", help="the machine name the records say (default: "
                    "$KERASBENCH_MACHINE, else asv's machine, `asv machine --machine NAME`; never the host name)")
