@@ -186,13 +186,17 @@ def _evidence(record, metric):
 def answer(outcome: Outcome, what: str, name: str = "TF") -> str:
     """The answer in words, for either direction: the first bad release when the good end is the older one (a
     regression), the release that fixed it when the good end is the newer one (an improvement)."""
+    from .nightlies import is_nightly
+
     good, bad = outcome.versions[0], outcome.versions[-1]
     if not outcome.first_bad:
         return f"No answer for {what}: {outcome.stopped}."
+    unit = "nightly" if is_nightly(outcome.first_bad) and is_nightly(outcome.last_good or "") else \
+        "version" if is_nightly(bad) or is_nightly(good) else "release"
     if version_key(good) > version_key(bad):  # going forward in time, bad turned good: a fix
-        return (f"Answer: fixed in {name} {outcome.last_good}: it is the first release where {what} behaves like "
+        return (f"Answer: fixed in {name} {outcome.last_good}: it is the first {unit} where {what} behaves like "
                 f"{good} (the good end); the last like {bad} (the bad end) is {outcome.first_bad}.")
-    return (f"Answer: {name} {outcome.first_bad} is the first release where {what} behaves like {bad}; the last "
+    return (f"Answer: {name} {outcome.first_bad} is the first {unit} where {what} behaves like {bad}; the last "
             f"like {good} is {outcome.last_good}.")
 
 

@@ -9,6 +9,7 @@ attributes the bracket (commands.attribute.bracket).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
@@ -25,8 +26,12 @@ HELP = "bisect TF releases for the first whose behaviour differs (asv environmen
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--good", required=True, metavar="VERSION", help="a TF release with the behaviour you expect")
-    p.add_argument("--bad", required=True, metavar="VERSION", help="a TF release with the behaviour that changed")
+    p.add_argument("--good", required=True, metavar="VERSION", help="a TF release with the behaviour you expect "
+                   "(or an earlier nightly:YYYY-MM-DD; with --package keras a Keras release or keras-nightly)")
+    p.add_argument("--bad", required=True, metavar="VERSION", help="a TF release with the behaviour that changed, "
+                   "or nightly / nightly:YYYY-MM-DD: the nightlies after --good's branch cut are bisected (one build "
+                   "throughout; the commits between the two it ends on are printed); with --package keras: "
+                   "keras-nightly builds at --tf")
     options.bisected_pair(p)
     options.fixed_counts(p, "version")
     options.bisect_environments(p, "bisect on this Python (default: the config's, 3.11); only releases with a wheel "
@@ -84,12 +89,13 @@ class Environments:
     drops the queued ones.
     """
 
-    def __init__(self, config: str, python: Optional[str], note: Callable[[str, str], None], tf: Optional[str] = None):
+    def __init__(self, config: str, python: Optional[str], note: Callable[[str, str], None], tf: Optional[str] = None,
+                 flavour: str = ""):
         from concurrent.futures import ThreadPoolExecutor
 
         from .. import asvconf
 
-        self.config, self.python, self.note, self.tf = config, python, note, tf
+        self.config, self.python, self.note, self.tf, self.flavour = config, python, note, tf, flavour
         self.includes = asvconf.includes(config)
         self.futures: Dict[str, object] = {}
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasbench-env")
@@ -102,11 +108,16 @@ class Environments:
 
     def pins(self, version: str) -> Dict[str, str]:
         """The pins of `version`'s environment: a TF release's, or TF `tf`'s with that Keras (`--package keras`)."""
-        from .. import environment, releases
+        from .. import environment, nightlies, releases
 
         if self.tf:
             return environment.requirements_with(self.config, self.tf, self.python, keras=version)[0]
-        return releases.requirements_for(version, self.includes, python=self.python)
+        python = self.python or releases.config_python(self.includes)
+        if nightlies.is_nightly(version):
+            return nightlies.tf_requirements(nightlies.resolve_tf(version, python, self.flavour)[0], self.includes,
+                                             python)
+        reqs = releases.requirements_for(version, self.includes, python=self.python)
+        return nightlies.full_build(reqs) if self.flavour == "cuda" else reqs  # like with like: the nightlies' build
 
     def want(self, versions: Sequence[str]) -> None:
         """Queue the environments of `versions` (those not queued yet)."""
@@ -163,17 +174,28 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     from ..errors import repro_failed
     from ..spec import shared_memory_cap
 
+    from .. import nightlies
+
     started = time.monotonic()
     loop, strategy = template.loop, template.strategy
     includes = asvconf.includes(config)
-    if tf:
-        versions = releases.package_versions("keras", good, bad, python or releases.config_python(includes))
+    here = python or releases.config_python(includes)
+    nightly, flavour, notes = nightlies.is_nightly(good) or nightlies.is_nightly(bad), "", []
+    if nightly and tf:
+        versions, notes = nightlies.keras_window(good, bad, here)
+    elif nightly:
+        versions, flavour, notes = nightlies.tf_window(good, bad, here)
+    elif tf:
+        versions = releases.package_versions("keras", good, bad, here)
     else:
         versions = releases.candidates(good, bad, includes, patches=not latest_patches, python=python)
     expected = steps_needed(len(versions))
     name = "Keras" if tf else "TF"
-    status_line(err, f"triage: {len(versions)} {name} releases from {good} to {bad}"
-                     f"{f' on TF {tf}' if tf else ''}: {' '.join(versions)}", final=True)
+    for line in notes:
+        status_line(err, f"triage: {line}", final=True)
+    listed = ' '.join(versions) if len(versions) <= 12 else f"{' '.join(versions[:3])} … {' '.join(versions[-3:])}"
+    status_line(err, f"triage: {len(versions)} {name} {'versions' if nightly else 'releases'} from {good} to {bad}"
+                     f"{f' on TF {tf}' if tf else ''}: {listed}", final=True)
     status_line(err, f"triage: {loop} × {strategy}, {metric}; at most {expected} to measure", final=True)
     records: Dict[str, Record] = {}
     created: List[str] = []
@@ -185,7 +207,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
                 created.append(version)
             status_line(err, f"{name} {version}: {text}", final=True)
 
-    envs = Environments(config, python, note, tf)
+    envs = Environments(config, python, note, tf, flavour)
 
     def spec_for(version, at_once=1):
         path, env_name = envs.get(version)
@@ -251,4 +273,50 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     outcome.pins = {version: envs.pins(version) for version in outcome.bracket}
     text = render(outcome, records, metric, loop, strategy, commands, time.monotonic() - started, len(set(created)),
                   name, attributing)
+    if nightly:  # the environments it created (looked-ahead ones too): all but the bracket's are removed
+        made = {v: envs.futures[v].result()[0] for v in set(created)
+                if envs.futures[v].done() and not envs.futures[v].cancelled() and not envs.futures[v].exception()}
+        text += nightly_epilogue(outcome, records, tf, here, notes, made, flavour)
     return text, outcome, records
+
+
+def nightly_epilogue(outcome: Outcome, records: Dict[str, Record], tf: Optional[str], python: str,
+                     notes: Sequence[str], made: Dict[str, str], flavour: str) -> str:
+    """A nightly triage's ending: the commits between the bracket's two builds, the window's notes, and the
+    environments it made removed but the bracket's (the disk they held, and what stays)."""
+    import shutil
+
+    from .. import nightlies
+    from ..files import tree_size
+    from ..units import GIB
+
+    lines = []
+    if outcome.first_bad:
+        a, b = outcome.last_good, outcome.first_bad
+        if tf:  # keras-nightly: the versions record no commit; the build hours bound them
+            url = nightlies.keras_commits(nightlies.upload_hour(a, python), nightlies.upload_hour(b, python))
+            lines.append(f"Keras commits between {a} and {b} (build hours, UTC): {url}")
+        else:
+            gits = [(records[v].get("environment") or {}).get("tf_git_version") for v in (a, b)]
+            url = nightlies.tf_commits(*gits)
+            lines.append(f"TF commits between {a} ({gits[0] or 'no GIT_VERSION'}) and {b} "
+                         f"({gits[1] or 'no GIT_VERSION'}): {url or 'not known (a build without a commit)'}")
+    lines += [f"  {note}" for note in notes]
+    if flavour:
+        lines.append(f"  build compared: {flavour} (every nightly of one build; the release in the same build)")
+    kept = set(outcome.bracket)
+    removed, freed, gone = 0, 0, 0
+    for version, interpreter in made.items():
+        folder = os.path.dirname(os.path.dirname(interpreter))
+        if version in kept or not os.path.isdir(folder):
+            continue
+        size, shared = tree_size(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed, freed, gone = removed + size, freed + size - shared, gone + 1
+    held = [tree_size(os.path.dirname(os.path.dirname(made[v]))) for v in kept if v in made]
+    if made:
+        lines.append(f"Environments: removed {gone} this triage made ({removed / GIB:.1f} GiB, {freed / GIB:.1f} GiB "
+                     f"of it freed: the rest are hard links into uv's cache); kept the bracket's "
+                     f"{len(held)} ({sum(h[0] for h in held) / GIB:.1f} GiB, {sum(h[1] for h in held) / GIB:.1f} GiB "
+                     "of it linked from uv's cache), for the commands above.")
+    return "\n".join(lines) + "\n"
