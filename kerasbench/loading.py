@@ -16,6 +16,8 @@ from .record import SCHEMA_VERSION, Record, check_record
 from .tree import place_of
 
 _ENV_TF = re.compile(r"tensorflow(?:-cpu)?(\d+\.\d+(?:\.\d+)?)")
+_KERAS_NIGHTLY = re.compile(r"\.dev\d{10}$")  # keras-nightly's version: the build hour (3.16.0.dev2026102704)
+_TF_NIGHTLY = re.compile(r"-dev\d{8}$")  # a TF nightly's __version__ (2.22.0-dev20260905), which comes with one
 
 
 def find_records_files(paths: Sequence[str]) -> List[Tuple[str, bool]]:
@@ -101,6 +103,8 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
                                                          if len(side["keras_package"]) == 1 else None)
             if keras_package == "tf_keras":  # Keras 2 on a Keras 3 TF: another side than its Keras 3
                 version = f"{version}+tf_keras"
+            elif _KERAS_NIGHTLY.search(str(env.get("keras") or "")) and not _TF_NIGHTLY.search(str(version)):
+                version = f"{version}+keras-{env['keras']}"  # keras-nightly at a release: another side than its Keras
             python = _python_minor(env) or (next(iter(side["python"])) if len(side["python"]) == 1 else "")
             if file_commit:
                 if commit is None:

@@ -241,3 +241,21 @@ def test_a_triage_against_full_build_nightlies_measures_the_release_in_the_full_
     assert pins["2.21.0"].get("tensorflow") == "2.21.0" and "tensorflow-cpu" not in pins["2.21.0"]
     assert "tf-nightly" in pins["2.23.0.dev20261026"]
     assert "build compared: cuda" in out
+
+
+def test_compare_tells_keras_nightly_at_a_release_from_the_release_and_dates_a_tf_nightly(tmp_path):
+    from kerasbench.loading import load_records
+
+    files = []
+    for name, tf, keras in (("rel", "2.21.0", "3.13.2"), ("kn", "2.21.0", "3.16.0.dev2026102704"),
+                            ("tn", "2.22.0-dev20260514", "3.15.0.dev2026051405")):
+        payload = synthetic(tf, 0, repeats=1, n=20)
+        for r in payload["records"]:
+            r["environment"].update(tensorflow=tf, keras=keras)
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(payload))
+        files.append(str(path))
+    labels = {version for _, _, version in load_records(files)}
+    assert labels == {"2.21.0", "2.21.0+keras-3.16.0.dev2026102704", "2.22.0-dev20260514"}
+    assert sorted(labels, key=releases.version_key) == ["2.21.0", "2.21.0+keras-3.16.0.dev2026102704",
+                                                         "2.22.0-dev20260514"]
