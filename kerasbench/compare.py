@@ -535,8 +535,14 @@ def describe(groups: Groups) -> str:
         iters = sorted({r["spec"]["iterations"] for r in recs if r.get("spec")})
         reps = sorted({r["spec"]["repeats"] for r in recs if r.get("spec")})
         lines.append(f"TF {version}: Keras {env.get('keras')}, Python {env.get('python')}, numpy {env.get('numpy')}, "
-                     f"{len(recs)} pairs, {'/'.join(map(str, iters))} iterations, {'/'.join(map(str, reps))} repeat(s)")
+                     f"{len(recs)} pairs, {'/'.join(map(str, iters))} iterations, {'/'.join(map(str, reps))} repeat(s)"
+                     + build_text(env))
         weak = weak or min(reps, default=1) < 2 or min(iters, default=0) < 8
+    builds = {_build(r.get("environment") or {}) for g in groups.values() for r, _ in g.values()} - {None}
+    if len(builds) > 1:
+        lines.append(f"note: the sides ran different TF builds ({' and '.join(sorted(builds))}): CPU figures of the "
+                     "full build and the CPU build may differ by the build alone (measure the release in the "
+                     "nightly's build to compare like with like: triage does)")
     ran_on: Dict[str, List[str]] = {}
     for version in sorted(groups, key=version_key):
         for record, _ in groups[version].values():
@@ -556,6 +562,21 @@ def describe(groups: Groups) -> str:
         lines.append("note: fewer than 8 iterations or 2 repeats per pair: the verdicts are weak "
                      "(measure with --profile full before you trust them)")
     return "\n".join(lines)
+
+
+def _build(env: Dict[str, Any]) -> Optional[str]:
+    """'cpu' or 'full' for the TF build a record ran (its distribution), None when unknown (older records)."""
+    name = env.get("tf_distribution")
+    return None if not name else "cpu" if name.endswith("-cpu") else "full"
+
+
+def build_text(env: Dict[str, Any]) -> str:
+    """', nightly of DATE (tf-nightly-cpu, GIT_VERSION)' / ', tensorflow-cpu (GIT_VERSION)' for a side's line."""
+    nightly, name, git = env.get("nightly") or {}, env.get("tf_distribution"), env.get("tf_git_version")
+    if nightly:
+        return (f", nightly of {nightly.get('day')} ({nightly.get('package')} {nightly.get('version')}, uploaded "
+                f"{str(nightly.get('uploaded') or '')[:16]}{f', {git}' if git else ''})")
+    return f", {name}{f' ({git})' if git else ''}" if name else ""
 
 
 def render(cells: Sequence[Cell], groups: Groups, fmt: str) -> str:

@@ -259,3 +259,26 @@ def test_compare_tells_keras_nightly_at_a_release_from_the_release_and_dates_a_t
     assert labels == {"2.21.0", "2.21.0+keras-3.16.0.dev2026102704", "2.22.0-dev20260514"}
     assert sorted(labels, key=releases.version_key) == ["2.21.0", "2.21.0+keras-3.16.0.dev2026102704",
                                                          "2.22.0-dev20260514"]
+
+
+def test_compare_names_each_sides_build_and_says_when_they_differ(tmp_path):
+    from kerasbench import compare
+
+    files = []
+    for name, tf, dist, nightly in (
+            ("rel", "2.21.0", "tensorflow-cpu", None),
+            ("tn", "2.23.0-dev20261026", "tf-nightly",
+             {"package": "tf-nightly", "version": "2.23.0.dev20261026", "day": "2026-10-26",
+              "uploaded": "2026-10-26T20:05:40Z", "flavour": "cuda"})):
+        payload = synthetic(tf, 0, repeats=1, n=20)
+        for r in payload["records"]:
+            r["environment"].update(tensorflow=tf, tf_distribution=dist, tf_git_version="v1.12.1-1-gabcdef1234")
+            if nightly:
+                r["environment"]["nightly"] = nightly
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(payload))
+        files.append(str(path))
+    text = compare.describe(compare.group(compare.load(files)))
+    assert "TF 2.23.0-dev20261026" in text and "nightly of 2026-10-26 (tf-nightly 2.23.0.dev20261026" in text
+    assert ", tensorflow-cpu (v1.12.1-1-gabcdef1234)" in text
+    assert "the sides ran different TF builds (cpu and full)" in text
