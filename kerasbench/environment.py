@@ -433,6 +433,8 @@ def requirements_with(config: str, version: str, python: Optional[str] = None, p
     no_deps: List[str] = []
     names = {package_of(name): name for name in reqs}
     for name, pinned in (pins or {}).items():
+        if package_of(name) == "tensorflow" and "tensorflow-cpu" in reqs:  # the release's full build instead
+            del reqs[names.pop("tensorflow-cpu")]
         reqs[names.get(package_of(name), name)] = pinned
     if keras == "tf_keras":
         if releases.version_key(version)[:2] < (2, 16):

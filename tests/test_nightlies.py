@@ -282,3 +282,8 @@ def test_compare_names_each_sides_build_and_says_when_they_differ(tmp_path):
     assert "TF 2.23.0-dev20261026" in text and "nightly of 2026-10-26 (tf-nightly 2.23.0.dev20261026" in text
     assert ", tensorflow-cpu (v1.12.1-1-gabcdef1234)" in text
     assert "the sides ran different TF builds (cpu and full)" in text
+
+
+def test_a_tensorflow_pin_gives_the_releases_full_build():
+    reqs, _ = environment.requirements_with(MATRIX, "2.21.0", pins={"tensorflow": "2.21.0"})
+    assert reqs["tensorflow"] == "2.21.0" and "tensorflow-cpu" not in reqs and reqs["keras"] == "3.13.2"

@@ -270,6 +270,46 @@ def test_plan_refuses_an_unknown_release(workflow, tmp_path):
     assert "cpu" not in outputs
 
 
+def _nightly_step(workflow):
+    return next(step for step in workflow["jobs"]["nightly"]["steps"] if "the newest nightly" in step.get("name", ""))
+
+
+@pytest.mark.parametrize("build, pinned", [("tf-nightly", True), ("tf-nightly-cpu", False)])
+def test_the_nightly_job_measures_the_newest_release_in_the_nightlys_build(workflow, tmp_path, build, pinned):
+    """The step's bash as GitHub runs it, `kerasbench run` faked (its arguments logged, its records written), `envs`
+    this clone's: the release is the matrix's newest, in the full build when the nightly was the full build."""
+    from kerasbench.releases import version_key
+
+    bin_dir, work = tmp_path / "bin", tmp_path / "work"
+    bin_dir.mkdir()
+    work.mkdir()
+    shutil.copy(ROOT / "asv.matrix.json", work / "asv.matrix.json")
+    fake = f"""#!/bin/sh
+if [ "$1" = run ]; then
+  echo "$@" >> {tmp_path}/runs.log
+  out=$(echo "$@" | sed -n 's/.*--json \\([^ ]*\\).*/\\1/p')
+  echo '{{"records": [{{"environment": {{}}}}, {{"environment": {{"tf_distribution": "{build}"}}}}]}}' > "$out"
+  exit 0
+fi
+exec {sys.executable} -m kerasbench "$@"
+"""
+    (bin_dir / "kerasbench").write_text(fake)
+    (bin_dir / "kerasbench").chmod(0o755)
+    env = dict(os.environ, KERASBENCH_MACHINE="gha-test",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env["PATH"] = f"{bin_dir}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(["bash", "-e", "-c", _nightly_step(workflow)["run"]], cwd=work, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    nightly, release = (tmp_path / "runs.log").read_text().splitlines()
+    assert "--tf nightly" in nightly and "--json nightly.json" in nightly
+    newest = max(_envs("asv.matrix.json"), key=lambda label: version_key(label.split("+")[0])).split("+")[0]
+    assert f"--tf {newest}" in release and "--json release.json" in release
+    assert (f"--pin tensorflow=={newest}" in release) == pinned
+    compare = next(step["run"] for step in workflow["jobs"]["nightly"]["steps"] if "compare" in step.get("name", ""))
+    assert "kerasbench compare release.json nightly.json" in compare and "--fail-on regressed" in compare
+
+
 # ---------------------------------------------------------------- the tests workflow
 
 TESTS_WORKFLOW = ROOT / ".github" / "workflows" / "tests.yml"
@@ -440,7 +480,7 @@ def test_every_hosted_job_that_installs_with_pip_caches_it_keyed_by_its_pins(wor
             for config in re.findall(r"\basv run\b[^\n]*?--config[ =](\S+)", runs):  # the environment's pins
                 assert config in hashed and "matrix.env" in key, f"{job_id}: {key} does not key {config}'s pins"
         checked.append(job_id)
-    assert checked == ["plan", "cpu", "merge"]
+    assert checked == ["plan", "cpu", "nightly", "merge"]
 
 
 def test_the_cpu_cache_is_restored_before_asv_makes_the_environment(workflow):

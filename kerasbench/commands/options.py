@@ -158,7 +158,8 @@ def release(p: argparse.ArgumentParser) -> None:
     p.add_argument("--python", metavar="X.Y", help="with --tf: that release's environment on this Python (3.10, "
                    "3.12…; from PATH or pyenv; only where the release has a wheel for it)")
     p.add_argument("--pin", action="append", metavar="NAME==VERSION", help="with --tf: that release's environment "
-                   "with this pin instead (repeatable; forced with --no-deps where the others exclude it)")
+                   "with this pin instead (repeatable; forced with --no-deps where the others exclude it); "
+                   "tensorflow==VERSION: the release's full build instead of tensorflow-cpu")
     p.add_argument("--keras", metavar="VERSION|tf_keras|nightly[:DATE]", help="with --tf: this Keras release, "
                    "tf_keras (TF >= 2.16: the tf-keras of its minor, TF_USE_LEGACY_KERAS=1; compare labels it "
                    "<release>+tf_keras), or keras-nightly (nightly, nightly:YYYY-MM-DD or its version) in place of "

@@ -268,7 +268,12 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         outcome = bisect(versions, classify_version, ahead=envs.want if differ else None)
     finally:
         envs.stop()  # a look-ahead creation no step needs any more: ended, its folder removed
-    where = (lambda v: ["--tf", tf, "--keras", v]) if tf else (lambda v: ["--tf", v])
+    def where(v):  # a release compared with full-build nightlies: its full build
+        if tf:
+            return ["--tf", tf, "--keras", v]
+        full = flavour == "cuda" and not nightlies.is_nightly(v)
+        return ["--tf", v] + (["--pin", f"tensorflow=={v}"] if full else [])
+
     commands = [shlex.join(reproduce + where(version)) for version in outcome.bracket]
     outcome.pins = {version: envs.pins(version) for version in outcome.bracket}
     text = render(outcome, records, metric, loop, strategy, commands, time.monotonic() - started, len(set(created)),
