@@ -109,8 +109,37 @@ def versions() -> dict:
 
 
 TF_DISTRIBUTIONS = ("tf-nightly-cpu", "tf-nightly", "tensorflow-cpu", "tensorflow")
+NIGHTLY_NOTE = "kerasbench-nightly.json"  # in a nightly environment's folder (kerasbench.nightlies writes it)
 
 
+def build_facts() -> None:
+    """Read the build facts a record carries (the TF distribution, a nightly's note) once, now: a worker does it
+    before its baseline, so the metadata and JSON modules they import are not counted after the loop."""
+    tf_distribution()
+    nightly_note()
+
+
+def read_note(prefix: str) -> Optional[dict]:
+    """The NIGHTLY_NOTE of the environment at `prefix`, None when it is not a nightly's."""
+    import json
+
+    try:
+        with open(os.path.join(prefix, NIGHTLY_NOTE)) as f:
+            note = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return note if isinstance(note, dict) else None
+
+
+@functools.lru_cache(maxsize=None)
+def nightly_note() -> Optional[dict]:
+    """This interpreter's environment's nightly note (read_note of sys.prefix), read once."""
+    import sys
+
+    return read_note(sys.prefix)
+
+
+@functools.lru_cache(maxsize=None)
 def tf_distribution() -> Optional[str]:
     """The distribution that installed the `tensorflow` module (the first of TF_DISTRIBUTIONS installed: nightly
     or release, CPU or full build); None when none is. One metadata look-up each, no scan of every package: it

@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import datetime
 import functools
-import json
 import os
 import re
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import releases
+from ._compat import NIGHTLY_NOTE, read_note  # noqa: F401 (read_note: the note is read where the worker runs)
 from .errors import UsageError
 
 WORD = "nightly"
 FLAVOURS = {"cpu": "tf-nightly-cpu", "cuda": "tf-nightly"}  # build flavour -> its package
 KERAS, TENSORBOARD = "keras-nightly", "tb-nightly"
-NOTE_FILE = "kerasbench-nightly.json"  # in a nightly environment's folder: which nightly, uploaded when, flavour
+NOTE_FILE = NIGHTLY_NOTE  # in a nightly environment's folder: which nightly, uploaded when, build (worker reads it)
 TF_REPO, KERAS_REPO = "https://github.com/tensorflow/tensorflow", "https://github.com/keras-team/keras"
 GAP_DAYS = 4  # days between two nightlies from which a window says where its gap is (a weekend: 3)
 _DEV = re.compile(r"(?:\.dev|a)(\d{8})(\d{2})?$")  # TF's and Keras' .devYYYYMMDD[HH], TensorBoard's aYYYYMMDD
@@ -193,11 +193,6 @@ def with_keras_nightly(reqs: Dict[str, str], keras: Nightly) -> Dict[str, str]:
     return out
 
 
-def full_build(reqs: Dict[str, str]) -> Dict[str, str]:
-    """A release's pins in the full build (`tensorflow` for `tensorflow-cpu`): compared with full-build nightlies."""
-    return {("tensorflow" if k == "tensorflow-cpu" else k): v for k, v in reqs.items()}
-
-
 def window(good: str, bad: Nightly, python: str = "3.11",
            doc: Optional[Dict[str, Any]] = None) -> List[Nightly]:
     """The TF nightlies of `bad`'s build after release `good`'s branch cut (the first whose version is above the
@@ -348,13 +343,3 @@ def write_note(env_path: str, reqs: Dict[str, str], python: str = "3.11") -> Non
     if package == KERAS:
         note["tf_package"] = next((k for k in reqs if k.startswith(("tensorflow", "tf-nightly"))), None)
     write_json(os.path.join(env_path, NOTE_FILE), note, "the nightly environment's note")
-
-
-def read_note(prefix: str) -> Optional[Dict[str, Any]]:
-    """The NOTE_FILE of the environment at `prefix` (sys.prefix in a worker), None when it is not a nightly's."""
-    try:
-        with open(os.path.join(prefix, NOTE_FILE)) as f:
-            note = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return note if isinstance(note, dict) else None

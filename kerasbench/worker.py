@@ -198,14 +198,12 @@ def environment(pair: Optional[MeasuredPair] = None) -> dict:
     if "tensorflow" in sys.modules:
         env.update(_compat.versions())
         env.update(_gpu_environment())
-    from .nightlies import read_note
-
-    note = read_note(sys.prefix)  # a nightly's environment: which nightly, uploaded when, which build
-    if note:
-        env["nightly"] = note
     elif pair is not None and pair.child_versions:
         env.update(pair.child_versions)
         env["tf_in"] = "child processes"
+    note = _compat.nightly_note()  # a nightly's environment: which nightly, uploaded when, which build
+    if note:
+        env["nightly"] = note
     return env
 
 
@@ -352,6 +350,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     except Skip as e:
         emit("skip", reason=str(e), environment=environment(pair))
         return
+    _compat.build_facts()  # read now, before the baseline: not between the loop and the reading after cleanup
     stack = probes.ProbeStack(probes.ProbeContext(
         tf_loaded="tensorflow" in sys.modules,
         in_process=pair.in_process,

@@ -116,8 +116,9 @@ class Environments:
         if nightlies.is_nightly(version):
             return nightlies.tf_requirements(nightlies.resolve_tf(version, python, self.flavour)[0], self.includes,
                                              python)
-        reqs = releases.requirements_for(version, self.includes, python=self.python)
-        return nightlies.full_build(reqs) if self.flavour == "cuda" else reqs  # like with like: the nightlies' build
+        # like with like: a release compared with full-build nightlies in its full build (run --pin tensorflow==V)
+        full = {"tensorflow": version} if self.flavour == "cuda" else None
+        return environment.requirements_with(self.config, version, self.python, full)[0]
 
     def want(self, versions: Sequence[str]) -> None:
         """Queue the environments of `versions` (those not queued yet)."""
