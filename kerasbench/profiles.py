@@ -23,8 +23,9 @@ ENV_VAR = "KERASBENCH_PROFILE"
 # looks running, and the quick profile measures process isolation 3 times, not 2 (no slope from 2 points); 4: a TF
 # process's heap is judged at no less than TF's own settling (kerasbench.settling), `grows` needs a steady state and
 # holds for a leak whose late half still grows alone, RSS is not decided flat while the heap grows past its floor,
-# and varying batch shapes measure two periods of their 120 sizes before a look may stop them.
-PROTOCOL_VERSION = 4
+# and varying batch shapes measure two periods of their 120 sizes before a look may stop them; 5: a run plans its looks
+# at the first one from its own speed (the count its budget allows), not from its most iterations (protocol.LookPlan).
+PROTOCOL_VERSION = 5
 
 
 @dataclass(frozen=True)

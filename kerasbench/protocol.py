@@ -10,6 +10,7 @@ stopped as decided is recorded with the verdicts it stopped on. docs/protocol.md
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -56,11 +57,57 @@ def fixed_floors(floors: Dict[str, float], source: str) -> Dict[str, FloorAt]:
     return {name: (lambda n, floor=floor: (floor, source)) for name, floor in floors.items()}
 
 
-def alpha(spec: Any) -> float:
-    """The level each of the spec's planned looks is tested at (one look, ALPHA, for a fixed count).
+PLAN_SLACK = 1.5  # a run plans its looks up to 1.5× the count its first look's speed projects for the budget
+
+
+class LookPlan:
+    """When a budgeted sequential run looks at its series, planned at its first look from the pair's own speed.
+
+    The first look comes at the first count of at least spec.first_count iterations and spec.min_seconds of loop.
+    There the run knows its seconds per iteration and plans: looks at stats.look_points from that count up to
+    the count the budget projects at that speed (×PLAN_SLACK: iterations that speed up a little still reach the
+    last planned look; the spec's most iterations at most), and its end, one more look. Every look, the first
+    included, is tested at the level of that plan (stats.alpha_for: Bonferroni over the planned looks): a pair of
+    1 s per iteration under a 6 s budget looks 2-3 times at 0.05/3, not 15 at 0.05/15 because a 1 ms one could.
+    The plan is fixed before any verdict is read and depends only on time, so the union bound holds. A run that
+    outlasts its projection takes no more looks: it runs on to its budget and is judged at its end.
+    """
+
+    def __init__(self, spec: Any):
+        self.spec = spec
+        self.points: Optional[frozenset] = None
+        self.looks: Optional[int] = None  # planned, its end included; None until the first look
+        self.last: Optional[int] = None  # the count the plan projects the run to end at
+
+    def due(self, k: int, elapsed: float) -> bool:
+        """Whether the run looks after its k-th iteration, `elapsed` seconds of loop in (the plan made at the first)."""
+        spec = self.spec
+        if not (spec.sequential and spec.min_iterations):
+            return False
+        if self.points is None:
+            if k < min(spec.min_iterations, spec.iterations) or elapsed < spec.min_seconds:
+                return False
+            last = spec.iterations
+            if spec.budget and elapsed > 0:
+                last = max(k + 1, min(last, math.ceil(k * spec.budget / elapsed * PLAN_SLACK)))
+            self.points = frozenset(stats.look_points(k, last))
+            self.looks, self.last = len(self.points) + 1, last
+        return k in self.points
+
+    def fields(self) -> dict:
+        """What a result records of the plan (nothing when the run never looked)."""
+        return {} if self.looks is None else {"planned_looks": self.looks, "planned_last": self.last}
+
+
+def alpha(spec: Any, result: Optional[dict] = None) -> float:
+    """The level each of the spec's planned looks is tested at (one look, ALPHA, for a fixed count): the plan a
+    result recorded (LookPlan) where it has one, else the plan a spec makes without knowing its speed (its first
+    count to its most iterations: what records before protocol 5, and a run stopped before its first look, used).
 
     `spec` is a runner.RunSpec, or anything with its count fields (a spec without min_iterations: a fixed count).
     """
+    if result and result.get("planned_looks"):
+        return stats.alpha_for(result["planned_looks"])
     first = getattr(spec, "min_iterations", 0)
     sequential = bool(getattr(spec, "sequential", False) and first)
     return stats.alpha_for(stats.planned_looks(min(first, spec.iterations) if first else spec.iterations,
@@ -95,8 +142,7 @@ def judge_results(results: Sequence[dict], spec: Any, series: str, at: FloorAt) 
     values = [_complete(r, series) for r in results]
     if not results or any(v is None for v in values):
         return None
-    level = alpha(spec)
-    judgements = [stats.judge(v, at, level) for v in values]
+    judgements = [stats.judge(v, at, alpha(spec, r)) for v, r in zip(values, results)]
     fit, verdict, shape, why = stats.combine(judgements)
     return Judged(judgements, fit, verdict, shape, why)
 
@@ -131,8 +177,17 @@ class Decider:
         self.best = {name: self.at[name](spec.iterations)[0] for name in SERIES}
         self.last: Dict[str, stats.Judgement] = {}
 
-    def look(self, readings: Dict[str, List[Optional[float]]]) -> bool:
-        """Take a look's new readings; True when every series read is decided."""
+    def plan(self, looks: int, last: int) -> None:
+        """The run's LookPlan, sent with its first look: each look at its level; `flat` decided at the floor of the
+        count the plan projects (the smallest a run of this speed reaches), not of the most iterations."""
+        self.level = stats.alpha_for(looks)
+        self.best = {name: self.at[name](max(1, min(last, self.spec.iterations)))[0] for name in SERIES}
+
+    def look(self, readings: Dict[str, List[Optional[float]]], plan: Optional[dict] = None) -> bool:
+        """Take a look's new readings (and, at the first look, the run's plan: LookPlan.fields); True when every
+        series read is decided."""
+        if plan and plan.get("planned_looks"):
+            self.plan(plan["planned_looks"], plan.get("planned_last") or self.spec.iterations)
         for name, values in readings.items():
             if name in self.series:
                 self.series[name].extend(values)

@@ -189,6 +189,8 @@ class Result(_ResultFields, total=False):
     first_iteration_peak_rss: Optional[int]  # peak RSS of the first iteration (VmHWM reset after setup)
     warmup_peak_rss: Optional[int]  # peak RSS of the warm-up (None without one)
     looks: int  # looks a sequential run took
+    planned_looks: int  # looks it planned at the first (its end included; protocol.LookPlan): each at 0.05 / this
+    planned_last: int  # the count the plan projected the run to end at (the first look's speed, ×1.5)
     timing: Timing
     trace: Trace
 

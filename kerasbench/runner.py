@@ -154,7 +154,7 @@ class _Never:
     """The answer to looks of a run that is not sequential: go on."""
 
     @staticmethod
-    def look(readings: dict) -> bool:
+    def look(readings: dict, plan: Optional[dict] = None) -> bool:
         return False
 
 
@@ -164,7 +164,7 @@ _NEVER = _Never()
 def _answer(answers, decider: Any, ev: dict) -> bool:
     """Answer a look: "stop" when the pair's verdicts are decided (protocol.Decider), else "go"; whether decided."""
     try:
-        decided = decider.look(ev.get("readings") or {})
+        decided = decider.look(ev.get("readings") or {}, ev.get("plan"))
     except Exception:  # a look the parent cannot judge must not stop the worker dead: it runs on to its budget
         decided = False
     try:

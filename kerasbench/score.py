@@ -190,16 +190,14 @@ def load(paths: Sequence[str], reference: Sequence[str]) -> Tuple[Loaded, Loaded
 
 def replay_result(result: dict, spec: Any) -> dict:
     """A reference repeat's result cut where a run of `spec` (a profile's counts) would have stopped on the same
-    readings: the worker's loop (min_iterations, min_seconds, looks at stats.look_points, the budget in seconds of
-    loop, the growth cap, the most iterations) with the runner's Decider answering its looks. Its stop reason is
-    "ran out" where the reference ended first."""
-    from .stats import look_points
-
+    readings: the worker's loop (min_iterations, min_seconds, the looks protocol.LookPlan plans from the
+    reference's own seconds per iteration, the budget in seconds of loop, the growth cap, the most iterations) with
+    the runner's Decider answering its looks. Its stop reason is "ran out" where the reference ended first."""
     series = result["series"]
     n_all = len(series["rss"])
     elapsed = 0.0
     decider = protocol.Decider(spec)
-    looks_at = set(look_points(spec.min_iterations, spec.iterations)) if spec.sequential else set()
+    plan = protocol.LookPlan(spec)
     sent, stop, k, looks = 0, None, 0, 0
     base = result.get("baseline_rss") or series["rss"][0]
     while k < min(spec.iterations, n_all):
@@ -210,11 +208,11 @@ def replay_result(result: dict, spec: Any) -> dict:
         if spec.max_growth and series["rss"][k - 1] - base >= spec.max_growth:
             stop = "growth"
             break
-        if k in looks_at and elapsed >= spec.min_seconds:
+        if plan.due(k, elapsed):
             looks += 1
             readings = {name: series[name][sent:k] for name in protocol.SERIES if series.get(name) is not None}
             sent = k
-            if decider.look(readings):
+            if decider.look(readings, plan.fields() if looks == 1 else None):
                 stop = "decided"
                 break
         if spec.budget and elapsed >= spec.budget and elapsed >= spec.min_seconds:
@@ -222,6 +220,8 @@ def replay_result(result: dict, spec: Any) -> dict:
             break
     out = copy.deepcopy(result)
     out["series"] = {name: values[:k] for name, values in series.items()}
+    out.pop("planned_looks", None), out.pop("planned_last", None)  # the reference's own (it is not sequential)
+    out.update(plan.fields())
     out.update(iterations_done=k, looks=looks, loop_seconds=elapsed,
                stop_reason=stop or ("iterations" if k >= spec.iterations else "ran out"),
                py_blocks_samples=[s for s in result.get("py_blocks_samples") or () if s[0] < k])

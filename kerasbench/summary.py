@@ -27,7 +27,8 @@ def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt
 
     results = [r["result"] for r in repeats if r.get("result")]
     summary = dict.fromkeys(METRICS)
-    summary.update(verdict=None, p_trend=None, repeats=len(results), alpha=protocol.alpha(spec))
+    level = min((protocol.alpha(spec, r) for r in results), default=protocol.alpha(spec))  # each repeat's plan's
+    summary.update(verdict=None, p_trend=None, repeats=len(results), alpha=level)
     if not results:
         floor, floor_source = floors["rss"](spec.iterations)
         summary.update(floor=floor, floor_source=floor_source)

@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional
 
-from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes, trace
+from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes, protocol, trace
 from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
 from .spec import RunSpec
@@ -262,12 +262,13 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
     None); STOP_REASONS.
 
     A fixed count runs exactly spec.iterations. A budgeted one runs at least spec.first_count iterations and
-    spec.min_seconds, then stops at the first of: a look where `ask(k, new readings)` says both verdicts are
-    decided (sequential; at stats.look_points), the budget of loop seconds, spec.iterations, or RSS grown by
-    spec.max_growth. Seconds spent waiting for an answer are not loop seconds.
+    spec.min_seconds, then stops at the first of: a look where `ask(k, new readings, plan)` says both verdicts are
+    decided (sequential; at the looks protocol.LookPlan plans at the first one, which `plan` carries), the budget
+    of loop seconds, spec.iterations, or RSS grown by spec.max_growth. Seconds spent waiting for an answer are not
+    loop seconds.
     """
     first = spec.first_count
-    looks_at = set(look_points(first, spec.iterations)) if spec.sequential and spec.probes and ask else set()
+    plan = protocol.LookPlan(spec) if spec.sequential and spec.probes and ask else None
     sent = dict.fromkeys(("rss", "heap"), 0)  # how much of each series the looks have sent
     rss_probe, peak_probe = stack.probes.get("rss"), stack.probes.get("peak_rss")
     first_peak = None
@@ -298,13 +299,13 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
         if spec.max_growth and rss_probe is not None and series["rss"][-1] - rss_probe.baseline >= spec.max_growth:
             stop = "growth"
             break
-        if k in looks_at and elapsed >= spec.min_seconds:
+        if plan is not None and plan.due(k, elapsed):
             looks += 1
             new = {name: series[name][sent[name]:] for name in sent if series.get(name) is not None}
             for name in new:
                 sent[name] = len(series[name])
             waited = probes.timer()
-            decided = ask(k, new)
+            decided = ask(k, new, plan.fields() if looks == 1 else None)
             paused += probes.timer() - waited
             if decided:
                 stop = "decided"
@@ -312,7 +313,7 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
         if spec.budget and elapsed >= spec.budget and elapsed >= spec.min_seconds:
             stop = "budget"
             break
-    return stop or ("iterations" if spec.budgeted else "count"), looks, k, first_peak
+    return stop or ("iterations" if spec.budgeted else "count"), looks, k, first_peak, plan.fields() if plan else {}
 
 
 def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[gpu.GpuMemoryReader] = None,
@@ -370,7 +371,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
         tracer.start()
     probes.gc_barrier()
     stack.start()
-    stop, looks, k, first_peak = _measured_loop(spec, pair, stack, series, emit, ask, tracer)
+    stop, looks, k, first_peak, planned = _measured_loop(spec, pair, stack, series, emit, ask, tracer)
     if peaks["setup_rss"] is not None and peaks["first_iteration_peak_rss"] is None:
         peaks["first_iteration_peak_rss"] = first_peak  # no warm-up: the first measured iteration was the first
     stack.stop()
@@ -383,7 +384,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     # Where the worker's time went (kerasbench overhead): the rest of done - entered is protocol.
     timing = {"entered": entered, "setup_seconds": setup_seconds, "warmup_seconds": warmup_seconds,
               "done": time.monotonic()}
-    result = {"iterations_done": k, "stop_reason": stop, "looks": looks, "series": series, **stack.fields(),
+    result = {"iterations_done": k, "stop_reason": stop, "looks": looks, **planned, "series": series, **stack.fields(),
               **peaks, "timing": timing, **traced}
     emit("done", result=result, environment=environment_now)
 
@@ -402,8 +403,8 @@ def main(argv: Optional[list] = None) -> None:
     def emit(event, **fields):
         out.write(json.dumps({"event": event, **fields}) + "\n")
 
-    def ask(k, readings):
-        emit("look", iteration=k - 1, readings=readings)
+    def ask(k, readings, plan=None):
+        emit("look", iteration=k - 1, readings=readings, **({"plan": plan} if plan else {}))
         return control.readline().strip() != "go"  # "stop", or the runner gone (end of file): stop
 
     run_protocol(spec, emit, ask=ask if control else None)

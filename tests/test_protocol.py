@@ -286,30 +286,75 @@ def test_a_fixed_count_is_exactly_that_many():
 def test_a_decided_look_stops_the_loop_and_the_readings_reach_the_runner():
     seen = []
 
-    def ask(k, readings):
-        seen.append((k, len(readings["rss"])))
+    def ask(k, readings, plan=None):
+        seen.append((k, len(readings["rss"]), plan))
         return k >= 18
 
     spec = RunSpec("control", "control_noop", iterations=500, min_iterations=8, budget=60, sequential=True, warmup=0)
     result, events = _run(spec, ask)
     assert (result["iterations_done"], result["stop_reason"], result["looks"]) == (18, "decided", 3)
-    assert seen == [(8, 8), (12, 4), (18, 6)]  # each look sends what the last one did not
+    assert [(k, n) for k, n, _ in seen] == [(8, 8), (12, 4), (18, 6)]  # each look sends what the last one did not
+    # the first look carries the plan (a fast pair: up to its most iterations), the record keeps it
+    plan = seen[0][2]
+    assert plan == {"planned_looks": len(stats.look_points(8, 500)) + 1, "planned_last": 500}
+    assert [p for _, _, p in seen[1:]] == [None, None]
+    assert (result["planned_looks"], result["planned_last"]) == (plan["planned_looks"], 500)
+
+
+def test_a_slow_pair_plans_the_looks_its_budget_allows():
+    """Protocol 5: a pair of 0.5 s per iteration under quick's 6 s budget plans 8 and 12 and its end (0.05 / 3),
+    not the 15 looks of 8 ... 2,000 iterations (0.05 / 15) it could never take; a 1 ms pair plans them all."""
+    spec = RunSpec("control", "control_noop", iterations=2000, min_iterations=8, budget=6, min_seconds=1,
+                   sequential=True)
+    slow = protocol.LookPlan(spec)
+    assert not slow.due(7, 3.5)  # before min_iterations: no plan yet
+    assert slow.looks is None and slow.fields() == {}
+    assert slow.due(8, 4.0)  # 8 iterations in 4 s: the budget allows 12, ×1.5 of slack is 18
+    assert (slow.looks, slow.last) == (3, 18) and sorted(slow.points) == [8, 12]
+    assert slow.due(12, 6.0) and not slow.due(18, 9.0)
+    assert protocol.alpha(spec, slow.fields()) == pytest.approx(0.05 / 3)
+    fast = protocol.LookPlan(spec)
+    assert not fast.due(8, 0.008)  # 8 ms: min_seconds (1 s) holds the first look back
+    assert fast.due(1000, 1.0)  # 1 ms per iteration: the budget allows 6,000; its most iterations, 2,000, cap it
+    assert fast.last == 2000 and fast.looks == len(stats.look_points(1000, 2000)) + 1
+    # a spec that has not looked is judged at the plan of its whole range (records before protocol 5 too)
+    assert protocol.alpha(spec) == protocol.alpha(spec, {}) == stats.alpha_for(stats.planned_looks(8, 2000, True))
+    fixed = RunSpec("control", "control_noop", iterations=40)
+    assert not protocol.LookPlan(fixed).due(40, 10.0) and protocol.alpha(fixed) == 0.05
+
+
+def test_the_decider_and_the_record_judge_at_the_plans_level():
+    """A series of 12 readings whose trend p is 0.014 is `grows` at 0.05 / 3 (a plan of 3 looks) and inconclusive at
+    0.05 / 15 (protocol 4's plan of quick's whole range): the runner's look and the record judge at the plan's."""
+    spec = RunSpec("control", "control_noop", iterations=2000, min_iterations=8, budget=6, min_seconds=1,
+                   sequential=True, floor=64 * KIB)
+    planned = {"planned_looks": 3, "planned_last": 18}
+    decider = protocol.Decider(spec)
+    decider.look({"rss": [500 * MIB] * 8}, planned)
+    assert decider.level == pytest.approx(0.05 / 3)
+    assert decider.best["rss"] == protocol.floor_at(spec)(18)[0]
+    rss = list(500 * MIB + 100 * KIB * np.arange(12) + np.random.default_rng(2).normal(0, 300 * KIB, 12))
+    at = protocol.spec_floors(spec)["rss"]
+    judged = protocol.judge_results([{"series": {"rss": rss}, **planned}], spec, "rss", at)
+    assert judged.verdict == "grows" and judged.judgements[0].fit.p_trend == pytest.approx(0.014, abs=0.001)
+    unplanned = protocol.judge_results([{"series": {"rss": rss}}], spec, "rss", at)
+    assert unplanned.verdict == "inconclusive"
 
 
 def test_the_budget_and_the_most_iterations_stop_an_undecided_loop():
     spec = RunSpec("control", "control_noop", iterations=10**7, min_iterations=8, budget=0.3, sequential=True,
                    warmup=0)
-    result, _ = _run(spec, ask=lambda k, readings: False)
+    result, _ = _run(spec, ask=lambda k, readings, plan=None: False)
     assert result["stop_reason"] == "budget" and result["loop_seconds"] >= 0.3
     spec = RunSpec("control", "control_noop", iterations=40, min_iterations=8, budget=60, sequential=True, warmup=0)
-    assert _run(spec, ask=lambda k, readings: False)[0]["stop_reason"] == "iterations"
+    assert _run(spec, ask=lambda k, readings, plan=None: False)[0]["stop_reason"] == "iterations"
 
 
 def test_min_seconds_hold_the_looks_back():
     asked = []
     spec = RunSpec("control", "control_noop", iterations=10**7, min_iterations=8, budget=0.5, min_seconds=0.2,
                    sequential=True, warmup=0)
-    result, _ = _run(spec, ask=lambda k, readings: asked.append(k) or True)
+    result, _ = _run(spec, ask=lambda k, readings, plan=None: asked.append(k) or True)
     assert result["stop_reason"] == "decided" and asked and result["loop_seconds"] >= 0.2
     assert asked[0] > 8  # the first look came after 0.2 s of loop, not at 8 iterations
 
@@ -317,7 +362,7 @@ def test_min_seconds_hold_the_looks_back():
 def test_a_large_leak_ends_the_loop_at_the_growth_cap():
     spec = RunSpec("control", "control_leak_native", iterations=10**6, min_iterations=8, budget=60, sequential=True,
                    warmup=0, leak_bytes=4 * MIB, max_growth=64 * MIB)
-    result, _ = _run(spec, ask=lambda k, readings: False)
+    result, _ = _run(spec, ask=lambda k, readings, plan=None: False)
     grown = [rss - result["baseline_rss"] for rss in result["series"]["rss"]]
     # the loop stopped at the first reading over the cap: not at a count, since this process's free pages (other
     # tests ran in it) hold the first few buffers without RSS growing

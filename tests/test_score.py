@@ -169,8 +169,11 @@ def test_a_replay_stops_where_the_profiles_looks_would_and_scores_what_its_rules
     loaded = load_records([ref])
     replayed = {r["strategy"]: r for r, _, _ in score.replay(loaded, "default", 1)}
     leak = replayed["clear_session"]["repeats"][0]["result"]
-    assert leak["stop_reason"] == "decided" and leak["iterations_done"] == 473  # the looks after 300 (3 s): 315, 473
-    assert len(leak["series"]["rss"]) == 473 and replayed["clear_session"]["spec"]["profile"] == "default"
+    # the first look once 3 s are spent (301 readings of 0.01 s: their float sum passes 3 at 301) plans from there,
+    # ×1.5: 301, 452 (protocol 4 looked at its fixed points 8, 12 … : 315, 473)
+    assert leak["stop_reason"] == "decided" and leak["iterations_done"] == 452
+    assert (leak["looks"], leak["planned_last"]) == (2, 3001)  # 20 s at 10 ms: 2,000 iterations, ×1.5 (float: +1)
+    assert len(leak["series"]["rss"]) == 452 and replayed["clear_session"]["spec"]["profile"] == "default"
     result = score.score(score.replay(loaded, "default", 0), loaded)
     assert result["agreement"] == {"verdict": 1.0, "kind": 1.0} and result["false_alarms"] == 0
     code, out = call(["score", "--replay", "quick", "--reference", ref])
