@@ -132,13 +132,14 @@ SAME = "same"  # the environment name of a release this interpreter provides (as
 
 
 def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]] = None,
-               python: Optional[str] = None, no_deps: Sequence[str] = ()) -> tuple:
+               python: Optional[str] = None, no_deps: Sequence[str] = (), here: bool = True) -> tuple:
     """(interpreter, name) of the asv environment of `config` with exactly `reqs`, created if missing.
 
     asv names it (`asv run --config <config> -E <name>` reuses the same folder); kerasbench creates it
     with uv where uv is installed (one resolve, wheels hard-linked from uv's cache), else asv does with pip.
     When this interpreter already has exactly those pins (and that Python), it is used: (sys.executable,
-    'same'). The worker runs there with kerasbench on PYTHONPATH (it needs only numpy and TF from it).
+    'same'), unless `here` is False (`envs --create`: the folder asv will use is made whatever runs kerasbench).
+    The worker runs there with kerasbench on PYTHONPATH (it needs only numpy and TF from it).
 
     Pins the installer cannot resolve together (TF 2.14.0 with Keras 2.13.1) are forced: `forced_pins`
     names the ones installed with --no-deps after the rest resolved, the environment must then import
@@ -152,7 +153,7 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
     no_deps = list(no_deps) + [name for name, value in reqs.items() if name not in no_deps and
                                ("--no-deps" in split_pin(name, value)[2] or package_of(name) == "tf-keras")]
     conf, env = environment_for(config, reqs, python) if python else environment_for(config, reqs)
-    if not no_deps and provided_here(reqs, getattr(env, "_python", "")) and not gpu_extras(conf, reqs):
+    if here and not no_deps and provided_here(reqs, getattr(env, "_python", "")) and not gpu_extras(conf, reqs):
         return sys.executable, SAME
     if not env.check_presence():
         started = time.monotonic()
@@ -393,6 +394,28 @@ def end_creations() -> None:
         if child.pid not in spared:
             with contextlib.suppress(psutil.Error):
                 child.kill()
+
+
+def create(config: str, names: Sequence[str],
+           progress: Optional[Callable[[str], None]] = None) -> List[Tuple[str, str]]:
+    """Make the environments of `config` named `names` (as `envs` and `asv run -E` name them) where asv will look
+    for them, with uv where it is installed (python_for): [(name, its interpreter)]. asv then reuses each: only
+    the project is installed into it. An unknown name lists the valid ones before anything is made."""
+    from .asvconf import matrix_entries
+    from .errors import unknown
+
+    entries = {e["name"]: e for e in matrix_entries(config)}
+    for name in names:
+        if name not in entries:
+            raise unknown("environment", name, entries)
+    made = []
+    for name in names:
+        entry = entries[name]
+        python, found = python_for(config, entry["req"], progress, python=str(entry["python"]), here=False)
+        if found != name:  # the naming of python_for and of the matrix must agree, or asv would make its own
+            raise UsageError(f"{config}: the environment made for {name} is named {found}; asv would not reuse it.")
+        made.append((name, python))
+    return made
 
 
 def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], None]] = None,

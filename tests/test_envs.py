@@ -170,3 +170,30 @@ def test_environments_live_beside_the_config_whatever_the_current_folder(tmp_pat
     reqs = releases.requirements_for("2.12.1", asvconf.includes(str(config)))
     _, env = environment.environment_for(str(config), reqs)
     assert Path(env._path).parent == folder / ".asv" / "env"
+
+
+def test_envs_create_makes_the_named_environments_asv_reuses(config, fake_uv, capsys, monkeypatch):
+    """`kerasbench envs --create NAME` (CI's way): each named environment of the matrix made where asv finds it
+    present, even when this interpreter has its pins; an axis entry (tf_keras) by its own name; an unknown name
+    lists the valid ones and makes nothing."""
+    from kerasbench.cli import main
+
+    log = fake_uv()
+    monkeypatch.setattr(environment, "import_check", lambda *a: "")  # the fake's interpreter has no TF to import
+    entries = asvconf.matrix_entries(config)
+    release = next(e for e in entries if not e["axis"] and e["req"].get("tensorflow-cpu") == "2.21.0")
+    axis = next(e for e in entries if e["axis"] == "tf_keras")
+    code = main(["envs", "--config", config, "--create", f"{release['name']},{axis['name']}"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    made = dict(line.split("\t") for line in out.splitlines())
+    assert list(made) == [release["name"], axis["name"]]
+    for entry in (release, axis):
+        _, env = environment.environment_for(config, entry["req"], str(entry["python"]))
+        assert env.name == entry["name"] and env.check_presence()  # `asv run -E NAME` would not make it again
+        assert made[entry["name"]] == os.path.join(env._path, "bin", "python")
+    assert "2 environment(s) ready" in err and log.read_text().count("venv ") == 2
+    code = main(["envs", "--config", config, "--create", "virtualenv-py3.11-nosuch"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Expected one of:" in err and release["name"] in err and "Traceback" not in err
+    assert log.read_text().count("venv ") == 2

@@ -11,6 +11,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="asv config file (default: asv.matrix.json, found as for run --tf)")
     p.add_argument("--tf", help="only the environment of this TensorFlow release (patch releases too, as run --tf); "
                    "prints its bare name")
+    p.add_argument("--create", metavar="NAME", action="append", default=[],
+                   help="make this environment (a name `envs` lists; comma list or repeated; 'all': every one) where "
+                   "`asv run -E NAME` finds it, with uv where installed (one resolve, wheels linked from uv's cache): "
+                   "asv then installs only the project into it (CI makes them so, from a cached uv folder)")
     p.add_argument("--json", action="store_true", help="the environments as one line of JSON, GitHub Actions' "
                    "matrix form {\"include\": [{name, tf, tf_package, keras, python, device, config}]}")
 
@@ -23,6 +27,22 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ..environment import environments
 
     config = find_config(args.config)
+    if args.create:
+        import sys
+        import time
+
+        from ..environment import create
+
+        names = [n.strip() for value in args.create for n in value.split(",") if n.strip()]
+        if "all" in names:
+            names = [e["name"] for e in matrix_entries(config)]
+        started = time.monotonic()
+        made = create(config, names, lambda text: print(f"kerasbench envs: {text}", file=sys.stderr, flush=True))
+        for name, python in made:
+            out.write(f"{name}\t{python}\n")
+        print(f"kerasbench envs: {len(made)} environment(s) ready in {time.monotonic() - started:.0f} s",
+              file=sys.stderr)
+        return 0
     if args.json:  # one line: a CI job writes it to $GITHUB_OUTPUT and fans out over it
         out.write(json.dumps(matrix_json(config), separators=(",", ":")) + "\n")
         return 0
