@@ -353,63 +353,7 @@ def test_the_tests_workflow_installs_ci_run_s_debian_packages_and_caches_pip_by_
 
 # ---------------------------------------------------------------- which events start the benchmarks
 
-_TOKEN = re.compile(r"\s+|'(?:[^']|'')*'|&&|\|\||!=|==|!|\(|\)|,|\d+|[A-Za-z_][\w-]*(?:\.(?:\*|[\w-]+))*")
-
-
-def _contains(haystack, needle):
-    if isinstance(haystack, list):
-        return any(str(item).lower() == str(needle).lower() for item in haystack)
-    return str(needle).lower() in str(haystack or "").lower()
-
-
-def _format(text, *args):
-    return re.sub(r"\{(\d+)\}", lambda m: _show(args[int(m.group(1))]), text)
-
-
-def _show(value):
-    return "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _lookup(context, path):
-    """A property path of GitHub's contexts (`github.event.pull_request.labels.*.name`); null when missing."""
-    values, star = [context], False
-    for part in path.split("."):
-        if part == "*":
-            values, star = [v for value in values for v in (value or [])], True
-        else:
-            values = [value.get(part) if isinstance(value, dict) else None for value in values]
-    return values if star else values[0]
-
-
-def evaluate(expression, context):
-    """GitHub's expression language, the part the workflow uses (literals, properties, ==, !=, !, &&, ||,
-    parentheses, contains, format), evaluated in Python (&& and || return an operand, as GitHub's do)."""
-    functions = {"contains": _contains, "format": _format}
-    out, pos = [], 0
-    while pos < len(expression):
-        token = _TOKEN.match(expression, pos)
-        assert token, f"not understood here: {expression[pos:]!r}"
-        t, pos = token.group(0), token.end()
-        if t.isspace():
-            continue
-        if t.startswith("'"):
-            out.append(repr(t[1:-1].replace("''", "'")))
-        elif t in ("&&", "||", "!"):
-            out.append({"&&": " and ", "||": " or ", "!": " not "}[t])
-        elif t in ("==", "!=", "(", ")", ",") or t.isdigit():
-            out.append(t)
-        elif t in ("true", "false", "null"):
-            out.append({"true": "True", "false": "False", "null": "None"}[t])
-        elif t in functions:
-            out.append(f"_functions[{t!r}]")
-        else:
-            out.append(f"_lookup(_context, {t!r})")
-    return eval("".join(out), {"_functions": functions, "_lookup": _lookup, "_context": context})
-
-
-def interpolate(text, context):
-    """A string with ${{ }} expressions, as GitHub fills it in."""
-    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: _show(evaluate(m.group(1), context)), text)
+from gha import evaluate, interpolate  # noqa: E402  (a local stand-in for GitHub's expressions and steps)
 
 
 def _event(name, action=None, labels=(), label=None):
@@ -477,16 +421,45 @@ def test_every_hosted_job_that_installs_with_pip_caches_it_keyed_by_its_pins(wor
         assert caches, f"{job_id}: no pip cache"
         for key, hashed in caches:
             assert "pyproject.toml" in hashed, f"{job_id}: {key} does not hash pyproject.toml"
-            for config in re.findall(r"\basv run\b[^\n]*?--config[ =](\S+)", runs):  # the environment's pins
-                assert config in hashed and "matrix.env" in key, f"{job_id}: {key} does not key {config}'s pins"
         checked.append(job_id)
     assert checked == ["plan", "cpu", "nightly", "merge"]
 
 
-def test_the_cpu_cache_is_restored_before_asv_makes_the_environment(workflow):
+def _uv_cache(job):
+    return next((step["with"]["key"] for step in job["steps"]
+                 if _uses(step, "actions/cache") and "~/.cache/uv" in str(step["with"].get("path"))), None)
+
+
+def test_the_environment_is_made_with_uv_from_a_cache_keyed_by_its_pins_before_asv_runs_in_it(workflow):
+    """The TF wheels (0.3-0.6 GB) come from uv's cache, keyed by the environment and the files that pin it; the
+    environment is made by `kerasbench envs --create` (uv) before the first `asv run`, which then reuses it."""
     steps = workflow["jobs"]["cpu"]["steps"]
+    runs = [str(step.get("run", "")) for step in steps]
     cache = next(i for i, step in enumerate(steps) if _uses(step, "actions/cache"))
-    asv = next(i for i, step in enumerate(steps) if "asv run" in str(step.get("run", "")))
-    assert cache < asv
-    key = steps[cache]["with"]["key"]
-    assert key == "pip-${{ runner.os }}-${{ matrix.env }}-${{ hashFiles('asv.matrix.json', 'pyproject.toml') }}"
+    create = next(i for i, run in enumerate(runs) if "kerasbench envs" in run and "--create" in run)
+    asv = next(i for i, run in enumerate(runs) if "asv run" in run)
+    assert cache < create < asv
+    assert any("pip install" in run and " uv" in run for run in runs[:create])  # uv there, or asv's pip makes it
+    assert '--create "$ENV_NAME"' in runs[create] and '-E "$ENV_NAME"' in runs[asv]
+    assert workflow["jobs"]["cpu"]["env"]["ENV_NAME"] == "${{ matrix.env }}"
+    key = _uv_cache(workflow["jobs"]["cpu"])
+    assert key == "uv-${{ runner.os }}-${{ matrix.env }}-${{ hashFiles('asv.matrix.json', 'pyproject.toml') }}"
+    assert _uv_cache(workflow["jobs"]["nightly"]).startswith("uv-${{ runner.os }}-nightly-")
+
+
+# The first majors that run on Node 24 (GitHub removed Node 20 from its runners on 2026-09-16): an older pin stops.
+NODE24 = {"actions/checkout": 6, "actions/setup-python": 6, "actions/cache": 5, "actions/upload-artifact": 6,
+          "actions/download-artifact": 7, "actions/configure-pages": 6, "actions/upload-pages-artifact": 5,
+          "actions/deploy-pages": 5}
+
+
+def test_every_action_is_pinned_at_a_node24_major():
+    for path in WORKFLOWS:
+        for job_id, job in yaml.safe_load(path.read_text())["jobs"].items():
+            for step in job.get("steps") or []:
+                if "uses" not in step:
+                    continue
+                action, _, version = str(step["uses"]).partition("@")
+                assert action in NODE24, f"{path.name} {job_id}: {action} is not in the table of Node 24 majors"
+                assert re.fullmatch(r"v\d+", version) and int(version[1:]) >= NODE24[action], \
+                    f"{path.name} {job_id}: {step['uses']} runs on Node 20 (at least v{NODE24[action]})"
