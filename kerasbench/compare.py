@@ -14,8 +14,10 @@ retained          noise (the larger of the spread across repeats and the robust 
                   when no noise can be measured (one repeat of a short series) or it measures 0: a
                   noise of 0 would pass any difference. The peak judged is the loop's own (its peak
                   over the post-warm-up baseline); the absolute peak (peak_loop) is shown beside it.
-train_traces,     exact counts: any change is regressed (more) or improved (fewer); inconclusive
-predict_traces    when the repeats of one version disagree.
+*_traces          exact counts: any change is regressed (more) or improved (fewer); inconclusive
+                  when the repeats of one version disagree. Runs of different lengths (a budgeted run
+                  stops when decided) are compared per measured iteration instead (the count's series):
+                  a change must add up to one trace over the shorter run; no series: inconclusive.
 objects_per_iter  like peak_loop, with 25 objects/iteration as the minimum and the spread across
                   repeats as the noise (one repeat: the counts are taken at face value).
 seconds_per_iter  not comparable (with the reason) when either side measured pairs at once (jobs > 1),
@@ -184,6 +186,9 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
         side.update(noise=noise, iterations=n)
     elif isinstance(rule, ExactCount):
         side["functions"] = results[0].get("functions")  # which tf.functions, for the why of a changed count
+        warmup = record["spec"].get("warmup") or 0
+        side["lengths"] = [warmup + (r.get("iterations_done") or n) for r in results]  # iterations the count spans
+        side["rates"] = [loop_rate(r, metric) for r in results]
     elif isinstance(rule, TimingBand):
         side.update(seconds=[s for r in results for s in r["series"].get("seconds") or []],
                     jobs=record["spec"].get("jobs") or 1, load=load_per_cpu(record))
@@ -244,7 +249,19 @@ def _magnitude(base, new, rule):
     return "inconclusive", f"difference {size} within {NOISE_K:g}× noise {fmt(noise).lstrip('+')}"
 
 
+def loop_rate(result: dict, metric: str) -> Optional[float]:
+    """A count's increase per measured iteration, from its per-iteration series (first to last reading); None
+    without one (records before protocol 5 kept no series of the path traces) or with fewer than 2 readings."""
+    values = ((result.get("series") or {}).get(metric)) or []
+    if len(values) < 2 or any(v is None for v in values):
+        return None
+    return (values[-1] - values[0]) / (len(values) - 1)
+
+
 def _exact_count(base, new, unit):
+    lengths = set(base.get("lengths") or ()) | set(new.get("lengths") or ())
+    if len(lengths) > 1 and len(set(base["per_repeat"]) | set(new["per_repeat"])) > 1:
+        return _count_per_iteration(base, new, unit)
     for side in (base, new):
         if len(set(side["per_repeat"])) > 1:
             return "inconclusive", f"repeats disagree: {sorted(set(side['per_repeat']))}"
@@ -254,6 +271,27 @@ def _exact_count(base, new, unit):
     changed = function_changes(base.get("functions"), new.get("functions"))
     why = f"{b} -> {n} {unit}" + (f"; by function: {changed}" if changed else "")
     return ("regressed" if n > b else "improved"), why
+
+
+def _count_per_iteration(base, new, unit):
+    """A count of runs of different lengths (a budgeted run stops when it is decided): a function that retraces
+    every call counts 70 over 70 iterations and 29 over 29, so the totals tell nothing; its increase per measured
+    iteration does. A change is one that adds up to at least one trace over the shorter loop."""
+    span = f"{int(base['value'])} over {max(base['lengths'])} and {int(new['value'])} over {max(new['lengths'])} " \
+           f"iterations"
+    rates = [[r for r in side["rates"]] for side in (base, new)]
+    if any(r is None for side in rates for r in side):
+        return "inconclusive", f"{span}: the runs' lengths differ and a record keeps no per-iteration count of it"
+    shortest = min(length for side in (base, new) for length in side["lengths"])
+    for side in rates:
+        if (max(side) - min(side)) * shortest >= 1:
+            return "inconclusive", f"repeats disagree: {sorted(round(r, 2) for r in side)} {unit} per iteration"
+    rb, rn = float(np.median(rates[0])), float(np.median(rates[1]))
+    if abs(rn - rb) * shortest < 1:
+        return "unchanged", f"{rn:.2f} {unit} per iteration in both ({span})"
+    changed = function_changes(base.get("functions"), new.get("functions"))
+    why = f"{rb:.2f} -> {rn:.2f} {unit} per iteration ({span})" + (f"; by function: {changed}" if changed else "")
+    return ("regressed" if rn > rb else "improved"), why
 
 
 def function_changes(base: Optional[list], new: Optional[list], top: int = 3) -> str:

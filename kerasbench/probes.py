@@ -324,7 +324,7 @@ class TraceProbe(Probe):
     them, those of the training and prediction paths, and per function (owner, instances, traces, the instances
     alive and the concrete functions alive when the loop ends, before teardown); models built."""
 
-    SERIES = tuple(TRACE_KINDS) + ("all_traces",)
+    SERIES = tuple(TRACE_KINDS) + ("all_traces", "train_path_traces", "predict_path_traces")
     FIELDS = tuple(TRACE_KINDS) + ("models_built", "train_path_traces", "predict_path_traces", "all_traces",
                                    "functions", "trace_hook")
     at_stop = None  # counters.functions() when the loop stops
@@ -333,6 +333,8 @@ class TraceProbe(Probe):
         for name, kind in TRACE_KINDS.items():
             self.series[name].append(counters.traces(kind))
         self.series["all_traces"].append(counters.all_traces())
+        for path in ("train", "predict"):  # per iteration: a budgeted run's count depends on its length (compare)
+            self.series[f"{path}_path_traces"].append(counters.path_traces(path))
 
     def stop(self) -> None:
         self.at_stop = counters.functions()  # the loop's last iteration done, before teardown's cleanup

@@ -75,6 +75,8 @@ class Series(_SeriesFields, total=False):
     """Readings after each measured iteration (empty with probes off); probes may add series."""
 
     all_traces: List[int]  # traces of every tf.function so far (records before the tracing hook lack it)
+    train_path_traces: List[int]  # of the training / prediction path so far (records before protocol 5 lack them)
+    predict_path_traces: List[int]
     graph_ops: List[int]
     heap: List[Optional[int]]  # allocator heap bytes in use (absent where no reader: see heap_unavailable)
     gpu_alloc: List[Optional[int]]

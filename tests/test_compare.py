@@ -141,6 +141,44 @@ def test_any_trace_count_change_is_found(tmp_path):
     assert cell(cells, "inference", "clear_session", "train_traces")["verdict"] == "unchanged"
 
 
+def _traced(version, n, per_iteration, setup=1, series=True, warmup=2):
+    """The fixture's inference × clear_session relabelled: n measured iterations after `warmup`, its prediction
+    path tracing `per_iteration` times an iteration after `setup` traces (cumulative series, or none)."""
+    data = as_version(payload(), version)
+    [record] = [r for r in data["records"] if (r["loop"], r["strategy"]) == ("inference", "clear_session")]
+    data["records"] = [record]
+    record["spec"]["warmup"] = warmup
+    result = record["repeats"][0]["result"]
+    counts = [setup + per_iteration * (warmup + k + 1) for k in range(n)]
+    result["iterations_done"] = n
+    result["series"] = {"rss": [600 * MIB] * n} | ({"predict_path_traces": counts} if series else {})
+    result["predict_path_traces"] = record["summary"]["predict_path_traces"] = counts[-1]
+    return data
+
+
+@pytest.mark.parametrize("base, new, verdict, why", [
+    ((70, 1), (29, 1), "unchanged", "1.00 traces per iteration in both (73 over 72 and 32 over 31 iterations)"),
+    ((70, 1), (29, 2), "regressed", "1.00 -> 2.00 traces per iteration"),
+    ((70, 3), (29, 2), "improved", "3.00 -> 2.00 traces per iteration"),
+    ((70, 0), (29, 0), "unchanged", "1 traces in both"),  # a constant: the same whatever the length
+])
+def test_a_count_of_runs_of_different_lengths_is_compared_per_iteration(tmp_path, base, new, verdict, why):
+    """A budgeted run stops when it is decided: a wrapper that retraces every call counts 73 over one run and 32
+    over another; the totals say regressed or improved, the count per iteration says what happened."""
+    paths = [write(tmp_path / "a.json", _traced("2.21.0", *base)), write(tmp_path / "b.json", _traced("2.22.0", *new))]
+    found = cell(compare.compare(compare.group(load_records(paths)), metrics=["predict_path_traces"]),
+                 "inference", "clear_session", "predict_path_traces")
+    assert (found["verdict"], why in found["why"]) == (verdict, True), found["why"]
+
+
+def test_a_count_without_its_series_over_runs_of_different_lengths_is_inconclusive(tmp_path):
+    paths = [write(tmp_path / "a.json", _traced("2.21.0", 70, 1, series=False)),
+             write(tmp_path / "b.json", _traced("2.22.0", 29, 1, series=False))]
+    found = cell(compare.compare(compare.group(load_records(paths)), metrics=["predict_path_traces"]),
+                 "inference", "clear_session", "predict_path_traces")
+    assert found["verdict"] == "inconclusive" and "keeps no per-iteration count" in found["why"]
+
+
 def with_load(data, start, end=None, jobs=None):
     """Every worker of `data` as if it saw these 1-minute loads (the whole machine's, 2 CPUs) at its start and end."""
     for r in data["records"]:

@@ -116,7 +116,7 @@ def test_inactive_probes_leave_their_fields_none_and_add_no_series():
     assert all(fields[k] is None for k in ("tf_alloc_peak", "graph_build_seconds", "gpu_alloc_peak",
                                            "gpu_reserved_source"))
     assert set(stack.series) == {"seconds", "rss", "heap", "train_traces", "predict_traces", "function_traces",
-                                 "all_traces"}
+                                 "all_traces", "train_path_traces", "predict_path_traces"}
     assert all(len(values) == 1 for values in stack.series.values())
 
 
