@@ -64,6 +64,12 @@ shutil.copy(src, os.path.join(records, "sweep.json"))
 """
 
 FAKE_KERASBENCH = """#!/usr/bin/env bash
+if [ "$1" = run ]; then  # the nightly job's: the records of a fixture (a nightly's, or the release's)
+  echo "kerasbench $*" >> "$FAKE_LOG"
+  out=$(echo "$*" | sed -n 's/.*--json \\([^ ]*\\).*/\\1/p')
+  case "$*" in *"--tf nightly"*) cp "$FAKE_NIGHTLY" "$out" ;; *) cp "$FAKE_RELEASE" "$out" ;; esac
+  exit 0
+fi
 case "$1 $*" in
   "envs "*--create*|"publish "*)
     echo "kerasbench $*" >> "$FAKE_LOG"
@@ -107,6 +113,7 @@ class Runner:
         _git(self.source, "push", "-q", "origin", "HEAD:refs/heads/main")
         self.records = records
         self.n = 0
+        self.nightly = None
 
     def clone(self, name: str) -> Path:
         """A job's checkout: this repository's HEAD with this working tree's .ci/ (uncommitted edits too)."""
@@ -129,8 +136,9 @@ class Runner:
     def job(self, workflow, job_id, context, cwd=None) -> gha.Job:
         self.n += 1
         cwd = cwd or self.clone(f"{job_id}-{self.n}")
-        env = {"FAKE_LOG": str(self.log), "FAKE_WRITER": str(self.tmp / "writer.py"), "REAL_PYTHON": sys.executable,
-               "FAKE_RECORDS": json.dumps(self.records), "HOME": str(self.tmp / "home"),
+        env = {"FAKE_LOG": str(self.log), "FAKE_NIGHTLY": str(self.tmp / "nightly-run.json"),
+               "FAKE_RELEASE": str(FIXTURES / "tf221.json"), "FAKE_WRITER": str(self.tmp / "writer.py"),
+               "REAL_PYTHON": sys.executable, "FAKE_RECORDS": json.dumps(self.records), "HOME": str(self.tmp / "home"),
                "PYTHONPATH": str(ROOT)}
         return gha.Job(workflow, job_id, cwd, self.artifacts, context, env=env, path=[str(self.bin)]).run()
 
@@ -150,15 +158,29 @@ def _plan(runner, workflow, context):
     return plan, json.loads(plan.outputs["cpu"])["include"]
 
 
-def _night(runner, workflow, releases):
+def _nightly_records(runner, day, source):
+    """What `kerasbench run --tf nightly` writes on the night of `day`: a fixture's records as that nightly's."""
+    data = json.loads(source.read_text())
+    for record in data["records"]:
+        record["environment"].update(tensorflow=f"2.23.0-dev{day.replace('-', '')}", tf_distribution="tf-nightly",
+                                     nightly={"package": "tf-nightly", "day": day, "flavour": "cuda",
+                                              "version": f"2.23.0.dev{day.replace('-', '')}"})
+    (runner.tmp / "nightly-run.json").write_text(json.dumps(data))
+
+
+def _night(runner, workflow, releases, day="2026-10-26", nightly_source=FIXTURES / "tf221.json"):
     head = _git(runner.source, "rev-parse", "HEAD")
     context = _context("schedule", head, vars={"KERASBENCH_RELEASES": releases})
     plan, jobs = _plan(runner, workflow, context)
     cpu = [runner.job(workflow, "cpu", dict(context, matrix=entry)) for entry in jobs]
     for job in cpu:
         assert not job.failed, job.transcript()
+    _nightly_records(runner, day, nightly_source)
+    assert gha.evaluate(workflow["jobs"]["nightly"]["if"], context)
+    nightly = runner.job(workflow, "nightly", dict(context, needs={"plan": {"result": "success"}}))
+    runner.nightly = nightly
     needs = {"plan": {"result": "success", "outputs": plan.outputs}, "cpu": {"result": "success"},
-             "gpu": {"result": "skipped"}}
+             "gpu": {"result": "skipped"}, "nightly": {"result": "failure" if nightly.failed else "success"}}
     assert gha.evaluate(workflow["jobs"]["merge"]["if"], dict(context, needs=needs),
                         {"cancelled": lambda: False})
     merge = runner.job(workflow, "merge", dict(context, needs=needs))
@@ -192,15 +214,24 @@ def test_a_night_hands_each_job_s_results_to_the_merge_and_keeps_the_history_in_
         names = tar.getnames()
     assert any(n.endswith(f"{head[:8]}-{jobs[0]['env']}/sweep.json") for n in names)
     assert "no branch benchmark-results" in merge.transcript()
+    assert not runner.nightly.failed, runner.nightly.transcript()  # the nightly as the release: nothing regressed
+    assert (runner.artifacts / "nightly-records" / "2026-10-26.json").is_file()
+    report = (site / "nightlies.html").read_text()
+    assert "2.23.0-dev20261026" in report and "2.21.0" in report
 
     # the next night, a new commit on main: the history grows in its branch, from the branch (not from the site)
     _git(runner.source, "commit", "-q", "--allow-empty", "-m", "another day")
     _git(runner.source, "push", "-q", "origin", "HEAD:refs/heads/main")
     shutil.rmtree(runner.artifacts)
     runner.artifacts.mkdir()
-    second, jobs2, merge2 = _night(runner, workflow, "2.12.1")
+    second, jobs2, merge2 = _night(runner, workflow, "2.12.1", day="2026-10-27", nightly_source=FIXTURES / "tf212.json")
+    assert runner.nightly.failed and "are regressed (--fail-on)" in runner.nightly.transcript()  # the gate
     _git(history, "pull", "-q")
     assert _git(history, "rev-list", "--count", "HEAD") == "2"
+    assert sorted(p.name for p in (history / "nightly").iterdir()) == ["2026-10-26.json", "2026-10-27.json",
+                                                                       "release.json"]
+    report = (runner.artifacts / "github-pages" / "nightlies.html").read_text()  # a series over the nightlies' days
+    assert "2.23.0-dev20261026" in report and "2.23.0-dev20261027" in report
     kept = {p.name for p in (history / "records" / machine).iterdir()}
     assert {f"{head[:8]}-{entry['env']}" for entry in jobs} | {f"{second[:8]}-{e['env']}" for e in jobs2} == kept
     assert "branch benchmark-results at" in merge2.transcript()

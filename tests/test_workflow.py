@@ -194,7 +194,8 @@ def test_triggers_jobs_and_gates(workflow):
     jobs = workflow["jobs"]
     assert "contains(github.event.pull_request.labels.*.name, 'benchmark')" in jobs["plan"]["if"]
     assert "vars.KERASBENCH_GPU == 'true'" in jobs["gpu"]["if"] and '"self-hosted"' in jobs["gpu"]["runs-on"]
-    assert set(jobs["merge"]["needs"]) == {"plan", "cpu", "gpu"} and "pull_request" in jobs["merge"]["if"]
+    assert set(jobs["merge"]["needs"]) == {"plan", "cpu", "gpu", "nightly"} and "pull_request" in jobs["merge"]["if"]
+    assert "!cancelled()" in jobs["merge"]["if"]  # a failed release or a regressed nightly still publishes
     text = WORKFLOW.read_text()
     assert "--fail-on regressed" in text and "kerasbench merge" in text and "kerasbench publish" in text
     assert "actions/deploy-pages" in text and "asv.gpu.json" in text
@@ -270,6 +271,13 @@ def test_plan_refuses_an_unknown_release(workflow, tmp_path):
     assert "cpu" not in outputs
 
 
+# The real `kerasbench run`'s checks of its arguments, up to the pairs it would measure (no measurement).
+CHECK_RUN_ARGS = ("import sys; from kerasbench.cli import build_parser; from kerasbench.commands import options; "
+                  "from kerasbench.selection import pairs_for; args = build_parser().parse_args(sys.argv[1:]); "
+                  "loop = options.loop_of(args); assert loop, 'no --loop'; "
+                  "assert pairs_for(loop, args.strategy, args.device)")
+
+
 def _nightly_step(workflow):
     return next(step for step in workflow["jobs"]["nightly"]["steps"] if "the newest nightly" in step.get("name", ""))
 
@@ -286,6 +294,7 @@ def test_the_nightly_job_measures_the_newest_release_in_the_nightlys_build(workf
     shutil.copy(ROOT / "asv.matrix.json", work / "asv.matrix.json")
     fake = f"""#!/bin/sh
 if [ "$1" = run ]; then
+  {sys.executable} -c "{CHECK_RUN_ARGS}" "$@" || exit 2  # what the real run would refuse before measuring
   echo "$@" >> {tmp_path}/runs.log
   out=$(echo "$@" | sed -n 's/.*--json \\([^ ]*\\).*/\\1/p')
   echo '{{"records": [{{"environment": {{}}}}, {{"environment": {{"tf_distribution": "{build}"}}}}]}}' > "$out"
