@@ -24,7 +24,8 @@ ENV_VAR = "KERASBENCH_PROFILE"
 # process's heap is judged at no less than TF's own settling (kerasbench.settling), `grows` needs a steady state and
 # holds for a leak whose late half still grows alone, RSS is not decided flat while the heap grows past its floor,
 # and varying batch shapes measure two periods of their 120 sizes before a look may stop them; 5: a run plans its looks
-# at the first one from its own speed (the count its budget allows), not from its most iterations (protocol.LookPlan).
+# at the first one from its own speed (the count its budget allows), not from its most iterations (protocol.LookPlan),
+# and a growth persists when its late half keeps 3/4 of the window's rate (a GC's sawtooth is not a slowing).
 PROTOCOL_VERSION = 5
 
 
