@@ -209,7 +209,10 @@ def others_differ(outcome: Outcome, bisected: str) -> List[Tuple[str, str, str]]
         return []
     good = {package_of(k): v for k, v in outcome.pins[outcome.last_good].items() if k not in INSTALLER_ONLY}
     bad = {package_of(k): v for k, v in outcome.pins[outcome.first_bad].items() if k not in INSTALLER_ONLY}
-    skip = {package_of(bisected)} | ({"tensorflow", "tensorflow-cpu"} if bisected.startswith("tensorflow") else set())
+    # the bisected package under any of its names: a release's, or its nightly's (keras-nightly, tf-nightly[-cpu])
+    skip = {package_of(bisected)} | ({"tensorflow", "tensorflow-cpu", "tf-nightly", "tf-nightly-cpu"}
+                                     if bisected.startswith("tensorflow") else {"keras", "keras-nightly"}
+                                     if package_of(bisected) == "keras" else set())
     return [(n, good.get(n, "(none)"), bad.get(n, "(none)")) for n in dict.fromkeys(list(good) + list(bad))
             if n not in skip and good.get(n) != bad.get(n)]
 

@@ -171,6 +171,16 @@ def test_a_count_of_runs_of_different_lengths_is_compared_per_iteration(tmp_path
     assert (found["verdict"], why in found["why"]) == (verdict, True), found["why"]
 
 
+def test_one_growth_whose_heap_was_judged_otherwise_is_unchanged(tmp_path):
+    """+3646 KiB/iteration "grows (settling)" against +3649 "grows (leak)" (a TF nightly triage's two sides): the
+    growth is the same; what grew beside it is shown, not judged, in this cell (heap_growth_per_iter judges it)."""
+    base = compare.cell_side(synthetic("2.21.0", 3646 * KIB)["records"][0], "growth_per_iter")
+    new = dict(base, value=base["value"] + 3 * KIB, verdict="grows (leak)")
+    base = dict(base, verdict="grows (settling)")
+    verdict, why = compare.judge("growth_per_iter", base, new)
+    assert base["bare"] == "grows" and verdict == "unchanged", why
+
+
 def test_a_count_without_its_series_over_runs_of_different_lengths_is_inconclusive(tmp_path):
     paths = [write(tmp_path / "a.json", _traced("2.21.0", 70, 1, series=False)),
              write(tmp_path / "b.json", _traced("2.22.0", 29, 1, series=False))]

@@ -405,3 +405,16 @@ def test_a_bracket_that_differs_in_more_than_tf_says_so_and_offers_the_attributi
     assert "the attribution below measures which package carries it" in said
     only_tf = {v: {"tensorflow-cpu": v, "keras": "3.9.0"} for v in ("2.18.0", "2.18.1")}
     assert triage.others_differ(_outcome("2.18.1", "2.16.2", "2.18.1", "2.18.0", only_tf), "tensorflow-cpu") == []
+
+
+def test_the_bisected_package_under_its_nightly_name_is_not_another_package():
+    """A keras-nightly bisection moves only keras-nightly: not "differ in more than Keras (keras-nightly a -> b)";
+    a TF nightly's bracket moves tf-nightly-cpu (the bisected) and keras-nightly with it (another package: said)."""
+    a, b = "3.16.0.dev2026062605", "3.16.0.dev2026062705"
+    keras = {v: {"tensorflow-cpu": "2.21.0", "keras-nightly": v, "numpy": "2.4.6"} for v in (a, b)}
+    assert triage.others_differ(_outcome(a, "3.16.0.dev2026102704", a, b, keras), "keras") == []
+    tf = {"2.22.0.dev20260426": {"tf-nightly-cpu": "2.22.0.dev20260426", "keras-nightly": "3.15.0.dev2026042605"},
+          "2.22.0.dev20260427": {"tf-nightly-cpu": "2.22.0.dev20260427", "keras-nightly": "3.15.0.dev2026042705"}}
+    nightly = _outcome("2.21.0", "2.22.0.dev20260905", "2.22.0.dev20260426", "2.22.0.dev20260427", tf)
+    assert triage.others_differ(nightly, "tensorflow-cpu") == [("keras-nightly", "3.15.0.dev2026042605",
+                                                                "3.15.0.dev2026042705")]
