@@ -472,3 +472,13 @@ def test_every_action_is_pinned_at_a_node24_major():
                 assert action in NODE24, f"{path.name} {job_id}: {action} is not in the table of Node 24 majors"
                 assert re.fullmatch(r"v\d+", version) and int(version[1:]) >= NODE24[action], \
                     f"{path.name} {job_id}: {step['uses']} runs on Node 20 (at least v{NODE24[action]})"
+
+
+def test_every_job_has_a_timeout_sized_from_the_measured_figures(workflow):
+    """GitHub's default is 6 hours: a hung TF worker would hold a runner that long. The hosted jobs' timeouts come
+    from what a job measured here takes (docs/workflow.md); the self-hosted GPU box's are its own."""
+    for job_id, job in workflow["jobs"].items():
+        minutes = job.get("timeout-minutes")
+        assert isinstance(minutes, int), f"{job_id}: no timeout-minutes"
+        if "ubuntu" in str(job.get("runs-on")):
+            assert minutes <= 120, f"{job_id}: {minutes} min"
