@@ -31,16 +31,28 @@ def markdown_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
 
 
-def sparkline(values: Sequence[float], width: int = 16) -> str:
-    """The shape of a series in one line of block characters (min to max of the series)."""
+SPARK_MIN_SPAN = 8 * MIB  # the smallest top of a sparkline's scale: RSS moves by pages and glibc's teeth by MiB
+
+
+def sparkline(values: Sequence[float], width: int = 16, span: float = 0.0) -> str:
+    """The shape of a series of bytes in one line of block characters: its rise over its first reading, the top
+    block `span` bytes (the rows of one table share one, so that a flat row draws flat beside a growing one), or
+    the series' own rise where no span is given, never less than SPARK_MIN_SPAN (a 0.8 MiB band is not a climb).
+    Readings under the first draw the lowest block."""
     if not values:
         return "n/a"
     step = max(1, -(-len(values) // width))
     points = [max(values[i : i + step]) for i in range(0, len(values), step)]
-    low, high = min(points), max(points)
-    if high == low:
-        return SPARKS[0] * len(points)
-    return "".join(SPARKS[int((v - low) / (high - low) * (len(SPARKS) - 1))] for v in points)
+    top = span or spark_span([values])
+    top_block = len(SPARKS) - 1
+    return "".join(SPARKS[min(top_block, max(0, int((v - values[0]) / top * top_block)))] for v in points)
+
+
+def spark_span(series: Iterable[Sequence[float]]) -> float:
+    """The one scale of several sparklines: the largest rise of any series over its first reading, at least
+    SPARK_MIN_SPAN."""
+    rises = [max(values) - values[0] for values in series if values]
+    return max([SPARK_MIN_SPAN] + rises)
 
 
 class Progress:
@@ -140,12 +152,17 @@ def status_line(stream: TextIO, text: str, final: bool = False, milestone: bool 
 # ---------------------------------------------------------------- the run table
 
 
-def _rss_sparkline(record: dict) -> str:
+def _rss_series(record: dict) -> list:
+    """The RSS readings of a record's first repeat that has some (a stopped worker's partial ones too), else []."""
     repeats = [r for r in record["repeats"] if r.get("result") or r.get("partial_rss")]
     if not repeats:
-        return "n/a"
+        return []
     r = repeats[0]
-    return sparkline(r["result"]["series"]["rss"] if r.get("result") else r["partial_rss"])
+    return (r["result"]["series"]["rss"] if r.get("result") else r["partial_rss"]) or []
+
+
+def _rss_sparkline(record: dict, span: float = 0.0) -> str:
+    return sparkline(_rss_series(record), span=span)
 
 
 STOPPED = {"decided": "decided", "budget": "budget", "iterations": "max", "growth": "growth", "count": ""}
@@ -168,20 +185,28 @@ COLUMNS: tuple = (
     ("verdict", lambda r, s: s["verdict"] if r["status"] == "ok" else r["status"]),
     ("what grew", lambda r, s: (s.get("growth_kind") or "n/a") if r["status"] == "ok" else ""),
     ("measured", lambda r, s: _measured(r) if r["status"] == "ok" else ""),
-    ("RSS per iteration", lambda r, s: _rss_sparkline(r)),
+    ("RSS per iteration", lambda r, s: _rss_sparkline(r)),  # run tables share one scale: _columns(records=...)
 )
 
 
-def _columns(gpu: bool) -> list:
-    """(heading, cell text of (record, summary)) of the run table: the metrics' GPU columns only when `gpu`."""
-    return list(COLUMNS) + [(m.column.heading, lambda r, s, text=m.column.text: text(s)) for m in METRICS.values()
-                            if m.column and (gpu or not m.column.gpu_only)]
+def _columns(gpu: bool, records: Sequence[dict] = ()) -> list:
+    """(heading, cell text of (record, summary)) of the run table: the metrics' GPU columns only when `gpu`; the
+    sparklines of `records` on one scale (spark_span)."""
+    span = spark_span(_rss_series(r) for r in records)
+    own = [(name, (lambda r, s: _rss_sparkline(r, span)) if name == "RSS per iteration" else fn)
+           for name, fn in COLUMNS]
+    return own + [(m.column.heading, lambda r, s, text=m.column.text: text(s)) for m in METRICS.values()
+                  if m.column and (gpu or not m.column.gpu_only)]
 
 
 def run_table(records: list) -> str:
     """A plain-text table of records, one row each, plus the reasons of skips and stops."""
-    columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in records))
+    columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in records), records=records)
     lines = text_table([name for name, _ in columns], ([fn(r, r["summary"]) for _, fn in columns] for r in records))
+    if any(_rss_series(r) for r in records):
+        top = spark_span(_rss_series(r) for r in records) / MIB
+        lines.append(f"\nRSS per iteration: each row's rise over its first reading, one scale for every row: "
+                     f"{SPARKS[0]} none (or below it) to {SPARKS[-1]} +{top:.1f} MiB")
     notes = [f"{r['loop']} × {r['strategy']}: {r['reason']}" for r in records if r["status"] != "ok"]
     if records and records[0]["environment"]:
         env = records[0]["environment"]

@@ -157,8 +157,14 @@ def test_asv_helpers_bad_input(argv, needle, capsys):
 def test_sparkline_shows_the_shape():
     from kerasbench.console import sparkline
 
-    assert sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
+    MIB = 1024**2
+    assert sparkline([600 * MIB + i * 2 * MIB for i in range(8)]) == "▁▂▃▄▅▆▇█"  # its own rise: 14 MiB
     assert sparkline([5] * 4) == "▁▁▁▁"
+    # flat draws flat: a 0.8 MiB band is not a climb (the scale's top is at least 8 MiB), and on a table's one scale
+    # a row of +0.8 MiB stays low beside one of +80
+    assert set(sparkline([600 * MIB + (i % 5) * 200 * 1024 for i in range(20)])) == {"▁"}
+    assert set(sparkline([600 * MIB + i * 40 * 1024 for i in range(20)], span=80 * MIB)) == {"▁"}
+    assert sparkline([600 * MIB - i * MIB for i in range(8)]) == "▁" * 8  # below its first reading: the lowest
     assert len(sparkline(list(range(100)), width=16)) <= 16
     assert sparkline([]) == "n/a"
 
