@@ -19,7 +19,10 @@ from .errors import UsageError
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per module of kerasbench.commands, in its COMMANDS order."""
+    from . import __version__
+
     parser = Parser(prog="kerasbench", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"kerasbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for command in modules():

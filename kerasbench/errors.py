@@ -14,10 +14,15 @@ class Skip(Exception):
 
 
 def unknown(kind: str, value: object, valid: Iterable[str]) -> UsageError:
-    """The error for a name that is not in a registry, listing the valid ones."""
-    return UsageError(
-        f"Unknown {kind}. Received: {kind}={value!r}. Expected one of: {', '.join(sorted(valid))}."
-    )
+    """The error for a name that is not in a registry, listing the valid ones, the nearest first when some are
+    close ("Did you mean sweep?")."""
+    import difflib
+
+    valid = sorted(valid)
+    near = difflib.get_close_matches(str(value), valid, n=3, cutoff=0.6)
+    hint = f" Did you mean {' or '.join(near)}?" if near else ""
+    return UsageError(f"Unknown {kind}. Received: {kind.split()[0]}={value!r}.{hint} "
+                      f"Expected one of: {', '.join(valid)}.")
 
 
 def repro_failed(path: str, record: dict) -> UsageError:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from .errors import UsageError
+from .errors import UsageError, unknown
 from .loops import LOOPS, builtin_loops, get_loop
 from .strategies import STRATEGIES, get_strategy, strategies_for
 
@@ -44,13 +44,22 @@ def pairs_for(loops_arg: str, strategies_arg: str, device: Optional[str] = None)
     if loops_arg == "all":
         loops = [name for name in loops if name != "control"]
     pairs = []
-    for loop in loops:
-        if strategies_arg == "all":
+    if strategies_arg == "all":
+        for loop in loops:
             pairs += [(loop, s) for s in strategies_for(loop)]
-        else:
-            for s in names(strategies_arg, STRATEGIES, "strategy"):
-                get_strategy(s)
-                pairs.append((loop, s))
+    else:
+        named = names(strategies_arg, STRATEGIES, "strategy")
+        applicable = {s for loop in loops for s in strategies_for(loop)}
+        for s in named:
+            if s not in STRATEGIES and len(loops) == 1:  # the loop's own strategies, and the nearest names
+                raise unknown(f"strategy for loop {loops[0]}", s, strategies_for(loops[0]))
+            get_strategy(s)
+            if s not in applicable:  # a user's mistake, not a pair to skip (a GPU one on a CPU machine skips)
+                shown = ", ".join(strategies_for(loops[0])) if len(loops) == 1 else "see `kerasbench list`"
+                raise UsageError(f"Strategy {s} does not apply to loop{'s' * (len(loops) > 1)} {', '.join(loops)}. "
+                                 f"Expected one of: {shown}.")
+        # several loops: each named strategy where it applies
+        pairs = [(loop, s) for loop in loops for s in named if loop in get_strategy(s).applies_to]
     if device is not None and strategies_arg == "all" and device != "gpu":
         pairs = [(loop, s) for loop, s in pairs if not get_strategy(s).needs_gpu] or pairs
     return pairs

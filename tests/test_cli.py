@@ -99,6 +99,32 @@ def test_unknown_profile_is_a_usage_error(capsys):
     assert code == 2 and "Expected one of: default, full, quick" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv,needles", [
+    (["run", "--loop", "sweeep"], ["Did you mean sweep?", "Expected one of: batch_stream,"]),
+    (["run", "--loop", "sweep", "--strategy", "clear_sesion"],  # the loop's own strategies, the nearest first
+     ["Unknown strategy for loop sweep", "Did you mean clear_session or clear_session_del_gc?", "reuse_model."]),
+    (["run", "--loop", "batch_stream", "--strategy", "clear_session"],  # a strategy the loop does not take
+     ["Strategy clear_session does not apply to loop batch_stream. Expected one of: keep_outputs, release_outputs, "
+      "stable_batch_shapes, varying_batch_shapes, function_in_loop."]),
+    (["run", "--loop", "batch_stream,inference", "--strategy", "tf1_sess_close"], ["does not apply to loops"]),
+])
+def test_first_contact_names_the_nearest_and_the_loops_own(argv, needles, capsys):
+    code, out = call(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert all(n in err for n in needles), err
+    assert "control_noop" not in err or "control" in argv  # the loop's strategies, not all 27
+
+
+def test_version_and_several_loops_take_a_strategy_where_it_applies(capsys):
+    from kerasbench import __version__
+    from kerasbench.selection import pairs_for
+
+    assert main(["--version"]) == 0 and capsys.readouterr().out.strip() == f"kerasbench {__version__}"
+    assert pairs_for("sweep,batch_stream", "keep_outputs,reuse_model") == [
+        ("sweep", "keep_outputs"), ("sweep", "reuse_model"), ("batch_stream", "keep_outputs")]
+
+
 @pytest.mark.parametrize("extra,message", [
     (["--python", "3.12"], "--python picks the Python of a --tf release's environment: give --tf VERSION too."),
     (["--pin", "not a pin"], "--pin and --keras change a --tf release's environment: give --tf VERSION too."),

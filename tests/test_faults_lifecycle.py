@@ -177,8 +177,10 @@ def test_a_stopped_pair_exits_1(capsys):
     assert code == 1 and "stopped" in text  # before: 0
 
 
-def test_a_failed_pair_exits_1_and_skips_alone_exit_0(fault, capsys):
-    assert run_cli(["run", "--loop", "control", "--strategy", "clear_session"])[0] == 0
+def test_a_failed_pair_exits_1_and_a_strategy_the_loop_does_not_take_exits_2(fault, capsys):
+    # a strategy named for a loop it does not apply to is a user's mistake (it was a "skipped" row and exit 0)
+    assert run_cli(["run", "--loop", "control", "--strategy", "clear_session"])[0] == 2
+    assert "Expected one of: control_noop, control_leak_native, control_leak_python" in capsys.readouterr().err
     fault("raise")
     code, text = run_cli(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "2"])
     assert code == 1 and "failed" in text
