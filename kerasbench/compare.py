@@ -281,7 +281,7 @@ def _count_per_iteration(base, new, unit):
     iteration does. A change is one that adds up to at least one trace over the shorter loop."""
     span = f"{int(base['value'])} over {max(base['lengths'])} and {int(new['value'])} over {max(new['lengths'])} " \
            f"iterations"
-    rates = [[r for r in side["rates"]] for side in (base, new)]
+    rates = [side["rates"] for side in (base, new)]
     if any(r is None for side in rates for r in side):
         return "inconclusive", f"{span}: the runs' lengths differ and a record keeps no per-iteration count of it"
     shortest = min(length for side in (base, new) for length in side["lengths"])
