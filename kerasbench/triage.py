@@ -84,7 +84,9 @@ def bisect(versions: Sequence[str], classify: Callable[[str], str],
             break
     out.bracket = (versions[lo], versions[hi])
     if out.stopped:  # the change lies somewhere between the nearest good and bad versions tried
-        out.stopped += f"; the change is between {versions[lo]} and {versions[hi]}"
+        middle = out.stopped.split(" ", 1)[0]
+        out.stopped += (f"; the change is between {versions[lo]} and {versions[hi]}, in more than one step? triage "
+                        f"each side: --good {versions[0]} --bad {middle}, and --good {middle} --bad {versions[-1]}")
     else:
         out.last_good, out.first_bad = out.bracket
     return out

@@ -61,6 +61,8 @@ def test_bisect_stops_at_a_version_like_neither_end_and_names_the_range():
     assert outcome.first_bad is None and outcome.last_good is None
     assert "2.14.1 behaves like neither end" in outcome.stopped
     assert "between 2.12.1 and 2.16.2" in outcome.stopped and outcome.bracket == ("2.12.1", "2.16.2")
+    # a middle between the ends (a TF nightly triage of 2026: a Keras step, then a TF one): the two triages to run
+    assert "triage each side: --good 2.12.1 --bad 2.14.1, and --good 2.14.1 --bad 2.16.2" in outcome.stopped
 
 
 def test_bisect_with_ends_that_do_not_differ_measures_only_the_ends():
