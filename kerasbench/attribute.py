@@ -234,6 +234,10 @@ def reproduce_args(config: str, pins: Dict[str, str], python: Optional[str] = No
     entries = asvconf.includes(config)
     package = releases.tf_package(entries)
     tf = pins.get(package)
+    nightly = next((name for name in ("tf-nightly-cpu", "tf-nightly") if name in pins), None)
+    if tf is None and nightly:  # a nightly's environment: `run --tf <its version>` with the rest pinned as it was
+        return ["--tf", pins[nightly]] + ["--pin={}=={}".format(*asvconf.split_pin(name, value)[:2])
+                                          for name, value in pins.items() if name not in INSTALLER_ONLY + (nightly,)]
     if tf is None:
         return [f"--pin={name}=={version}" for name, version in pins.items() if name not in INSTALLER_ONLY]
     try:

@@ -185,6 +185,21 @@ def test_reproduce_args_name_the_release_and_only_the_pins_it_does_not_have():
         ["--tf", "2.13.1", "--pin=keras==2.14.0"]
 
 
+def test_reproduce_args_of_a_nightly_environment_are_a_command_run_takes(capsys):
+    """A TF nightly's environment (triage's bracket): `--tf <the nightly>` and its other pins; pins without --tf
+    (what it printed) are refused by `run`."""
+    from kerasbench.cli import build_parser
+    from kerasbench.commands import options
+
+    pins = {"tf-nightly-cpu": "2.22.0.dev20260727", "keras-nightly": "3.16.0.dev2026073104", "numpy": "2.4.6",
+            "pip+asv_runner": "0.3.2"}
+    args = attribute.reproduce_args(MATRIX, pins)
+    assert args == ["--tf", "2.22.0.dev20260727", "--pin=keras-nightly==3.16.0.dev2026073104", "--pin=numpy==2.4.6"]
+    parsed = build_parser().parse_args(["run", "--loop", "sweep", *args])
+    assert parsed.tf == "2.22.0.dev20260727" and options.parse_pins(parsed.pin) == {
+        "keras-nightly": "3.16.0.dev2026073104", "numpy": "2.4.6"}
+
+
 # ---------------------------------------------------------------- forced installs
 
 FAKE_UV = """#!{python}
