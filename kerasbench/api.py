@@ -113,9 +113,9 @@ class Results(list):
 
     def _repr_html_(self) -> str:
         """The run table as HTML (Jupyter): one row per record, the RSS sparkline, the floor below."""
-        from .console import _columns
+        from .console import _columns, table_span
 
-        columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in self), records=list(self))
+        columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in self), span=table_span(self))
         head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in columns)
         rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(text(r, r['summary'])))}</td>" for _, text in columns)
                        + "</tr>" for r in self)

@@ -185,14 +185,18 @@ COLUMNS: tuple = (
     ("verdict", lambda r, s: s["verdict"] if r["status"] == "ok" else r["status"]),
     ("what grew", lambda r, s: (s.get("growth_kind") or "n/a") if r["status"] == "ok" else ""),
     ("measured", lambda r, s: _measured(r) if r["status"] == "ok" else ""),
-    ("RSS per iteration", lambda r, s: _rss_sparkline(r)),  # run tables share one scale: _columns(records=...)
+    ("RSS per iteration", lambda r, s: _rss_sparkline(r)),  # run tables share one scale: _columns(span=...)
 )
 
 
-def _columns(gpu: bool, records: Sequence[dict] = ()) -> list:
+def table_span(records: Sequence[dict]) -> float:
+    """The one sparkline scale of a run table's rows (spark_span of their RSS series)."""
+    return spark_span(_rss_series(r) for r in records)
+
+
+def _columns(gpu: bool, span: float = 0.0) -> list:
     """(heading, cell text of (record, summary)) of the run table: the metrics' GPU columns only when `gpu`; the
-    sparklines of `records` on one scale (spark_span)."""
-    span = spark_span(_rss_series(r) for r in records)
+    sparklines on the scale `span` (table_span; 0: each row its own)."""
     own = [(name, (lambda r, s: _rss_sparkline(r, span)) if name == "RSS per iteration" else fn)
            for name, fn in COLUMNS]
     return own + [(m.column.heading, lambda r, s, text=m.column.text: text(s)) for m in METRICS.values()
@@ -201,10 +205,11 @@ def _columns(gpu: bool, records: Sequence[dict] = ()) -> list:
 
 def run_table(records: list) -> str:
     """A plain-text table of records, one row each, plus the reasons of skips and stops."""
-    columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in records), records=records)
+    span = table_span(records)
+    columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in records), span=span)
     lines = text_table([name for name, _ in columns], ([fn(r, r["summary"]) for _, fn in columns] for r in records))
     if any(_rss_series(r) for r in records):
-        top = spark_span(_rss_series(r) for r in records) / MIB
+        top = span / MIB
         lines.append(f"\nRSS per iteration: each row's rise over its first reading, one scale for every row: "
                      f"{SPARKS[0]} none (or below it) to {SPARKS[-1]} +{top:.1f} MiB")
     notes = [f"{r['loop']} × {r['strategy']}: {r['reason']}" for r in records if r["status"] != "ok"]

@@ -80,14 +80,13 @@ def bisect(versions: Sequence[str], classify: Callable[[str], str],
         elif verdict == "bad":
             hi = mid
         else:
-            out.stopped = f"{versions[mid]} behaves like neither end"
+            middle = versions[mid]
+            out.stopped = (f"{middle} behaves like neither end; the change is between {versions[lo]} and "
+                           f"{versions[hi]}, in more than one step? triage each side: --good {versions[0]} --bad "
+                           f"{middle}, and --good {middle} --bad {versions[-1]}")
             break
     out.bracket = (versions[lo], versions[hi])
-    if out.stopped:  # the change lies somewhere between the nearest good and bad versions tried
-        middle = out.stopped.split(" ", 1)[0]
-        out.stopped += (f"; the change is between {versions[lo]} and {versions[hi]}, in more than one step? triage "
-                        f"each side: --good {versions[0]} --bad {middle}, and --good {middle} --bad {versions[-1]}")
-    else:
+    if not out.stopped:
         out.last_good, out.first_bad = out.bracket
     return out
 

@@ -99,11 +99,15 @@ def interpolate(text, context, functions: Optional[dict] = None):
 
 
 def uses(step, action) -> bool:
+    """Whether a step uses `action` (any version)."""
     return str(step.get("uses", "")).split("@")[0] == action
 
 
-def _hidden(path: str) -> bool:
-    return any(part.startswith(".") and part not in (".", "..") for part in Path(path).parts)
+def hidden(path: str) -> bool:
+    """True when a component of `path` starts with a dot (upload-artifact >= 4.4 skips those by default)."""
+    from pathlib import PurePosixPath
+
+    return any(part.startswith(".") and part not in (".", "..") for part in PurePosixPath(path.lstrip("!")).parts)
 
 
 class Job:
@@ -218,7 +222,7 @@ class Job:
                 base = Path(found)
                 for f in ([base] if base.is_file() else [p for p in base.rglob("*") if p.is_file()]):
                     relative = str(f.relative_to(self.cwd))
-                    if hidden_ok or not _hidden(relative):
+                    if hidden_ok or not hidden(relative):
                         files.append(f)
         if not files:
             self.log.append(f"upload {name}: no files found at {paths}")

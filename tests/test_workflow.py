@@ -65,21 +65,13 @@ UPLOAD, DOWNLOAD = "actions/upload-artifact", "actions/download-artifact"
 EXPRESSION = re.compile(r"\$\{\{.*?\}\}")
 
 
-def _uses(step, action):
-    return str(step.get("uses", "")).split("@")[0] == action
+from gha import hidden as _hidden, uses as _uses  # noqa: E402  (one reading of a step, shared with the chain test)
 
 
 def _paths(step):
     """The paths of an artifact step's `path:` (one per line; comments and blank lines dropped)."""
     lines = str((step.get("with") or {}).get("path", "")).splitlines()
     return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
-
-
-def _hidden(path):
-    """True when a component of `path` starts with a dot (upload-artifact >= 4.4 skips those by default)."""
-    from pathlib import PurePosixPath
-
-    return any(part.startswith(".") and part not in (".", "..") for part in PurePosixPath(path.lstrip("!")).parts)
 
 
 def _truthy(value):
