@@ -25,8 +25,10 @@ ENV_VAR = "KERASBENCH_PROFILE"
 # holds for a leak whose late half still grows alone, RSS is not decided flat while the heap grows past its floor,
 # and varying batch shapes measure two periods of their 120 sizes before a look may stop them; 5: a run plans its looks
 # at the first one from its own speed (the count its budget allows), not from its most iterations (protocol.LookPlan),
-# and a growth persists when its late half keeps 3/4 of the window's rate (a GC's sawtooth is not a slowing).
-PROTOCOL_VERSION = 5
+# and a growth persists when its late half keeps 3/4 of the window's rate (a GC's sawtooth is not a slowing); 6: halves
+# holding fewer than two of the GC's teeth (falls found in the heap) are compared at their rates between the teeth, for
+# RSS and heap, at the looks and in the record (a slow pair's 10 iterations hold one tooth: it read "not steady").
+PROTOCOL_VERSION = 6
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,8 @@ LATE_OF_WINDOW = 0.75  # ... or at least 3/4 of the whole window's (a sawtooth's
 STEP_SHARE = 0.5  # one difference carrying more than this share of the window's rise is a step ...
 STEP_OVER_TYPICAL = 4.0  # ... and this many times the typical (median) difference: not one tooth of a sawtooth
 LATE_MIN = 6  # a flat window's late half is judged on its own from this many iterations (a growth that starts late)
+TOOTH_OVER_TYPICAL = 3.0  # a fall of the heap this many times its median difference is one of the GC's teeth
+NET_TEETH = 2  # a half whose fit spans this many teeth nets them out; with fewer it reads the phase of its teeth
 
 
 def look_points(first: int, last: int) -> List[int]:
@@ -198,7 +200,32 @@ def _floor_at(floor: Floor, n: int) -> Tuple[float, str]:
     return floor(n) if callable(floor) else (float(floor), "")
 
 
-def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = ALPHA) -> Judgement:
+def gc_teeth(values: Sequence[float]) -> np.ndarray:
+    """Where a series falls by TOOTH_OVER_TYPICAL times its median difference (a bool per difference): in a heap
+    reading, the GC taking back what piled up since its last collection (a slow pair's heap rises ~7 MiB an
+    iteration and falls ~26 MiB every ~9)."""
+    diffs = np.diff(np.asarray(values, dtype=float))
+    if len(diffs) < 2 or not np.all(np.isfinite(diffs)):
+        return np.zeros(len(diffs), dtype=bool)
+    return diffs < -TOOTH_OVER_TYPICAL * float(np.median(np.abs(diffs)))
+
+
+def between_teeth(values: np.ndarray, teeth: Optional[np.ndarray], slope: float) -> float:
+    """The rate at which `values` rise between the teeth (`teeth`: a bool per difference, gc_teeth's): Theil-Sen
+    over the pairs no tooth separates; `slope` (the plain fit's) where there is no tooth."""
+    if teeth is None or not teeth.any():
+        return slope
+    segment = np.concatenate(([0], np.cumsum(teeth)))
+    i, j = np.triu_indices(len(values), 1)
+    same = segment[i] == segment[j]
+    if not same.any():
+        return slope
+    i, j = i[same], j[same]
+    return float(np.median((values[j] - values[i]) / (j - i)))
+
+
+def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = ALPHA,
+          teeth: Optional[np.ndarray] = None) -> Judgement:
     """The verdict of one series: its warm-up cut (steady_start), the rest fitted and judged at `floor`.
 
     `floor` is bytes/iteration, or a function of the measured count giving (floor, where it came from): floors
@@ -210,6 +237,8 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     one) or `settling` (it slows down, the halves' intervals apart, or no steady state was found), and
     inconclusive. `flat` must hold through it too: a window whose late half alone `grows` (at the late half's
     floor) is inconclusive, a growth that starts late (glibc's free heap pages absorb a leak until they are used up).
+    `teeth` (gc_teeth of the pair's heap, a bool per difference) marks the GC's falls: the halves' rates for the
+    persistence test are taken between them (between_teeth).
     """
     y = np.asarray(values, dtype=float)
     start, unsettled = steady_start(y)
@@ -221,16 +250,26 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     if found == "flat" and late_fit is None:  # flat must hold through the window: not a growth that starts late
         return Judgement(fit, found, "flat", start, floor_value, source)
     early = late = float("nan")
-    slows = False
+    slows = toothed = False
     if len(window) >= 6:
         half = len(window) // 2
         first, second = fit_growth(window[:half], 1 - alpha), fit_growth(window[half:], 1 - alpha)
+        cut = None if teeth is None or len(teeth) != len(y) - 1 else np.asarray(teeth, dtype=bool)[start:]
         early, late = first.slope, second.slope
+        if cut is not None and cut.any() and min(cut[:half - 1].sum(), cut[half:].sum()) < NET_TEETH:
+            early, late = between_teeth(window[:half], cut[:half - 1], early), between_teeth(window[half:],
+                                                                                            cut[half:], late)
+            toothed = True
         slows = first.low > second.high  # the halves' intervals apart: a slowing the data shows, not a GC's tooth
     # Growth persists when the window is past the warm-up (the rule found a steady state), each half grows by half
     # the floor, and the late half does not slow to under half the early rate or, slower, still grows on its own at
     # its floor: a leak that starts steeper still leaks; a cache that fills and stops, or TF settling for hundreds of
     # iterations after its last new trace, does not.
+    # A half holding fewer than two of the GC's teeth (`teeth`, found in the heap and given for RSS too) reads the
+    # phase of its teeth, not a rate: 10 iterations of a slow pair hold one, and the half it falls in reads the fall
+    # (+7 MiB/iteration, then -2.6). Such halves are compared at their rates between the teeth (whether the heap
+    # still piles up between collections; whether it grows net is the window's own fit). Halves that span two or
+    # more teeth net them out in their plain fits, which still see a settling curve under its teeth.
     # Or the late half keeps 3/4 of the window's own rate: a heap the GC cuts every 9 iterations reads +7225 in the
     # half whose tooth falls late and +3296 in the other (a net +3456, the window's; +3391 over 150 iterations), a
     # phase of the teeth, not a slowing (a settling heap reads +1112, +346 and +539: still settling).
@@ -259,12 +298,17 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     elif fit.slope >= floor_value and np.isfinite(early) and persists:
         # steady, at the floor in both halves: what failed is the test, too few points for this look's level (a
         # heap the GC frees every few iterations, 9 iterations of a slow pair judged at a look's level of 0.003)
-        why = (f"steady {early / KIB:+.1f}, then {late / KIB:+.1f} KiB/iteration, but {len(window)} iterations "
+        why = (f"steady {early / KIB:+.1f}, then {late / KIB:+.1f} KiB/iteration{_BETWEEN if toothed else ''}, but "
+               f"{len(window)} iterations "
                f"cannot exclude no growth at this look's level ({alpha:.2g}): interval [{fit.low / KIB:+.1f}, "
                f"{fit.high / KIB:+.1f}], trend p {fit.p_trend:.2g}; measure longer")
     elif fit.slope >= floor_value and np.isfinite(early):
-        why = f"growth not steady ({early / KIB:+.1f}, then {late / KIB:+.1f} KiB/iteration)"
+        why = (f"growth not steady ({early / KIB:+.1f}, then {late / KIB:+.1f} KiB/iteration"
+               f"{_BETWEEN if toothed else ''})")
     return Judgement(fit, found, shape, start, floor_value, source, why)
+
+
+_BETWEEN = " between the GC's teeth"
 
 
 def _late_fit(window: np.ndarray, floor: Floor, alpha: float) -> Optional[Fit]:

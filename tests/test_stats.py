@@ -135,6 +135,44 @@ def test_a_sawtooth_leak_is_a_leak_whatever_the_phase_of_its_teeth():
     assert 3300 * KIB < judged.fit.slope < 3600 * KIB
 
 
+# The same loop at the quick profile (sweep × rebuild_no_clear, TF 2.21.0, 10 iterations in its 6 s): one tooth,
+# in the late half. MiB over the first reading.
+SWEEP_QUICK_HEAP_MIB = [0.0, 7.1, 14.4, 21.5, 28.8, 35.8, 43.1, 50.2, 23.9, 31.1]
+SWEEP_QUICK_RSS_MIB = [0.0, 8.7, 17.4, 26.0, 34.5, 42.7, 51.6, 60.0, 40.2, 42.3]
+
+
+def test_a_slow_pair_with_one_tooth_grows_when_its_halves_are_compared_between_the_teeth():
+    """Read plainly, the half holding the tooth falls (+7.1, then -2.6 MiB/iteration: "not steady"); between the
+    GC's teeth (found in the heap, given for RSS too) both halves rise +7 MiB/iteration, and the window's own fit
+    (CI above zero) says it grows net: a leak, as the reference's 150 iterations say (+3391 KiB/iteration)."""
+    heap = 600 * MIB + np.array(SWEEP_QUICK_HEAP_MIB) * MIB
+    rss = 900 * MIB + np.array(SWEEP_QUICK_RSS_MIB) * MIB
+    teeth = stats.gc_teeth(heap)
+    assert teeth.tolist() == [False] * 7 + [True, False]  # the fall from 50.2 to 23.9 MiB
+    level, floor = 0.05 / 3, 128 * KIB
+    for series in (heap, rss):
+        assert stats.judge(series, floor, level).verdict == "inconclusive"  # the plain halves: not steady
+        judged = stats.judge(series, floor, level, teeth)
+        assert judged.verdict == "grows", judged.why
+    assert stats.gc_teeth(rss).tolist() == [False] * 9  # RSS's own fall (-19.8 MiB) is no tooth at 3× its median
+
+
+def test_teeth_change_only_halves_that_cannot_net_them_out():
+    """Between the teeth a flat sawtooth still rises, but the window's own fit decides whether it grows net: it
+    does not. Halves that each span two or more teeth are judged by their plain fits (which net the teeth out) as
+    without teeth; teeth of another length than the series' are ignored."""
+    i = np.arange(40)
+    flat = 100 * MIB + 250 * KIB * (i % 6)  # sweep × reuse_model's heap: +250 KiB, back every 6 iterations
+    assert stats.judge(flat, 32 * KIB, 0.05 / 8, stats.gc_teeth(flat)).verdict == "flat"
+    diffs = np.array(SWEEP_HEAP_DIFFS_KIB * 3) * KIB  # 66 iterations, 6 teeth: 3 in each half
+    long = np.r_[600 * MIB, 600 * MIB + np.cumsum(diffs)]
+    teeth = stats.gc_teeth(long)
+    assert teeth.sum() == 6
+    assert stats.judge(long, 128 * KIB, 0.05 / 6, teeth) == stats.judge(long, 128 * KIB, 0.05 / 6)
+    heap = 600 * MIB + np.array(SWEEP_QUICK_HEAP_MIB) * MIB
+    assert stats.judge(heap, 128 * KIB, 0.05 / 3, teeth[:3]).verdict == "inconclusive"
+
+
 def test_a_heap_that_slows_to_under_three_quarters_of_its_window_is_not_a_leak():
     """A curve that still settles (early +1112, late +346, window +539 B/iteration, as batch_stream's heap over its
     first 772 iterations on TF 2.12.1; flat over 3,000) stays undecided: the late half under half the early half's
