@@ -121,12 +121,12 @@ def build_facts() -> None:
 
 def read_note(prefix: str) -> Optional[dict]:
     """The NIGHTLY_NOTE of the environment at `prefix`, None when it is not a nightly's."""
-    import json
+    from .errors import UsageError
+    from .files import read_json
 
     try:
-        with open(os.path.join(prefix, NIGHTLY_NOTE)) as f:
-            note = json.load(f)
-    except (OSError, ValueError):
+        note = read_json(os.path.join(prefix, NIGHTLY_NOTE), "nightly note")
+    except UsageError:  # none (not a nightly's), or not one kerasbench wrote
         return None
     return note if isinstance(note, dict) else None
 

@@ -4,14 +4,13 @@ Naming and making the environment of a set of pins is kerasbench.environment's."
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import List, Optional, Tuple
 
 from . import releases
 from .errors import UsageError
-from .files import clone_dir
+from .files import CONFIG_LIMIT, clone_dir, read_json
 
 
 CONFIG_VAR = "KERASBENCH_CONFIG"  # an asv config file, or a folder holding kerasbench's configs (a clone)
@@ -45,14 +44,12 @@ def find_config(given: Optional[str], default: str = MATRIX) -> str:
 
 
 def read_config(config: str) -> dict:
-    """An asv config file as a dict (asv's JSON allows // comment lines)."""
-    try:
-        with open(config) as f:
-            return json.loads("\n".join(line for line in f if not line.lstrip().startswith("//")))
-    except OSError as e:
-        raise UsageError(f"Cannot read asv config {config}: {e.strerror}.") from None
-    except ValueError as e:
-        raise UsageError(f"Cannot parse asv config {config}: {e}.") from None
+    """An asv config file as a dict (asv's JSON allows // comment lines): a regular file of at most
+    files.CONFIG_LIMIT (a FIFO or /dev/zero is refused, not read); a one-line UsageError naming it otherwise."""
+    value = read_json(config, "asv config", CONFIG_LIMIT, comments=True)
+    if not isinstance(value, dict):
+        raise UsageError(f"Cannot parse asv config {config}: expected a JSON object, found {type(value).__name__}.")
+    return value
 
 
 def load_config(config: str) -> object:
@@ -60,6 +57,7 @@ def load_config(config: str) -> object:
     own folder: asv reads them against the current folder (it is run from the clone), kerasbench from anywhere."""
     from asv.config import Config
 
+    read_config(config)  # asv opens it as it is: a FIFO would hang it, /dev/zero never end
     conf = Config.load(config)
     base = os.path.dirname(os.path.abspath(config))
     for key in ("env_dir", "results_dir", "html_dir"):

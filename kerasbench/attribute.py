@@ -208,18 +208,16 @@ def bridges(config: str, good: Dict[str, str], bad: Dict[str, str], python: Opti
 def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str, str]:
     """The pins of --good/--bad `side`: a TF release (its asv environment's pins), or an asv environment's name or
     folder (its asv-env-info.json)."""
-    import json
-
     from . import releases
+    from .files import read_json
 
     folder = side if os.path.isdir(side) else os.path.join(
         os.path.dirname(os.path.abspath(config)), asvconf.read_config(config).get("env_dir", "env"), side)
     info = os.path.join(folder, "asv-env-info.json")
     if os.path.isfile(info):
         try:
-            with open(info) as f:
-                return dict(json.load(f)["requirements"])
-        except (OSError, ValueError, KeyError, TypeError):
+            return dict(read_json(info, "asv environment info")["requirements"])
+        except (ValueError, KeyError, TypeError):
             raise UsageError(f"Cannot read the pins of environment {side}: {info} has no 'requirements'.") from None
     if all(part.isdigit() for part in side.split(".")) and side.count(".") >= 1:
         return releases.requirements_for(side, asvconf.includes(config), python=python)

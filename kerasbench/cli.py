@@ -9,6 +9,7 @@ mistakes (unknown names, bad values, unwritable paths) print one line and exit 2
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Optional, TextIO
 
@@ -33,11 +34,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The exit code when the reader of the output went away (`kerasbench run ... | head -2`): 128 + SIGPIPE, what a
+# shell reports for a program that SIGPIPE ended (Python ignores SIGPIPE, so the command sees EPIPE instead).
+BROKEN_PIPE = 141
+
+
+def _say(text: str) -> None:
+    """A line on stderr, if it can still be written (a closed terminal, a closed pipe: the exit code says it)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _quiet(stream: TextIO) -> None:
+    """`stream` flushed; if its reader went away, its file descriptor now writes to /dev/null, so that the
+    interpreter's own flush at exit neither fails nor turns the exit code into 120 (the Python docs' recipe)."""
+    try:
+        stream.flush()
+        return
+    except BrokenPipeError:
+        pass
+    except (OSError, ValueError):
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a file (a StringIO), or already closed
+        pass
+
+
 def main(argv: Optional[list] = None, out: Optional[TextIO] = None) -> int:
     """Run the command `argv` (default: sys.argv); its exit code. Output goes to `out` (default: stdout).
 
     Exit codes: 0 done (every pair ok or skipped), 1 something failed or was stopped (a pair, a write),
-    2 a usage error, 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM. Every worker ends with the command.
+    2 a usage error, 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM, 129 by SIGHUP, 141 the output's reader
+    went away (a closed pipe; the pairs finished before are kept). Every worker ends with the command.
     """
     from . import procs
 
@@ -48,15 +82,17 @@ def main(argv: Optional[list] = None, out: Optional[TextIO] = None) -> int:
     except SystemExit as e:  # argparse already printed its one-line usage error
         return e.code
     try:
-        with procs.interrupts():  # Ctrl-C, SIGTERM and the way out end every worker's process group
-            return args.func(args, out)
+        with procs.interrupts():  # Ctrl-C, SIGTERM, SIGHUP and the way out end every worker's process group
+            code = args.func(args, out)
+            out.flush()  # a closed pipe shows here, not in the interpreter's flush at exit
+            return code
     except UsageError as e:
-        sys.stderr.write(f"kerasbench: error: {e}\n")
+        _say(f"kerasbench: error: {e}\n")
         return 2
-    except KeyboardInterrupt as e:  # procs.Terminated (SIGTERM) too
-        code = procs.exit_code(e)
-        sys.stderr.write(f"kerasbench: interrupted ({'SIGTERM' if code == 143 else 'SIGINT'})\n")
-        return code
-    except BrokenPipeError:  # `kerasbench list | head`
-        sys.stderr.close()
-        return 0
+    except KeyboardInterrupt as e:  # procs.Terminated (SIGTERM) and procs.Hangup (SIGHUP) too
+        _say(f"kerasbench: interrupted ({procs.signal_name(e)})\n")
+        return procs.exit_code(e)
+    except BrokenPipeError:  # `kerasbench run ... | head`: stdout (or stderr) closed; the workers ended on the way out
+        for stream in (out, sys.stdout, sys.stderr):
+            _quiet(stream)
+        return BROKEN_PIPE

@@ -18,9 +18,9 @@ import sys
 import tarfile
 from typing import Optional, TextIO
 
-from .asvconf import html_dir_of
+from .asvconf import html_dir_of, read_config
 from .errors import UsageError
-from .files import write_text
+from .files import DATA_LIMIT, check_readable, inside, read_text, write_text
 
 # CDN address in asv 0.6's index.html -> (npm package@version, file inside the package).
 ASSETS = {
@@ -103,7 +103,7 @@ def localize(html_dir: str, cache: Optional[str] = None) -> int:
     vendor = os.path.join(html_dir, "vendor")
     for spec in sorted({spec for spec, _ in ASSETS.values()}):
         wanted = [member for s, member in ASSETS.values() if s == spec]
-        tarball = _tarball(spec, cache)
+        tarball = check_readable(_tarball(spec, cache), "npm package")  # a FIFO in the cache would hang tarfile
         with tarfile.open(tarball) as tar:
             for member in tar.getmembers():
                 inner = member.name.split("/", 1)[1] if "/" in member.name else member.name
@@ -119,8 +119,7 @@ def localize(html_dir: str, cache: Optional[str] = None) -> int:
         if not page.endswith(".html"):
             continue
         path = os.path.join(html_dir, page)
-        with open(path) as f:
-            text = f.read()
+        text = read_text(path, "dashboard page", DATA_LIMIT)
         for url, (spec, inner) in ASSETS.items():
             local = f"vendor/{spec.rsplit('@', 1)[0]}/{inner}"
             text, n = re.subn(re.escape(url), local, text)
@@ -150,13 +149,69 @@ def asv_errors(output: str) -> Optional[str]:
     return f"asv publish reported an error: {errors[0]}"
 
 
+# What asv publish (0.6) and kerasbench write into html_dir: asv's page templates (its www folder, listed when asv is
+# importable), the data asv writes beside them, the offline copies (vendor/) and the report.
+ASV_OUTPUTS = {"index.json", "info.json", "regressions.json", "regressions.xml", "graphs", ".nojekyll", "vendor",
+               "kerasbench-report.html", "asv.css", "asv.js", "asv_ui.js", "error.html", "graphdisplay.js",
+               "index.html", "jquery.flot.axislabels.js", "regressions.css", "regressions.js", "summarygrid.js",
+               "summarylist.css", "summarylist.js", "swallow.ico", "swallow.png"}
+
+
+def _asv_outputs() -> set:
+    try:
+        import asv
+
+        return ASV_OUTPUTS | set(os.listdir(os.path.join(os.path.dirname(asv.__file__), "www")))
+    except (ImportError, OSError):
+        return ASV_OUTPUTS
+
+
+def check_html_dir(config: str) -> str:
+    """The html_dir of `config` if asv publish may empty it (it deletes the folder first); a one-line UsageError
+    saying what it would delete otherwise: the project's folder, the config, results_dir, env_dir, the records
+    tree or the repository (html_dir is one of them or holds one), a git repository, or files asv did not write."""
+    conf = read_config(config)
+    base = os.path.dirname(os.path.abspath(config))
+    given = conf.get("html_dir", "html")
+    html = os.path.normpath(html_dir_of(config))
+    refuse = f"Refusing to publish: html_dir {given!r} of {config} is {html}, which asv publish deletes first, and it"
+    fix = "set html_dir to a folder of its own (e.g. \".asv/html\")"
+    from .tree import records_root
+
+    guarded = [("the project's folder (the config's)", base), ("the asv config", os.path.abspath(config))]
+    guarded += [(f"{key} {str(conf.get(key, default))!r}", os.path.join(base, str(conf.get(key, default))))
+                for key, default in (("results_dir", "results"), ("env_dir", "env"))]
+    guarded.append(("the records tree", records_root(base)))
+    repo = conf.get("repo")
+    if isinstance(repo, str) and "://" not in repo and not repo.startswith("git@"):
+        guarded.append((f"repo {repo!r}", os.path.join(base, repo)))
+    for what, path in guarded:
+        if inside(path, html):
+            relation = "is" if os.path.realpath(path) == os.path.realpath(html) else "holds"
+            raise UsageError(f"{refuse} {relation} {what} ({path}); {fix}.")
+    if os.path.lexists(html) and not os.path.isdir(html):
+        raise UsageError(f"{refuse} is not a folder; {fix}.")
+    if os.path.isdir(html):
+        if os.path.lexists(os.path.join(html, ".git")):
+            raise UsageError(f"{refuse} holds a git repository (.git); {fix}.")
+        other = sorted(set(os.listdir(html)) - _asv_outputs())
+        if other:
+            more = f" and {len(other) - 3} more" if len(other) > 3 else ""
+            raise UsageError(f"{refuse} holds files asv did not write ({', '.join(other[:3])}{more}); move them, or "
+                             f"{fix}.")
+    return html
+
+
 def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: TextIO = sys.stdout) -> str:
-    """`asv publish`, then make the pages self-contained unless `cdn`; returns the html folder."""
-    html = html_dir_of(config)
+    """`asv publish`, then make the pages self-contained unless `cdn`; returns the html folder.
+
+    html_dir is checked first (check_html_dir): asv publish deletes it, whatever it holds."""
+    html = check_html_dir(config)
     proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", config],
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        raise UsageError(f"asv publish failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+        said = (proc.stderr or proc.stdout).strip().splitlines()  # its last line: the error, a traceback's last
+        raise UsageError(f"asv publish failed (exit {proc.returncode}): {said[-1].strip() if said else 'no output'}")
     problem = asv_errors(proc.stdout + "\n" + proc.stderr)
     if problem:  # asv publish exits 0 after skipping a results file it cannot read: the dashboard would miss it
         raise UsageError(problem)

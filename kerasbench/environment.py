@@ -8,7 +8,6 @@ Configurations themselves (where, which entries, the names of pins) are kerasben
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -19,6 +18,7 @@ from . import releases
 from .asvconf import (INSTALLER_ONLY, LEGACY_KERAS_VAR, TF_KERAS_PIN, canonical, includes, load_config, matrix_entries,
                       package_of, read_config, split_pin)
 from .errors import UsageError
+from .files import read_json
 
 
 def environments(config: str, tf: Optional[str] = None) -> list:
@@ -242,9 +242,11 @@ def _create_with_uv(uv: str, conf: object, env, reqs: dict, forced: Sequence[str
     os.makedirs(os.path.dirname(env._path), exist_ok=True)
     resolved = _pins({k: v for k, v in reqs.items() if k not in forced})
     python = os.path.join(env._path, "bin", "python")
+    # cloudpickle, unpinned: what a body= function without an importable name needs in the worker (kerasbench.api);
+    # asv's install of the project would bring it too. Pure Python, no requirements: the resolve stays the pins'.
     steps = [[uv, "venv", "--quiet", "--seed", "--python", env._executable, env._path],
-             [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, "wheel", "pip>=8", *resolved,
-              *gpu_extras(conf, reqs)]]
+             [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python, "wheel", "pip>=8",
+              "cloudpickle", *resolved, *gpu_extras(conf, reqs)]]
     if forced:
         steps.append([uv, "pip", "install", "--quiet", "--compile-bytecode", "--no-deps", "--python", python,
                       *_pins({k: reqs[k] for k in forced})])
@@ -353,9 +355,8 @@ def legacy_keras(python: str) -> bool:
     (tf.keras is tf_keras there), whoever made it (asv, `run --keras tf_keras`, attribute's Keras 2 bridge)."""
     path = os.path.join(os.path.dirname(os.path.dirname(python)), "asv-env-info.json")
     try:
-        with open(path) as f:
-            requirements = json.load(f).get("requirements") or {}
-    except (OSError, ValueError, AttributeError):
+        requirements = read_json(path, "asv environment info").get("requirements") or {}
+    except (UsageError, AttributeError):
         return False
     return any(package_of(name) == "tf-keras" for name in requirements)
 
@@ -364,9 +365,8 @@ def install_note(python: str) -> dict:
     """{'forced': [names], 'why': reason} of the environment of interpreter `python` ({} when nothing was forced)."""
     path = os.path.join(os.path.dirname(os.path.dirname(python)), FORCED_FILE)
     try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        return read_json(path, "environment note")
+    except UsageError:
         return {}
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+import re
+from typing import Iterable, Sequence
 
 
 class UsageError(Exception):
@@ -25,11 +26,46 @@ def unknown(kind: str, value: object, valid: Iterable[str]) -> UsageError:
                       f"Expected one of: {', '.join(valid)}.")
 
 
+# A line of a library's log, not a message of the worker's own: TF's C++ log (2024-05-01 12:00:00.000: W tf/...] and
+# absl's I0501 12:00:00.000  123 file.cc:1] ...), Python logging of TF, absl or Keras (WARNING:tensorflow:...), absl's
+# note before its log is set up, cpu_feature_guard's second line.
+_LOG_NOISE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?: [IWEF] "
+                        r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+                        r"|(DEBUG|INFO|WARNING|ERROR|CRITICAL|FATAL):(tensorflow|absl|keras|h5py|jax)\b"
+                        r"|WARNING: All log messages before absl::InitializeLog"
+                        r"|To enable the following instructions: .*rebuild TensorFlow")
+# The last line of a Python traceback: the exception's (dotted) class name, then its message.
+_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure)(?::.*)?")
+_TRACEBACK = "Traceback (most recent call last):"
+_OWN = ("kerasbench:", "Fatal Python error:")  # kerasbench's messages; the interpreter's crash (faulthandler's first)
+
+
+def worker_message(lines: Sequence[str]) -> str:
+    """The line of a failed worker's log that says why it failed: the last one that is kerasbench's own message, a
+    Python exception's (the line after a traceback's frames, or one naming an ...Error) or a fatal error's, not a
+    library's log line printed after it (TF logs at exit); else the last line that is not such noise, else the last."""
+    lines = [line.rstrip() for line in lines if line.strip()]
+    after = None  # the exception line of the last traceback: the first line under it that is not a frame or noise
+    header = max((i for i, line in enumerate(lines) if line.strip() == _TRACEBACK), default=None)
+    if header is not None:
+        after = next((i for i in range(header + 1, len(lines))
+                      if not lines[i][:1].isspace() and not _LOG_NOISE.match(lines[i])), None)
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i].strip()
+        if i == after or line.startswith(_OWN) or (_EXCEPTION.fullmatch(line) and not _LOG_NOISE.match(line)):
+            return line
+    quiet = [line.strip() for line in lines if not _LOG_NOISE.match(line)]
+    return (quiet or [line.strip() for line in lines] or ["no output"])[-1]
+
+
 def repro_failed(path: str, record: dict) -> UsageError:
-    """The error for a repro file whose code raised in the worker: the file, its line, the exception."""
+    """The error for a repro file (or body) whose code raised in the worker: the file, its line, the exception."""
     repeat = next((r for r in record["repeats"] if r["status"] == "failed"), {})
     tail = repeat.get("log_tail") or []
     where = [line.strip() for line in tail if line.strip().startswith(f'File "{path}"')]
     line = where[-1].split(", ")[1] if where else ""
-    error = tail[-1].strip() if tail else record["reason"]
+    error = worker_message(tail) if tail else record["reason"]
+    body = (record.get("spec") or {}).get("body")
+    if body:  # kerasbench.measure(body=...): the file is kerasbench's, generated and gone; the function is the user's
+        return UsageError(f"The body {body} failed in the worker: {error}")
     return UsageError(f"Repro file {path} failed in the worker{' at ' + line if line else ''}: {error}")

@@ -1,27 +1,172 @@
-"""Writing results: every file kerasbench writes goes through here.
+"""Reading inputs and writing results: every file kerasbench reads from a path it was given, and every file it
+writes, goes through here.
 
-A write is atomic (a uniquely named temp file in the target's folder, then a rename), so a reader
-never sees half a file and an interrupted write leaves the old one in place. A path that exists
-must be a regular file (or a link to one, whose target is written): a device, a FIFO or a folder
-given as an output is refused, never replaced. `check_writable` says so before an hour of
-measuring, not after it. Inputs are checked here too: `check_readable` refuses what is not a regular
-file (a FIFO would hang the reader, a device would never end), and `check_not_input` refuses an output
-that is one of the command's inputs (the table would replace the records it was made from).
+Reading (`read_bytes`, `read_text`, `read_json`): the file is opened without blocking and the opened descriptor
+fstat()ed: what is not a regular file is refused, named (a FIFO would hang the reader, a device never ends), and
+so is a file larger than its kind's limit (a link to /dev/zero, a wrong file) or JSON nested deeper than any file
+kerasbench reads (a RecursionError further on). Each refusal is a one-line UsageError naming the file
+(`ReadError`, whose `problem` a caller may say in its own words).
+
+Writing: a write is atomic (a uniquely named temp file in the target's folder, then a rename), so a reader
+never sees half a file and an interrupted write leaves the old one in place. A path that exists must be a
+regular file (or a link to one, whose target is written): a device, a FIFO or a folder given as an output is
+refused, never replaced. `check_outputs` says so before an hour of measuring, not after it: every command
+declares its outputs and its inputs there, and an output that is an input, would be read as a records file of an
+input folder, is a stored calibration, or is another output of the same command, is refused before any work.
 """
 
 import json
 import os
 import stat
 import tempfile
-from typing import Any, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import UsageError
+from .units import GIB, KIB, MIB
+
+# What a file of each kind may weigh. Configs, calibrations, notes and machine files are a few KiB (the asv matrix
+# 7 KiB, a calibration 20 KiB): 1 MiB is far beyond a real one and bounds a wrong file's cost. A repro file is Python
+# source: 16 MiB. Records files hold every reading of every repeat (the docs/reference/ files of all pairs × 5000
+# iterations are 4.5 MiB) and asv results or package indexes are alike: 1 GiB never refuses a real one and bounds the
+# memory a wrong one takes to a few GiB parsed, rather than all of it (a link to /dev/zero is refused as a device).
+CONFIG_LIMIT = MIB
+SOURCE_LIMIT = 16 * MIB
+DATA_LIMIT = GIB
+# No file kerasbench reads nests more than about 10 levels (a record's repeats' results' functions' paths). Deeper
+# JSON is not one of them, and code that walks a parsed file (the record type check, comparing, rendering) must
+# not run into Python's recursion limit (about 1000) on it.
+MAX_DEPTH = 100
+_RAISE = object()
+
+
+class ReadError(UsageError):
+    """A file that cannot be read or parsed: the message names it; `problem` is what is wrong with it."""
+
+    def __init__(self, verb: str, kind: str, path: str, problem: str):
+        super().__init__(f"Cannot {verb} {kind} {path}: {problem}.")
+        self.path, self.problem = path, problem
 
 
 def clone_dir() -> str:
     """The folder kerasbench was imported from (the package's parent): a clone, or an editable install's checkout,
     holds the asv configs, benchmarks/ and docs/ there; workers put it first on their PYTHONPATH."""
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _size(n: int) -> str:
+    return f"{n // GIB} GiB" if n >= GIB and n % GIB == 0 else f"{n // MIB} MiB" if n >= MIB else f"{n // KIB} KiB"
+
+
+def what_it_is(mode: int) -> str:
+    """'a FIFO', 'a character device', … of a file mode that is not a regular file's."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a link")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _not_regular(mode: int) -> str:
+    return "it is a directory" if stat.S_ISDIR(mode) else f"it is {what_it_is(mode)}, not a regular file"
+
+
+def check_readable(path: str, kind: str = "records file") -> str:
+    """`path` if it is a regular file (or a link to one); a one-line ReadError otherwise, nothing opened (a FIFO
+    found while listing a folder is refused before anything is read)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ReadError("read", kind, path, "no such file") from None
+    except OSError as e:
+        raise ReadError("read", kind, path, (e.strerror or str(e)).lower()) from None
+    if not stat.S_ISREG(mode):
+        raise ReadError("read", kind, path, _not_regular(mode))
+    return path
+
+
+def read_bytes(path: str, kind: str, limit: int = CONFIG_LIMIT) -> bytes:
+    """The content of the regular file `path`, at most `limit` bytes; a one-line ReadError naming it otherwise.
+
+    Opened with O_NONBLOCK (opening a FIFO that raced in after the check cannot hang) and checked on the opened
+    descriptor, so what is read is what was checked. Links are followed: a link to a records file is one.
+    """
+    check_readable(path, kind)  # before opening: opening a device can itself do something
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise ReadError("read", kind, path, (e.strerror or str(e)).lower()) from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReadError("read", kind, path, _not_regular(st.st_mode))
+        a = "" if kind.startswith("the ") else "an " if kind[:1] in "aeiou" else "a "
+        too_large = f"larger than {_size(limit)}, the most {a}{kind} can be (is it the right file?)"
+        if st.st_size > limit:
+            raise ReadError("read", kind, path, too_large)
+        try:
+            data = f.read(limit + 1)  # a file that grows (or lies about its size, as /proc's do) stops here too
+        except OSError as e:
+            raise ReadError("read", kind, path, (e.strerror or str(e)).lower()) from None
+    if len(data) > limit:
+        raise ReadError("read", kind, path, too_large)
+    return data
+
+
+def read_text(path: str, kind: str, limit: int = CONFIG_LIMIT) -> str:
+    """read_bytes as UTF-8 text."""
+    data = read_bytes(path, kind, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ReadError("read", kind, path, f"not UTF-8 text (byte {e.start})") from None
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether `value` (parsed JSON) nests more than `limit` lists and objects. Iterative, level by level: a list of
+    numbers (a series) costs a set of its types, not a Python loop over it."""
+    level, depth = [value], 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below = []
+        for item in level:
+            members = item.values() if type(item) is dict else item
+            if {dict, list} & set(map(type, members)):
+                below += [m for m in members if type(m) in (dict, list)]
+        level = below
+    return False
+
+
+def parse_json(text: str, kind: str, path: str, comments: bool = False, invalid: Any = _RAISE) -> Any:
+    """`text` (of the file `path`) parsed as JSON (asv's `//` comment lines skipped with `comments`); a ReadError
+    when it is not JSON (or `invalid` when given) or nests deeper than MAX_DEPTH (always an error)."""
+    if comments:
+        text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+    deep = ReadError("parse", kind, path, f"nested deeper than {MAX_DEPTH} levels (no file kerasbench reads is)")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise deep from None
+    except ValueError as e:  # truncated or corrupt
+        if invalid is not _RAISE:
+            return invalid
+        raise ReadError("parse", kind, path, f"{e} (truncated or corrupt JSON?)") from None
+    if isinstance(value, (dict, list)) and too_deep(value):
+        raise deep
+    return value
+
+
+def read_json(path: str, kind: str, limit: int = CONFIG_LIMIT, comments: bool = False,
+              missing: Any = _RAISE) -> Any:
+    """The parsed JSON of the file `path` (read_text, then parse_json); `missing` when given and no file is there."""
+    if missing is not _RAISE and not os.path.lexists(path):
+        return missing
+    return parse_json(read_text(path, kind, limit), kind, path, comments)
+
+
+# ---------------------------------------------------------------- writing
 
 
 def _target(path: str) -> str:
@@ -39,7 +184,7 @@ def _refuse_special(path: str, what: str) -> None:
     if stat.S_ISDIR(mode):
         raise UsageError(f"Cannot write {what} to {path}: it is a directory.")
     if not stat.S_ISREG(mode):
-        raise UsageError(f"Cannot write {what} to {path}: it exists and is not a regular file.")
+        raise UsageError(f"Cannot write {what} to {path}: it exists and is {what_it_is(mode)}, not a regular file.")
 
 
 def check_writable(path: str, what: str = "results") -> None:
@@ -55,24 +200,6 @@ def check_writable(path: str, what: str = "results") -> None:
         raise UsageError(f"Cannot write {what} to {path}: {e.strerror}.") from None
 
 
-def check_readable(path: str, what: str = "records from {path}") -> str:
-    """`path` if it is a regular file (or a link to one) that can be opened; a one-line UsageError otherwise."""
-    where = "Cannot read " + what.format(path=path)
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise UsageError(f"{where}: no such file.") from None
-    except OSError as e:
-        raise UsageError(f"{where}: {e.strerror}.") from None
-    if stat.S_ISDIR(mode):
-        raise UsageError(f"{where}: it is a directory.")
-    if not stat.S_ISREG(mode):
-        raise UsageError(f"{where}: not a regular file (a FIFO, socket or device).")
-    if not os.access(path, os.R_OK):
-        raise UsageError(f"{where}: permission denied.")
-    return path
-
-
 def _same(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -80,12 +207,95 @@ def _same(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def inside(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or somewhere under it, links resolved."""
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or os.path.commonpath([path, folder]) == folder
+
+
+def records_name(relative: str) -> bool:
+    """Whether a file at `relative` (to a folder given as records) is read as a records file: a *.json whose name and
+    folders do not start with '.' (kerasbench.loading.find_records_files lists exactly these)."""
+    parts = relative.split(os.sep)
+    return parts[-1].endswith(".json") and not any(part.startswith(".") for part in parts)
+
+
+def _links_read(folder: str) -> List[str]:
+    """The links among the files a reader of the records folder `folder` reads (records_name)."""
+    found = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [os.path.join(root, n) for n in names
+                  if records_name(n) and os.path.islink(os.path.join(root, n))]
+    return found
+
+
+Paths = Union[None, str, Sequence[Optional[str]]]
+
+
+def _given(paths: Paths) -> List[str]:
+    return [p for p in ([paths] if isinstance(paths, str) else paths or []) if p]
+
+
+def _refuse_input(output: str, label: str, inputs: Mapping[str, Paths]) -> None:
+    """UsageError if writing `output` would replace an input, or add a file an input folder's reader would read."""
+    written = os.path.realpath(_target(output))
+    for source, paths in inputs.items():
+        for path in _given(paths):
+            if os.path.isdir(path):
+                if inside(written, path) and records_name(os.path.relpath(written, os.path.realpath(path))):
+                    if os.path.isfile(written):
+                        raise UsageError(f"Cannot write {label} to {output}: it is one of the inputs (a records file "
+                                         f"of {path}, given as {source}); give another path.")
+                    raise UsageError(f"Cannot write {label} to {output}: it is inside {path}, a folder given as input "
+                                     f"({source}), where it would be read as a records file; give a path outside it.")
+                for link in _links_read(path):  # a link in the folder to the output: the output is read through it
+                    if _same(output, link):
+                        raise UsageError(f"Cannot write {label} to {output}: it is one of the inputs ({source}: {link} "
+                                         "links to it); give another path.")
+            elif _same(output, path):
+                raise UsageError(f"Cannot write {label} to {output}: it is one of the inputs ({source} {path}); "
+                                 "give another path.")
+
+
+def _refuse_calibration(output: str, label: str, folders: Sequence[str]) -> None:
+    """UsageError if `output` is a *.json in one of `folders`, those of stored calibrations: every run reads those as
+    calibrations (records written there are 'a bad calibration' ever after, or replace a good one), and the shipped
+    ones are the clone's."""
+    written = os.path.realpath(_target(output))
+    for folder in folders:
+        if os.path.dirname(written) == os.path.realpath(folder) and written.endswith(".json"):
+            raise UsageError(f"Cannot write {label} to {output}: it is in {folder}, the folder of stored calibrations, "
+                             "whose .json files kerasbench reads as calibrations; give a path outside it.")
+
+
+def check_outputs(outputs: Mapping[str, Optional[str]], inputs: Optional[Mapping[str, Paths]] = None,
+                  calibrations: Sequence[str] = ()) -> None:
+    """Every output of a command, checked before any work: a one-line UsageError now, not after an hour of measuring.
+
+    `outputs` {label: path} ('--json': args.json; a None path is not written); `inputs` {label: path or paths} of
+    every file and folder the command reads. An output is refused when it cannot be written (check_writable), is
+    another output of the same command, is one of the inputs (or links to it), would be read as a records file
+    of an input folder, or is a *.json in one of `calibrations`, the folders of stored calibrations (the commands
+    give floors.folders(): commands.options.check_outputs; this module cannot ask floors, which reads through it).
+    """
+    given = [(label, path) for label, path in outputs.items() if path is not None]
+    for index, (label, path) in enumerate(given):
+        if not path:
+            raise UsageError(f"Invalid path for {label}. Received: ''. Expected a file name.")
+        check_writable(path, label)
+        for other, earlier in given[:index]:
+            if _same(path, earlier):
+                raise UsageError(f"Cannot write {label} to {path}: {other} is written there too; "
+                                 "give them different paths.")
+        _refuse_input(path, label, inputs or {})
+        _refuse_calibration(path, label, calibrations)
+
+
 def check_not_input(output: str, inputs: Sequence[str], what: str = "the output") -> None:
-    """UsageError if `output` is (or links to) one of the `inputs` files: writing it would destroy an input."""
-    for path in inputs:
-        if _same(output, path):
-            raise UsageError(f"Cannot write {what} to {output}: it is one of the inputs ({path}); "
-                             "give another path.")
+    """UsageError if `output` is (or links to) one of the `inputs` files, or would be read in an input folder
+    (check_outputs' rule, for a caller that checks writability itself)."""
+    _refuse_input(output, what, {"input": list(inputs)})
 
 
 def _umask() -> int:
@@ -94,14 +304,14 @@ def _umask() -> int:
     return mask
 
 
-def write_text(path: str, text: str, what: str = "results") -> str:
-    """Write `text` to `path` atomically; returns `path`. An existing file keeps its permissions."""
+def write_text(path: str, text: Union[str, bytes], what: str = "results") -> str:
+    """Write `text` (or bytes: a pickle) to `path` atomically; returns `path`. An existing file keeps its mode."""
     target = _target(path)
     _refuse_special(target, what)
     directory = os.path.dirname(os.path.abspath(target))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kerasbench-", suffix=os.path.splitext(target)[1] or ".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
             f.write(text)
         try:
             mode = stat.S_IMODE(os.stat(target).st_mode)

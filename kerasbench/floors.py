@@ -14,7 +14,6 @@ measures when nothing fits).
 """
 
 import functools
-import json
 import os
 import platform
 import re
@@ -24,7 +23,7 @@ from typing import Any, List, Optional, Tuple
 
 from . import stats
 from .errors import UsageError
-from .files import check_readable, clone_dir, make_folder, write_json
+from .files import CONFIG_LIMIT, ReadError, clone_dir, make_folder, read_json, write_json
 
 ENV_VAR = "KERASBENCH_CALIBRATION"  # the user's folder of calibrations (read first, and written)
 NO_CALIBRATE_VAR = "KERASBENCH_NO_CALIBRATE"  # set (to anything but 0/empty): never calibrate on the fly
@@ -129,16 +128,13 @@ def save(calibration: dict, path: str) -> str:
 
 def read(path: str, allocator: str) -> Optional[dict]:
     """The calibration of `allocator` in the file `path`, None if there is no such file; UsageError if it is bad."""
-    if os.path.lexists(path):
-        check_readable(path, "calibration file {path}")  # a FIFO would hang every run
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        problem = str(e)
+    try:  # a regular file of at most CONFIG_LIMIT: a FIFO would hang every run
+        data = read_json(path, "calibration file", CONFIG_LIMIT, missing=None)
+    except ReadError as e:
+        problem = e.problem
     else:
+        if data is None:
+            return None
         problem = _problem(data, allocator)
         if not problem:
             return data

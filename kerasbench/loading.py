@@ -5,13 +5,12 @@ measured several), from one schema version and one commit.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any, Dict, List, Sequence, Tuple
 
 from .errors import UsageError
-from .files import check_readable
+from .files import DATA_LIMIT, check_readable, read_json, records_name
 from .record import SCHEMA_VERSION, Record, check_record
 from .tree import place_of
 
@@ -21,14 +20,14 @@ _TF_NIGHTLY = re.compile(r"-dev\d{8}$")  # a TF nightly's __version__ (2.22.0-de
 
 
 def find_records_files(paths: Sequence[str]) -> List[Tuple[str, bool]]:
-    """(path, named) for every path given and every *.json under a folder given."""
+    """(path, named) for every path given and every records file under a folder given (files.records_name: the
+    rule an output's check uses too); a FIFO, device or folder among them is refused here, before anything is read."""
     found = []
     for path in paths:
         if os.path.isdir(path):
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found += [(check_readable(os.path.join(root, f)), False) for f in sorted(files)
-                          if f.endswith(".json") and not f.startswith(".")]
+                found += [(check_readable(os.path.join(root, f)), False) for f in sorted(files) if records_name(f)]
         elif os.path.lexists(path):
             found.append((check_readable(path), True))  # a FIFO would hang the reader: refused, not opened
         else:
@@ -37,14 +36,43 @@ def find_records_files(paths: Sequence[str]) -> List[Tuple[str, bool]]:
 
 
 def read_records_file(path: str) -> Any:
-    """The parsed JSON of `path`; a one-line UsageError when it cannot be read or parsed."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except OSError as e:
-        raise UsageError(f"Cannot read records from {path}: {e.strerror}.") from None
-    except ValueError as e:  # truncated or corrupt
-        raise UsageError(f"Cannot parse records file {path}: {e} (truncated or corrupt JSON?).") from None
+    """The parsed JSON of `path` (files.read_json: a regular file of at most DATA_LIMIT, nested at most MAX_DEPTH);
+    a one-line UsageError when it cannot be read or parsed."""
+    return read_json(path, "records file", DATA_LIMIT)
+
+
+# What the readers index without asking (compare's counts and noise, the metrics, score's replay): a record that
+# lacks one is not a kerasbench record, said at load time rather than as a KeyError in the middle of a table.
+_NEEDED = {"spec": ("iterations",), "result": ("series",), "series": ("rss",)}
+_COUNTS = {"iterations": 1, "repeats": 1, "warmup": 0}  # spec counts: the least a measurement can have
+
+
+def check_loadable(record: Record, path: str, index: int) -> Record:
+    """`record` (already type-checked: record.check_record) if it holds what the readers index: its spec's counts
+    (iterations and repeats at least 1, warmup at least 0), and a series (rss at least) in every result."""
+    where = f"records[{index}]"
+
+    def refuse(problem: str) -> UsageError:
+        return UsageError(f"Not a kerasbench record in {path}: {problem}.")
+
+    spec = record["spec"]
+    for key in _NEEDED["spec"]:
+        if key not in spec:
+            raise refuse(f"{where}.spec has no '{key}'")
+    for key, least in _COUNTS.items():
+        if key in spec and spec[key] < least:
+            raise refuse(f"{where}.spec.{key} is {spec[key]}, expected {least} or more")
+    for i, repeat in enumerate(record["repeats"]):
+        result = repeat.get("result")
+        if result is None:
+            continue  # a failed or skipped repeat measured nothing
+        for key in _NEEDED["result"]:
+            if key not in result:
+                raise refuse(f"{where}.repeats[{i}].result has no '{key}'")
+        for key in _NEEDED["series"]:
+            if key not in result["series"]:
+                raise refuse(f"{where}.repeats[{i}].result.series has no '{key}'")
+    return record
 
 
 def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
@@ -80,7 +108,7 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
         if not versions:  # e.g. the control loop, which never imports TF: its run folder's other loops say it
             versions = in_run.get(os.path.dirname(os.path.abspath(path)), set()) - {None}
         for index, record in enumerate(payload["records"]):
-            check_record(record, path, index)
+            check_loadable(check_record(record, path, index), path, index)
             found = record.get("schema", payload.get("schema"))
             if schema is None:
                 schema = (found, path)

@@ -13,7 +13,6 @@ their machines are called; with different ones, compare says so per cell.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
@@ -62,10 +61,12 @@ def _asv_run_machine() -> Optional[str]:
 def asv_machine_file_name(path: Optional[str] = None, host: Optional[str] = None) -> Optional[str]:
     """The machine asv would pick from its machine file: the one named after the host, else the only one."""
     path = os.path.expanduser(path or ASV_MACHINE_FILE)
-    try:
-        with open(path) as f:
-            entries = {k: v for k, v in json.load(f).items() if k != "version" and isinstance(v, dict)}
-    except (OSError, ValueError, AttributeError):
+    from .files import read_json
+
+    try:  # a FIFO or a device there is a machine file that cannot be read, as a corrupt one: not asv's answer
+        entries = {k: v for k, v in read_json(path, "asv machine file").items()
+                   if k != "version" and isinstance(v, dict)}
+    except (UsageError, AttributeError):
         return None
     host = host or platform.node()
     if host in entries:

@@ -18,7 +18,7 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import UsageError
-from .files import make_folder, write_text
+from .files import DATA_LIMIT, inside, make_folder, parse_json, read_text, write_text
 
 TREES = ("results", "records")  # what is merged; html is made again by `kerasbench publish`
 REWRITTEN = ("machine.json", "benchmarks.json")  # asv writes these on every run: newest (or union), not a conflict
@@ -51,16 +51,10 @@ def _files(folder: str) -> List[str]:
 
 
 def _read(path: str) -> Tuple[str, Any]:
-    """(text, parsed JSON or None) of a file; a one-line UsageError when it cannot be read."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"Cannot read {path}: {getattr(e, 'strerror', None) or e}.") from None
-    try:
-        return text, json.loads(text)
-    except ValueError:
-        return text, None
+    """(text, parsed JSON or None) of a file (files.read_text: a regular file of at most DATA_LIMIT, so a link to
+    /dev/zero or a FIFO in a source is refused, not read); a one-line UsageError when it cannot be read."""
+    text = read_text(path, "file to merge", DATA_LIMIT)
+    return text, parse_json(text, "file to merge", path, invalid=None)
 
 
 def _same(a: Tuple[str, Any], b: Tuple[str, Any]) -> bool:
@@ -78,6 +72,10 @@ def plan(sources: List[str], dest: str) -> Tuple[Dict[str, Write], List[str]]:
     for src, folder in zip(sources, folders):
         if os.path.realpath(folder) == real:
             raise UsageError(f"Cannot merge {src} into {dest}: it is the destination.")
+        if inside(target, folder) or inside(folder, target):  # the merge would write into what it reads
+            which = "inside" if inside(target, folder) else "around"
+            raise UsageError(f"Cannot merge {src} into {dest}: the destination {target} is {which} the source "
+                             f"{folder}; give folders apart.")
     # every version of every file: (where, mtime, (text, json)); the destination's first
     versions: Dict[str, List[Tuple[str, float, Tuple[str, Any]]]] = {}
     for label, folder in [(dest, target)] + list(zip(sources, folders)):
@@ -94,7 +92,8 @@ def plan(sources: List[str], dest: str) -> Tuple[Dict[str, Write], List[str]]:
             text, mtime, note = _rewritten(rel, found)
             if note:
                 notes.append(note)
-            if rel not in have_dest or not _same(_read(os.path.join(target, rel)), (text, json.loads(text))):
+            parsed = parse_json(text, "file to merge", rel, invalid=None)  # machine.json need not be JSON
+            if rel not in have_dest or not _same(_read(os.path.join(target, rel)), (text, parsed)):
                 writes[rel] = (text, mtime)
             continue
         first = found[0]

@@ -56,12 +56,9 @@ def index(package: str) -> Dict[str, Any]:
     """The registry's simple-API JSON document of `package` (its files: filename, upload-time, yanked)."""
     source = os.environ.get("KERASBENCH_PYPI") or PYPI
     if "://" not in source:
-        path = os.path.join(source, f"{package}.json")
-        try:
-            with open(path) as f:
-                return json.load(f)
-        except (OSError, ValueError) as e:
-            raise UsageError(f"Cannot read the package index {path}: {getattr(e, 'strerror', None) or e}.") from None
+        from .files import DATA_LIMIT, read_json
+
+        return read_json(os.path.join(source, f"{package}.json"), "the package index", DATA_LIMIT)
     url = f"{source.rstrip('/')}/{package}/"
     try:
         request = urllib.request.Request(url, headers={"Accept": ACCEPT})

@@ -25,7 +25,7 @@ import runpy
 from typing import Any
 
 from .errors import UsageError
-from .files import check_readable
+from .files import SOURCE_LIMIT, read_text
 
 HOOKS = {  # name: (required, positional parameters)
     "setup": (False, 0),
@@ -37,12 +37,7 @@ SEE = "see the README, 'Bring your own repro'"
 
 def check(path: str) -> str:
     """The absolute path of a readable repro file that defines the contract; UsageError otherwise."""
-    check_readable(path, "repro file {path}")  # a FIFO would hang here
-    try:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"Cannot read repro file {path}: {getattr(e, 'strerror', None) or e}.") from None
+    source = read_text(path, "repro file", SOURCE_LIMIT)  # a regular file: a FIFO would hang here
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as e:

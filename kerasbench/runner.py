@@ -5,6 +5,7 @@ of one that imported TF). The parent watches it: a memory cap on the whole proce
 time limit stop a runaway worker, and the record says where it stopped.
 """
 
+import collections
 import dataclasses
 import json
 import os
@@ -17,7 +18,7 @@ import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from . import allocators, procs, protocol, record, summary
-from .errors import UsageError, repro_failed
+from .errors import UsageError, repro_failed, worker_message
 from .files import clone_dir
 from .loops import get_loop
 from .spec import DEVICES, RunSpec, count_fields, shared_memory_cap  # noqa: F401  (the spec's names, here too)
@@ -91,16 +92,24 @@ def _tree_rss(proc, group=None):
 # or a child that user code left running must not hold the pair until the time limit.
 EXIT_GRACE = 2.0
 LOG_TAIL_BYTES = 64 * KIB  # of a failed worker's log, the part read back (a runaway log can be gigabytes)
+# Of a stopped worker's RSS readings (one per measured iteration, sent with its progress events), the most kept: the
+# last ones, contiguous up to the stop (a runaway of microsecond iterations makes millions).
+PARTIAL_RSS_KEPT = 100_000
 
 
-def _log_tail(log, lines: int = 15) -> list:
-    """The last non-empty `lines` lines of the worker's log, reading only its last LOG_TAIL_BYTES."""
+def _log_lines(log) -> list:
+    """The non-empty lines of the worker's log, reading only its last LOG_TAIL_BYTES."""
     size = log.seek(0, os.SEEK_END)
     log.seek(max(0, size - LOG_TAIL_BYTES))
     text = log.read().decode("utf-8", errors="replace").splitlines()
     if size > LOG_TAIL_BYTES:
         text = text[1:]  # the first line was cut
-    return [line for line in text if line.strip()][-lines:]
+    return [line for line in text if line.strip()]
+
+
+def _log_tail(log, lines: int = 15) -> list:
+    """The last non-empty `lines` lines of the worker's log, reading only its last LOG_TAIL_BYTES."""
+    return _log_lines(log)[-lines:]
 
 
 def _where(phase: str, last: Optional[int], spec: RunSpec) -> str:
@@ -202,12 +211,15 @@ def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, 
     outcome = {"repeat": repeat, "status": "failed", "reason": None, "result": None, "environment": None}
     last_iteration, phase, stopped, finished_at = None, "setup", None, None
     max_tree_rss = 0
-    partial_rss = []  # kept from progress events, so a stopped worker still shows its curve
+    # The RSS readings of the measured iterations, from the progress events (each carries those since the one before),
+    # so a stopped worker still shows its curve: the last PARTIAL_RSS_KEPT of one unbroken run up to the last event.
+    partial_rss = collections.deque(maxlen=PARTIAL_RSS_KEPT)
+    received = 0  # the iteration whose reading comes next
 
     def drain():
         # Only what is queued now: a worker that reports faster than this loop reads must not
         # keep it from checking the cap and the time limit.
-        nonlocal last_iteration, phase, finished_at
+        nonlocal last_iteration, phase, finished_at, received
         for _ in range(events.qsize()):
             try:
                 ev = events.get_nowait()
@@ -218,8 +230,13 @@ def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, 
                 phase, last_iteration = ev["phase"], None
             elif kind in ("warmup", "iteration"):
                 phase, last_iteration = kind, ev["iteration"]
-                if "rss" in ev and kind == "iteration" and ev["iteration"] == len(partial_rss):
-                    partial_rss.append(ev["rss"])  # only while no iteration went unreported
+                readings = ev.pop("rss_since", None) or ([ev["rss"]] if "rss" in ev else [])
+                if kind == "iteration" and readings:
+                    first = ev["iteration"] - len(readings) + 1
+                    if first != received:  # an iteration went unreported: what follows is kept, unbroken
+                        partial_rss.clear()
+                    partial_rss.extend(readings)
+                    received = ev["iteration"] + 1
             elif kind == "skip":
                 outcome.update(status="skipped", reason=ev["reason"], environment=ev["environment"])
                 finished_at = time.perf_counter()
@@ -258,11 +275,11 @@ def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, 
         outcome["exit_seconds"] = outcome["worker_seconds"] - (timing["done"] - spawned)
     if stopped:
         outcome.update(status="stopped", reason=f"{stopped} {_where(phase, last_iteration, spec)}",
-                       partial_rss=partial_rss)
+                       partial_rss=list(partial_rss))
     elif outcome["status"] == "failed":
-        tail = _log_tail(log)
-        outcome["reason"] = f"worker exited with code {proc.returncode}: " + (tail[-1] if tail else "no output")
-        outcome["log_tail"] = tail
+        lines = _log_lines(log)
+        outcome["reason"] = f"worker exited with code {proc.returncode}: {worker_message(lines)}"
+        outcome["log_tail"] = lines[-15:]
     return outcome
 
 
@@ -271,6 +288,9 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
                   finished: Optional[Callable[[record.Record], None]] = None) -> List[record.Record]:
     """Measure each (loop, strategy) of `pairs` with `base`'s settings, `base.jobs` at once; their records, in order.
 
+    At once means at most the pairs that start a worker: the records say that many jobs, and a default memory cap
+    (base's, resolved for base.jobs) becomes half the RAM shared between those (spec.shared_memory_cap).
+
     `iterations(strategy)` is a pair's count: an int (exactly that many), or the RunSpec count fields of a
     profile's budget (Profile.counts_for: process_isolation gets fewer); `progress`, a
     console.Progress or None, is told when a pair starts and ends and sees its workers' events; `finished` gets
@@ -278,9 +298,21 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
     that raises in the worker stops the run with that error (after `finished` got its record): the next pair
     would raise it again.
     """
-    jobs = max(1, min(base.jobs, len(pairs)))  # what the records say: one pair alone ran at jobs 1, whatever asked
-    specs = [dataclasses.replace(base, loop=loop, strategy=strategy, **count_fields(iterations(get_strategy(strategy))),
-                                 jobs=jobs) for loop, strategy in pairs]
+    with procs.terminations():  # the API's SIGTERM or SIGHUP ends the workers (and a caller's `finally` runs)
+        return _measure_pairs(base, pairs, iterations, progress, finished)
+
+
+def _measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: Callable[[Strategy], Any],
+                   progress: Optional[Any], finished: Optional[Callable[[record.Record], None]]) -> List[record.Record]:
+    specs = [dataclasses.replace(base, loop=loop, strategy=strategy, **count_fields(iterations(get_strategy(strategy))))
+             for loop, strategy in pairs]
+    # What the records say: the pairs that run at once (one pair alone ran at jobs 1, whatever was asked), and the
+    # default memory cap shared between those, not between the jobs asked for (--jobs defaults to the cores).
+    jobs = max(1, min(base.jobs, sum(_skipped(spec) is None for spec in specs)))
+    cap = base.memory_cap
+    if jobs != base.jobs and cap and cap == shared_memory_cap(base.jobs):  # the default cap, resolved for base.jobs
+        cap = shared_memory_cap(jobs)
+    specs = [dataclasses.replace(spec, jobs=jobs, memory_cap=cap) for spec in specs]
     if jobs > 1:
         return measure_at_once(specs, jobs, progress, finished)
     records = []
@@ -421,22 +453,28 @@ def measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
     return [r for r in records if r is not None]
 
 
+def _skipped(spec: RunSpec) -> Optional[str]:
+    """Why `spec` is skipped without starting a worker (its strategy does not apply, or needs a GPU), else None."""
+    strategy = get_strategy(spec.strategy)
+    if spec.loop not in strategy.applies_to:
+        return f"strategy {spec.strategy} does not apply to loop {spec.loop}"
+    if strategy.needs_gpu and spec.device != "gpu":
+        return f"strategy {spec.strategy} needs a GPU: run it with --device gpu (device {spec.device} hides GPUs)"
+    return None
+
+
 def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) -> record.Record:
     """Measure `spec` (validated first) over its repeats; returns the record (a dict)."""
     spec = spec.validate()
-    strategy = get_strategy(spec.strategy)
-    reason = None  # known without starting a worker:
-    if spec.loop not in strategy.applies_to:
-        reason = f"strategy {spec.strategy} does not apply to loop {spec.loop}"
-    elif strategy.needs_gpu and spec.device != "gpu":
-        reason = f"strategy {spec.strategy} needs a GPU: run it with --device gpu (device {spec.device} hides GPUs)"
+    reason = _skipped(spec)  # known without starting a worker
     if reason:
         skipped = {"repeat": 0, "status": "skipped", "reason": reason, "result": None, "environment": None}
         return summary.make_record(spec, [skipped], protocol.spec_floors(spec))
     repeats = []
-    for r in range(spec.repeats):
-        outcome = run_worker(spec, repeat=r, progress=progress)
-        repeats.append(outcome)
-        if outcome["status"] in ("skipped", "stopped"):
-            break  # the same pair would skip again; a runaway would run away again
+    with procs.terminations():  # the API's SIGTERM or SIGHUP ends the worker (and a caller's `finally` runs)
+        for r in range(spec.repeats):
+            outcome = run_worker(spec, repeat=r, progress=progress)
+            repeats.append(outcome)
+            if outcome["status"] in ("skipped", "stopped"):
+                break  # the same pair would skip again; a runaway would run away again
     return summary.make_record(spec, repeats, protocol.spec_floors(spec))

@@ -1,11 +1,12 @@
 """A measuring session of named pairs, as `run` and `ablate` do it (and kerasbench.measure, its first half).
 
-Before: the base RunSpec of a profile and what the user overrode (`base_spec`), the outputs checked
-(`check_outputs`), the machine and the asv environment of a `--tf` release (`use_release`), a run's one-off calibration
-(`settle_floor`). During: each record kept as its pair ends (`Kept`): in the order the pairs were named,
-written to the --json file at once, so an interrupt (Ctrl-C, SIGTERM) or a repro file that raised loses
-none; what finished is shown and said to be kept before the error goes on (`Kept.through`). `run` is
-`kerasbench run`'s whole session: the run table, the file, the line of its wall against the physical limit.
+Before: the base RunSpec of a profile and what the user overrode (`base_spec`), the machine and the asv
+environment of a `--tf` release (`use_release`), a run's one-off calibration (`settle_floor`); the outputs are
+checked by each command (files.check_outputs). During: each record kept as its pair ends (`Kept`): in the
+order the pairs were named, written to the --json file at once, so an interrupt (Ctrl-C, SIGTERM) or a repro
+file that raised loses none; what finished is shown and said to be kept before the error goes on
+(`Kept.through`). `run` is `kerasbench run`'s whole session: the run table, the file, the line of its wall
+against the physical limit.
 
 The calibration's session too: its controls measured in fresh workers (`run_controls`), analyzed by the pure
 calibration module and stored (`calibrate`, `calibrate_one`), and a run's one-off calibration when no stored one
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 from .console import status_line
 from .errors import UsageError
-from .files import check_not_input, check_writable, write_json
+from .files import check_writable, write_json
 from .record import Record
 
 if TYPE_CHECKING:  # the types only: runner imports loop shapes (numpy) when a session measures
@@ -46,13 +47,6 @@ def counts(profile: Profile, iterations: Optional[int]) -> Callable[[Any], Any]:
     """A pair's count from its strategy: the profile's budget (Profile.counts_for: fewer iterations for isolated
     ones), or exactly `iterations` when one is given (--iterations N: a fixed count, no looks)."""
     return profile.counts_for if iterations is None else (lambda strategy: iterations)
-
-
-def check_outputs(paths: Sequence[Optional[str]], repro: Optional[str] = None) -> None:
-    """Each given output can be written and is not the repro file read: a one-line UsageError now, not after a run."""
-    for path in filter(None, paths):
-        check_writable(path)
-        check_not_input(path, [repro] if repro else [])
 
 
 def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: TextIO, python: Optional[str] = None,
@@ -154,19 +148,44 @@ class Kept:
     def through(self, measure: Callable[[Callable[[Record], None]], Any], show: Callable[[], None], out: TextIO,
                 err: TextIO) -> None:
         """`measure(self.finished)`; if it is interrupted or a repro file raises, what finished is shown (`show`),
-        written and said to be kept, then the interrupt or the error goes on (main says it)."""
+        written and said to be kept, then the interrupt or the error goes on (main says it).
+
+        An output that cannot be written then (a terminal closed by the SIGHUP, a pipe whose reader went away) does not
+        replace the interrupt: the records are written first. A closed pipe (BrokenPipeError) ends the measuring as
+        an interrupt does: what finished is written and said to be kept where that can still be said.
+        """
         try:
             measure(self.finished)
         except KeyboardInterrupt:
-            if self.records:
-                show()
-            self.report(out, err, f"{len(self.records)} of {self.total} {self.what}(s) finished before the interrupt")
+            self._keep(lambda: self.report(out, err, self.before("the interrupt")), show)
+            raise
+        except BrokenPipeError:
+            self.closed(out, err)
             raise
         except UsageError:
-            if self.records:
-                show()
-            self.report(out, err)
+            self._keep(lambda: self.report(out, err), show)
             raise
+
+    def before(self, what: str) -> str:
+        """'N of M pair(s) finished before `what`'."""
+        return f"{len(self.records)} of {self.total} {self.what}(s) finished before {what}"
+
+    def closed(self, out: TextIO, err: TextIO) -> None:
+        """The output's reader went away (BrokenPipeError): the records written, and said to be kept if err can."""
+        self._keep(lambda: self.report(out, err, self.before("the output closed")))
+
+    def _keep(self, report: Callable[[], Any], show: Optional[Callable[[], None]] = None) -> None:
+        """After an interrupt or an error: the records written (`report` writes them first, then says so), and shown
+        before that when they can be; a stream that cannot be written any more is left alone."""
+        if show is not None and self.records:
+            try:
+                show()
+            except OSError:  # EIO of a closed terminal, EPIPE: the file still gets written
+                pass
+        try:
+            report()
+        except OSError:
+            pass
 
     def failed(self) -> bool:
         """Whether a pair failed or was stopped (the commands' exit 1)."""
@@ -196,10 +215,14 @@ def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], 
     started = time.perf_counter()
     kept.through(lambda finished: measure_pairs(base, pairs, count, Progress(err, len(pairs), base.warmup), finished),
                  show, out, err)
-    if kept.records:
-        show()
-    if not kept.report(out, err):
-        return 1
+    try:
+        if kept.records:
+            show()
+        if not kept.report(out, err):
+            return 1
+    except BrokenPipeError:  # `| head`: the table's reader went away; the file is whole (main: exit 141)
+        kept.closed(out, err)
+        raise
     say_limit(kept.records, time.perf_counter() - started, err)
     return 1 if kept.failed() else 0
 

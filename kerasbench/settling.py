@@ -17,7 +17,6 @@ judge it, n at most half its length), at least as large as the floor of any long
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 from types import SimpleNamespace
@@ -25,7 +24,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import stats
 from .errors import UsageError
-from .files import check_readable
+from .files import CONFIG_LIMIT, ReadError, read_json
 
 NAME = "tf-settling.json"
 SCHEMA = 1
@@ -112,14 +111,15 @@ def paths() -> List[str]:
 
 @functools.lru_cache(maxsize=None)
 def _read(path: str) -> Optional[Dict[str, Any]]:
-    if not os.path.lexists(path):
-        return None
-    check_readable(path, "settling calibration {path}")
     try:
-        with open(path) as f:
-            data = json.load(f)
+        data = read_json(path, "settling calibration", CONFIG_LIMIT, missing=None)
+        if data is None:
+            return None
         floors = {int(n): float(v) for n, v in data["floors"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+    except ReadError as e:
+        raise UsageError(f"Bad settling calibration {path}: {e.problem}. Delete it or run "
+                         "`kerasbench calibrate --settling docs/reference/*.json`.") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UsageError(f"Bad settling calibration {path}: {e}. Delete it or run "
                          "`kerasbench calibrate --settling docs/reference/*.json`.") from None
     if data.get("schema") != SCHEMA or not floors or not all(math.isfinite(v) and v >= 0 for v in floors.values()):

@@ -13,6 +13,9 @@ _UNITS = {"": 1, "B": 1, "K": KIB, "KB": KIB, "KIB": KIB, "M": MIB, "MB": MIB, "
 MIN_MEMORY_CAP = 64 * MIB  # below this a worker cannot even import numpy: every pair would be "stopped"
 MIN_TIME_LIMIT = 1.0  # seconds per worker
 MAX_LEAK_BYTES = GIB  # per iteration of control_leak_*: more would only measure the memory cap
+# The largest number any check takes: times a unit (up to TiB) it stays finite. A larger one (--floor-kib 1e308) would
+# pass as finite and become infinity in bytes, refused later as "Received: inf", not as what was typed.
+MAX_NUMBER = 1e290
 
 
 def _invalid(name: str, value: Any, expected: str, kind: str = "value") -> UsageError:
@@ -23,7 +26,8 @@ def _invalid(name: str, value: Any, expected: str, kind: str = "value") -> Usage
 
 
 def check_number(value: Any, name: str, minimum: float = 0.0, maximum: float = math.inf) -> float:
-    """`value` (a number or its text) as a finite float in [minimum, maximum]; else a UsageError naming `name`."""
+    """`value` (a number or its text) as a finite float in [minimum, maximum] (and at most MAX_NUMBER); else a
+    UsageError naming `name`, the value given and the range allowed."""
     if isinstance(value, bool):
         number = math.nan
     else:
@@ -31,8 +35,10 @@ def check_number(value: Any, name: str, minimum: float = 0.0, maximum: float = m
             number = float(str(value).strip()) if isinstance(value, str) else float(value)
         except (TypeError, ValueError, OverflowError):
             number = math.nan
-    expected = f"a finite number >= {minimum:.15g}" + (f" and <= {maximum:.15g}" if maximum < math.inf else "")
-    if not math.isfinite(number) or number < minimum or number > maximum:
+    top = min(maximum, MAX_NUMBER)
+    said = maximum < math.inf or (math.isfinite(number) and number > top)  # the default bound, only when it matters
+    expected = f"a finite number >= {minimum:.15g}" + (f" and <= {top:.15g}" if said else "")
+    if not math.isfinite(number) or number < minimum or number > top:
         raise _invalid(name, value, expected)
     return number
 

@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional
 
-from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes, protocol, trace
+from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes, procs, protocol, trace
 from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
 from .spec import RunSpec
@@ -112,7 +112,7 @@ class IsolatedPair(MeasuredPair):
 
     def iteration(self, i: int) -> None:
         """Iteration i in a new child; keep what it reports (peaks, traces, models, versions)."""
-        child = self.pool.apply(_isolated_iteration, (dataclasses.asdict(self.spec), i))
+        child = self.pool.apply(_isolated_iteration, (dataclasses.asdict(self.spec), i, os.getpid()))
         self.child_peaks.append(child["peak"])
         self.child_versions = child["versions"]
         self.child_gpu_alloc_peaks.append(child["gpu_alloc_peak"])
@@ -140,8 +140,10 @@ def pair_for(spec: RunSpec, in_child: bool = False) -> MeasuredPair:
     return (IsolatedPair if strategy.isolate else MeasuredPair)(spec, shape, strategy)
 
 
-def _isolated_iteration(spec_dict, i):
-    """One iteration in a spawned child: the same loop, model rebuilt, nothing else shared."""
+def _isolated_iteration(spec_dict, i, parent=None):
+    """One iteration in a spawned child of the worker `parent` (dies with it): the same loop, model rebuilt, nothing
+    else shared."""
+    procs.die_with_parent(parent)
     spec = RunSpec(**spec_dict)
     pair = pair_for(spec, in_child=True)
     pair.setup()
@@ -242,7 +244,8 @@ def _cpu_model():
 
 
 # Progress events at most this often (seconds): a loop of microsecond iterations must not flood
-# the runner; TF iterations (tens of ms and more) are all reported.
+# the runner (each event carries the RSS readings since the one before); TF iterations (tens of ms
+# and more) are all reported.
 EMIT_EVERY = 0.01
 
 
@@ -274,6 +277,7 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
     first_peak = None
     start, paused, looks = probes.timer(), 0.0, 0
     last_emit = float("-inf")  # the first iteration is always reported
+    emitted = 0  # the RSS readings sent so far: each event carries those since the one before (a stopped worker's)
     stop = None
     k = 0
     while k < spec.iterations:
@@ -289,7 +293,11 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
             first_peak = peak_probe.tracker.peek()  # VmHWM was reset at the loop's start
         now = probes.timer()
         if now - last_emit >= EMIT_EVERY or k == spec.iterations:
-            emit("iteration", iteration=k - 1, **({"rss": series["rss"][-1]} if spec.probes else {}))
+            readings = {}
+            if spec.probes:  # the runner keeps them: a worker stopped by the memory cap or time limit has no result
+                readings = {"rss": series["rss"][-1], "rss_since": series["rss"][emitted:]}
+                emitted = len(series["rss"])
+            emit("iteration", iteration=k - 1, **readings)
             last_emit = now
         if tracer:
             tracer.after_iteration(k - 1)
@@ -395,6 +403,7 @@ def main(argv: Optional[list] = None) -> None:
     A look of a sequential run is a "look" event with the readings since the last one; the worker then waits for
     the runner's answer on CONTROL_FD: a line "stop" (decided) or "go". No CONTROL_FD: it never looks.
     """
+    procs.die_with_parent()  # first: a parent killed outright (kill -9) must not leave this running
     argv = sys.argv[1:] if argv is None else argv
     spec = RunSpec(**json.loads(argv[0]))
     out = os.fdopen(int(argv[1]), "w", buffering=1)

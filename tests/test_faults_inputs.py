@@ -1,5 +1,6 @@
-"""Fault suite (issue #15), inputs and outputs: every bad input is one line and exit 2, never a traceback,
-a hang or a silently disabled limit; no output replaces an input; nothing from a record runs in the report."""
+"""Fault suite (issue #15; issue #26, class B), inputs and outputs: every bad input is one line and exit 2, never a
+traceback, a hang, an unbounded read or a silently disabled limit; no output replaces an input; nothing from a record
+runs in the report."""
 
 import copy
 import io
@@ -462,3 +463,203 @@ def test_a_secret_in_the_environment_never_reaches_the_record(monkeypatch):
     env = record["environment"]["env"]
     assert "KERASBENCH_API_TOKEN" not in env and "hunter2" not in json.dumps(record)
     assert env["TF_CPP_MIN_LOG_LEVEL"] == "2"
+
+
+# ---------------------------------------------------------------- issue #26 class B: special files, unbounded reads
+# Every file kerasbench reads from a path it was given goes through kerasbench.files (read_bytes / read_text /
+# read_json): opened without blocking, fstat()ed, refused when it is not a regular file (named: a FIFO, a character
+# device), bounded in size per kind, JSON bounded in depth. Each command is run in-process in a thread (_no_hang):
+# a regression fails after 10 s instead of hanging the suite, and /dev/zero is refused before a byte is read.
+
+MATRIX = str(ROOT / "asv.matrix.json")
+
+
+def _zero_link(tmp_path, name):
+    path = tmp_path / name
+    path.symlink_to("/dev/zero")
+    return str(path)
+
+
+def _deep(tmp_path, name, depth=100_000, records=True):
+    text = "[" * depth + "]" * depth
+    path = tmp_path / name
+    path.write_text('{"schema": 1, "records": [' + text + "]}" if records else '{"version": 1, "x": ' + text + "}")
+    return str(path)
+
+
+def _too_large(tmp_path, name, size):
+    path = tmp_path / name
+    path.write_text('{"x": "' + "a" * size + '"}')
+    return str(path)
+
+
+BAD_FILES = {  # (make the file, what the one line says)
+    "fifo": (lambda tmp, name: _fifo(tmp, name), "it is a FIFO, not a regular file"),
+    "/dev/zero link": (lambda tmp, name: _zero_link(tmp, name), "it is a character device, not a regular file"),
+    "folder": (lambda tmp, name: (tmp / name).mkdir() or str(tmp / name), "it is a directory"),
+    "nested 100k deep": (lambda tmp, name: _deep(tmp, name, records=False), "nested deeper than 100 levels"),
+    "larger than 1 MiB": (lambda tmp, name: _too_large(tmp, name, 1 << 20), "larger than 1 MiB"),
+}
+CONFIG_READERS = {  # every command that reads an asv config given as --config
+    "envs": ["envs", "--config", "{bad}"],
+    "run --tf": ["run", "--tf", "2.12.1", "--loop", "control", "--strategy", "control_noop", "--config", "{bad}"],
+    "publish": ["publish", "--config", "{bad}", "--cdn"],
+    "triage": ["triage", "--config", "{bad}", "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"],
+    "attribute": ["attribute", "--config", "{bad}", "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"],
+}
+
+
+def _raised(fn, *args):
+    """The exception fn(*args) raised (for _no_hang, whose thread would swallow it), or None."""
+    try:
+        fn(*args)
+    except Exception as e:  # returned to the test, which checks its type
+        return e
+    return None
+
+
+def _one_line_no_hang(argv, capsys, *needles):
+    code = _no_hang(lambda: call(argv)[0])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
+@pytest.mark.parametrize("bad", BAD_FILES)
+@pytest.mark.parametrize("command", CONFIG_READERS)
+def test_an_asv_config_that_is_not_a_small_regular_file_is_one_line(command, bad, tmp_path, capsys):
+    make, needle = BAD_FILES[bad]
+    path = make(tmp_path, "asv.conf.json")
+    argv = [a.format(bad=path) for a in CONFIG_READERS[command]]
+    verb = "parse" if bad.startswith("nested") else "read"
+    _one_line_no_hang(argv, capsys, f"Cannot {verb} asv config {path}", needle)
+
+
+RECORDS_READERS = {  # every command that reads records files, with "{bad}" among its inputs
+    "compare": ["compare", str(FIXTURES / "tf212.json"), "{bad}"],
+    "report": ["report", str(FIXTURES / "tf212.json"), "{bad}", "--output", "{tmp}/r.html"],
+    "score": ["score", "{bad}", "--reference", str(FIXTURES / "tf212.json")],
+    "overhead --records": ["overhead", "--records", "{bad}"],
+    "calibrate --settling": ["calibrate", "--settling", "{bad}"],
+}
+
+
+@pytest.mark.parametrize("bad", ["/dev/zero link", "nested 100k deep"])
+@pytest.mark.parametrize("command", RECORDS_READERS)
+def test_a_records_file_that_never_ends_or_nests_too_deep_is_one_line(command, bad, tmp_path, capsys):
+    path = _zero_link(tmp_path, "zero.json") if bad == "/dev/zero link" else _deep(tmp_path, "deep.json")
+    argv = [a.format(bad=path, tmp=tmp_path) for a in RECORDS_READERS[command]]
+    needle = "it is a character device" if bad == "/dev/zero link" else "nested deeper than 100 levels"
+    _one_line_no_hang(argv, capsys, path, needle)
+
+
+@pytest.mark.parametrize("command", RECORDS_READERS)
+def test_a_fifo_or_a_dev_zero_link_inside_a_records_folder_is_refused(command, tmp_path, capsys):
+    folder = tmp_path / "records"
+    folder.mkdir()
+    (folder / "ok.json").write_text((FIXTURES / "tf221.json").read_text())
+    fifo = _fifo(folder, "x.json")
+    argv = [a.format(bad=str(folder), tmp=tmp_path) for a in RECORDS_READERS[command]]
+    _one_line_no_hang(argv, capsys, fifo, "a FIFO")
+    os.unlink(fifo)
+    zero = _zero_link(folder, "y.json")
+    _one_line_no_hang(argv, capsys, zero, "a character device")
+
+
+def test_a_fifo_or_dev_zero_inside_a_merge_source_is_refused_and_nothing_written(tmp_path, capsys):
+    src = tmp_path / "src" / "results" / "box"
+    src.mkdir(parents=True)
+    (src / "machine.json").write_text('{"machine": "box", "version": 1}')
+    zero = _zero_link(src, "abcdef12-env.json")
+    dest = tmp_path / "dest"
+    argv = ["merge", str(tmp_path / "src"), str(dest)]
+    _one_line_no_hang(argv, capsys, f"Cannot read file to merge {zero}", "a character device")
+    os.unlink(zero)
+    fifo = _fifo(src, "abcdef12-env.json")
+    _one_line_no_hang(argv, capsys, f"Cannot read file to merge {fifo}", "a FIFO")
+    os.unlink(fifo)
+    deep = _deep(src, "abcdef12-env.json")
+    _one_line_no_hang(argv, capsys, f"Cannot parse file to merge {deep}", "nested deeper")
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize("bad", ["fifo", "/dev/zero link", "larger than 1 MiB", "nested 100k deep"])
+def test_a_stored_calibration_that_is_not_a_small_regular_file_is_a_bad_calibration(bad, tmp_path, monkeypatch,
+                                                                                      capsys):
+    from kerasbench import floors
+
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    make, needle = BAD_FILES[bad]
+    path = make(tmp_path, os.path.basename(floors.path_for("glibc")))
+    error = _no_hang(lambda: _raised(floors.load, "glibc"))
+    assert isinstance(error, UsageError) and "Bad calibration file" in str(error)
+    assert path in str(error) and needle in str(error)
+    _one_line_no_hang(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3"], capsys,
+                      "Bad calibration file", needle)
+
+
+def test_a_repro_file_linked_to_dev_zero_is_refused(tmp_path, capsys):
+    path = _zero_link(tmp_path, "r.py")
+    _one_line_no_hang(["run", "--repro", path, "--strategy", "reuse_model"], capsys,
+                      f"Cannot read repro file {path}", "a character device")
+
+
+def test_the_reader_checks_the_opened_file_not_only_the_path(tmp_path, monkeypatch):
+    """A FIFO swapped in between the check and the open (or a check that was skipped) neither hangs nor is read."""
+    from kerasbench import files
+
+    fifo = _fifo(tmp_path)
+    monkeypatch.setattr(files, "check_readable", lambda path, kind="": path)
+    error = _no_hang(lambda: _raised(files.read_json, fifo, "records file"))
+    assert isinstance(error, files.ReadError)
+    assert str(error) == f"Cannot read records file {fifo}: it is a FIFO, not a regular file."
+    assert error.path == fifo and error.problem == "it is a FIFO, not a regular file"
+
+
+def test_the_size_limit_is_per_kind_and_a_file_at_the_limit_is_read(tmp_path):
+    from kerasbench import files
+
+    path = tmp_path / "x.json"
+    path.write_bytes(b" " * (files.CONFIG_LIMIT - 2) + b"{}")
+    assert files.read_json(str(path), "asv config") == {}
+    path.write_bytes(b" " * (files.CONFIG_LIMIT - 1) + b"{}")
+    with pytest.raises(UsageError, match=r"larger than 1 MiB, the most an asv config can be"):
+        files.read_json(str(path), "asv config")
+    assert files.read_json(str(path), "records file", files.DATA_LIMIT) == {}  # records may be far larger
+
+
+@pytest.mark.parametrize("depth,ok", [(100, True), (101, False), (990, False), (100_000, False)])
+def test_json_depth_is_bounded_without_recursion(depth, ok, tmp_path):
+    from kerasbench import files
+
+    path = tmp_path / "x.json"
+    path.write_text("[" * depth + "]" * depth)
+    if ok:
+        assert files.read_json(str(path), "records file") is not None
+    else:
+        with pytest.raises(UsageError, match="nested deeper than 100 levels"):
+            files.read_json(str(path), "records file")
+    assert not files.too_deep({"series": list(range(100_000)), "deep": [[[[]]]]})
+
+
+LOAD_PROBLEMS = [
+    (lambda r: r["repeats"][0]["result"].pop("series"), "records[0].repeats[0].result has no 'series'"),
+    (lambda r: r["repeats"][0]["result"]["series"].pop("rss"), "records[0].repeats[0].result.series has no 'rss'"),
+    (lambda r: r["spec"].update(iterations=0), "records[0].spec.iterations is 0, expected 1 or more"),
+    (lambda r: r["spec"].update(repeats=0), "records[0].spec.repeats is 0, expected 1 or more"),
+    (lambda r: r["spec"].update(warmup=-1), "records[0].spec.warmup is -1, expected 0 or more"),
+    (lambda r: r["spec"].pop("iterations"), "records[0].spec has no 'iterations'"),
+]
+
+
+@pytest.mark.parametrize("mutate,needle", LOAD_PROBLEMS)
+@pytest.mark.parametrize("command", ["compare", "report", "score"])
+def test_a_record_the_readers_cannot_use_is_refused_at_load_time(mutate, needle, command, tmp_path, capsys):
+    path = _records_with(tmp_path, mutate)
+    argv = {"compare": ["compare", str(FIXTURES / "tf212.json"), path],
+            "report": ["report", str(FIXTURES / "tf212.json"), path, "--output", str(tmp_path / "r.html")],
+            "score": ["score", path, "--reference", str(FIXTURES / "tf221.json")]}[command]
+    err = one_line_exit_2(argv, capsys, f"Not a kerasbench record in {path}: {needle}.")
+    assert "KeyError" not in err

@@ -1,8 +1,10 @@
-"""Fault suite, process lifecycle (issue #15, classes 3, 4, 5, 9): interrupts, lingering workers, exit codes,
-results kept through later errors; the log tail and the wording of stops. Control loops and fakes, no TF.
+"""Fault suite, process lifecycle (issue #15, classes 3, 4, 5, 9; issue #26, round two: processes left behind,
+wrong exit codes, limits, wording): interrupts, lingering workers, exit codes, results kept through later errors;
+the log tail and the wording of stops. Control loops, TF-free bodies and fakes, no TF.
 
 The faults are injected into the worker by a sitecustomize on PYTHONPATH (the worker inherits the environment):
-it patches the control loop's iteration to start a non-daemon thread, spawn `sleep 1000`, hang or raise.
+it patches the control loop's iteration to start a non-daemon thread, spawn `sleep 1000`, hang, raise, raise and
+then log like TF at exit, or run slowly. KB_NO_TF=1 keeps a repro (body=) worker from importing TF.
 """
 
 import io
@@ -49,11 +51,25 @@ if os.environ.get("KB_FAULT"):
                     f.write(f"{child.pid}\\n")
         if fault == "hang":
             time.sleep(1000)
+        if fault == "slow":
+            time.sleep(0.05)
         if fault == "raise":
+            raise RuntimeError("injected fault")
+        if fault == "noise":  # TF logs at exit, after the traceback
+            import atexit
+
+            atexit.register(lambda: sys.stderr.write(
+                "2024-05-01 12:00:00.000000: W tensorflow/core/framework/local_rendezvous.cc:404] Local rendezvous "
+                "is aborting with status: OUT_OF_RANGE: End of sequence\\n"
+                "W0000 00:00:1714560000.123456   12345 op_level_cost_estimator.cc:699] Error in PredictCost()\\n"))
             raise RuntimeError("injected fault")
         return run(self, model, i, step)
 
     loops.Control.run = faulty
+if os.environ.get("KB_NO_TF"):  # a repro (body=) worker that never imports TF
+    from kerasbench import _compat
+
+    _compat.tf = lambda: None
 '''
 
 
@@ -96,7 +112,7 @@ def run_cli(argv):
 # ---------------------------------------------------------------- class 3: interrupts end every worker
 
 
-@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_interrupt_ends_every_worker_and_keeps_the_finished_pairs(fault, tmp_path, signum, code):
     pids = fault("hang", strategy="control_leak_native")
     path = tmp_path / "out.json"
@@ -300,7 +316,7 @@ def test_a_pair_skipped_without_a_worker_does_not_say_one_starts():
 # ---------------------------------------------------------------- several pairs at once (--jobs)
 
 
-@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_interrupting_a_parallel_run_ends_every_worker_and_keeps_the_finished_pairs(fault, tmp_path, signum, code):
     """--jobs 2: one pair hangs (with a child) while the others finish beside it; an interrupt ends it all."""
     pids = fault("hang", strategy="control_leak_native")
@@ -381,3 +397,287 @@ def test_a_half_made_environment_left_by_a_killed_run_is_removed_first(tmp_path,
     assert name == env.name and python == os.path.join(env._path, "bin", "python")
     assert not (Path(env._path) / "bin" / "leftover").exists()
     assert any("half-made" in s for s in said)
+
+
+# ---------------------------------------------------------------- issue #26, processes left behind
+
+
+BODY = '''
+import os, time
+
+
+def body():  # where it runs, then a long iteration (TF's can take minutes)
+    with open(os.environ["KB_BODY_PIDS"], "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    time.sleep(1000)
+'''
+
+MEASURE_BODY = '''
+import sys
+
+sys.path.insert(0, sys.argv[1])
+import kerasbench
+import kb_hanging_body
+
+kerasbench.measure(body=kb_hanging_body.body, iterations=3, warmup=0, floor_kib=64, strategies=sys.argv[2])
+'''
+
+
+def _wait_for_pids(path, n, proc, limit=60):
+    deadline = time.monotonic() + limit
+    while len(read_pids(path)) < n:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    return read_pids(path)
+
+
+@pytest.mark.parametrize("signum,strategy", [(signal.SIGTERM, "reuse_model"), (signal.SIGHUP, "reuse_model"),
+                                             (signal.SIGKILL, "reuse_model"), (signal.SIGKILL, "process_isolation")])
+def test_a_program_ended_inside_measure_body_ends_its_worker_and_removes_its_folder(tmp_path, signum, strategy):
+    """The API installs no CLI handler: SIGTERM or SIGHUP raise inside measure() so the worker ends and measure's
+    temporary folder goes; kill -9 cannot be caught, but the worker dies with its parent (PR_SET_PDEATHSIG), and
+    process_isolation's child (where the body runs then) with the worker."""
+    (tmp_path / "kb_hanging_body.py").write_text(BODY)
+    (tmp_path / "script.py").write_text(MEASURE_BODY)
+    temp, pids = tmp_path / "tmp", tmp_path / "pids"
+    temp.mkdir()
+    fault = tmp_path / "fault"
+    fault.mkdir()
+    (fault / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fault), str(ROOT)]), KB_NO_TF="1",
+               KB_BODY_PIDS=str(pids), TMPDIR=str(temp))
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "script.py"), str(tmp_path), strategy], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        worker = _wait_for_pids(pids, 1, proc)[0]
+        assert alive(worker) and [p.name for p in temp.iterdir()] != []
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(0.2)  # init reaps the orphan
+    assert not alive(worker)  # before: a worker orphaned in its first iteration ran on (a TF one holds 0.5 GB)
+    if signum != signal.SIGKILL:
+        assert proc.returncode != 0 and f"{signal.Signals(signum).name}: kerasbench ended its workers" in err
+        assert list(temp.iterdir()) == []  # before: kerasbench-body-* left behind
+
+
+def test_kill_9_of_the_command_takes_its_worker_with_it(fault, tmp_path):
+    pids = fault("hang")
+    cmd = [sys.executable, "-m", "kerasbench", "run", "--loop", "control", "--strategy", "control_noop",
+           "--iterations", "3", "--warmup", "0", "--floor-kib", "64"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker, child = _wait_for_pids(pids, 2, proc)
+    try:
+        proc.kill()
+        proc.wait(timeout=5)
+        deadline = time.monotonic() + 2
+        while alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(worker)  # before: it ran on, in its own session, until its loop ended
+    finally:
+        for pid in (worker, child):  # what user code started in the worker is not promised (docs/guarantees.md)
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_worker_whose_parent_died_before_it_asked_ends_at_once():
+    code = "from kerasbench import procs; procs.die_with_parent(1); print('ran on')"  # pid 1 is not its parent
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "ran on" not in proc.stdout
+
+
+def test_handlers_the_program_chose_are_kept_and_restored(monkeypatch):
+    def mine(signum, frame):
+        pass
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # nohup
+        signal.signal(signal.SIGTERM, mine)
+        with procs.interrupts():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN  # nohup kerasbench run: goes on
+        with procs.terminations():
+            assert signal.getsignal(signal.SIGTERM) is mine and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        with procs.terminations():
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, mine)
+            with procs.terminations():  # nested: the outer one's stay
+                handler = signal.getsignal(signal.SIGHUP)
+            assert signal.getsignal(signal.SIGHUP) is handler
+            with pytest.raises(procs.Hangup):
+                os.kill(os.getpid(), signal.SIGHUP)
+                time.sleep(1)
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN  # the cleanup is not cut short by a second one
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+# ---------------------------------------------------------------- issue #26, exit codes: a closed output
+
+
+def _closed_pipe():
+    """A pipe whose reader is gone: every write to it fails with EPIPE."""
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+def test_a_closed_stdout_keeps_the_records_and_exits_141(tmp_path):
+    path = tmp_path / "out.json"
+    write = _closed_pipe()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "kerasbench", "run", "--loop", "control", "--strategy",
+                               "control_noop,control_leak_native", "--iterations", "3", "--warmup", "0",
+                               "--floor-kib", "64", "--json", str(path), "--jobs", "1"],
+                              cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert proc.returncode == 141, proc.stderr  # before: 0
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert f"2 of 2 pair(s) finished before the output closed; kept in {path}" in proc.stderr
+    assert [r["strategy"] for r in json.loads(path.read_text())["records"]] == ["control_noop", "control_leak_native"]
+    write = _closed_pipe()
+    try:  # a command that only prints: the same code, and no 'Exception ignored' (exit 120) at the interpreter's exit
+        listed = subprocess.run([sys.executable, "-m", "kerasbench", "list"], cwd=ROOT, stdout=write,
+                                stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert listed.returncode == 141 and listed.stderr == ""
+
+
+def test_a_progress_reader_gone_mid_run_ends_the_worker_keeps_the_finished_pairs_exits_141(fault, tmp_path):
+    """`kerasbench run ... 2>&1 | head`: the second pair is running when the reader goes."""
+    import re
+
+    pids = fault("slow", strategy="control_leak_native")
+    path = tmp_path / "out.json"
+    read, write = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "kerasbench", "run", "--loop", "control", "--strategy",
+                             "control_noop,control_leak_native", "--iterations", "400", "--warmup", "0",
+                             "--floor-kib", "64", "--leak-kib", "4", "--json", str(path), "--jobs", "1"],
+                            cwd=ROOT, stdout=write, stderr=write)
+    os.close(write)
+    try:
+        with os.fdopen(read, "rb", buffering=0) as pipe:
+            said = b""
+            while not re.search(rb"\[1/2\] control \xc3\x97 control_noop: (?!starting)", said):  # its outcome
+                chunk = pipe.read(4096)
+                assert chunk, said
+                said += chunk
+            worker = _wait_for_pids(pids, 1, proc)[0]
+        code = proc.wait(timeout=30)  # its next progress line meets the closed pipe
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(0.2)
+    assert code == 141  # before: 0, and nothing written
+    assert not alive(worker)
+    records = json.loads(path.read_text())["records"]
+    assert [r["strategy"] for r in records] == ["control_noop"] and records[0]["status"] == "ok"
+
+
+# ---------------------------------------------------------------- issue #26, limits
+
+
+def test_the_default_memory_cap_is_shared_by_the_pairs_that_run_at_once(monkeypatch):
+    from kerasbench.spec import shared_memory_cap
+    from kerasbench.units import GIB
+
+    monkeypatch.delenv("KERASBENCH_MEMORY_CAP", raising=False)
+    seen = []
+
+    def fake_measure(spec, progress=None):
+        seen.append(spec)
+        return runner.summary.make_record(spec, [{"repeat": 0, "status": "skipped", "reason": "fake", "result": None,
+                                                  "environment": None}], spec_floors(spec))
+
+    monkeypatch.setattr(runner, "measure", fake_measure)
+    monkeypatch.setattr(runner, "_free_memory", lambda: 1 << 50)
+    base = RunSpec("control", "control_noop", iterations=3, warmup=0, floor=0.0, jobs=40).validate()
+    assert base.memory_cap == shared_memory_cap(40)
+    # one pair that runs (clear_session is skipped without a worker): alone, half the RAM; before: ÷ 40
+    runner.measure_pairs(base, [("control", "clear_session"), ("control", "control_noop")], lambda s: 3)
+    assert {(s.jobs, s.memory_cap) for s in seen} == {(1, shared_memory_cap(1))}
+    seen.clear()
+    runner.measure_pairs(base, [("control", "control_noop"), ("control", "control_leak_native"),
+                                ("control", "control_leak_python")], lambda s: 3)
+    assert {(s.jobs, s.memory_cap) for s in seen} == {(3, shared_memory_cap(3))}
+    seen.clear()
+    given = RunSpec("control", "control_noop", iterations=3, warmup=0, floor=0.0, jobs=40, memory_cap=GIB).validate()
+    runner.measure_pairs(given, [("control", "control_noop")], lambda s: 3)
+    assert [(s.jobs, s.memory_cap) for s in seen] == [(1, GIB)]  # a cap given is the cap used
+
+
+def test_a_worker_stopped_by_the_memory_cap_keeps_its_readings_up_to_the_stop(monkeypatch):
+    import re
+
+    from kerasbench.units import KIB, MIN_MEMORY_CAP
+
+    spec = RunSpec("control", "control_leak_native", iterations=10**6, warmup=0, memory_cap=MIN_MEMORY_CAP,
+                   leak_bytes=256 * KIB, floor=64 * KIB, time_limit=60)
+    record = measure(spec)
+    assert record["status"] == "stopped" and record["reason"].startswith("exceeded memory cap")
+    done = int(re.search(r"after iteration (\d+)/", record["reason"])[1])
+    partial = record["repeats"][0]["partial_rss"]
+    assert done > 20 and len(partial) == done  # before: 1 reading of sub-millisecond iterations
+    assert record["summary"]["verdict"] == "grows"  # judged on them: 256 KiB/iteration
+    monkeypatch.setattr(runner, "PARTIAL_RSS_KEPT", 20)  # bounded: the last readings up to the stop
+    record = measure(spec)
+    assert len(record["repeats"][0]["partial_rss"]) == 20 and record["status"] == "stopped"
+
+
+# ---------------------------------------------------------------- issue #26, wording
+
+
+def test_a_failed_worker_reason_is_its_exception_not_the_tf_log_after_it(fault):
+    fault("noise")
+    record = measure(RunSpec("control", "control_noop", iterations=2, warmup=0, floor=0.0))
+    assert record["status"] == "failed"
+    assert record["reason"] == "worker exited with code 1: RuntimeError: injected fault"  # before: TF's PredictCost
+    assert "PredictCost" in record["repeats"][0]["log_tail"][-1]  # the tail itself is untouched
+
+
+@pytest.mark.parametrize("lines,said", [
+    (["Traceback (most recent call last):", '  File "x.py", line 1, in <module>', "StopIteration",
+      "WARNING:tensorflow:5 out of the last 5 calls triggered tf.function retracing",
+      "I0000 00:00:1714560000.123456   12345 cuda_executor.cc:1015] successful NUMA node read"], "StopIteration"),
+    (["x = 1", "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor",
+      "2024-05-01 12:00:00.000000: I tensorflow/core/platform/cpu_feature_guard.cc:182] This TensorFlow binary is "
+      "optimized to use available CPU instructions", "To enable the following instructions: AVX2 FMA, in other "
+      "operations, rebuild TensorFlow with the appropriate compiler flags."],
+     "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor"),
+    (["kerasbench: its own message", "WARNING:absl:Compiled the loaded model"], "kerasbench: its own message"),
+    (["Fatal Python error: Segmentation fault", "", "Current thread 0x00007f (most recent call first):",
+      '  File "x.py", line 3 in f'], "Fatal Python error: Segmentation fault"),
+    (["some output", "WARNING:tensorflow:noise"], "some output"),
+    (["WARNING:tensorflow:only noise"], "WARNING:tensorflow:only noise"),
+    ([], "no output"),
+])
+def test_the_reason_of_a_failed_worker_is_the_line_that_says_why(lines, said):
+    from kerasbench.errors import worker_message
+
+    assert worker_message(lines) == said
+
+
+def test_a_huge_number_is_refused_as_typed_not_as_infinity(capsys):
+    code, _ = run_cli(["run", "--loop", "control", "--strategy", "control_noop", "--floor-kib", "1e308"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "Received: '1e308'" in err and "<= 1e+290" in err and "inf" not in err  # before: 'Received: inf'
+
+
+def test_a_failed_asv_publish_says_its_last_line(monkeypatch):
+    from kerasbench import dashboard
+    from kerasbench.errors import UsageError
+
+    failed = subprocess.CompletedProcess([], 1, "", "Traceback (most recent call last):\n  ...\n"
+                                         "asv.util.UserError: No results found\n")
+    monkeypatch.setattr(dashboard.subprocess, "run", lambda *a, **k: failed)
+    with pytest.raises(UsageError) as raised:
+        dashboard.publish_dashboard(str(ROOT / "asv.conf.json"))
+    assert str(raised.value) == "asv publish failed (exit 1): asv.util.UserError: No results found"  # before: ['…']

@@ -1,12 +1,16 @@
-"""Fault suite, outputs (issue #15, classes 2 and 7): what an output path may be, and writers at the same time.
+"""Fault suite, outputs (issue #15, classes 2 and 7; issue #26, class A): what an output path may be, writers at the
+same time, and what no output may replace or delete (an input, a stored calibration, another output, asv's html_dir
+holding data).
 
 Every writer of kerasbench goes through kerasbench.files (a uniquely named temp file in the target's folder,
 then a rename), so these tests exercise that one path and the two writers that used a fixed `<name>.tmp`
 before it existed (the asv records writer and the dashboard's pages).
 """
 
+import io
 import json
 import os
+import pathlib
 import stat
 import threading
 
@@ -112,3 +116,230 @@ def test_a_run_over_an_existing_records_file_says_it_replaces_it(tmp_path, capsy
                  "--json", str(path)]) == 0
     assert f"{path} exists: this run's records replace it" in capsys.readouterr().err
     assert json.loads(path.read_text())["records"][0]["strategy"] == "control_noop"
+
+
+# ---------------------------------------------------------------- issue #26 class A: data deleted or replaced
+# Every command declares its outputs and its inputs to one check (kerasbench.files.check_outputs) before any work: an
+# output that is an input, would be read as a records file of an input folder, is in a folder of stored
+# calibrations, or is another output of the same command, is one line and exit 2, and nothing is written. publish
+# checks asv's html_dir (which asv publish deletes first) the same way, before asv runs.
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "compare"
+MATRIX = str(ROOT / "asv.matrix.json")
+REPRO = "def build(ctx):\n    return None\n\n\ndef iteration(ctx, model):\n    pass\n"
+
+
+def one_line_exit_2(argv, capsys, *needles):
+    code = main(argv, out=io.StringIO())
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """{name: path} of one of each input a command reads, in tmp_path."""
+    from kerasbench import floors, settling
+
+    made = {"repro": tmp_path / "r.py", "config": tmp_path / "asv.matrix.json", "a": tmp_path / "tf212.json",
+            "b": tmp_path / "tf221.json", "settling": pathlib.Path(floors.directory()) / settling.NAME}
+    made["repro"].write_text(REPRO)
+    made["config"].write_text(pathlib.Path(MATRIX).read_text())
+    for name in ("a", "b", "settling"):
+        made[name].parent.mkdir(parents=True, exist_ok=True)
+        made[name].write_text((FIXTURES / f"tf2{'12' if name == 'a' else '21'}.json").read_text())
+    return {name: str(path) for name, path in made.items()}
+
+
+OUTPUT_IS_INPUT = {  # every command with an output, given one of its inputs as that output: (argv, the input)
+    "run --json = --repro": (["run", "--repro", "{repro}", "--strategy", "reuse_model", "--json", "{repro}"], "repro"),
+    "run --json = --config": (["run", "--tf", "2.12.1", "--loop", "control", "--strategy", "control_noop",
+                               "--config", "{config}", "--json", "{config}"], "config"),
+    "ablate --json = --repro": (["ablate", "--repro", "{repro}", "--json", "{repro}"], "repro"),
+    "ablate --html = --repro": (["ablate", "--repro", "{repro}", "--html", "{repro}"], "repro"),
+    "triage --json = --repro": (["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--repro",
+                                 "{repro}", "--json", "{repro}"], "repro"),
+    "triage --json = --config": (["triage", "--config", "{config}", "--good", "2.12.1", "--bad", "2.21.0", "--loop",
+                                  "sweep", "--json", "{config}"], "config"),
+    "attribute --json = --repro": (["attribute", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0",
+                                    "--repro", "{repro}", "--json", "{repro}"], "repro"),
+    "compare --output": (["compare", "{a}", "{b}", "--output", "{a}"], "a"),
+    "report --output": (["report", "{a}", "{b}", "--output", "{b}"], "b"),
+    "score --json = PATH": (["score", "{a}", "--reference", "{b}", "--json", "{a}"], "a"),
+    "score --json = --reference": (["score", "{a}", "--reference", "{b}", "--json", "{b}"], "b"),
+    "overhead --records --json": (["overhead", "--records", "{a}", "--json", "{a}"], "a"),
+    "calibrate --settling": (["calibrate", "--settling", "{settling}"], "settling"),
+}
+
+
+@pytest.mark.parametrize("case", OUTPUT_IS_INPUT)
+def test_an_output_that_is_an_input_is_refused_before_any_work_and_the_input_kept(case, inputs, capsys):
+    argv, name = OUTPUT_IS_INPUT[case]
+    before = pathlib.Path(inputs[name]).read_bytes()
+    one_line_exit_2([a.format(**inputs) for a in argv], capsys, "one of the inputs", inputs[name])
+    assert pathlib.Path(inputs[name]).read_bytes() == before
+
+
+INTO_A_RECORDS_FOLDER = {  # an output inside a folder given as records, where the next read would find it
+    "compare --output": ["compare", "{folder}", "--output", "{out}"],
+    "report --output": ["report", "{folder}", "--output", "{out}"],
+    "score --json": ["score", "{folder}", "--reference", str(FIXTURES / "tf221.json"), "--json", "{out}"],
+    "overhead --json": ["overhead", "--records", "{folder}", "--json", "{out}"],
+}
+
+
+@pytest.fixture
+def records_folder(tmp_path):
+    folder = tmp_path / "records"
+    (folder / "box").mkdir(parents=True)
+    for name in ("tf212.json", "tf221.json"):
+        (folder / "box" / name).write_text((FIXTURES / name).read_text())
+    return folder
+
+
+@pytest.mark.parametrize("command", INTO_A_RECORDS_FOLDER)
+@pytest.mark.parametrize("where", ["new.json", "box/tf212.json", "box/new.json"])
+def test_an_output_a_records_folder_would_read_is_refused(command, where, records_folder, capsys):
+    out = records_folder / where
+    before = sorted(p.name for p in records_folder.rglob("*"))
+    err = one_line_exit_2([a.format(folder=records_folder, out=out) for a in INTO_A_RECORDS_FOLDER[command]], capsys,
+                          str(out))
+    assert ("one of the inputs" if out.exists() else "where it would be read as a records file") in err
+    assert sorted(p.name for p in records_folder.rglob("*")) == before
+
+
+@pytest.mark.parametrize("where", ["table.txt", ".hidden/table.json"])
+def test_an_output_in_a_records_folder_that_is_never_read_as_records_is_fine(where, records_folder, capsys):
+    (records_folder / ".hidden").mkdir()
+    out = records_folder / where
+    assert main(["compare", str(records_folder), "--output", str(out)], out=io.StringIO()) == 0
+    assert out.exists()
+
+
+def test_an_output_a_link_in_a_records_folder_points_to_is_refused(records_folder, tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text((FIXTURES / "tf221.json").read_text())
+    (records_folder / "box" / "tf221.json").unlink()
+    (records_folder / "box" / "tf221.json").symlink_to(elsewhere)
+    one_line_exit_2(["compare", str(records_folder), "--output", str(elsewhere)], capsys, "one of the inputs",
+                    "links to it")
+
+
+STORED_CALIBRATION = {
+    "run --json": ["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3", "--json", "{out}"],
+    "compare --output": ["compare", str(FIXTURES / "tf212.json"), str(FIXTURES / "tf221.json"), "--output", "{out}"],
+    "overhead --json": ["overhead", "--records", str(FIXTURES / "tf212.json"), "--json", "{out}"],
+}
+
+
+@pytest.mark.parametrize("folder", ["user", "shipped"])
+@pytest.mark.parametrize("command", STORED_CALIBRATION)
+def test_an_output_in_a_folder_of_stored_calibrations_is_refused(command, folder, capsys):
+    from kerasbench import floors
+
+    where = pathlib.Path(floors.directory() if folder == "user" else floors.SHIPPED)
+    where.mkdir(parents=True, exist_ok=True)
+    out = where / os.path.basename(floors.path_for("glibc"))
+    stored = (ROOT / "docs" / "calibration" / "glibc-glibc_2.36-x86_64-py3.11.json").read_text()
+    out.write_text(stored)
+    one_line_exit_2([a.format(out=out) for a in STORED_CALIBRATION[command]], capsys, "the folder of stored "
+                    "calibrations", str(out))
+    assert out.read_text() == stored
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["ablate", "--loop", "sweep", "--html", "{tmp}/ab.json"], "Cannot write --html to {tmp}/ab.json: the records "
+                                                                  "(--html's name, .json) is written there too"),
+    (["ablate", "--loop", "sweep", "--json", "{tmp}/x.json", "--html", "{tmp}/x.json"],
+     "Cannot write --html to {tmp}/x.json: --json is written there too"),
+    (["ablate", "--loop", "sweep", "--json", "{tmp}/x.json", "--html", "{tmp}/link.html"],
+     "Cannot write --html to {tmp}/link.html: --json is written there too"),
+])
+def test_two_outputs_of_one_command_at_one_path_are_refused_before_measuring(argv, needle, tmp_path, capsys):
+    (tmp_path / "link.html").symlink_to(tmp_path / "x.json")
+    one_line_exit_2([a.format(tmp=tmp_path) for a in argv], capsys, needle.format(tmp=tmp_path))
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "ab.json").exists()
+
+
+# publish: asv publish deletes html_dir before it writes the dashboard
+
+
+def _project(tmp_path, html_dir):
+    """A project folder whose asv config has `html_dir`, with results, records, an env folder and a git folder."""
+    root = tmp_path / "project"
+    for folder in (".git", ".asv/results/box", ".asv/records/box", ".asv/env"):
+        (root / folder).mkdir(parents=True)
+    (root / ".asv" / "results" / "box" / "machine.json").write_text('{"machine": "box", "version": 1}')
+    (root / "asv.conf.json").write_text(json.dumps({"version": 1, "project": "x", "repo": ".", "branches": ["main"],
+                                                    "results_dir": ".asv/results", "env_dir": ".asv/env",
+                                                    "html_dir": html_dir}))
+    return root
+
+
+class _Subprocess:
+    """dashboard's subprocess module, its `run` replaced (the real module stays as it is for everyone else)."""
+
+    def __init__(self, run):
+        self.run = run
+
+
+def _tree_of(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("html_dir,needle", [
+    (".", "is the project's folder (the config's)"),
+    ("..", "holds the project's folder (the config's)"),
+    (".asv", "holds results_dir '.asv/results'"),
+    (".asv/results", "is results_dir '.asv/results'"),
+    (".asv/env", "is env_dir '.asv/env'"),
+    (".asv/records", "is the records tree"),
+    ("site", "holds a git repository (.git)"),
+    ("html", "holds files asv did not write (notes.md)"),
+    ("asv.conf.json", "is the asv config"),
+])
+def test_publish_refuses_an_html_dir_it_would_delete_data_in_before_asv_runs(html_dir, needle, tmp_path, monkeypatch,
+                                                                             capsys):
+    from kerasbench import dashboard
+
+    root = _project(tmp_path, html_dir)
+    (root / "site" / ".git").mkdir(parents=True)
+    (root / "html").mkdir()
+    (root / "html" / "notes.md").write_text("mine")
+    before = _tree_of(tmp_path)
+    monkeypatch.setattr(dashboard, "subprocess", _Subprocess(lambda *a, **k: pytest.fail("asv publish ran")))
+    monkeypatch.delenv("KERASBENCH_RECORDS_DIR", raising=False)
+    err = one_line_exit_2(["publish", "--config", str(root / "asv.conf.json"), "--cdn"], capsys, "Refusing to "
+                          "publish", f"html_dir {html_dir!r}", needle)
+    assert "asv publish deletes first" in err
+    assert _tree_of(tmp_path) == before
+
+
+def test_publish_over_its_own_earlier_dashboard_is_fine(tmp_path, monkeypatch):
+    import subprocess
+
+    from kerasbench import dashboard
+
+    root = _project(tmp_path, ".asv/html")
+    html = root / ".asv" / "html"
+    for folder in ("graphs", "vendor"):  # what asv publish and kerasbench wrote there before
+        (html / folder).mkdir(parents=True)
+    for name in ("index.html", "asv.js", "index.json", "kerasbench-report.html"):
+        (html / name).touch()
+    ran = []
+    monkeypatch.setattr(dashboard, "subprocess",
+                        _Subprocess(lambda *a, **k: ran.append(a) or subprocess.CompletedProcess(a, 0, "", "")))
+    assert dashboard.publish_dashboard(str(root / "asv.conf.json"), cdn=True, out=io.StringIO()) == str(html)
+    assert ran
+
+
+def test_merge_into_a_folder_inside_a_source_is_refused(tmp_path, capsys):
+    src = tmp_path / "job" / ".asv"
+    (src / "results" / "box").mkdir(parents=True)
+    (src / "results" / "box" / "machine.json").write_text('{"machine": "box", "version": 1}')
+    dest = src / "results" / "merged"
+    one_line_exit_2(["merge", str(tmp_path / "job"), str(dest)], capsys, "is inside the source")
+    assert not dest.exists()

@@ -168,7 +168,7 @@ class FakePool:
         self.calls = []
 
     def apply(self, fn, args):
-        spec_dict, i = args
+        spec_dict, i = args[:2]  # and the worker's pid, which the child dies with
         self.calls.append(spec_dict)
         return {"peak": 300 * MIB, "traces": {"train_step": 1}, "models": 1, "versions": None,
                 "gpu_alloc_peak": (20 + i) * MIB, "gpu_reserved": (200 + i) * MIB}

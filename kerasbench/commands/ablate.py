@@ -59,7 +59,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     base = session.base_spec(profile, [(loops[0], args.base)], args.iterations, args.warmup, args.repeats,
                              **options.spec_options(args))
     json_path = args.json or (os.path.splitext(args.html)[0] + ".json" if args.html else None)
-    session.check_outputs([json_path, args.html], args.repro)
+    options.check_outputs({"--json" if args.json else "the records (--html's name, .json)": json_path,
+                           "--html": args.html}, {"--repro": args.repro, "--config": options.config_read(args)})
     pins = options.parse_pins(args.pin) if args.tf else args.pin  # without --tf, use_release says --pin needs it
     base = session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "",
                                args.machine)

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     writes --json."""
     from .. import triage
     from ..asvconf import find_config
-    from ..files import check_not_input, check_writable, write_json
+    from ..files import write_json
 
     metric = triage.check_metric(args.metric)
     args.config = find_config(args.config)
@@ -60,9 +60,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if loop is None:
         raise UsageError("What to measure? Give --loop NAME and --strategy NAME, or --repro FILE.")
     spec = options.template(args, loop)
-    if args.json:
-        check_writable(args.json)
-        check_not_input(args.json, [args.repro] if args.repro else [])
+    options.check_outputs({"--json": args.json}, {"--repro": args.repro, "--config": args.config})
     if args.jobs <= 0:
         raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or more.")
     if args.max_envs < 3:

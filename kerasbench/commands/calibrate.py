@@ -79,6 +79,9 @@ def _settling(paths: list, out: TextIO) -> int:
     from ..loading import load_records
     from ..units import KIB
 
+    path = os.path.join(floors.directory(), settling.NAME)
+    make_folder(os.path.dirname(path), "calibration")
+    options.check_outputs({"the settling calibration": path}, {"--settling": paths}, calibration=True)
     loaded = load_records(paths)
     derived = settling.derive([r for r, _, _ in loaded],
                               lambda r: (lambda n: floors.floor_for((r.get("spec") or {}).get("allocator") or "glibc",
@@ -94,8 +97,6 @@ def _settling(paths: list, out: TextIO) -> int:
     out.write(f"TF's heap settling: {len(derived['negatives'])} negative series (flat long runs of TF pairs)\n")
     out.write("\n".join(text_table(["iterations", "negatives", "largest CI top (KiB/it)", "from", "floor (KiB/it)"],
                                     rows)) + "\n")
-    path = os.path.join(floors.directory(), settling.NAME)
-    make_folder(os.path.dirname(path), "calibration")
     write_json(path, derived, "settling calibration")
     out.write(f"wrote {path}\n")
     return 0

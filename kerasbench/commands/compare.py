@@ -34,13 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Compare records across TF versions: a table, markdown, JSON or CSV; --fail-on's gate exits 1."""
     from .. import compare
-    from ..files import check_not_input, check_writable, write_text
-    from ..loading import find_records_files
+    from ..files import write_text
 
     gates = compare.fail_on(args.fail_on) if args.fail_on is not None else ()
-    if args.output:
-        check_writable(args.output)
-        check_not_input(args.output, [path for path, _ in find_records_files(args.paths)])
+    options.check_outputs({"--output": args.output}, {"PATH": args.paths})
     groups = compare.group(compare.load(args.paths))
     cells = compare.compare(groups, baseline=args.baseline)
     if args.changes_only:

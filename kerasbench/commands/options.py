@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import List, Optional
+from typing import Any, List, Mapping, Optional
 
 from ..allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
 from ..errors import UsageError
@@ -217,6 +217,19 @@ def records(p: argparse.ArgumentParser, what: str = "records", baseline: bool = 
         p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")
 
 
+def config_read(args: argparse.Namespace) -> Optional[str]:
+    """The asv config a session with `release` options reads (--config, or the one found for --tf; None without
+    --tf): an input its outputs must not replace."""
+    if args.config or not args.tf:
+        return args.config
+    from ..asvconf import find_config
+
+    try:
+        return find_config(None)
+    except UsageError:
+        return None  # said where --tf looks for it, after the outputs' check
+
+
 def loop_of(args: argparse.Namespace) -> Optional[str]:
     """The loop a command's --loop / --repro names: --loop, else loop 'repro' when --repro is given (the one rule:
     both given is the spec's one-line error, a repro file is measured as loop repro)."""
@@ -250,3 +263,12 @@ def reproduce(args: argparse.Namespace, loop: str) -> List[str]:
         ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
          "--repeats", str(args.repeats), "--device", args.device]
     return line + (["--python", args.python] if args.python else [])
+
+
+def check_outputs(outputs: Mapping[str, Optional[str]], inputs: Optional[Mapping[str, Any]] = None,
+                  calibration: bool = False) -> None:
+    """A command's outputs checked before any work (files.check_outputs), none of them in a folder of stored
+    calibrations unless it is a `calibration` itself (calibrate --settling)."""
+    from .. import files, floors
+
+    files.check_outputs(outputs, inputs, () if calibration else floors.folders())

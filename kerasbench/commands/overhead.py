@@ -50,9 +50,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Measure what the harness costs, print it, and optionally write every figure as JSON."""
     from .. import overhead
     from ..errors import UsageError
-    from ..files import check_writable, write_json
+    from ..files import write_json
     from ..runner import usable_cores
 
+    options.check_outputs({"--json": args.json}, {"--records": args.records})  # before anything is read or measured
     if args.records:  # a finished run's records: its wall against the physical limit, nothing measured
         cores = usable_cores() if args.cores is None else args.cores
         if cores < 1:
@@ -68,8 +69,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     scale_iterations = options.ints(args.scale_iterations, "scale-iterations", minimum=3)
     scale_strategies = options.ints(args.scale_strategies, "scale-strategies")
     check_prerequisites(tf=args.tf, asv=args.asv)
-    if args.json:
-        check_writable(args.json)
     text, report = measure_harness(args.runs, args.iterations, scale_iterations, scale_strategies,
                                    tf=args.tf, asv=args.asv, err=sys.stderr)
     out.write(text)

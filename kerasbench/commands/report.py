@@ -18,10 +18,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from .. import report
-    from ..files import check_writable
 
-    if args.output:  # the default folder, .asv/html, is made once the records have been read
-        check_writable(args.output)
+    # the default's folder, .asv/html, is made later
+    options.check_outputs({"--output": args.output}, {"PATH": args.paths})
     path = report.write(args.paths, args.output or report.DEFAULT_OUTPUT, baseline=args.baseline)
     out.write(f"wrote the HTML report to {path} (one file, works offline)\n")
     return 0

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     base = session.base_spec(profile, pairs, args.iterations, args.warmup, args.repeats, batch_size=args.batch_size,
                              probes=not args.no_probes, device=args.device, trace=int(args.trace),
                              trace_native=args.trace_native, **options.spec_options(args))
-    session.check_outputs([args.json], args.repro)
+    options.check_outputs({"--json": args.json}, {"--repro": args.repro, "--config": options.config_read(args)})
     if args.json and os.path.isfile(args.json):  # never silently: the earlier records go as the first pair ends
         status_line(sys.stderr, f"kerasbench: {args.json} exists: this run's records replace it as pairs finish",
                     final=True)

@@ -26,8 +26,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     import json
 
     from .. import score
-    from ..files import check_not_input, check_writable, write_text
-    from ..loading import find_records_files
+    from ..files import write_text
 
     from ..errors import UsageError
     from ..loading import load_records
@@ -37,9 +36,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("Give records to score or --replay PROFILE (one of them).")
     if args.replay:
         get_profile(args.replay)  # an unknown name lists the valid ones before anything is read
-    if args.json:
-        check_writable(args.json)
-        check_not_input(args.json, [path for path, _ in find_records_files(list(args.paths) + list(args.reference))])
+    options.check_outputs({"--json": args.json}, {"PATH": args.paths, "--reference": args.reference})
     if not args.replay:
         result = score.score(*score.load(args.paths, args.reference))
         out.write(score.text(result, top=args.top))

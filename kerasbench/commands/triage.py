@@ -53,14 +53,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Bisect, print the answer (and the attribution of its bracket), write --json; exit 0 when it ran."""
-    from .. import session, triage
+    from .. import triage
     from ..files import write_json
 
     loop = options.loop_of(args)
     metric, args.config = triage.check_request(args.metric, args.config, args.good, args.bad, loop, args.package,
                                                args.tf, args.jobs)
     template = options.template(args, loop)
-    session.check_outputs([args.json], args.repro)
+    options.check_outputs({"--json": args.json}, {"--repro": args.repro, "--config": args.config})
     reproduce = options.reproduce(args, loop)
     text, outcome, records = bisect_releases(args.config, args.good, args.bad, template, metric,
                                              args.latest_patches, reproduce, sys.stderr, args.python,
