@@ -31,6 +31,9 @@ any metric        not comparable when the two records' hardware fingerprints dif
                   names what differs and what the figures alone read. Never regressed or improved, so
                   `--fail-on regressed` does not fail on it (a missing value stays n/a).
 
+Records of `kerasbench.measure(body=...)` name their function (spec.body, spec.body_sha256): a pair whose records
+measured different bodies, or two sources of one, is refused (UsageError naming both), not compared.
+
 A cell whose record is missing, not ok, or lacks the metric is n/a. Regressions come first. The ratio
 is given only where both values have the same sign and the baseline is not 0; the difference always.
 """
@@ -121,7 +124,27 @@ def group(loaded: Sequence[Tuple[Record, str, str]]) -> Groups:
             raise UsageError(f"Duplicate record for TF {version} {key[0]} × {key[1]}: "
                              f"in {path} and in {pairs[key][1]}{hint}.")
         pairs[key] = (record, path)
+    _one_body(groups)
     return groups
+
+
+def _one_body(groups: Groups) -> None:
+    """UsageError when a pair's records measured different bodies (`measure(body=...)`: loop repro × reuse_model for
+    every function): their figures are not one loop on two versions. Records without the body's name (older ones,
+    repro files, loop shapes) are compared as they always were."""
+    for key in {p for g in groups.values() for p in g}:
+        seen: Dict[Tuple[str, str], str] = {}  # (name, sha) -> the first version that measured it
+        for version in sorted(groups, key=version_key):
+            spec = groups[version].get(key, ({}, ""))[0].get("spec") or {}
+            if spec.get("body"):
+                seen.setdefault((spec["body"], spec.get("body_sha256") or "?"), version)
+        if len(seen) > 1:
+            (a, a_sha), (b, b_sha) = list(seen)[:2]
+            va, vb = seen[(a, a_sha)], seen[(b, b_sha)]
+            what = (f"two sources of the body {a} (sha256 {a_sha} on {va}, {b_sha} on {vb})" if a == b else
+                    f"different bodies: {a} (sha256 {a_sha}) on {va} and {b} (sha256 {b_sha}) on {vb}")
+            raise UsageError(f"The records of {key[0]} × {key[1]} measured {what}; compare measures one body across "
+                             "versions: measure the same function on each side.")
 
 
 # ---------------------------------------------------------------- per-metric rules (declared in kerasbench.metrics)

@@ -52,6 +52,8 @@ class RecordSpec(_SpecFields, total=False):
     device: str
     allocator: str
     repro: str
+    body: str  # measure(body=): the function, module:qualname (records before it, and of other loops, lack it: "")
+    body_sha256: str  # the first 12 hex digits of the sha256 of its source (of its bytecode where it has none)
     python: str
     jobs: int  # pairs measured at once (records before `--jobs` lack it: one at a time)
     trace: int  # top N of `run --trace` (0 or missing: not traced; a traced record's memory figures move)
@@ -108,6 +110,19 @@ class TraceType(TypedDict):
     per_iter: float
 
 
+class TraceHolder(TypedDict):
+    """What holds a growing type's objects at the loop's end: the referrers of its newest few, followed up to a module
+    global or a class (kerasbench.trace.holders)."""
+
+    type: str
+    per_iter: float
+    alive: int  # its GC-tracked objects at the loop's end
+    sampled: int  # objects whose referrers were followed
+    agree: int  # how many of them this chain holds
+    held_by: List[str]  # the holder first, e.g. ['list (len 40)', 'module global `histories` in repro.py']
+    rooted: bool  # the chain ends at a module global or a class (else: not followed further)
+
+
 class _TraceFields(TypedDict):
     top: int
 
@@ -119,9 +134,14 @@ class Trace(_TraceFields, total=False):
     iterations: int
     first: int
     last: int
+    frames: int  # frames tracemalloc kept per allocation (records before it lack it: 6)
     python_bytes_per_iter: float
+    # Growth by each allocation's innermost frame in the user's files; stack: that line, the library call it made,
+    # where that path allocated (records before them lack user_sites and holders)
+    user_sites: List[TraceSite]
     python_sites: List[TraceSite]
     types: List[TraceType]
+    holders: List[TraceHolder]  # what holds the objects of the types that grow
     native_sites: Optional[List[TraceSite]]
     native_note: str
     seconds_in_loop: float

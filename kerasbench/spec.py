@@ -52,6 +52,8 @@ class RunSpec:
     device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
     allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
     repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
+    body: str = ""  # measure(body=): the function measured, "module:qualname" (compare pairs one body's records only)
+    body_sha256: str = ""  # ... and the first 12 hex digits of its source's sha256 (kerasbench.api.identity)
     python: str = ""  # the worker's interpreter, e.g. an asv environment's (environment.python_for); "" = this one
     jobs: int = 1  # pairs measured at once: memory figures are per process, times per iteration under contention
     trace: int = 0  # top N sites of a trace of where memory grows (kerasbench.trace); 0 = off (traced figures move)

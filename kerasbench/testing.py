@@ -2,7 +2,7 @@
 
     from kerasbench.testing import assert_no_growth
 
-    def predict_once():            # module level: the fresh worker imports it by name
+    def predict_once():            # module level: the fresh worker imports it by name (else: sent by value)
         MODEL.predict(X, verbose=0)
 
     def test_predict_does_not_leak():
@@ -15,8 +15,8 @@ iteration below the RSS floor and the heap's below the heap floor (the floors `k
 this machine and allocator, else 64 KiB/iteration). A heap that grows fails it under a flat RSS (a leak that
 fills the allocator's free pages first). `grows`, `inconclusive`, or a worker stopped by the memory cap or the
 time limit raise AssertionError with the slopes, their CIs, the floors and the RSS curve. A body that raises in
-the worker is a UsageError naming the exception; a lambda or nested function cannot be imported by the worker and
-is refused before anything runs (see kerasbench.api).
+the worker is a UsageError naming the exception. A function the worker cannot import by name (a lambda, a nested
+function, a notebook cell's) is sent there by value with cloudpickle (see kerasbench.api).
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ def assert_no_growth(body: Callable, strategy: str = BODY_STRATEGY, iterations: 
                      floor_kib: Optional[float] = None, tf: Optional[str] = None, **spec: Any) -> dict:
     """Run `body` in a fresh worker and raise AssertionError unless it reads flat, RSS and heap together.
 
-    `body` and `setup` must be module-level functions (the worker imports them); `body()` is called each
-    iteration, or `body(ctx)` with `ctx = setup()` (called once, before warm-up). `strategy` is one of the repro
+    `body` and `setup` are functions (module-level ones the worker imports, others it gets by value); `body()` runs
+    each iteration, or `body(ctx)` with `ctx = setup()` (called once, before warm-up). `strategy` is one of the repro
     loop's (`reuse_model`, the default, adds nothing between iterations). `floor_kib` overrides the calibrated
     floor; `tf` runs the worker in that TF release's asv environment. Returns the record when it passes.
     """

@@ -377,6 +377,36 @@ def test_one_version_is_not_a_comparison(capsys):
     assert "two or more TF versions" in _one_line_error(["compare", TF221], capsys)
 
 
+def with_body(data, name=None, sha=None):
+    """The records as kerasbench.measure(body=...) writes them: loop repro × reuse_model, the body named (or not:
+    records from before bodies were named)."""
+    for r in data["records"]:
+        r["loop"], r["strategy"] = "repro", "reuse_model"
+        r["spec"].update(loop="repro", strategy="reuse_model", repro="/tmp/kerasbench-body-1/kerasbench_body.py")
+        if name:
+            r["spec"].update(body=name, body_sha256=sha)
+    return data
+
+
+def test_records_of_different_bodies_are_refused_naming_both(tmp_path, capsys):
+    a = write(tmp_path / "a.json", with_body(synthetic("2.15.1", slope=0), "nb:predict_once", "a" * 12))
+    b = write(tmp_path / "b.json", with_body(synthetic("2.16.2", slope=MIB, seed=1), "nb:fit_once", "b" * 12))
+    err = _one_line_error(["compare", a, b], capsys)
+    assert (f"The records of repro × reuse_model measured different bodies: nb:predict_once (sha256 {'a' * 12}) on "
+            f"2.15.1 and nb:fit_once (sha256 {'b' * 12}) on 2.16.2; compare measures one body across versions") in err
+    edited = write(tmp_path / "c.json", with_body(synthetic("2.16.2", slope=MIB, seed=1), "nb:predict_once", "c" * 12))
+    err = _one_line_error(["compare", a, edited], capsys)
+    assert f"two sources of the body nb:predict_once (sha256 {'a' * 12} on 2.15.1, {'c' * 12} on 2.16.2)" in err
+
+
+def test_records_of_one_body_or_of_no_named_body_compare_as_before(tmp_path):
+    a = write(tmp_path / "a.json", with_body(synthetic("2.15.1", slope=0), "nb:predict_once", "a" * 12))
+    for new in (with_body(synthetic("2.16.2", slope=MIB, seed=1), "nb:predict_once", "a" * 12),
+                with_body(synthetic("2.16.2", slope=MIB, seed=1))):  # older records: no name to tell them apart
+        b = write(tmp_path / "b.json", new)
+        assert cell(cells_of([a, b]), "repro", "reuse_model", "growth_per_iter")["verdict"] == "regressed"
+
+
 def test_different_hardware_is_said_per_cell_not_refused(tmp_path):
     data = as_version(payload(), "2.22.0")
     for r in data["records"]:

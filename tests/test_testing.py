@@ -73,18 +73,17 @@ def test_module_level_lambda_runs():
     assert assert_no_growth(module_lambda, **QUICK)["summary"]["verdict"] == "flat"
 
 
-def test_lambda_and_nested_function_refused_before_running():
-    def nested():
-        pass
+def test_lambda_and_nested_function_run_by_value():
+    def nested(ctx):
+        ctx.append(None)
 
-    with pytest.raises(UsageError, match="a lambda with no module-level name; define it with def at module level"):
-        assert_no_growth(lambda: None)
-    with pytest.raises(UsageError, match="a nested function"):
-        assert_no_growth(nested)
+    record = assert_no_growth(nested, setup=lambda: [], **QUICK)  # cloudpickle: no name the worker imports
+    assert record["spec"]["body"] == "test_testing:test_lambda_and_nested_function_run_by_value.<locals>.nested"
 
 
 def test_body_that_raises_is_an_error_naming_it():
-    with pytest.raises(UsageError, match="ValueError: the body's own error"):
+    with pytest.raises(UsageError, match="^The body test_testing:raising_body failed in the worker: "
+                                         "ValueError: the body's own error$"):
         assert_no_growth(raising_body, **QUICK)
 
 
