@@ -23,7 +23,6 @@ from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
 from .record import Record
 from .tree import newest_run, place_of
-from .loading import find_records_files
 from .trace import record_trace
 from .releases import version_key
 from .units import KIB, MIB
@@ -445,6 +444,16 @@ def _trace_sites(rows, unit):
             f'tooltip)</th></tr>{"".join(body)}</table>')
 
 
+def _trace_user(t):
+    """The user's lines the growth goes through, and what holds the objects that grow (traces before them: nothing)."""
+    mine = (f"<h4>Your code (each allocation at its innermost line in your files)</h4>"
+            f"{_trace_sites(t['user_sites'], 'blocks')}" if t.get("user_sites") else "")
+    held = "".join(f"<li>{esc(h['type'])} ×{esc(h['alive'])} ({esc(format(h['per_iter'], '+.1f'))}/iteration) held "
+                   f"by {esc(' ← '.join(h['held_by']) or 'no referrer the gc tracks')}"
+                   f"{'' if h['rooted'] else esc(' ← … (not followed further)')}</li>" for h in t.get("holders") or ())
+    return mine + (f"<h4>What holds the objects that grow</h4><ul>{held}</ul>" if held else "")
+
+
 def _trace(record, loop, strategy, version):
     """A traced record's trace (`run --trace`): the sites and object types that grow, per iteration."""
     t = record_trace(record)
@@ -460,7 +469,7 @@ def _trace(record, loop, strategy, version):
     growth, cost = format(t["python_bytes_per_iter"] / KIB, "+,.1f"), format(t["seconds_in_loop"], ".2f")
     return (head + f"<p>Between iteration {esc(t['first'])} and {esc(t['last'])} (tracemalloc and gc): Python heap "
             f"{esc(growth)} KiB/iteration; the trace cost {esc(cost)} s in the loop. Memory figures of a traced run "
-            f"are not comparable with untraced ones.</p><h4>Python allocation sites</h4>"
+            f"are not comparable with untraced ones.</p>{_trace_user(t)}<h4>Python allocation sites</h4>"
             f"{_trace_sites(t['python_sites'], 'blocks')}"
             f'<h4>Object types that grow</h4><table class="types"><tr><th>objects/iter</th><th>type</th></tr>'
             f"{types}</table>{native}</div>")
@@ -577,7 +586,7 @@ def _page(paths, groups, versions, baseline, cells, loops, sections):
 
 def write(paths: Sequence[str], output: str = DEFAULT_OUTPUT, baseline: Optional[str] = None) -> str:
     """Build the report and write it atomically to `output` (its folder made if missing)."""
-    check_not_input(output, [path for path, _ in find_records_files(paths)], "the report")
+    check_not_input(output, list(paths), "the report")
     text = build(paths, baseline)  # every input error is raised here, before anything is written
     folder = os.path.dirname(os.path.abspath(output))
     try:

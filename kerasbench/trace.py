@@ -3,28 +3,51 @@
 In the worker, around the measured loop: tracemalloc runs from before the baseline; after the first
 measured iteration and after the last one it takes a snapshot and counts the GC-tracked objects by
 type. The differences, divided by the iterations between the two, say which Python allocation sites
-(file:line, with the few frames that led there) and which object types grow per iteration. Asked
-for (`--trace-native`) and where memray is installed (the `trace` extra), a memray tracker with
-native frames runs over the same window (it slows a TF iteration tens of times), and its
-allocations still alive at the end are grouped by their first frame past the allocator's own: the
-native sites. What a trace costs is in the record (seconds spent in snapshots and counts), and
-the loop's own figures move with it (tracemalloc's traces live in the same heap): a traced record
-is marked (spec.trace > 0) and compare and report refuse to mix it with untraced ones.
+(file:line, with the few frames that led there) and which object types grow per iteration. A TF
+site alone does not tell users what to change, so the same growth is also grouped by the first
+frame of each allocation that is in the user's code (not the stdlib, an installed package or
+kerasbench): their lines come first. At the loop's end, the referrers of a few of the newest objects
+of the types that grow are followed up to a module global (gc.get_referrers, bounded in levels,
+objects and seconds): what holds them. Asked for (`--trace-native`) and where memray is installed
+(the `trace` extra), a memray tracker with native frames runs over the same window (it slows a TF
+iteration tens of times), and its allocations still alive at the end are grouped by their first
+frame past the allocator's own: the native sites. What a trace costs is in the record (seconds
+spent in snapshots and counts), and the loop's own figures move with it (tracemalloc's traces live
+in the same heap): a traced record is marked (spec.trace > 0) and compare and report refuse to mix
+it with untraced ones.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import linecache
 import os
+import sys
+import sysconfig
 import tempfile
 import time
 import tracemalloc
-from collections import Counter
-from typing import Any, Dict, List, Optional, Sequence
+import types
+from collections import Counter, deque
+from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
 DEFAULT_TOP = 10  # `--trace` without a number
-FRAMES = 6  # frames kept per allocation: the site plus what led there
+# Frames kept per allocation. The user's line must be among them: in Keras 3's fit the allocations that grow sit up
+# to ~70 frames below the loop body's line (with 64 frames, a tenth of a fit loop's growth named no user line). The
+# cost, CPU per iteration of a tiny fit loop (0.42 s untraced): 6 frames 1.4 s, 64 frames 4.9 s, 128 frames 5.0 s;
+# frames past a stack's depth cost nothing.
+FRAMES = 128
 STACK_SHOWN = 4  # frames shown per site, innermost first
+NATIVE_FRAMES = 24  # frames read per memray record
+# What holds the growing objects (kerasbench.trace.holders), bounded: it runs once, after the loop.
+HOLDER_TYPES = 3  # growing types whose holders are shown
+HOLDER_CANDIDATES = 24  # growing types whose newest object is followed, to choose them
+HOLDER_SAMPLES = 3  # objects followed per type, the newest
+HOLDER_DEPTH = 6  # referrer levels followed up towards a module global
+HOLDER_BRANCH = 4  # referrers followed per object and level
+HOLDER_FRONTIER = 48  # objects whose referrers one level asks for (gc.get_referrers is linear in them)
+HOLDER_SECONDS = 10.0  # after this, what was found so far
 _IGNORED = (tracemalloc.__file__, __file__, "<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>",
             "<unknown>")
 
@@ -32,11 +55,11 @@ Trace = Dict[str, Any]  # kerasbench.record.Trace
 
 
 def _type_counts() -> Counter:
-    """GC-tracked objects by type (module.qualname)."""
+    """GC-tracked objects by type (module.qualname). Counted by type object first: a name per object would be an
+    allocation per object, each one traced (its stack walked) while tracemalloc runs."""
     counts = Counter()
-    for obj in gc.get_objects():
-        t = type(obj)
-        counts[f"{t.__module__}.{t.__qualname__}"] += 1
+    for t, n in Counter(map(type, gc.get_objects())).items():
+        counts[f"{t.__module__}.{t.__qualname__}"] += n
     return counts
 
 
@@ -126,15 +149,18 @@ class Tracer:
         t0 = time.perf_counter()
         tracemalloc.stop()
         (early, early_types), (late, late_types) = self.early, self.late
-        span = self.iterations - 1
-        sites = python_sites(late.compare_to(early, "traceback"), span, self.top)
-        growth = sum(s.size_diff for s in late.compare_to(early, "filename")) / span
-        types = type_growth(early_types, late_types, span, self.top)
         del self.early, self.late
+        span = self.iterations - 1
+        diffs = late.compare_to(early, "traceback")
+        sites, mine = python_sites(diffs, span, self.top), user_sites(diffs, span, self.top)
+        growth = sum(s.size_diff for s in late.compare_to(early, "filename")) / span
+        del diffs, early, late
+        grown = type_growth(early_types, late_types, span, None)
+        held = holders(grown, late_types, time.perf_counter() + HOLDER_SECONDS)
         native, note = self._native_sites(span)
-        return {"top": self.top, "iterations": span, "first": 0, "last": self.iterations - 1,
-                "python_bytes_per_iter": growth, "python_sites": sites, "types": types,
-                "native_sites": native, "native_note": note,
+        return {"top": self.top, "iterations": span, "first": 0, "last": self.iterations - 1, "frames": FRAMES,
+                "python_bytes_per_iter": growth, "user_sites": mine, "python_sites": sites,
+                "types": grown[:self.top], "holders": held, "native_sites": native, "native_note": note,
                 "seconds_in_loop": self.seconds, "seconds_after": time.perf_counter() - t0}
 
     def _native_sites(self, span: int):
@@ -175,9 +201,9 @@ _ALLOCATOR_FUNCTIONS = ("malloc", "calloc", "realloc", "free", "operator new", "
 def native_frames(rec: Any) -> List[str]:
     """'function file:line' of a memray record's hybrid stack, innermost first, past the allocator's own frames."""
     try:
-        stack = list(rec.hybrid_stack_trace(max_stacks=FRAMES * 4))
+        stack = list(rec.hybrid_stack_trace(max_stacks=NATIVE_FRAMES))
     except Exception:  # no native frames for this record
-        stack = list(rec.stack_trace(max_stacks=FRAMES * 4))
+        stack = list(rec.stack_trace(max_stacks=NATIVE_FRAMES))
     frames = [f"{fn} {file}:{line}" for fn, file, line in stack]
     skip = 0
     for fn, file, _ in stack:
@@ -188,30 +214,316 @@ def native_frames(rec: Any) -> List[str]:
     return frames[skip:skip + STACK_SHOWN] if skip < len(frames) else frames[:STACK_SHOWN]
 
 
-def python_sites(diffs: Sequence[Any], span: int, top: int) -> List[Dict[str, Any]]:
-    """The `top` sites that grew most, from tracemalloc's StatisticDiffs by traceback, grouped by innermost line."""
+def _where(frame: Any) -> str:
+    return f"{frame.filename}:{frame.lineno}"
+
+
+def _ranked(diffs: Sequence[Any], span: int, top: int, place) -> List[Dict[str, Any]]:
+    """The `top` sites that grew most, from tracemalloc's StatisticDiffs by traceback: `place(frames)` (innermost
+    first) says an allocation's site and the frames to show for it, or None to leave it out. A site's growth is net
+    (what its paths freed counts against what they allocated); its stack is that of its path that grew most."""
     by_site: Dict[str, Dict[str, Any]] = {}
     for d in diffs:
-        if d.size_diff <= 0:
+        if not d.size_diff:
             continue
-        frames = list(d.traceback)[::-1]  # innermost first (tracemalloc keeps them oldest first)
-        site = f"{frames[0].filename}:{frames[0].lineno}"
+        placed = place(list(d.traceback)[::-1])  # tracemalloc keeps them oldest first
+        if placed is None:
+            continue
+        site, shown = placed
         entry = by_site.setdefault(site, {"site": site, "bytes": 0, "count": 0, "stack": [], "largest": 0})
         entry["bytes"] += d.size_diff
         entry["count"] += d.count_diff
-        if d.size_diff > entry["largest"]:  # the path that grew most leads there
+        if d.size_diff > entry["largest"]:
             entry["largest"] = d.size_diff
-            entry["stack"] = [f"{f.filename}:{f.lineno}" for f in frames[:STACK_SHOWN]]
-    ranked = sorted(by_site.values(), key=lambda e: -e["bytes"])[:top]
+            entry["stack"] = [_where(f) for f in shown]
+    ranked = sorted((e for e in by_site.values() if e["bytes"] > 0), key=lambda e: -e["bytes"])[:top]
     return [{"site": e["site"], "bytes_per_iter": e["bytes"] / span, "count_per_iter": e["count"] / span,
              "stack": e["stack"]} for e in ranked]
 
 
-def type_growth(early: Counter, late: Counter, span: int, top: int) -> List[Dict[str, Any]]:
-    """The `top` object types whose GC-tracked count grew most per iteration."""
+def python_sites(diffs: Sequence[Any], span: int, top: int) -> List[Dict[str, Any]]:
+    """The `top` sites that grew most, grouped by innermost line, with the frames that led there."""
+    return _ranked(diffs, span, top, lambda frames: (_where(frames[0]), frames[:STACK_SHOWN]))
+
+
+def user_sites(diffs: Sequence[Any], span: int, top: int) -> List[Dict[str, Any]]:
+    """The `top` lines of the user's code that the growth goes through: each allocation counts at its innermost frame
+    in the user's files (user_code). The stack: that line, the library call it made, and where that path allocated.
+    A TF site names no line users can change; this does, even where TF allocates ~70 frames below it."""
+    def place(frames):
+        i = next((i for i, f in enumerate(frames) if user_code(f.filename)), None)
+        if i is None:
+            return None
+        return _where(frames[i]), [frames[i]] + ([frames[i - 1]] if i > 1 else []) + ([frames[0]] if i else [])
+
+    return _ranked(diffs, span, top, place)
+
+
+_KERASBENCH = os.path.dirname(os.path.realpath(__file__)) + os.sep
+_EXAMPLES = os.path.join(_KERASBENCH, "examples") + os.sep  # repro files: the user's code when run
+_LIBRARY_DIRS = ("site-packages", "dist-packages")
+
+
+@functools.lru_cache(maxsize=None)
+def _stdlib() -> Tuple[str, ...]:
+    paths = {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"), os.path.dirname(os.__file__)}
+    return tuple(os.path.realpath(p) + os.sep for p in paths if p)
+
+
+@functools.lru_cache(maxsize=None)
+def user_code(filename: str) -> bool:
+    """Whether a frame's file is the user's: a repro file or their own module, not `<frozen …>`-like code, the
+    stdlib, an installed package (site-packages, dist-packages) or kerasbench (but for its example repros)."""
+    if not filename or filename.startswith("<"):
+        return False
+    if any(d in filename.replace("\\", "/").split("/") for d in _LIBRARY_DIRS):
+        return False
+    path = os.path.realpath(filename)
+    if path.startswith(_stdlib()):
+        return False
+    return not path.startswith(_KERASBENCH) or path.startswith(_EXAMPLES)
+
+
+def _user_type(t: type) -> bool:
+    """Whether a class is the user's: defined in user code, or in a script that is no module any more (a repro
+    file runs as `kerasbench_repro`, then leaves sys.modules)."""
+    module = sys.modules.get(t.__module__)
+    if module is None:
+        return "." not in t.__module__ and t.__module__ != "builtins"
+    path = getattr(module, "__file__", None)
+    return user_code(path) if path else t.__module__ == "__main__"
+
+
+def type_growth(early: Counter, late: Counter, span: int, top: Optional[int]) -> List[Dict[str, Any]]:
+    """The `top` object types (all with None) whose GC-tracked count grew most per iteration."""
     grown = [(name, late[name] - early.get(name, 0)) for name in late]
     grown = sorted((g for g in grown if g[1] > 0), key=lambda g: -g[1])[:top]
     return [{"type": name, "per_iter": n / span} for name, n in grown]
+
+
+# ---------------------------------------------------------------- what holds the objects that grow
+
+
+def holders(grown: List[Dict[str, Any]], alive: Counter, deadline: float) -> List[Dict[str, Any]]:
+    """What holds the objects of up to HOLDER_TYPES growing types: the referrers of the newest few of each, followed
+    up to a module global (or a class), e.g. `list (len 40) ← module global `histories` in repro.py`.
+
+    Which types: a fit loop that keeps its History grows by ~20 types once per iteration (the History, its model,
+    the model's layers, optimizer, graph), and which of them the user keeps shows only in their chains. So a first
+    pass follows the newest object of up to HOLDER_CANDIDATES types that grew once per iteration or more (the
+    user's classes first, then other classes, the fewest per iteration first; where no class grew, dict, list and
+    their like, the most first), and keeps the types whose chains are most direct: the user's first, then those
+    that reach a module global or a class, the shortest first. A second pass follows HOLDER_SAMPLES objects of
+    each: their most common chain, and how many share it. Bounded (HOLDER_* levels, objects, seconds): it runs
+    once, after the loop; gc.get_referrers scans every object once per level.
+    """
+    per_iter = {g["type"]: g["per_iter"] for g in grown  # once per iteration and up: no one-off, nor the trace's own
+                if g["per_iter"] >= 0.99 and not g["type"].startswith(("tracemalloc.", "weakref."))}
+    newest = _newest(per_iter)
+    user = {name: _user_type(type(kept[0])) for name, kept in newest.items()}
+    classes = sorted((not user[n], per_iter[n], n) for n in newest if not n.startswith(_PLAIN))
+    plain = sorted((-per_iter[n], n) for n in newest if n.startswith(_PLAIN))  # the bulk: no class grew
+    candidates = [key[-1] for key in classes or plain][:HOLDER_CANDIDATES]
+    started = time.perf_counter()
+    lists = {id(newest)} | {id(kept) for kept in newest.values()}  # they hold the samples too: not holders
+    first = [(tuple(_describe(chain)), rooted) for chain, rooted in
+             _paths([newest[name][-1] for name in candidates], deadline, lists)]
+    order = sorted(range(len(candidates)),
+                   key=lambda i: (not user[candidates[i]], not first[i][1], len(first[i][0]), i))[:HOLDER_TYPES]
+    chosen = [candidates[i] for i in order]
+    chains: Dict[str, List[Tuple[Tuple[str, ...], bool]]] = {name: [first[i]] for name, i in zip(chosen, order)}
+    if time.perf_counter() + (time.perf_counter() - started) < deadline:  # time for the second pass
+        samples, owners = [], []
+        for name in chosen:
+            samples += newest[name]
+            owners += [name] * len(newest[name])
+        del newest  # nothing but `samples` holds them now
+        chains = {name: [] for name in chosen}
+        for (chain, rooted), owner in zip(_paths(samples, deadline), owners):
+            chains[owner].append((tuple(_describe(chain)), rooted))
+        del samples
+    out = []
+    for name in chosen:
+        (held_by, rooted), agree = Counter(chains[name]).most_common(1)[0]
+        out.append({"type": name, "per_iter": per_iter[name], "alive": alive[name], "sampled": len(chains[name]),
+                    "agree": agree, "held_by": list(held_by), "rooted": rooted})
+    return out
+
+
+# The interpreter's own containers and plumbing: they hold what grows (or point at it) and are never the cause.
+_PLAIN = ("builtins.", "weakref.", "_weakref.", "collections.", "functools.", "types.")
+
+
+def _newest(per_iter: Dict[str, float]) -> Dict[str, List[Any]]:
+    """The last HOLDER_SAMPLES objects of each growing type in gc's order (the newest, after a collection)."""
+    names: Dict[type, Optional[str]] = {}
+    newest: Dict[str, List[Any]] = {}
+    for obj in gc.get_objects():
+        t = type(obj)
+        if t not in names:
+            name = f"{t.__module__}.{t.__qualname__}"
+            names[t] = name if name in per_iter else None
+        if names[t]:
+            kept = newest.setdefault(names[t], [])
+            kept.append(obj)
+            if len(kept) > HOLDER_SAMPLES:
+                del kept[0]
+    return newest
+
+
+def _module_globals(obj: Any) -> bool:
+    return isinstance(obj, dict) and "__builtins__" in obj and "__name__" in obj
+
+
+def _paths(samples: List[Any], deadline: float, own: AbstractSet[int] = frozenset()) -> List[Tuple[List[Any], bool]]:
+    """For each sample: (its chain [sample, holder, holder's holder, …], whether it ends at a module's globals or a
+    class). Breadth first, the shortest such chain; without one, the first chain to the deepest level reached.
+    One gc.get_referrers scan per level serves every sample; frames, the containers whose ids are in `own` and what
+    this function holds itself (its lists, the scan's arguments and result) are no holders."""
+    objs = list(samples)  # every object reached, once per sample that reached it
+    parent: List[Optional[int]] = [None] * len(objs)  # parent[n]: the index of the object objs[n] holds
+    origin, depth = list(range(len(objs))), [0] * len(objs)
+    seen = [{id(o)} for o in samples]
+    root: List[Optional[int]] = [None] * len(samples)
+    deepest = list(range(len(samples)))
+    frontier = list(range(len(objs)))
+    per_sample = max(2, HOLDER_FRONTIER // max(1, len(samples)))
+    for _ in range(HOLDER_DEPTH):
+        if not frontier or time.perf_counter() > deadline:
+            break
+        held = _referrers({id(objs[n]): objs[n] for n in frontier}, {id(objs), id(samples), *own})
+        nxt: List[int] = []
+        for n in frontier:
+            s = origin[n]
+            for r in sorted(held.get(id(objs[n]), ()), key=_preference)[:HOLDER_BRANCH]:
+                if root[s] is not None or id(r) in seen[s]:
+                    continue
+                seen[s].add(id(r))
+                objs.append(r)
+                parent.append(n)
+                origin.append(s)
+                depth.append(depth[n] + 1)
+                m = len(objs) - 1
+                if _root(r):
+                    root[s] = m
+                elif depth[m] > depth[deepest[s]]:
+                    deepest[s] = m
+                nxt.append(m)
+        del held
+        taken = Counter()
+        frontier = []
+        for m in nxt:
+            s = origin[m]
+            if root[s] is None and taken[s] < per_sample:
+                taken[s] += 1
+                frontier.append(m)
+    paths = []
+    for s in range(len(samples)):
+        chain, n = [], root[s] if root[s] is not None else deepest[s]
+        while n is not None:
+            chain.append(objs[n])
+            n = parent[n]
+        paths.append((chain[::-1], root[s] is not None))
+    return paths
+
+
+def _referrers(targets: Dict[int, Any], own: set) -> Dict[int, List[Any]]:
+    """id(target) -> the objects that refer to it, from one scan of every object the gc tracks."""
+    args = tuple(targets.values())  # passed as is: the scan finds it, and leaves it out
+    refs = gc.get_referrers(*args)
+    own = own | {id(args), id(refs), id(targets)}
+    held: Dict[int, List[Any]] = {}
+    for r in refs:
+        if id(r) in own or isinstance(r, types.FrameType):
+            continue
+        for x in gc.get_referents(r):
+            if id(x) in targets:
+                held.setdefault(id(x), []).append(r)
+    return held
+
+
+def _root(obj: Any) -> bool:
+    return _module_globals(obj) or isinstance(obj, type)
+
+
+def _preference(obj: Any) -> int:
+    """Which referrers to follow first: a module's globals or a class (where a chain ends), containers, objects,
+    closures and methods last."""
+    if _root(obj):
+        return 0
+    if isinstance(obj, (list, dict, tuple, set, frozenset, deque)):
+        return 1
+    if isinstance(obj, (types.CellType, types.FunctionType, types.MethodType)):
+        return 3
+    return 2
+
+
+def _describe(chain: List[Any]) -> List[str]:
+    """Each link of a chain, the holder first: 'list (len 40)', 'attribute `model` of History', 'module global
+    `histories` in repro.py'. An object's __dict__ and a function's closure cell fold into their owner."""
+    links, i = [], 1
+    while i < len(chain):
+        holder, child = chain[i], chain[i - 1]
+        owner = chain[i + 1] if i + 1 < len(chain) else None
+        if isinstance(holder, dict) and owner is not None and not _module_globals(holder) and _dict_of(owner, holder):
+            links.append(_link(owner, child, _key(holder, child)))
+            i += 2
+        elif isinstance(holder, types.CellType) and isinstance(owner, types.FunctionType):
+            names = owner.__code__.co_freevars
+            name = next((n for n, c in zip(names, owner.__closure__ or ()) if c is holder), "?")
+            links.append(f"closure variable `{name}` of function {owner.__qualname__}")
+            i += 2
+        else:
+            links.append(_link(holder, child))
+            i += 1
+    return links
+
+
+def _dict_of(owner: Any, d: dict) -> bool:
+    """Whether `d` is `owner`'s __dict__ (a class's: the dict its mappingproxy shows)."""
+    try:
+        if isinstance(owner, type):
+            return any(r is d for r in gc.get_referents(owner))
+        return getattr(owner, "__dict__", None) is d
+    except Exception:  # proxies (wrapt's, TF's) may raise on attribute reads
+        return False
+
+
+def _key(d: dict, child: Any) -> str:
+    for k, v in list(d.items()):
+        if v is child:
+            return str(k)[:40]
+    return "(as a key)"
+
+
+def _attribute(obj: Any, child: Any) -> Optional[str]:
+    """The name under which `obj` holds `child` (an attribute or a slot), if it is one."""
+    try:
+        for k, v in list(vars(obj).items()):
+            if v is child:
+                return str(k)
+        for cls in type(obj).__mro__:
+            for slot in getattr(cls, "__slots__", ()):
+                if getattr(obj, slot, None) is child:
+                    return slot
+    except Exception:  # no __dict__, or a proxy that raises
+        pass
+    return None
+
+
+def _link(holder: Any, child: Any, attribute: Optional[str] = None) -> str:
+    kind = type(holder).__qualname__
+    if _module_globals(holder):
+        where = os.path.basename(holder.get("__file__") or "") or holder.get("__name__")
+        return f"module global `{_key(holder, child)}` in {where}"
+    if isinstance(holder, dict):
+        return f"dict (len {len(holder)}) key {_key(holder, child)}"
+    if isinstance(holder, (list, tuple, set, frozenset, deque)):
+        return f"{kind} (len {len(holder)})"
+    attribute = attribute or _attribute(holder, child)
+    if isinstance(holder, type):
+        return f"class attribute `{holder.__qualname__}.{attribute}`" if attribute else f"class {holder.__qualname__}"
+    return f"attribute `{attribute}` of {kind}" if attribute else kind
 
 
 # ---------------------------------------------------------------- reading traces back
@@ -244,7 +556,8 @@ def _kib(v: float) -> str:
 
 
 def text(records: Sequence[Dict[str, Any]]) -> str:
-    """What `run` prints after its table for every traced record: top sites, growing types, native sites."""
+    """What `run` prints after its table for every traced record: the user's lines the growth goes through and what
+    holds the objects that grow (records before them lack both), top sites, growing types, native sites."""
     out = []
     for record in records:
         trace = record_trace(record)
@@ -257,6 +570,7 @@ def text(records: Sequence[Dict[str, Any]]) -> str:
             continue
         out.append(f"  Python heap growth {_kib(trace['python_bytes_per_iter'])}/iteration; trace cost "
                    f"{trace['seconds_in_loop']:.2f} s in the loop, {trace['seconds_after']:.2f} s after it")
+        out += _user_text(trace) + _holders_text(trace)
         out.append("  Python allocation sites that grow (per iteration):")
         for s in trace["python_sites"]:
             out.append(f"    {_kib(s['bytes_per_iter']):>14} {s['count_per_iter']:+9.1f} blocks  {_short(s['site'])}")
@@ -272,3 +586,43 @@ def text(records: Sequence[Dict[str, Any]]) -> str:
         else:
             out.append(f"  native sites: n/a ({trace.get('native_note')})")
     return "\n".join(out) + ("\n" if out else "")
+
+
+def _user_text(trace: Trace) -> List[str]:
+    """The user's lines first: each with its source (where the file is readable here), the library call it made
+    and where that path allocated."""
+    if "user_sites" not in trace:
+        return []
+    if not trace["user_sites"]:
+        return [f"  your code: none of the growth goes through it (within the {trace.get('frames', '?')} frames kept "
+                "per allocation)"]
+    out = ["  your code that the growth goes through (each allocation at its innermost line in your files, per "
+           "iteration):"]
+    for s in trace["user_sites"]:
+        out.append(f"    {_kib(s['bytes_per_iter']):>14} {s['count_per_iter']:+9.1f} blocks  {_short(s['site'])}")
+        path, _, line = s["site"].rpartition(":")
+        source = linecache.getline(path, int(line)).strip() if line.isdigit() else ""
+        if source:
+            out.append(f"    {'':>14} {'':>16}    {source if len(source) <= 90 else source[:89] + '…'}")
+        calls = s["stack"][1:]
+        for i, frame in enumerate(calls):
+            how = "calls" if i == 0 and len(calls) == 2 else "allocates at"
+            out.append(f"    {'':>14} {'':>16}    → {how} {_short(frame)}")
+    return out
+
+
+def _holders_text(trace: Trace) -> List[str]:
+    """What holds the objects that grow, one line per type: 'History ×40 (+1.0/iteration) held by list (len 40) ← …'."""
+    if "holders" not in trace:
+        return []
+    if not trace["holders"]:
+        return ["  what holds the objects that grow: no type grew"]
+    out = ["  what holds the objects that grow (referrers of the newest few of a type, at the loop's end):"]
+    for h in trace["holders"]:
+        held = " ← ".join(h["held_by"]) + ("" if h["rooted"] else " ← … (not followed further)")
+        if not h["held_by"]:
+            held = "no referrer the gc tracks (a frame or C code holds them)"
+        agree = f" [{h['agree']} of {h['sampled']} sampled]" if h["agree"] < h["sampled"] else ""
+        kind = h["type"].rsplit(".", 1)[-1]  # the class's name: the record has its module
+        out.append(f"    {kind} ×{h['alive']} ({h['per_iter']:+.1f}/iteration) held by {held}{agree}")
+    return out

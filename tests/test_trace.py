@@ -4,10 +4,12 @@ import copy
 import io
 import json
 import pathlib
+import time
+from collections import Counter
 
 import pytest
 
-from kerasbench import compare, report, trace
+from kerasbench import compare, report, repro, trace
 from kerasbench.cli import main
 from kerasbench.loading import load_records
 
@@ -34,7 +36,7 @@ def test_a_known_python_leak_is_the_top_site_with_its_size(monkeypatch):
     _leaky_loop(tracer, 6, kept)
     t = tracer.result()
     top = t["python_sites"][0]
-    assert top["site"].endswith("test_trace.py:26"), top
+    assert top["site"].endswith("test_trace.py:28"), top
     assert top["bytes_per_iter"] == pytest.approx(LEAK, rel=0.02) and t["iterations"] == 5
     assert t["python_bytes_per_iter"] == pytest.approx(LEAK, rel=0.1)
     kept_type = [x for x in t["types"] if x["type"].endswith("Kept")]
@@ -63,7 +65,7 @@ def test_native_sites_with_memray():
     t = tracer.result()
     assert t["native_sites"], t["native_note"]
     top = t["native_sites"][0]
-    assert "test_trace.py:26" in top["site"] and top["bytes_per_iter"] == pytest.approx(LEAK, rel=0.05)
+    assert "test_trace.py:28" in top["site"] and top["bytes_per_iter"] == pytest.approx(LEAK, rel=0.05)
     assert not any("_tracemalloc.c" in s["site"] for s in t["native_sites"])  # the trace's own bookkeeping is left out
 
 
@@ -116,6 +118,10 @@ def _traced(data, top=10):
             "top": top, "iterations": 3, "first": 0, "last": 3, "python_bytes_per_iter": 2048.0,
             "python_sites": [{"site": "keras/src/<script>x.py:12", "bytes_per_iter": 2048.0, "count_per_iter": 4.0,
                               "stack": ["keras/src/<script>x.py:12", "kerasbench/loops.py:99"]}],
+            "user_sites": [{"site": "/home/me/repro.py:7", "bytes_per_iter": 1024.0, "count_per_iter": 2.0,
+                            "stack": ["/home/me/repro.py:7", "keras/src/<script>x.py:12"]}],
+            "holders": [{"type": "repro.Kept", "per_iter": 1.0, "alive": 4, "sampled": 3, "agree": 3,
+                         "held_by": ["list (len 4)", "module global `kept` in repro.py"], "rooted": True}],
             "types": [{"type": "builtins.dict", "per_iter": 7.0}], "native_sites": None,
             "native_note": "memray not installed", "seconds_in_loop": 0.5, "seconds_after": 0.1}
     return data
@@ -140,3 +146,160 @@ def test_traced_with_traced_compares_and_the_report_shows_the_trace(tmp_path):
     assert page.count('<div class="trace"') == 6 and "Where it grows: sweep × clear_session_del_gc, TF 2.21.0" in page
     assert "keras/src/&lt;script&gt;x.py:12" in page and "<script>x.py" not in page  # escaped
     assert "+2.0" in page and "builtins.dict" in page
+    assert "/home/me/repro.py:7" in page and "held by list (len 4) ← module global `kept` in repro.py" in page
+
+
+# ---------------------------------------------------------------- the user's lines first, and what holds what grows
+
+MY_REPRO = '''"""A user's loop: one Blob per iteration, kept in a module-level list; the copying is the stdlib's."""
+import copy
+
+TEMPLATE = {"rows": [[0.0] * 64 for _ in range(64)]}
+
+
+class Blob:
+    def __init__(self, rows):
+        self.rows = rows
+
+
+blobs = []
+
+
+def iteration(ctx, model):
+    blobs.append(Blob(copy.deepcopy(TEMPLATE)))  # the user's line
+'''
+MY_LINE = next(n for n, line in enumerate(MY_REPRO.splitlines(), 1) if "the user's line" in line)
+
+
+def _my_repro(tmp_path):
+    path = tmp_path / "my_repro.py"
+    path.write_text(MY_REPRO)
+    return str(path)
+
+
+def test_the_users_line_comes_first_and_the_list_and_global_that_hold_its_objects_are_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace, "_memray", lambda: None)
+    path = _my_repro(tmp_path)
+    code, tracer = repro.ReproFile(path), trace.Tracer(top=5, iterations=6)
+    tracer.start()
+    for k in range(6):
+        code.iteration(None)
+        tracer.after_iteration(k)
+    t = tracer.result()
+    assert t["frames"] == trace.FRAMES
+    assert "copy.py" in t["python_sites"][0]["site"]  # innermost, the growth is the stdlib's ...
+    mine = t["user_sites"][0]  # ... and it all goes through the user's line
+    assert mine["site"] == f"{path}:{MY_LINE}" and mine["bytes_per_iter"] == pytest.approx(t["python_bytes_per_iter"],
+                                                                                           rel=0.1)
+    assert mine["stack"][0] == mine["site"] and "copy.py" in mine["stack"][-1]
+    blob = t["holders"][0]
+    assert blob["type"] == "kerasbench_repro.Blob" and blob["held_by"] == ["list (len 6)",
+                                                                          "module global `blobs` in my_repro.py"]
+    assert blob["rooted"] and blob["agree"] == blob["sampled"] == trace.HOLDER_SAMPLES and blob["alive"] == 6
+    text = trace.text([{"loop": "repro", "strategy": "reuse_model", "repeats": [{"result": {"trace": t}}]}])
+    lines = text.splitlines()
+    first = lines.index(next(line for line in lines if line.startswith("  your code")))
+    assert lines[first + 1].endswith(f"my_repro.py:{MY_LINE}") and first < lines.index("  Python allocation sites "
+                                                                                       "that grow (per iteration):")
+    assert lines[first + 2].strip() == "blobs.append(Blob(copy.deepcopy(TEMPLATE)))  # the user's line"  # its source
+    assert "    Blob ×6 (+1.0/iteration) held by list (len 6) ← module global `blobs` in my_repro.py\n" in text
+
+
+class Registry:
+    """Keeps what it is given in a class attribute."""
+
+    kept = []
+
+
+class Box:
+    def __init__(self):
+        self.items = []
+
+
+BOX = Box()
+
+
+class Filed:
+    """Kept by Registry."""
+
+
+class Boxed:
+    """Kept by BOX."""
+
+
+def test_holders_name_class_attributes_and_attributes_of_globals():
+    Registry.kept += [Filed() for _ in range(3)]
+    BOX.items += [Boxed() for _ in range(3)]
+    try:
+        grown = [{"type": f"{__name__}.{c.__qualname__}", "per_iter": 1.0} for c in (Filed, Boxed)]
+        held = {h["type"].rsplit(".", 1)[1]: h for h in trace.holders(grown, Counter(), time.perf_counter() + 10)}
+    finally:
+        Registry.kept.clear()
+        BOX.items.clear()
+    assert held["Filed"]["held_by"] == ["list (len 3)", "class attribute `Registry.kept`"]
+    assert held["Boxed"]["held_by"] == ["list (len 3)", "attribute `items` of Box",
+                                        "module global `BOX` in test_trace.py"]
+    assert all(h["rooted"] and h["agree"] == 3 for h in held.values())
+
+
+def test_user_code_is_not_the_stdlib_an_installed_package_or_kerasbench(tmp_path):
+    assert trace.user_code(str(tmp_path / "repro.py")) and trace.user_code(__file__)
+    assert trace.user_code(str(pathlib.Path(repro.__file__).parent / "examples" / "fit_loop.py"))  # a repro when run
+    assert not trace.user_code(json.__file__) and not trace.user_code(pytest.__file__)  # the stdlib, site-packages
+    assert not trace.user_code("/usr/lib/python3/dist-packages/numpy/core/numeric.py")
+    assert not trace.user_code(trace.__file__) and not trace.user_code("<frozen importlib._bootstrap>")
+
+
+def test_run_trace_names_the_repro_line_and_the_global_that_holds_its_objects(tmp_path):
+    out, path, record_path = io.StringIO(), _my_repro(tmp_path), tmp_path / "traced.json"
+    code = main(["run", "--repro", path, "--strategy", "reuse_model", "--iterations", "5", "--warmup", "0",
+                 "--trace", "3", "--json", str(record_path)], out=out)
+    assert code == 0
+    [record] = json.loads(record_path.read_text())["records"]  # conftest validates it against the schema
+    t = trace.record_trace(record)
+    assert t["user_sites"][0]["site"] == f"{path}:{MY_LINE}"
+    assert all(s["site"].startswith(str(tmp_path)) for s in t["user_sites"])  # the worker's frames are kerasbench's
+    assert t["holders"][0]["held_by"][1:] == ["module global `blobs` in my_repro.py"]
+    text = out.getvalue()
+    assert text.index("your code") < text.index("what holds") < text.index("Python allocation sites")
+    assert "held by list (len 5) ← module global `blobs` in my_repro.py" in text
+
+
+HISTORY_REPRO = '''"""Every Keras History kept: each holds its model."""
+import numpy as np
+
+histories = []
+
+
+def setup():
+    x = np.random.default_rng(0).standard_normal((64, 8), dtype=np.float32)
+    return {"x": x, "y": x[:, :1]}
+
+
+def build(ctx):
+    import tensorflow as tf
+
+    model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(4), tf.keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def iteration(ctx, model):
+    histories.append(model.fit(ctx["x"], ctx["y"], epochs=1, batch_size=32, verbose=0))
+'''
+
+
+@pytest.mark.tf
+def test_run_trace_on_kept_keras_histories_names_the_fit_line_and_the_list(tmp_path):
+    path, record_path, out = tmp_path / "history_repro.py", tmp_path / "traced.json", io.StringIO()
+    path.write_text(HISTORY_REPRO)
+    code = main(["run", "--repro", str(path), "--strategy", "clear_session_del_gc", "--iterations", "3",
+                 "--warmup", "1", "--trace", "3", "--json", str(record_path)], out=out)
+    assert code == 0, out.getvalue()
+    t = trace.record_trace(json.loads(record_path.read_text())["records"][0])
+    fit = next(n for n, line in enumerate(HISTORY_REPRO.splitlines(), 1) if "model.fit" in line)
+    assert t["user_sites"][0]["site"] == f"{path}:{fit}"  # the fit, not TF's ops.py
+    assert sum(s["bytes_per_iter"] for s in t["user_sites"]) > 0.9 * t["python_bytes_per_iter"]
+    history = t["holders"][0]
+    assert history["type"].endswith(".History") and history["alive"] == 4
+    assert history["held_by"] == ["list (len 4)", "module global `histories` in history_repro.py"]
