@@ -49,7 +49,7 @@ def test_numeric_options_refuse_nan_inf_negative_and_garbage(option, value, caps
 
 
 @pytest.mark.parametrize("option,value", [("--time-limit", "0.001"), ("--memory-cap", "1"), ("--memory-cap", "1MiB"),
-                                          ("--leak-kib", "1e9")])
+                                          ("--leak-kib", "1e9"), ("--leak-kib", "0"), ("--leak-kib", "0.0001")])
 def test_numeric_options_refuse_values_too_small_or_too_large_to_measure(option, value, capsys):
     one_line_exit_2(["run", "--loop", "control", "--strategy", "control_noop", option, value], capsys, "Invalid")
 

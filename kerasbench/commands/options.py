@@ -191,15 +191,16 @@ def limits(p: argparse.ArgumentParser, what: str = "pair") -> None:
                    "between them")
     p.add_argument("--time-limit", type=number("time-limit", MIN_TIME_LIMIT), default=1800.0,
                    help="seconds per worker process (default 1800)")
-    p.add_argument("--leak-kib", type=number("leak-kib", 0, MAX_LEAK_BYTES / KIB), default=0,
-                   help="leak per iteration of control_leak_* (default 256)")
+    p.add_argument("--leak-kib", type=number("leak-kib", 1 / KIB, MAX_LEAK_BYTES / KIB), default=None,
+                   help="leak per iteration of control_leak_* (default 256; at least 1 byte: 0 would mean the default)")
 
 
 def spec_options(args: argparse.Namespace) -> dict:
     """The RunSpec fields of `limits` and --repro: bytes of KiB and sizes, the default jobs."""
     from ..runner import default_jobs
 
-    return dict(leak_bytes=int(args.leak_kib * KIB), memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
+    return dict(leak_bytes=0 if args.leak_kib is None else round(args.leak_kib * KIB),
+                memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
                 time_limit=args.time_limit, floor=None if args.floor_kib is None else args.floor_kib * KIB,
                 allocator=args.allocator, repro=args.repro or "",
                 jobs=default_jobs() if args.jobs is None else args.jobs)
