@@ -109,6 +109,13 @@ def run_cli(argv):
     return main(argv, out=out), out.getvalue()
 
 
+
+def default_signals() -> None:
+    """In the child before exec: SIGHUP and SIGINT at their defaults, whatever this test run inherited (under nohup,
+    or a shell's background job, they arrive ignored, and kerasbench keeps an ignored SIGHUP ignored, as nohup asks)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 # ---------------------------------------------------------------- class 3: interrupts end every worker
 
 
@@ -119,7 +126,8 @@ def test_interrupt_ends_every_worker_and_keeps_the_finished_pairs(fault, tmp_pat
     cmd = [sys.executable, "-m", "kerasbench", "run", "--loop", "control",
            "--strategy", "control_noop,control_leak_native", "--iterations", "3", "--warmup", "0",
            "--leak-kib", "64", "--json", str(path), "--jobs", "1"]  # one at a time: the first finishes first
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     try:
         deadline = time.monotonic() + 60
         while len(read_pids(pids)) < 2:  # the hanging worker and the `sleep` it started
@@ -324,7 +332,8 @@ def test_interrupting_a_parallel_run_ends_every_worker_and_keeps_the_finished_pa
     cmd = [sys.executable, "-m", "kerasbench", "run", "--loop", "control", "--jobs", "2",
            "--strategy", "control_noop,control_leak_native,control_leak_python", "--iterations", "3", "--warmup", "0",
            "--leak-kib", "64", "--json", str(path)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     try:
         deadline = time.monotonic() + 60
         while len(read_pids(pids)) < 2 or not path.exists() or len(json.loads(path.read_text())["records"]) < 2:
@@ -447,6 +456,7 @@ def test_a_program_ended_inside_measure_body_ends_its_worker_and_removes_its_fol
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fault), str(ROOT)]), KB_NO_TF="1",
                KB_BODY_PIDS=str(pids), TMPDIR=str(temp))
     proc = subprocess.Popen([sys.executable, str(tmp_path / "script.py"), str(tmp_path), strategy], cwd=tmp_path,
+                            preexec_fn=default_signals,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         worker = _wait_for_pids(pids, 1, proc)[0]
