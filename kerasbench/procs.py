@@ -22,7 +22,7 @@ _live: Dict[int, "Group"] = {}  # leader pid: its group, while not yet ended
 
 
 # The worker's environment variable that names its parent (the pid that started it), read and removed by the worker
-# at its start (`die_with_parent`); a leading underscore, so no record keeps it (worker.ENV_PREFIXES).
+# at its start (`die_with_parent`); not on the allow-list of what a record keeps (worker.ENV_NAMES, ENV_PATTERNS).
 PARENT_VAR = "_KERASBENCH_PARENT_PID"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 

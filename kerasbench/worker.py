@@ -209,27 +209,39 @@ def environment(pair: Optional[MeasuredPair] = None) -> dict:
     return env
 
 
-# What changes a measurement: TF's and Keras's settings, the allocator's, threads, the visible GPUs, kerasbench's.
-ENV_PREFIXES = ("TF_", "MALLOC_", "LD_PRELOAD", "OMP_", "KERAS", "CUDA_VISIBLE", "KERASBENCH_")
-# ... except a name that may hold a secret (records are published: the dashboard, the report, a bug report):
-# one containing any of SECRET_PARTS, or with one of SECRET_WORDS between underscores. Dropping a harmless
-# variable (TF_MONKEY) costs a line of context; keeping a token publishes it.
-SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "KEY")
-SECRET_WORDS = ("AUTH", "PASS", "PW", "PWD", "COOKIE", "SESSION", "CERT", "DSN", "URL", "URI", "LOGIN")
-_USERINFO = re.compile(r"(://)[^/@\s]+@")
+# What changes a measurement, by name: an allow-list (records are published: the dashboard, the report, a bug
+# report), not every variable of a prefix. TF_ alone also catches Terraform's (TF_VAR_db_password, TF_TOKEN_…).
+ENV_NAMES = frozenset({
+    "LD_PRELOAD", "CUDA_VISIBLE_DEVICES", "XLA_FLAGS", "KERAS_BACKEND", "KERAS_HOME", "MALLOC_CONF",  # jemalloc's
+    "PYTHONMALLOC", "PYTHONHASHSEED",
+})
+ENV_PATTERNS = re.compile(
+    r"TF_(CPP|ENABLE|DISABLE|NUM|FORCE|GPU|XLA|USE|DETERMINISTIC|CUDNN|INTER|INTRA|ONEDNN|MKL|CUDA|SYNC)_[A-Z0-9_]*"
+    r"|TF_USE_LEGACY_KERAS|OMP_[A-Z_]+|KMP_[A-Z_]+|MKL_[A-Z_]+|MALLOC_[A-Z_]+|TCMALLOC_[A-Z_]+|JE_MALLOC_CONF"
+    r"|KERASBENCH_(ALLOCATOR|CACHE|CALIBRATION|CONFIG|DEVICE|INSTALLER|JOBS|LEAK_KIB|MACHINE|MEMORY_CAP|NO_CALIBRATE"
+    r"|PROFILE|PYPI|RECORDS_DIR)")
+# ... and still not a name that may hold a secret (a second guard, should the list grow): one containing any of
+# SECRET_PARTS, or with one of SECRET_WORDS between underscores. Dropping a harmless variable costs a line of
+# context; keeping a token publishes it.
+SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "KEY", "AUTHORIZATION", "OAUTH",
+                "PASSPHRASE", "CREDS", "BEARER", "JWT", "WEBHOOK")
+SECRET_WORDS = ("AUTH", "PASS", "PW", "PWD", "COOKIE", "SESSION", "CERT", "DSN", "URL", "URI", "LOGIN", "SAS")
+_USERINFO = re.compile(r"(://)?([^/@\s:]+:[^/@\s]*@|(?<=://)[^/@\s]+@)")
 
 
 def environment_variables(environ: Dict[str, str]) -> Dict[str, str]:
-    """The variables a record keeps (worker.environment): ENV_PREFIXES minus names that may hold a secret.
-
-    A value that is an address with a user and password in it keeps the address, not the user and password.
-    """
+    """The variables a record keeps (worker.environment): those named in ENV_NAMES or matching ENV_PATTERNS, minus
+    names that may hold a secret. A value with a user and password in it (`https://user:pw@host`, `user:pw@host`)
+    keeps the address, not them."""
     def secret(name: str) -> bool:
         name = name.upper()
         return any(p in name for p in SECRET_PARTS) or any(w in SECRET_WORDS for w in name.split("_"))
 
-    return {k: _USERINFO.sub(r"\1***@", v) for k, v in sorted(environ.items())
-            if k.startswith(ENV_PREFIXES) and not secret(k)}
+    def hidden(value: str) -> str:
+        return _USERINFO.sub(lambda m: (m.group(1) or "") + "***@", value)
+
+    return {k: hidden(v) for k, v in sorted(environ.items())
+            if (k in ENV_NAMES or ENV_PATTERNS.fullmatch(k)) and not secret(k)}
 
 
 def _cpu_model():

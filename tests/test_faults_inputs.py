@@ -434,7 +434,12 @@ def test_a_clean_tarball_is_still_localized(tmp_path):
 
 @pytest.mark.parametrize("name", ["KERASBENCH_API_TOKEN", "TF_SECRET", "KERAS_HUB_KEY", "KERAS_API_KEYS",
                                   "TF_PASSWORD", "KERASBENCH_DB_PASSWD", "TF_CREDENTIALS_FILE", "KERASBENCH_AUTH",
-                                  "KERASBENCH_UPLOAD_URL", "TF_PRIVATE_THING", "KERAS_SESSION", "KERASBENCH_PW"])
+                                  "KERASBENCH_UPLOAD_URL", "TF_PRIVATE_THING", "KERAS_SESSION", "KERASBENCH_PW",
+                                  # not on the allow-list (Terraform's TF_ too), or on it and named like a secret:
+                                  "TF_VAR_db_password", "TF_TOKEN_app_terraform_io", "TF_CLI_CONFIG_FILE",
+                                  "KERASBENCH_PR_COMMENT", "TF_GPU_AUTHORIZATION", "OMP_OAUTH", "MALLOC_JWT",
+                                  "TF_XLA_PASSPHRASE", "TF_CUDA_CREDS", "TF_SYNC_BEARER", "OMP_SAS",
+                                  "KMP_WEBHOOK", "SLACK_WEBHOOK_URL", "AWS_SECRET_ACCESS_KEY"])
 def test_a_variable_that_may_hold_a_secret_is_not_recorded(name):
     from kerasbench.worker import environment_variables
 
@@ -451,6 +456,8 @@ def test_the_settings_that_change_a_measurement_are_still_recorded():
     assert environment_variables({**settings_, "PATH": "/bin"}) == settings_
     assert environment_variables({"KERASBENCH_PYPI": "https://bob:hunter2@pypi.example/simple"}) == \
         {"KERASBENCH_PYPI": "https://***@pypi.example/simple"}
+    assert environment_variables({"KERASBENCH_CONFIG": "bob:hunter2@host:/asv.conf.json"}) == \
+        {"KERASBENCH_CONFIG": "***@host:/asv.conf.json"}  # a user and password without a scheme
 
 
 def test_a_secret_in_the_environment_never_reaches_the_record(monkeypatch):
