@@ -14,6 +14,7 @@ measures when nothing fits).
 """
 
 import functools
+import math
 import os
 import platform
 import re
@@ -152,9 +153,17 @@ def _problem(data: Any, allocator: str) -> Optional[str]:
     floors = data.get("floors")
     if not isinstance(floors, dict) or not floors:
         return "no floors"
-    for n, floor in floors.items():
-        if not str(n).isdigit() or not (floor is None or (isinstance(floor, (int, float)) and floor >= 0)):
-            return f"bad floor {n!r}: {floor!r}"
+    for name in ("floors", "heap_floors"):  # every floor a finite number of bytes (Infinity would pass any leak flat)
+        table = data.get(name)
+        if table is None and name != "floors":
+            continue
+        if not isinstance(table, dict):
+            return f"{name} is not an object"
+        for n, floor in table.items():
+            if not str(n).isdigit() or not (floor is None or (isinstance(floor, (int, float))
+                                                             and not isinstance(floor, bool)
+                                                             and math.isfinite(floor) and floor >= 0)):
+                return f"bad {'heap ' if name == 'heap_floors' else ''}floor {n!r}: {floor!r}"
     return None
 
 

@@ -201,7 +201,13 @@ def test_an_old_host_keyed_file_still_loads(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("content", ["{not json", "[]", '{"schema": 1, "allocator": "glibc"}',
                                      '{"schema": 1, "allocator": "tcmalloc", "floors": {"30": 1}}',
-                                     '{"schema": 1, "allocator": "glibc", "floors": {"30": -5}}'])
+                                     '{"schema": 1, "allocator": "glibc", "floors": {"30": -5}}',
+                                     # Infinity (json reads it) would pass any leak as flat; a bool is no size
+                                     '{"schema": 1, "allocator": "glibc", "floors": {"30": Infinity}}',
+                                     '{"schema": 1, "allocator": "glibc", "floors": {"30": true}}',
+                                     '{"schema": 1, "allocator": "glibc", "floors": {"30": 1}, '
+                                     '"heap_floors": {"30": "lots"}}',
+                                     '{"schema": 1, "allocator": "glibc", "floors": {"30": 1}, "heap_floors": [1]}'])
 def test_bad_file_is_a_usage_error_naming_it(tmp_path, monkeypatch, content):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
     path = floors.path_for("glibc")
