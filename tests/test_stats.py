@@ -171,6 +171,9 @@ def test_teeth_change_only_halves_that_cannot_net_them_out():
     assert stats.judge(long, 128 * KIB, 0.05 / 6, teeth) == stats.judge(long, 128 * KIB, 0.05 / 6)
     heap = 600 * MIB + np.array(SWEEP_QUICK_HEAP_MIB) * MIB
     assert stats.judge(heap, 128 * KIB, 0.05 / 3, teeth[:3]).verdict == "inconclusive"
+    n = stats.MAX_POINTS + 1  # a long half with one tooth: the median difference off it, not n² pairs
+    rising = 100 * MIB + 4 * KIB * np.arange(n) - 64 * MIB * (np.arange(n) >= n // 2)
+    assert stats.between_teeth(rising, stats.gc_teeth(rising), 0.0) == 4 * KIB
 
 
 def test_a_heap_that_slows_to_under_three_quarters_of_its_window_is_not_a_leak():
