@@ -96,6 +96,14 @@ def read_pids(path):
     return [int(line) for line in path.read_text().split()] if path.exists() else []
 
 
+def _wait_for_pids(path, n, proc, limit=60):
+    deadline = time.monotonic() + limit
+    while len(read_pids(path)) < n:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    return read_pids(path)
+
+
 def alive(pid):
     """Running and not a zombie (a killed orphan is a zombie until init reaps it)."""
     try:
@@ -129,11 +137,7 @@ def test_interrupt_ends_every_worker_and_keeps_the_finished_pairs(fault, tmp_pat
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_signals)
     try:
-        deadline = time.monotonic() + 60
-        while len(read_pids(pids)) < 2:  # the hanging worker and the `sleep` it started
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
-        worker, child = read_pids(pids)
+        worker, child = _wait_for_pids(pids, 2, proc)  # the hanging worker and the `sleep` it started
         assert alive(worker) and alive(child)
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=2)
@@ -430,14 +434,6 @@ import kb_hanging_body
 
 kerasbench.measure(body=kb_hanging_body.body, iterations=3, warmup=0, floor_kib=64, strategies=sys.argv[2])
 '''
-
-
-def _wait_for_pids(path, n, proc, limit=60):
-    deadline = time.monotonic() + limit
-    while len(read_pids(path)) < n:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.05)
-    return read_pids(path)
 
 
 @pytest.mark.parametrize("signum,strategy", [(signal.SIGTERM, "reuse_model"), (signal.SIGHUP, "reuse_model"),
