@@ -31,9 +31,12 @@ def tf() -> Any:
 # cond/while branches and gradient graphs are built elsewhere (func_graph_from_py_func): they are not traces.
 _TRACE_ENTRY = (
     # TF >= 2.14: a module function, _create_concrete_function(function_type, type_context, func_graph, options)
-    ("tensorflow.python.eager.polymorphic_function.tracing_compilation", None),
-    # TF 2.12, 2.13: TracingCompiler._create_concrete_function(self, args, kwargs, func_graph)
-    ("tensorflow.python.eager.polymorphic_function.tracing_compiler", "TracingCompiler"),
+    ("tensorflow.python.eager.polymorphic_function.tracing_compilation", None, "_create_concrete_function"),
+    # TF 2.11 to 2.13: TracingCompiler._create_concrete_function(self, args, kwargs[, func_graph])
+    ("tensorflow.python.eager.polymorphic_function.tracing_compiler", "TracingCompiler", "_create_concrete_function"),
+    # TF 2.8 to 2.10: the defun Function a tf.function traces through, _create_graph_function(self, args, kwargs[,
+    # override_flat_arg_shapes]); it holds _name, _python_function and _function_cache as TracingCompiler does
+    ("tensorflow.python.eager.function", "Function", "_create_graph_function"),
 )
 
 
@@ -42,11 +45,11 @@ def install_trace_hook() -> str:
     counters.hook_state(). Installed once; where TF's internals differ it says so and counts nothing."""
     if counters.hook_state().startswith("installed"):
         return counters.hook_state()
-    for module_name, owner in _TRACE_ENTRY:
+    for module_name, owner, method in _TRACE_ENTRY:
         try:
             module = importlib.import_module(module_name)
             target = getattr(module, owner) if owner else module
-            original = target._create_concrete_function
+            original = getattr(target, method)
         except (ImportError, AttributeError):
             continue
         if owner is None:
@@ -69,7 +72,7 @@ def install_trace_hook() -> str:
                     return made
                 finally:
                     counters.trace_ended(entry, made)
-        setattr(target, "_create_concrete_function", hooked)
+        setattr(target, method, hooked)
         counters.set_hook(f"installed ({module_name.rsplit('.', 1)[-1]})")
         return counters.hook_state()
     counters.set_hook("unavailable: no tracing entry point known in this TF (kerasbench._compat._TRACE_ENTRY)")
@@ -292,7 +295,8 @@ def default_graph_ops() -> int:
 def _graph_building_counter():
     for module in (
         "tensorflow.python.eager.polymorphic_function.tracing_compilation",  # TF >= 2.14
-        "tensorflow.python.eager.polymorphic_function.tracing_compiler",  # TF 2.12, 2.13
+        "tensorflow.python.eager.polymorphic_function.tracing_compiler",  # TF 2.11 to 2.13
+        "tensorflow.python.eager.function",  # TF 2.8 to 2.10
     ):
         try:
             return importlib.import_module(module)._graph_building_time_counter

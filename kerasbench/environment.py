@@ -38,10 +38,15 @@ def environments(config: str, tf: Optional[str] = None) -> list:
         entries = includes(config)
         package = releases.tf_package(entries)
         pinned = sorted((e["req"][package] for e in entries), key=releases.version_key)
-        if releases.version_key(tf)[:2] not in {releases.version_key(v)[:2] for v in pinned}:
+        older = releases.older_minors(entries, package)  # TF 2.8-2.11: patch releases, on their Pythons
+        if releases.version_key(tf)[:2] not in {releases.version_key(v)[:2] for v in pinned} | set(older):
+            also = f" (or of {'.'.join(map(str, older[0]))} to {'.'.join(map(str, older[-1]))})" if older else ""
             raise UsageError(f"Unknown TF version for {config}. Received: tf={tf!r}. Expected one of: "
-                             f"{', '.join(pinned)}, or another patch release of one of their minor releases.")
-        _, env = environment_for(config, releases.requirements_for(tf, entries))
+                             f"{', '.join(pinned)}, or another patch release of one of their minor releases{also}.")
+        python = None
+        if releases.version_key(tf)[:2] in older:  # no wheel for the config's Python: the newest it has (3.10)
+            python = (releases.pythons_for(releases.index(package), tf) or [None])[-1]
+        _, env = environment_for(config, releases.requirements_for(tf, entries, python=python), python)
         return [(env.name, dict(env.requirements))]
     return [(e["name"], dict(e["req"])) for e in matrix_entries(config)]
 

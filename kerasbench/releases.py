@@ -7,6 +7,10 @@ the Keras a TF release shipped with is the newest Keras of its line (2.<minor> u
 On another Python than the config's (--python), a numpy or scipy pin without a wheel for it becomes
 the newest earlier release that has one.
 
+Releases before the matrix's oldest minor, TF 2.8 to 2.11 (OLDER_MINORS), have wheels for CPython 3.7 to 3.10
+only: `--python 3.10`. Their pins are derived as a patch release's are, from the oldest matrix entry: their Keras
+by the same rule, numpy below 1.24 (OLDER_PINS). The matrix has no entry of theirs (asv runs none of them).
+
 The registry is PyPI's simple API in its JSON form (PEP 691/700: every file of a project with its
 upload time and yanked flag; the JSON API's `releases` key is deprecated), or a folder of
 <package>.json files in that form (tests, offline mirrors): KERASBENCH_PYPI=https://pypi.org/simple
@@ -30,6 +34,14 @@ from .errors import UsageError
 PYPI = "https://pypi.org/simple"
 ACCEPT = "application/vnd.pypi.simple.v1+json"
 PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14")  # the Pythons an error message may name
+
+# TF minors older than the asv matrix's that `run --tf` and triage still give pins for (the bug reports' "worked in
+# 2.8/2.9"): no wheel for CPython 3.11, so measured on 3.10. Older ones have no CPython 3.10 wheel.
+OLDER_MINORS = ((2, 8), (2, 9), (2, 10), (2, 11))
+# What replaces the oldest matrix entry's pins for them: their wheels leave numpy unbounded, and numpy 1.24 removed
+# the aliases they still use (np.bool in Keras 2.8-2.11's conv_utils, np.object in TF 2.8's ragged_tensor, np.float
+# in their TensorBoard); 1.23.5 is the last numpy before 1.24.
+OLDER_PINS = {"numpy": "1.23.5"}
 
 
 def version_key(version: str) -> tuple:
@@ -122,13 +134,16 @@ def pythons_for(doc: Dict[str, Any], version: str) -> List[str]:
     return [p for p in PYTHONS if version in installable(doc, p)]
 
 
-def check_python(package: str, version: str, python: str, doc: Optional[Dict[str, Any]] = None) -> None:
-    """UsageError naming the Pythons it has when `package` `version` has no wheel here for Python `python`."""
+def check_python(package: str, version: str, python: str, doc: Optional[Dict[str, Any]] = None,
+                 hint: bool = False) -> None:
+    """UsageError naming the Pythons it has when `package` `version` has no wheel here for Python `python`;
+    with `hint` (the TF release itself: --python decides), it ends with the --python to give."""
     doc = doc or index(package)
     if version not in installable(doc, python):
         has = pythons_for(doc, version)
+        advice = f" Give --python {has[-1]} (the newest it has)." if hint and has else ""
         raise UsageError(f"{package} {version} has no wheel for Python {python} on this platform; "
-                         f"it has: {', '.join(has) or 'none'}.")
+                         f"it has: {', '.join(has) or 'none'}.{advice}")
 
 
 def keras_for(tf_version: str, tf_uploaded: str, keras_doc: Dict[str, Any], python: str = "3.11") -> str:
@@ -158,30 +173,47 @@ def config_python(includes: List[Dict[str, Any]]) -> str:
     return str(includes[0].get("python") or "3.11") if includes else "3.11"
 
 
+def older_minors(includes: List[Dict[str, Any]], package: Optional[str] = None) -> List[tuple]:
+    """The OLDER_MINORS (major, minor) the config pins no entry of and that are older than all its entries."""
+    package = package or tf_package(includes)
+    pinned = [version_key(i["req"][package])[:2] for i in includes if package in i.get("req", {})]
+    oldest = min(pinned) if pinned else (0, 0)
+    return [m for m in OLDER_MINORS if m < oldest]
+
+
 def requirements_for(version: str, includes: List[Dict[str, Any]], package: Optional[str] = None,
                      tf_doc: Optional[Dict[str, Any]] = None, keras_doc: Optional[Dict[str, Any]] = None,
                      python: Optional[str] = None) -> Dict[str, str]:
-    """asv `req` pins for TF `version` on Python `python` (default the config's): its entry, or derived for a patch."""
+    """asv `req` pins for TF `version` on Python `python` (default the config's): its entry, or derived for a patch
+    (from its minor's entry; for a minor of older_minors, from the oldest entry with OLDER_PINS)."""
     package = package or tf_package(includes)
     home = config_python(includes)
     python = python or home
-    reqs = next((dict(i["req"]) for i in includes if i.get("req", {}).get(package) == version), None)
+    entry = next((i for i in includes if i.get("req", {}).get(package) == version), None)
+    reqs, made_for = (dict(entry["req"]), str(entry.get("python") or home)) if entry else (None, home)
     if reqs is None:
         minor = version_key(version)[:2]
         same_minor = [i["req"] for i in includes if version_key(i["req"][package])[:2] == minor]
+        older = not same_minor and minor in older_minors(includes, package)
+        if older:  # the oldest entry's pins, numpy and the like as OLDER_PINS says
+            oldest = min((i["req"] for i in includes), key=lambda req: version_key(req[package]))
+            same_minor = [{**oldest, **{k: v for k, v in OLDER_PINS.items() if k in oldest}}]
         if not same_minor:
             known = ", ".join(sorted((i["req"][package] for i in includes), key=version_key))
-            raise UsageError(f"TF {version}: no entry of its minor release in the asv config (it has {known}).")
+            before = older_minors(includes, package)
+            also = f", and the patch releases of {'.'.join(map(str, before[0]))} to " \
+                   f"{'.'.join(map(str, before[-1]))}" if before else ""
+            raise UsageError(f"TF {version}: no entry of its minor release in the asv config (it has {known}{also}).")
         tf_doc = tf_doc or index(package)
         uploaded = installable(tf_doc, python).get(version)
         if uploaded is None:
-            check_python(package, version, python, tf_doc)  # names the Pythons it has, if any
+            check_python(package, version, python, tf_doc, hint=True)  # names the Pythons it has, if any
             raise UsageError(f"TF {version}: no installable {package} release on the package index "
                              f"(CPython {python}, this platform).")
         reqs = dict(same_minor[0])
         reqs[package] = version
         reqs["keras"] = keras_for(version, uploaded, keras_doc or index("keras"), python)
-    if python != home:
+    if python != made_for:
         reqs = for_python(reqs, python, package, tf_doc)
     return reqs
 
@@ -192,7 +224,7 @@ def for_python(reqs: Dict[str, str], python: str, package: str,
     Pythons they have); a numpy or scipy pin without one becomes the newest earlier release that has one."""
     from packaging.version import Version
 
-    check_python(package, reqs[package], python, tf_doc)
+    check_python(package, reqs[package], python, tf_doc, hint=True)
     out = dict(reqs)
     for name, pinned in reqs.items():
         if name == package or name.startswith("pip+"):  # asv_runner: pure Python, any 3.x
@@ -219,14 +251,27 @@ def candidates(good: str, bad: str, includes: List[Dict[str, Any]], patches: boo
     """
     package = package or tf_package(includes)
     pinned = {i["req"][package] for i in includes}
+    older = older_minors(includes, package)
+    if not any(version_key(v)[:2] in older for v in (good, bad)):
+        older = []  # below every pinned minor: only an end among them brings them in (read from the index)
+    here = python or config_python(includes)
+    found: Dict[str, str] = {}
+    if patches or older:
+        tf_doc = tf_doc or index(package)
+        found = installable(tf_doc, here)
     if patches:
-        minors = {version_key(p)[:2] for p in pinned}  # the releases the config can give pins for
-        found = installable(tf_doc or index(package), python or config_python(includes))
+        minors = {version_key(p)[:2] for p in pinned} | set(older)  # the releases the config can give pins for
         known = {v for v in found if version_key(v)[:2] in minors}
-    else:
-        known = pinned
+    else:  # the pinned ones, and the latest patch of each older minor this Python has
+        latest = {}
+        for v in found:
+            if version_key(v)[:2] in older:
+                latest[version_key(v)[:2]] = max(latest.get(version_key(v)[:2], v), v, key=version_key)
+        known = pinned | set(latest.values())
     for name, value in (("good", good), ("bad", bad)):
         if value not in known:
+            if tf_doc and version_key(value)[:2] in older and pythons_for(tf_doc, value):
+                check_python(package, value, here, tf_doc, hint=True)  # a release, on other Pythons only
             raise UsageError(f"Unknown TF version. Received: {name}={value!r}. Expected one of: "
                              f"{', '.join(sorted(known, key=version_key))}.")
     low, high = sorted((good, bad), key=version_key)
