@@ -157,7 +157,7 @@ def test_a_curve_per_cell_with_every_repeat(tmp_path):
         ids = {td.attrs["data-curve"] for td in cells}
         figures = {f.attrs["id"]: f for f in section.find_all("figure", class_="curve")}
         assert ids == set(figures) and len(ids) == len(cells) / 3  # one curve, shared by the growth and peak cells
-        assert all("hidden" in f.attrs for f in figures.values())
+        assert not any("hidden" in f.attrs for f in figures.values())  # shown without a click
     [row] = heat(root, "sweep", "growth_per_iter").find_all("tr", data_strategy="clear_session_del_gc")
     curve = row.find_all("td")[2].attrs["data-curve"]
     [figure] = root.find_all("figure", id=curve)
@@ -325,20 +325,31 @@ def test_report_works_in_headless_chromium(tmp_path):
         cell = page_.locator('section[data-loop="inference"] table[data-metric="growth_per_iter"] '
                              'td[data-curve]').nth(1)
         curve = cell.get_attribute("data-curve")
-        hidden_before = page_.is_hidden(f"#{curve}")
+        visible_before = page_.is_visible(f"#{curve}")
         cell.click()
-        visible_after = page_.is_visible(f"#{curve}")
+        selected = page_.eval_on_selector_all("figure.curve.sel", "els => els.map(e => e.id)")
+        in_view = page_.eval_on_selector(f"#{curve}", "e => { const r = e.getBoundingClientRect(); "
+                                         "return r.top >= -1 && r.bottom <= window.innerHeight + 1; }")
         box = page_.locator(f"#{curve} svg").bounding_box()
-        others = page_.eval_on_selector_all('section[data-loop="inference"] figure.curve',
-                                            f"els => els.filter(e => !e.hidden && e.id !== '{curve}').length")
+        hidden = page_.eval_on_selector_all("figure.curve", "els => els.filter(e => e.hidden).length")
+        # nothing drawn outside its picture: every line, polyline and text inside its svg's box
+        outside = page_.eval_on_selector_all("svg.plot", """els => els.flatMap(svg => {
+            const b = svg.getBoundingClientRect();
+            return [...svg.querySelectorAll('line, polyline, circle, text, rect')].filter(e => {
+              const r = e.getBoundingClientRect();
+              return r.width + r.height > 0 && (r.left < b.left - 1 || r.right > b.right + 1 ||
+                                                r.top < b.top - 1 || r.bottom > b.bottom + 1);
+            }).map(e => svg.getAttribute('aria-label') + ': ' + e.outerHTML.slice(0, 80));
+        })""")
         browser.close()
     assert errors == []
     assert requests == ["file://" + path]  # nothing fetched but the page itself
     views = [m for m in METRICS.values() if m.report and not m.report.optional]  # growth, peak, peak over baseline
     assert len(sizes) == 2 * len(views) == 6  # per view, one plot for each of the fixtures' two loop shapes
     assert all(w > 100 and h > 100 and lines > 0 for w, h, lines in sizes)
-    assert hidden_before and visible_after and box["width"] > 100 and box["height"] > 100
-    assert others == 0  # one curve at a time per loop shape
+    assert visible_before and selected == [curve] and in_view  # shown at once; a click marks it and brings it in
+    assert box["width"] > 100 and box["height"] > 100 and hidden == 0
+    assert outside == []
 
 
 def test_kerasbench_publish_writes_the_report_beside_the_dashboard(tmp_path, monkeypatch):
@@ -346,7 +357,7 @@ def test_kerasbench_publish_writes_the_report_beside_the_dashboard(tmp_path, mon
 
     from kerasbench import dashboard
 
-    (tmp_path / "asv.conf.json").write_text('{"version": 1, "html_dir": ".asv/html"}')
+    (tmp_path / "asv.conf.json").write_text('{"version": 1, "repo": ".", "html_dir": ".asv/html"}')
     _tree(tmp_path / ".asv", "box", "0123abcd", payload(TF212), "env-tensorflow-cpu2.12.1")
     _tree(tmp_path / ".asv", "box", "0123abcd", payload(TF221), "env-tensorflow-cpu2.21.0")
     (tmp_path / ".asv" / "html").mkdir()  # what asv publish leaves (it is not run here)

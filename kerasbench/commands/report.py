@@ -1,4 +1,4 @@
-"""`kerasbench report`: the records as one self-contained HTML page."""
+"""`kerasbench report`: the records as one self-contained HTML page, or one picture of them (--svg, --png)."""
 
 import argparse
 from typing import TextIO
@@ -6,21 +6,50 @@ from typing import TextIO
 from . import options
 
 NAME = "report"
-HELP = "the same records as compare, as one self-contained HTML page (heat-tables, plots, curves)"
+HELP = "the same records as compare, as one self-contained HTML page (heat-tables, plots, curves) or one picture"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     options.records(p)
     p.add_argument("--output", metavar="PATH",
                    help="the HTML file, written atomically "
-                   "(default: .asv/html/kerasbench-report.html, beside the dashboard)")
+                   "(default: .asv/html/kerasbench-report.html, beside the dashboard; not written with --svg or "
+                   "--png unless given)")
+    p.add_argument("--svg", metavar="FILE", type=options.path,
+                   help="write one picture, ready to paste into an issue, as SVG (--pair or --metric chooses it)")
+    p.add_argument("--png", metavar="FILE", type=options.path,
+                   help="the same picture as PNG: drawn by matplotlib where it is installed (pip install "
+                   "'kerasbench[plots]'), else by headless chromium")
+    p.add_argument("--pair", metavar="LOOP:STRATEGY",
+                   help="the picture: this pair's RSS and heap after each iteration, with its baseline and floor")
+    p.add_argument("--metric", metavar="NAME",
+                   help="the picture: this metric of one loop shape, the strategies side by side with their 95%% "
+                   "CIs (e.g. growth_per_iter, peak_loop)")
+    p.add_argument("--loop", help="with --metric: the loop shape (needed when the records hold several)")
+    p.add_argument("--tf", metavar="VERSION",
+                   help="the picture's TF version (default: the newest for --pair, every one for --metric)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from .. import report
+    from ..errors import UsageError
 
+    pictures = {"SVG": args.svg, "PNG": args.png}
+    choices = [name for name, value in (("--pair", args.pair), ("--metric", args.metric), ("--loop", args.loop),
+                                        ("--tf", args.tf)) if value is not None]
+    if choices and not any(pictures.values()):
+        raise UsageError(f"{', '.join(choices)} {'chooses' if len(choices) == 1 else 'choose'} the picture of --svg "
+                         "or --png: give --svg FILE or --png FILE too.")
     # the default's folder, .asv/html, is made later
-    options.check_outputs({"--output": args.output}, {"PATH": args.paths})
+    options.check_outputs({"--output": args.output, "--svg": args.svg, "--png": args.png}, {"PATH": args.paths})
+    if any(pictures.values()):
+        what = report.write_picture(args.paths, svg=args.svg, png=args.png, pair=args.pair, metric=args.metric,
+                                    loop=args.loop, version=args.tf, baseline=args.baseline)
+        for kind, path in pictures.items():
+            if path:
+                out.write(f"wrote the {kind} of {what} to {path}\n")
+        if args.output is None:
+            return 0
     path = report.write(args.paths, args.output or report.DEFAULT_OUTPUT, baseline=args.baseline)
     out.write(f"wrote the HTML report to {path} (one file, works offline)\n")
     return 0
