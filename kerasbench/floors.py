@@ -200,12 +200,26 @@ def covers(calibration: dict, iterations: int) -> Optional[int]:
 
 
 def find(allocator: str, iterations: int) -> Tuple[Optional[str], Optional[dict], Optional[int]]:
-    """(path, calibration, count) of the best calibration fitting `allocator` at `iterations`; Nones if none."""
+    """(path, calibration, count) of the best calibration fitting `allocator` at `iterations`; Nones if none.
+
+    The best is the one calibrated at the count nearest below `iterations` (the largest count <= it); at equal
+    counts, the first of `candidates` (the user's folder before the shipped one). A calibration made once for a run
+    of 3 iterations (counts the shipped one has none of) does not then judge every longer run at its 10 runs.
+    """
+    best: Tuple[Optional[str], Optional[dict], Optional[int]] = (None, None, None)
     for path, data in candidates(allocator):
         n = covers(data, iterations)
-        if n is not None:
-            return path, data, n
-    return None, None, None
+        if n is not None and (best[2] is None or n > best[2]):
+            best = (path, data, n)
+    return best
+
+
+def passed_over(allocator: str, iterations: int, chosen: Optional[str]) -> List[Tuple[str, dict]]:
+    """The calibrations that also fit `allocator` at the same count as `chosen` but rank after it (a shipped one
+    behind the user's): what a run's floor line names, so that which one outranks which is seen, not guessed."""
+    found = candidates(allocator)
+    at = {path: covers(data, iterations) for path, data in found}
+    return [(path, data) for path, data in found if path != chosen and chosen in at and at[path] == at[chosen]]
 
 
 def load(allocator: str, path: Optional[str] = None) -> Optional[dict]:
@@ -248,5 +262,8 @@ def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FL
     floor = data["floors" if series == "rss" else f"{series}_floors"].get(str(n))
     if floor is None:
         return default, f"default ({what}, {fitted}, detected no tested rate at {n} iterations)"
+    behind = passed_over(allocator, iterations, path)
+    ahead = (f"; ahead of {_where(behind[0][0])} ({behind[0][1].get('runs')} runs per control), the user's folder "
+             "first: delete it to use that one") if behind else ""
     return float(floor), (f"{what} ({fitted}; made {data.get('created')}, {data.get('runs')} runs per control; "
-                          f"{n} iterations)")
+                          f"{n} iterations{ahead})")

@@ -58,10 +58,11 @@ def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: Te
     (environment.python_for_tf) and need `tf` (else a one-line UsageError). With keras 'tf_keras' the workers inherit
     TF_USE_LEGACY_KERAS=1, so tf.keras is tf_keras there (the record says so).
     """
-    if machine:  # the records' machine name (kerasbench.machine), for the workers too
-        from .machine import ENV_VAR as MACHINE_VAR, check_name
+    from .machine import ENV_VAR as MACHINE_VAR, check_name, name as machine_name
 
+    if machine:  # the records' machine name (kerasbench.machine), for the workers too
         os.environ[MACHINE_VAR] = check_name(machine)
+    machine_name()  # the name the records will say: a bad $KERASBENCH_MACHINE is one line now, before any work
     if python and not tf:
         raise UsageError("--python picks the Python of a --tf release's environment: give --tf VERSION too.")
     if (pins or keras) and not tf:
@@ -325,13 +326,16 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
               heaps: Sequence[str], warmup: int, tf_control: bool, err: TextIO, jobs: int = 1) -> list:
     """`kerasbench calibrate`: measure, analyze and store each allocator's calibration, progress on `err`.
 
-    The arguments are checked by the caller; this checks that the calibration can be stored (and TF imported
-    for the TF control) before minutes of measuring. Returns the calibrations, in the order of `allocators`.
+    The arguments are checked by the caller; this checks that the calibration can be stored, TF imported for the
+    TF control, and the records' machine name is valid, before minutes of measuring. Returns the calibrations, in the
+    order of `allocators`.
     """
     import importlib.util
 
     from . import floors
+    from .machine import name as machine_name
 
+    machine_name()  # the name the records say (a bad $KERASBENCH_MACHINE), before the first control's line
     try:
         os.makedirs(floors.directory(), exist_ok=True)
     except OSError as e:
@@ -365,7 +369,10 @@ def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bo
         check_writable(floors.path_for(allocator), "calibration")
     except UsageError as e:
         return f"not calibrated: {str(e).rstrip('.')}"
-    counts = sorted(set(DEFAULT_COUNTS) | {iterations})
+    # only the counts no calibration here has (below them all) when one fits at larger counts: the shipped one
+    # keeps judging the runs it covers (floors.find takes the count nearest below a run's)
+    fits_larger = floors.load(allocator) is not None
+    counts = sorted({c for c in DEFAULT_COUNTS if c <= iterations or not fits_larger} | {iterations})
     status_line(err, f"kerasbench: no calibration fits {floors.describe(floors.environment_key(allocator))} at "
                 f"<= {iterations} iterations: calibrating once (about a minute; cached in {floors.directory()}; "
                 "--no-calibrate skips it)", final=True)

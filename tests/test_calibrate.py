@@ -183,6 +183,41 @@ def test_a_calibration_fits_by_key_not_host(tmp_path, monkeypatch):
     assert floors.candidates("glibc_trim") == []  # glibc-*.json is not glibc_trim's
 
 
+def test_the_count_nearest_below_the_run_wins_and_the_floor_line_names_what_it_outranks(tmp_path, monkeypatch):
+    # A one-off calibration made for a run of 3 iterations (10 runs, in the user's folder) judged every later run
+    # ahead of the shipped one (20 runs at every count): found twice on this project's VM, after smoke runs.
+    shipped = tmp_path / "shipped"
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path / "mine"))
+    monkeypatch.setattr(floors, "SHIPPED", str(shipped))
+    key = floors.environment_key("glibc")
+    floors.save(fake_calibration(floors={"8": 128 * KIB, "30": 32 * KIB}), str(shipped / floors.file_name(key)))
+    one_off = fake_calibration(floors={"3": 512 * KIB})
+    one_off["runs"] = 10
+    floors.save(one_off, floors.path_for("glibc"))
+    assert floors.floor_for("glibc", 3)[0] == 512 * KIB  # only the one-off covers 3 iterations
+    floor, source = floors.floor_for("glibc", 30)
+    assert floor == 32 * KIB and str(shipped) in source and "ahead of" not in source  # the shipped count is nearer
+    mine = fake_calibration(floors={"8": 64 * KIB, "30": 16 * KIB})  # the user's own, at the same counts: first
+    floors.save(mine, floors.path_for("glibc"))
+    floor, source = floors.floor_for("glibc", 30)
+    assert floor == 16 * KIB and f"ahead of {shipped}" in source and "delete it to use that one" in source
+
+
+def test_a_one_off_calibration_measures_only_the_counts_none_here_has(tmp_path, monkeypatch):
+    shipped = tmp_path / "shipped"
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path / "mine"))
+    monkeypatch.setattr(floors, "SHIPPED", str(shipped))
+    asked = []
+    monkeypatch.setattr(session, "calibrate_one", lambda name, runs, counts, *a, **k: asked.append(list(counts)))
+    assert session.ensure_calibration("glibc", 3, io.StringIO()) is None  # none at all: every count, and 3
+    assert asked[-1][0] == 3 and 2000 in asked[-1]
+    floors.save(fake_calibration(floors={"8": 128 * KIB, "30": 32 * KIB}),
+                str(shipped / floors.file_name(floors.environment_key("glibc"))))
+    assert session.ensure_calibration("glibc", 3, io.StringIO()) is None
+    assert asked[-1] == [3]  # the shipped one keeps judging the counts it has
+    assert session.ensure_calibration("glibc", 30, io.StringIO()) is None and len(asked) == 2  # it fits: nothing
+
+
 def test_an_old_host_keyed_file_still_loads(tmp_path, monkeypatch):
     import pathlib
     import shutil
