@@ -220,14 +220,19 @@ def _code_bytes(code: types.CodeType) -> bytes:
 class Results(list):
     """Records (dicts, as `kerasbench run --json` keeps them) with a text table and an HTML table as repr."""
 
+    CURVES_SHOWN = 12  # memory pictures in the HTML repr: a notebook cell stays small
+
     def __repr__(self) -> str:
         from .console import run_table
 
         return run_table(list(self)).rstrip("\n") if self else "Results([])"
 
     def _repr_html_(self) -> str:
-        """The run table as HTML (Jupyter): one row per record, the RSS sparkline, the floor below."""
+        """The run table as HTML (Jupyter): one row per record, the RSS sparkline, the floor below; then each
+        record's memory picture (the report's: RSS and heap after each iteration, baseline and floor; at most
+        CURVES_SHOWN of them)."""
         from .console import _columns, table_span
+        from .report import curves_html
 
         columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in self), span=table_span(self))
         head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in columns)
@@ -235,7 +240,8 @@ class Results(list):
                        + "</tr>" for r in self)
         notes = [line for line in repr(self).splitlines()[len(self) + 2:] if line.strip()]
         foot = "".join(f"<div>{html.escape(line)}</div>" for line in notes)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{foot}"
+        return (f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{foot}"
+                f"{curves_html(list(self), limit=self.CURVES_SHOWN)}")
 
     def verdicts(self) -> dict:
         """{(loop, strategy): verdict or status} of every record: the pair's one verdict, RSS and heap together
@@ -254,9 +260,20 @@ class Results(list):
 
 
 def _names(value: Union[str, Iterable[str], None]) -> Optional[List[str]]:
+    """strategies= as names: a comma list or a list of names (a name given twice is measured once: selection.names)."""
     if value is None:
         return None
-    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else list(value)
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    try:
+        named = list(value)
+    except TypeError:
+        named = None
+    if named is None or not all(isinstance(v, str) for v in named):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise UsageError(f"Invalid value for argument `strategies`. Received: strategies={shown}. "
+                         "Expected a name, a comma list or a list of names.")
+    return named
 
 
 def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, body: Optional[Callable] = None,
@@ -294,6 +311,8 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
         raise UsageError("Measure what? Give exactly one of loop=NAME, repro=FILE or body=FUNCTION.")
     if setup is not None and body is None:
         raise UsageError("setup= goes with body=; a repro file defines its own setup().")
+    if repro is not None and not isinstance(repro, (str, os.PathLike)):
+        raise UsageError(f"Invalid value for argument `repro`. Received: repro={repro!r}. Expected a file's path.")
     folder = None
     with procs.terminations():  # SIGTERM/SIGHUP raise here, so the workers end and the folder goes (not orphaned)
         try:

@@ -4,6 +4,7 @@ Naming and making the environment of a set of pins is kerasbench.environment's."
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import List, Optional, Tuple
@@ -43,12 +44,83 @@ def find_config(given: Optional[str], default: str = MATRIX) -> str:
                      f"Give --config PATH, or set {CONFIG_VAR} to a clone of kerasbench or a config file.")
 
 
+ASV_CONFIG_VERSION = 1  # the config format asv 0.6 reads (asv.config.Config.api_version)
+# The type of each key asv or kerasbench reads from a config, when present: a wrong one is asv's traceback (or
+# kerasbench's) later. "text list": a list of strings; "objects": a list of objects.
+CONFIG_TYPES = {
+    **dict.fromkeys(("project", "project_url", "repo", "repo_subdir", "dvcs", "environment_type", "env_dir",
+                     "results_dir", "html_dir", "benchmark_dir", "launch_method", "show_commit_url"), "text"),
+    **dict.fromkeys(("branches", "pythons", "build_command", "install_command", "uninstall_command",
+                     "conda_channels", "plugins"), "text list"),
+    **dict.fromkeys(("include", "exclude"), "objects"),
+    **dict.fromkeys(("matrix", "regressions_first_commits", "regressions_thresholds"), "object"),
+    **dict.fromkeys(("install_timeout", "default_benchmark_timeout"), "number"),
+    **dict.fromkeys(("build_cache_size", "hash_length"), "integer"),
+}
+INCLUDE_TYPES = {"python": "text", "req": "object", "env": "object", "env_nobuild": "object"}  # an include entry's
+_EXPECTED = {"text": "a string", "text list": "a list of strings", "objects": "a list of objects",
+             "object": "an object", "number": "a number", "integer": "an integer"}
+_ITEM = {"text list": "text", "objects": "object"}  # what each item of a list kind is
+
+
+def json_kind(value: object) -> str:
+    """What a JSON value is, in JSON's words: 'a string', 'an array', 'null'…"""
+    if isinstance(value, bool):
+        return "a boolean"
+    for types, name in ((str, "a string"), (int, "an integer"), (float, "a number"), (list, "an array"),
+                        (dict, "an object")):
+        if isinstance(value, types):
+            return name
+    return "null"
+
+
+def _fits(value: object, kind: str) -> bool:
+    if kind in _ITEM:
+        return isinstance(value, list) and all(_fits(v, _ITEM[kind]) for v in value)
+    if kind in ("number", "integer"):
+        numbers = int if kind == "integer" else (int, float)
+        return isinstance(value, numbers) and not isinstance(value, bool)
+    return isinstance(value, str if kind == "text" else dict)
+
+
+def config_problem(value: object) -> Optional[str]:
+    """What is wrong with the shape of a parsed asv config (what asv needs, the types of the keys read), else None."""
+    if not isinstance(value, dict):
+        return f"it is {json_kind(value).replace('an array', 'a JSON array')}, expected an object"
+    version = value.get("version")
+    if "version" not in value:
+        return f"it has no 'version' (asv needs \"version\": {ASV_CONFIG_VERSION})"
+    if version != ASV_CONFIG_VERSION or isinstance(version, bool):
+        newer = _fits(version, "integer") and version > ASV_CONFIG_VERSION
+        return (f"'version' is {json.dumps(version)[:40]}, expected {ASV_CONFIG_VERSION}"
+                + (" (a newer format than this asv reads: update asv)" if newer else ""))
+    if not value.get("repo"):
+        said = "has no 'repo'" if "repo" not in value else f"has an empty 'repo' ({json.dumps(value['repo'])[:40]})"
+        return f"it {said} (asv needs the project's repository, e.g. \"repo\": \".\")"
+    for key, kind in CONFIG_TYPES.items():
+        if key in value and not _fits(value[key], kind):
+            if kind in _ITEM and isinstance(value[key], list):  # a list, one of whose items is not: say which
+                i = next(i for i, item in enumerate(value[key]) if not _fits(item, _ITEM[kind]))
+                return f"'{key}'[{i}] is {json_kind(value[key][i])}, expected {_EXPECTED[_ITEM[kind]]}"
+            return f"'{key}' is {json_kind(value[key])}, expected {_EXPECTED[kind]}"
+    if value.get("branches") == []:
+        return "'branches' is empty (asv needs one, or leave the key out)"
+    for i, entry in enumerate(value.get("include") or []):
+        for key, kind in INCLUDE_TYPES.items():
+            if key in entry and not _fits(entry[key], kind):
+                return f"'include'[{i}].{key} is {json_kind(entry[key])}, expected {_EXPECTED[kind]}"
+    return None
+
+
 def read_config(config: str) -> dict:
     """An asv config file as a dict (asv's JSON allows // comment lines): a regular file of at most
-    files.CONFIG_LIMIT (a FIFO or /dev/zero is refused, not read); a one-line UsageError naming it otherwise."""
+    files.CONFIG_LIMIT (a FIFO or /dev/zero is refused, not read), of the shape asv reads (config_problem: an object
+    with 'version' 1 and a 'repo', each key asv or kerasbench reads of its type); a one-line UsageError naming the
+    file and what is wrong otherwise, for every command that reads one (envs, run --tf, publish, triage, attribute)."""
     value = read_json(config, "asv config", CONFIG_LIMIT, comments=True)
-    if not isinstance(value, dict):
-        raise UsageError(f"Cannot parse asv config {config}: expected a JSON object, found {type(value).__name__}.")
+    problem = config_problem(value)
+    if problem:
+        raise UsageError(f"Invalid asv config {config}: {problem}.")
     return value
 
 

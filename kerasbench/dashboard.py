@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tarfile
+import zlib
 from typing import Optional, TextIO
 
 from .asvconf import html_dir_of, read_config
@@ -51,19 +53,48 @@ def cache_dir() -> str:
 
 
 def _tarball(spec, cache):
-    """The npm tarball of `spec` (name@version), packed once into `cache`."""
+    """The npm tarball of `spec` (name@version), packed once into `cache`, whole: a cached one that does not read to
+    its end (a download cut short, a full disk) is fetched again, or named, to delete, when it cannot be."""
     name, version = spec.rsplit("@", 1)
     path = os.path.join(cache, f"{name}-{version}.tgz")
-    if not os.path.exists(path):
+    if os.path.lexists(path):
+        damage = damaged(check_readable(path, "npm package"))  # a FIFO in the cache would hang tarfile
+        if damage is None:
+            return path
         if shutil.which("npm") is None:
-            raise UsageError(f"npm is needed once to fetch {spec} for the offline dashboard; "
-                             "install Node.js (npm), or publish with --cdn to keep asv's CDN links.")
-        os.makedirs(cache, exist_ok=True)
-        proc = subprocess.run(["npm", "pack", spec, "--pack-destination", cache, "--silent"],
-                              capture_output=True, text=True)
-        if proc.returncode != 0 or not os.path.exists(path):
-            raise UsageError(f"npm pack {spec} failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+            raise UsageError(f"The cached npm package {path} is damaged ({damage}): delete it and publish again "
+                             "with npm installed (it is fetched again), or publish with --cdn.")
+        os.unlink(path)  # fetched again below
+    if shutil.which("npm") is None:
+        raise UsageError(f"npm is needed once to fetch {spec} for the offline dashboard; "
+                         "install Node.js (npm), or publish with --cdn to keep asv's CDN links.")
+    os.makedirs(cache, exist_ok=True)
+    command = ["npm", "pack", spec, "--pack-destination", cache, "--silent"]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0 or not os.path.exists(path):
+        said = (proc.stderr or proc.stdout).strip().splitlines()
+        raise UsageError(f"npm pack failed (exit {proc.returncode}): {said[-1].strip() if said else 'no output'} "
+                         f"(command: {shlex.join(command)})")
+    damage = damaged(path)
+    if damage is not None:
+        raise UsageError(f"npm pack {spec} wrote a damaged package {path} ({damage}): delete it and publish again, "
+                         "or publish with --cdn.")
     return path
+
+
+def damaged(path: str) -> Optional[str]:
+    """Why the tarball at `path` cannot be read to its end (a truncated download: gzip's end marker, a member cut
+    short), or None when every member reads whole. The packages are small (bootstrap's, the largest, 2.3 MB)."""
+    try:
+        with tarfile.open(path) as tar:
+            for member in tar:
+                if member.isfile():
+                    with tar.extractfile(member) as f:
+                        while f.read(1 << 20):
+                            pass
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+        return (str(e) or type(e).__name__).rstrip(".")
+    return None
 
 
 def _all_cached(cache=None):
@@ -103,7 +134,7 @@ def localize(html_dir: str, cache: Optional[str] = None) -> int:
     vendor = os.path.join(html_dir, "vendor")
     for spec in sorted({spec for spec, _ in ASSETS.values()}):
         wanted = [member for s, member in ASSETS.values() if s == spec]
-        tarball = check_readable(_tarball(spec, cache), "npm package")  # a FIFO in the cache would hang tarfile
+        tarball = _tarball(spec, cache)  # checked: a regular file that reads whole
         with tarfile.open(tarball) as tar:
             for member in tar.getmembers():
                 inner = member.name.split("/", 1)[1] if "/" in member.name else member.name
@@ -207,11 +238,12 @@ def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: Tex
 
     html_dir is checked first (check_html_dir): asv publish deletes it, whatever it holds."""
     html = check_html_dir(config)
-    proc = subprocess.run([sys.executable, "-m", "asv", "publish", "--config", config],
-                          capture_output=True, text=True)
+    command = [sys.executable, "-m", "asv", "publish", "--config", config]
+    proc = subprocess.run(command, capture_output=True, text=True)
     if proc.returncode != 0:
         said = (proc.stderr or proc.stdout).strip().splitlines()  # its last line: the error, a traceback's last
-        raise UsageError(f"asv publish failed (exit {proc.returncode}): {said[-1].strip() if said else 'no output'}")
+        raise UsageError(f"asv publish failed (exit {proc.returncode}): {said[-1].strip() if said else 'no output'} "
+                         f"(command: {shlex.join(command)})")
     problem = asv_errors(proc.stdout + "\n" + proc.stderr)
     if problem:  # asv publish exits 0 after skipping a results file it cannot read: the dashboard would miss it
         raise UsageError(problem)

@@ -17,11 +17,15 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from .asvconf import json_kind
 from .errors import UsageError
 from .files import DATA_LIMIT, inside, make_folder, parse_json, read_text, write_text
 
 TREES = ("results", "records")  # what is merged; html is made again by `kerasbench publish`
 REWRITTEN = ("machine.json", "benchmarks.json")  # asv writes these on every run: newest (or union), not a conflict
+# The format of each (asv 0.6: Machine.api_version, Benchmarks.api_version): a newer one is a newer asv's file,
+# which the asv that publishes the merged tree cannot read.
+ASV_VERSIONS = {"machine.json": 1, "benchmarks.json": 2}
 
 
 def asv_folder(path: str, dest: bool = False) -> str:
@@ -57,6 +61,24 @@ def _read(path: str) -> Tuple[str, Any]:
     return text, parse_json(text, "file to merge", path, invalid=None)
 
 
+def check_rewritten(path: str, parsed: Any) -> None:
+    """A source's machine.json or benchmarks.json as asv reads it: a JSON object whose 'version' (when it has one) is
+    asv's format; a one-line UsageError naming the file otherwise. The merge keeps the newest copy (or the union):
+    a corrupt one would be kept and fail every `kerasbench publish` of the merged tree, far from its cause."""
+    name, expected = os.path.basename(path), ASV_VERSIONS[os.path.basename(path)]
+    fix = "fix or delete it (asv writes it again on its next run), or merge without that folder"
+    if parsed is None:
+        raise UsageError(f"Cannot merge {path}: it is not JSON (truncated or corrupt?); {fix}.")
+    if not isinstance(parsed, dict):
+        raise UsageError(f"Cannot merge {path}: it is {json_kind(parsed)}, not asv's {name} (an object); {fix}.")
+    version = parsed.get("version", expected)
+    if version != expected or isinstance(version, bool):
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > expected
+        why = "a newer asv wrote it: update asv, which publishes the merged tree" if newer else f"{fix}"
+        raise UsageError(f"Cannot merge {path}: its version is {json.dumps(version)[:40]}, asv's {name} is "
+                         f"version {expected}; {why}.")
+
+
 def _same(a: Tuple[str, Any], b: Tuple[str, Any]) -> bool:
     return a[0] == b[0] or (a[1] is not None and a[1] == b[1])
 
@@ -81,7 +103,10 @@ def plan(sources: List[str], dest: str) -> Tuple[Dict[str, Write], List[str]]:
     for label, folder in [(dest, target)] + list(zip(sources, folders)):
         for rel in (_files(folder) if os.path.isdir(folder) else []):
             path = os.path.join(folder, rel)
-            versions.setdefault(rel, []).append((label, os.path.getmtime(path), _read(path)))
+            read = _read(path)
+            if folder != target and rel.startswith("results" + os.sep) and os.path.basename(rel) in REWRITTEN:
+                check_rewritten(path, read[1])  # what asv reads of a source (the destination's is the user's own)
+            versions.setdefault(rel, []).append((label, os.path.getmtime(path), read))
     writes: Dict[str, Write] = {}
     notes: List[str] = []
     conflicts: List[str] = []
@@ -92,7 +117,7 @@ def plan(sources: List[str], dest: str) -> Tuple[Dict[str, Write], List[str]]:
             text, mtime, note = _rewritten(rel, found)
             if note:
                 notes.append(note)
-            parsed = parse_json(text, "file to merge", rel, invalid=None)  # machine.json need not be JSON
+            parsed = parse_json(text, "file to merge", rel, invalid=None)  # the destination's may not be JSON
             if rel not in have_dest or not _same(_read(os.path.join(target, rel)), (text, parsed)):
                 writes[rel] = (text, mtime)
             continue

@@ -41,7 +41,14 @@ def check(path: str) -> str:
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as e:
-        raise UsageError(f"Repro file {path} is not valid Python: {e.msg} (line {e.lineno}).") from None
+        where = f" (line {e.lineno})" if e.lineno else ""
+        raise UsageError(f"Repro file {path} is not valid Python: {e.msg}{where}.") from None
+    except (RecursionError, MemoryError) as e:  # a huge or deeply nested expression: the parser's stack runs out
+        raise UsageError(f"Repro file {path} cannot be parsed: an expression is too long or nested too deeply "
+                         f"for Python's parser ({type(e).__name__}); split it up (a loop, a list built in steps).") \
+            from None
+    except ValueError as e:  # null bytes in the source (Python < 3.12)
+        raise UsageError(f"Repro file {path} is not valid Python: {e}.") from None
     defined = _top_level_names(tree)
     for name, (required, arity) in HOOKS.items():
         node = defined.get(name)

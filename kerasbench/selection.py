@@ -14,10 +14,15 @@ from .strategies import STRATEGIES, get_strategy, strategies_for
 
 
 def names(text: str, registry: dict, kind: str) -> list:
-    """'a,b' or 'all' -> names (checked by the caller against the registry)."""
+    """'a,b' or 'all' -> names (checked by the caller against the registry), each once in the order first named: a
+    name given twice ('a,a', `--strategy a --strategy a`, strategies=['a', 'a']) is one pair, not two pairs that
+    compare would later refuse as duplicates."""
     if text == "all":
         return list(registry)
-    named = [n.strip() for n in text.split(",") if n.strip()]
+    if not isinstance(text, str):
+        raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. "
+                         "Expected a name, a comma list or 'all'.")
+    named = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
     if not named:
         raise UsageError(f"Invalid value for argument `{kind}`. Received: {text!r}. "
                          "Expected a name, a comma list or 'all'.")

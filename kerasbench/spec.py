@@ -101,11 +101,14 @@ class RunSpec:
                              f"Received: repro={self.repro!r}.")
         if self.python and not os.access(self.python, os.X_OK):
             raise UsageError(f"Cannot run the worker interpreter {self.python}: not an executable file.")
-        for name in ("iterations", "repeats", "batch_size", "jobs"):
+        for name in ("iterations", "repeats", "batch_size", "jobs"):  # a bool is an int to Python, not a count
             value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. "
                                  "Expected a positive integer.")
+        if not isinstance(self.trace, int) or isinstance(self.trace, bool) or self.trace < 0:
+            raise UsageError(f"Invalid value for argument `trace`. Received: trace={self.trace!r}. "
+                             "Expected 0 (off) or the number of sites to show.")
         if not isinstance(self.min_iterations, int) or isinstance(self.min_iterations, bool) or self.min_iterations < 0:
             raise UsageError(f"Invalid value for argument `min_iterations`. Received: "
                              f"min_iterations={self.min_iterations!r}. Expected 0 (a fixed count) or more.")

@@ -670,3 +670,371 @@ def test_a_record_the_readers_cannot_use_is_refused_at_load_time(mutate, needle,
             "score": ["score", path, "--reference", str(FIXTURES / "tf221.json")]}[command]
     err = one_line_exit_2(argv, capsys, f"Not a kerasbench record in {path}: {needle}.")
     assert "KeyError" not in err
+
+
+# ---------------------------------------------------------------- issue #26 round two: every input checked before work
+# Each case was run on the code before its fix; what it did then is noted as "before:".
+
+
+def _no_worker(monkeypatch):
+    """Fail the test if a worker process is started (runner.run_worker) or an environment made."""
+    from kerasbench import environment, runner
+
+    def started(*args, **kwargs):
+        raise AssertionError("a worker or an environment was started before the input was checked")
+
+    monkeypatch.setattr(runner, "run_worker", started)
+    monkeypatch.setattr(environment, "python_for", started)
+
+
+# -- class M: the machine name the records say
+
+
+BAD_MACHINE = "bad name!"
+MACHINE_USERS = {  # every session that measures, with what it would measure first (TF-free where it would start)
+    "run": ["run", "--loop", "control", "--strategy", "control_noop,control_leak_native", "--iterations", "3",
+            "--warmup", "0", "--floor-kib", "64"],
+    "run (calibrating first)": ["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3"],
+    "ablate": ["ablate", "--loop", "sweep", "--iterations", "3", "--floor-kib", "64"],
+    "calibrate": ["calibrate", "--runs", "1"],
+    "triage": ["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"],
+    "attribute": ["attribute", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"],
+}
+
+
+@pytest.mark.parametrize("command", MACHINE_USERS)
+def test_a_bad_machine_name_is_one_line_before_any_worker(command, monkeypatch, capsys):
+    """Before: the first pair was measured, then its record refused the name (its result lost), exit 2."""
+    monkeypatch.setenv("KERASBENCH_MACHINE", BAD_MACHINE)
+    monkeypatch.delenv("KERASBENCH_NO_CALIBRATE")  # `run` without a calibration would calibrate first: not now
+    _no_worker(monkeypatch)
+    one_line_exit_2(MACHINE_USERS[command], capsys, "Invalid machine name from $KERASBENCH_MACHINE")
+
+
+def test_a_bad_machine_name_is_refused_by_the_api_and_the_runner(monkeypatch):
+    import kerasbench
+    from kerasbench import runner
+
+    monkeypatch.setenv("KERASBENCH_MACHINE", BAD_MACHINE)
+    _no_worker(monkeypatch)
+    spec = RunSpec("control", "control_noop", iterations=3, warmup=0, floor=0.0)
+    for measure in (lambda: kerasbench.measure("control", strategies="control_noop", iterations=3, floor_kib=64),
+                    lambda: runner.measure(spec), lambda: runner.measure_at_once([spec, spec], 2, None, None),
+                    lambda: runner.measure_pairs(spec, [("control", "control_noop")], lambda strategy: 3)):
+        with pytest.raises(UsageError, match=r"Invalid machine name from \$KERASBENCH_MACHINE"):
+            measure()
+
+
+def test_machine_overrides_a_bad_machine_variable(monkeypatch, capsys):
+    """--machine is the name the records say: a bad $KERASBENCH_MACHINE it replaces is not an error."""
+    from kerasbench import runner
+
+    monkeypatch.setenv("KERASBENCH_MACHINE", BAD_MACHINE)
+    skipped = {"repeat": 0, "status": "skipped", "reason": "not measured here", "result": None, "environment": None}
+    monkeypatch.setattr(runner, "run_worker", lambda spec, **kwargs: dict(skipped))  # the runner checks first
+    code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3", "--warmup", "0",
+                    "--floor-kib", "64", "--machine", "good-name"])
+    assert code == 0, capsys.readouterr().err
+    assert os.environ["KERASBENCH_MACHINE"] == "good-name"  # what the workers (and the records) get
+
+
+# -- class N: counts are whole numbers in range, bools are not counts
+
+
+@pytest.mark.parametrize("argument", ["iterations", "warmup", "repeats", "jobs", "batch_size", "trace"])
+@pytest.mark.parametrize("value", [True, False, 2.0, "3"])
+def test_the_api_refuses_a_bool_or_a_non_integer_as_a_count(argument, value, monkeypatch):
+    """Before: iterations=True, repeats=True, jobs=True, batch_size=True, trace=True were measured (True as 1)."""
+    import kerasbench
+
+    _no_worker(monkeypatch)
+    with pytest.raises(UsageError) as raised:
+        kerasbench.measure("control", strategies="control_noop", floor_kib=64, **{argument: value})
+    assert f"Invalid value for argument `{argument}`. Received: {argument}={value!r}." in str(raised.value)
+    with pytest.raises(UsageError, match=f"argument `{argument}`"):
+        RunSpec("control", "control_noop", **{argument: value}).validate()
+
+
+@pytest.mark.parametrize("argument,value", [("strategies", 3), ("strategies", ["control_noop", 1]), ("loop", 3),
+                                            ("repro", 3)])
+def test_the_api_refuses_names_that_are_not_names(argument, value, monkeypatch):
+    """Before: strategies=3 and strategies=[.., 1] were TypeErrors from deep inside."""
+    import kerasbench
+
+    _no_worker(monkeypatch)
+    with pytest.raises(UsageError, match=f"argument `{argument}`"):
+        kerasbench.measure(**{"loop": None if argument == "repro" else "control", argument: value})
+
+
+NUMERIC_OPTIONS = [  # (command line, option): each refused by argparse, before anything is read or measured
+    (["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep", "--attribute"],
+     "--max-envs"),
+    (["attribute", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"], "--max-envs"),
+    (["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"], "--jobs"),
+    (["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"], "--iterations"),
+    (["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"], "--warmup"),
+    (["attribute", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"], "--repeats"),
+    (["run", "--loop", "control", "--strategy", "control_noop"], "--iterations"),
+    (["run", "--loop", "control", "--strategy", "control_noop"], "--warmup"),
+    (["run", "--loop", "control", "--strategy", "control_noop"], "--repeats"),
+    (["run", "--loop", "control", "--strategy", "control_noop"], "--jobs"),
+    (["ablate", "--loop", "sweep"], "--jobs"),
+    (["score", str(FIXTURES / "tf212.json"), "--reference", str(FIXTURES / "tf221.json")], "--top"),
+]
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "1e3", "lots", ""])
+@pytest.mark.parametrize("argv,option", NUMERIC_OPTIONS)
+def test_numeric_options_are_range_checked_at_parse_time(argv, option, value, monkeypatch, capsys):
+    """Before: `triage --attribute --max-envs -1` and `score --top -1` were accepted (the attribution never ran; the
+    last disagreeing pair was left out); the counts were checked only once the spec was built."""
+    _no_worker(monkeypatch)
+    err = one_line_exit_2(argv + [option, value], capsys, f"argument {option}: Invalid value")
+    assert f"Received: {value!r}. Expected an integer >= " in err
+
+
+# -- class D: a name given twice is one pair
+
+
+@pytest.mark.parametrize("strategies", [["--strategy", "control_noop", "--strategy", "control_noop"],
+                                        ["--strategy", "control_noop,control_noop"],
+                                        ["--strategy", "control_leak_native",
+                                         "--strategy", "control_noop,control_leak_native"]])
+def test_a_pair_named_twice_on_the_command_line_is_measured_once(strategies, monkeypatch):
+    """Before: `--strategy a,a` measured two records of one pair, which compare then refused ("Duplicate record");
+    `--strategy a --strategy b` measured b alone."""
+    from kerasbench import session
+
+    seen = []
+    monkeypatch.setattr(session, "run", lambda base, pairs, *args: seen.append(list(pairs)) or 0)
+    code, _ = call(["run", "--loop", "control,control", *strategies, "--iterations", "3", "--floor-kib", "64"])
+    want = ["control_noop"] if "control_leak_native" not in strategies else ["control_leak_native", "control_noop"]
+    assert code == 0 and seen == [[("control", s) for s in want]]
+
+
+def test_a_pair_given_twice_to_the_api_is_measured_once(monkeypatch):
+    import kerasbench
+    from kerasbench import runner
+
+    seen = []
+    monkeypatch.setattr(runner, "measure_pairs", lambda base, pairs, *args: seen.append(list(pairs)) or [])
+    kerasbench.measure("control", strategies=["control_noop", "control_leak_native", "control_noop"], iterations=3,
+                       floor_kib=64)
+    kerasbench.measure("control,control", strategies="control_noop,control_noop", iterations=3, floor_kib=64)
+    assert seen == [[("control", "control_noop"), ("control", "control_leak_native")], [("control", "control_noop")]]
+
+
+# -- class A: asv configs of the wrong shape
+
+WRONG_SHAPES = {  # config: what the one line says
+    "[1, 2]": "it is a JSON array, expected an object",
+    '{"project": "x", "version": 1}': "it has no 'repo'",
+    '{"project": "x", "repo": ""}': "it has no 'version'",
+    '{"repo": ".", "version": 2}': "'version' is 2, expected 1 (a newer format than this asv reads",
+    '{"repo": ".", "version": "1"}': "'version' is \"1\", expected 1",
+    '{"repo": ".", "version": 1, "html_dir": 5}': "'html_dir' is an integer, expected a string",
+    '{"repo": 3, "version": 1}': "'repo' is an integer, expected a string",
+    '{"repo": ".", "version": 1, "include": "x"}': "'include' is a string, expected a list of objects",
+    '{"repo": ".", "version": 1, "include": [{"python": 3.11, "req": {}}]}':
+        "'include'[0].python is a number, expected a string",
+    '{"repo": ".", "version": 1, "pythons": ["3.11", 3]}': "'pythons'[1] is an integer, expected a string",
+    '{"repo": ".", "version": 1, "matrix": []}': "'matrix' is an array, expected an object",
+}
+
+
+@pytest.mark.parametrize("content", WRONG_SHAPES)
+@pytest.mark.parametrize("command", CONFIG_READERS)
+def test_an_asv_config_of_the_wrong_shape_is_one_line_naming_it(command, content, tmp_path, monkeypatch, capsys):
+    """Before: no repo or no version: envs printed asv's traceback (UserError), publish said asv's last line, triage
+    and run --tf said "no matrix 'include' entries"; wrong types: AttributeError or TypeError tracebacks."""
+    _no_worker(monkeypatch)
+    path = tmp_path / "asv.conf.json"
+    path.write_text(content)
+    argv = [a.format(bad=path) for a in CONFIG_READERS[command]]
+    one_line_exit_2(argv, capsys, f"Invalid asv config {path}: {WRONG_SHAPES[content]}")
+
+
+def test_the_shipped_asv_configs_have_the_right_shape():
+    from kerasbench.asvconf import read_config
+
+    for name in ("asv.conf.json", "asv.matrix.json", "asv.gpu.json"):
+        assert read_config(str(ROOT / name))["repo"] == "."
+
+
+# -- class F: the files merge, publish and run read
+
+
+@pytest.mark.parametrize("name,content,needle", [
+    ("box/machine.json", '{"machine": "box", "version": 1', "it is not JSON (truncated or corrupt?)"),
+    ("box/machine.json", "[]", "it is an array, not asv's machine.json"),
+    ("box/machine.json", '{"machine": "box", "version": 2}', "its version is 2, asv's machine.json is version 1; "
+                                                             "a newer asv wrote it"),
+    ("benchmarks.json", '{"version": 3}', "its version is 3, asv's benchmarks.json is version 2"),
+    ("benchmarks.json", "", "it is not JSON"),
+])
+def test_a_corrupt_or_newer_machine_json_in_a_merge_source_is_one_line(name, content, needle, tmp_path, capsys):
+    """Before: merged as the newest copy (exit 0), and every publish of the merged tree failed in asv."""
+    results = tmp_path / "src" / "results"
+    (results / "box").mkdir(parents=True)
+    (results / "box" / "machine.json").write_text('{"machine": "box", "version": 1}')
+    (results / "benchmarks.json").write_text('{"version": 2}')
+    (results / name).write_text(content)
+    dest = tmp_path / "dest"
+    one_line_exit_2(["merge", str(tmp_path / "src"), str(dest)], capsys, f"Cannot merge {results / name}: {needle}")
+    assert not dest.exists()
+
+
+def _damage(cache, name="jquery-3.3.1.tgz"):
+    path = cache / name
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    return path, whole
+
+
+def test_a_truncated_npm_tarball_in_the_cache_is_fetched_again(tmp_path, monkeypatch):
+    """Before: every publish failed with EOFError (a traceback) until the file was found and deleted by hand."""
+    import subprocess
+
+    from kerasbench import dashboard
+
+    cache = _fake_cache(tmp_path / "cache")
+    path, whole = _damage(cache)
+    packed = []
+
+    def npm(command, **kwargs):
+        packed.append(command)
+        path.write_bytes(whole)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(dashboard.shutil, "which", lambda name: "/usr/bin/npm")
+    monkeypatch.setattr(dashboard.subprocess, "run", npm)
+    html = tmp_path / "html"
+    html.mkdir()
+    dashboard.localize(str(html), str(cache))
+    assert [c[:3] for c in packed] == [["npm", "pack", "jquery@3.3.1"]] and path.read_bytes() == whole
+    assert (html / "vendor" / "jquery" / "dist" / "jquery.min.js").read_bytes() == b"/* asset */"
+
+
+def test_a_truncated_npm_tarball_that_cannot_be_fetched_again_is_named(tmp_path, monkeypatch):
+    import subprocess
+
+    from kerasbench import dashboard
+
+    cache = _fake_cache(tmp_path / "cache")
+    path, whole = _damage(cache)
+    html = tmp_path / "html"
+    html.mkdir()
+    monkeypatch.setattr(dashboard.shutil, "which", lambda name: None)  # no npm: say which file to delete
+    with pytest.raises(UsageError, match=f"The cached npm package {path} is damaged .*: delete it"):
+        dashboard.localize(str(html), str(cache))
+    monkeypatch.setattr(dashboard.shutil, "which", lambda name: "/usr/bin/npm")  # npm packs a damaged one again
+    monkeypatch.setattr(dashboard.subprocess, "run", lambda command, **kwargs: path.write_bytes(whole[:99]) and
+                        subprocess.CompletedProcess(command, 0, "", ""))
+    with pytest.raises(UsageError, match=f"npm pack jquery@3.3.1 wrote a damaged package {path}"):
+        dashboard.localize(str(html), str(cache))
+
+
+def test_a_failed_command_is_said_as_a_command_line_not_a_list(tmp_path, monkeypatch):
+    """Before: "npm pack jquery@3.3.1 failed: ['npm ERR! 404 …']" (a Python list); asv publish's said no command."""
+    import subprocess
+
+    from kerasbench import dashboard
+
+    failed = subprocess.CompletedProcess([], 1, "", "npm ERR! code E404\nnpm ERR! 404 Not Found - GET jquery\n")
+    monkeypatch.setattr(dashboard.shutil, "which", lambda name: "/usr/bin/npm")
+    monkeypatch.setattr(dashboard.subprocess, "run", lambda *a, **k: failed)
+    cache = tmp_path / "my cache"
+    with pytest.raises(UsageError) as raised:
+        dashboard.localize(str(tmp_path), str(cache))
+    assert str(raised.value) == ("npm pack failed (exit 1): npm ERR! 404 Not Found - GET jquery (command: npm pack "
+                                 f"blueimp-md5@2.19.0 --pack-destination '{cache}' --silent)")
+    assert "[" not in str(raised.value)
+
+
+@pytest.mark.parametrize("source,error", [("x = " + "+".join(["1"] * 200_000), "RecursionError"),
+                                          ("x = " + "-" * 100_000 + "1", "MemoryError")])
+def test_a_repro_too_large_for_pythons_parser_is_one_line(source, error, tmp_path, monkeypatch, capsys):
+    """Before: a traceback ending in RecursionError (ast construction) or MemoryError (the parser's stack), exit 1."""
+    _no_worker(monkeypatch)
+    path = tmp_path / "r.py"
+    path.write_text(source + "\n\ndef iteration(ctx, model):\n    pass\n")
+    err = one_line_exit_2(["run", "--repro", str(path), "--strategy", "reuse_model"], capsys,
+                          f"Repro file {path} cannot be parsed: an expression is too long or nested too deeply")
+    assert error in err
+
+
+# -- class P: the worker's result pipe carries events only
+
+
+def _interpreter(tmp_path, junk, late=False):
+    """A worker interpreter (RunSpec.python) that runs kerasbench's worker, and writes `junk` to its result pipe
+    first (or once the worker sent its result: `late`), in pair control × control_noop only."""
+    import sys
+
+    shim = tmp_path / "shim.py"
+    shim.write_text(f"""import os, sys
+from kerasbench import worker
+spec, fd = sys.argv[1], int(sys.argv[2])
+junk = {junk!r} if '"control_noop"' in spec else b""
+late = os.dup(fd)  # the worker closes fd once its result is sent
+if not {late!r}:
+    os.write(fd, junk)
+worker.main(sys.argv[1:])
+os.write(late, junk if {late!r} else b"")
+""")
+    script = tmp_path / "python"  # the runner starts `python -m kerasbench.worker SPEC FD ANSWER_FD`
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{shim}" "$3" "$4" "$5"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+JUNK = {  # what user code (or a library writing to a descriptor it does not own) might put into the pipe
+    "text": (b"hello from the repro\n", "'hello from the repro'"),
+    "JSON that is not an object": (b"[1, 2]\n", "'[1, 2]'"),
+    "an object without event": (b'{"x": 1}\n', "'{\"x\": 1}'"),
+    "an event without its fields": (b'{"event": "iteration"}\n', "'{\"event\": \"iteration\"}'"),
+    "bytes that are not UTF-8": (b"\xff\xfe\n", "'\ufffd\ufffd'"),
+    "a long line": (b"x" * 500 + b"\n", "'" + "x" * 80 + "…'"),
+}
+
+
+@pytest.mark.parametrize("kind", JUNK)
+def test_a_line_that_is_not_an_event_stops_its_pair_and_the_others_go_on(kind, tmp_path, capfd):
+    """Before: text was skipped silently; JSON that is not an object killed the reader thread (AttributeError
+    traceback, the worker then failed on a broken pipe); an object without event, or an event without its fields,
+    was a KeyError traceback of the parent: the whole run ended."""
+    from kerasbench.runner import measure_pairs
+
+    junk, shown = JUNK[kind]
+    base = RunSpec("control", "control_noop", iterations=3, warmup=0, floor=0.0,
+                   python=_interpreter(tmp_path, junk), time_limit=60).validate()
+    pairs = [("control", "control_noop"), ("control", "control_leak_native")]
+    records = measure_pairs(base, pairs if kind == "text" else pairs[:1], lambda strategy: 3)
+    assert "Traceback" not in capfd.readouterr().err
+    assert records[0]["status"] == "stopped"
+    assert records[0]["reason"] == f"the worker wrote a line that is not an event: {shown} during setup"
+    if kind == "text":
+        assert records[1]["status"] == "ok"
+
+
+def test_a_line_that_is_not_an_event_after_the_result_still_ends_the_pair(tmp_path, capfd):
+    from kerasbench.runner import measure_pairs
+
+    base = RunSpec("control", "control_noop", iterations=3, warmup=0, floor=0.0,
+                   python=_interpreter(tmp_path, b"bye\n", late=True), time_limit=60).validate()
+    record, = measure_pairs(base, [("control", "control_noop")], lambda strategy: 3)
+    assert "Traceback" not in capfd.readouterr().err
+    assert record["status"] == "stopped" and record["repeats"][0]["result"] is None
+    assert record["reason"] == "the worker wrote a line that is not an event: 'bye' after iteration 3/3"
+
+
+def test_what_makes_an_event():
+    from kerasbench.runner import _event
+
+    assert _event('{"event": "iteration", "iteration": 2, "rss": 5, "rss_since": [4, 5]}\n')["iteration"] == 2
+    assert _event('{"event": "done", "result": {}, "environment": {}}')["event"] == "done"
+    for line in ["", "\n", "nan", "[]", "null", '{"event": 3}', '{"event": "nope"}', '{"event": "phase"}',
+                 '{"event": "iteration", "iteration": true}', '{"event": "iteration", "iteration": "1"}',
+                 '{"event": "iteration", "iteration": 1, "rss_since": [1, "2"]}', '{"event": "done", "result": []}',
+                 '{"event": "skip", "reason": "x"}', "[" * 10_000 + "]" * 10_000]:
+        assert _event(line) is None, line

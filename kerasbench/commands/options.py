@@ -4,7 +4,8 @@ gets the same name, type, default and help as every other command that takes it 
 The groups: the measured pair of a run (`pairs`) or of a bisection (`bisected_pair`), the counts of a profile
 (`counts`) or of a bisection (`fixed_counts`), the release and environment (`release`, `matrix_config`), the
 limits of a worker (`limits`, `allocator`), the outputs (`json_output`) and the records read (`records`).
-The argparse types check values with units.check_number, RunSpec's own checker.
+The argparse types check values with units.check_number, RunSpec's own checker, and whole numbers (`integer`)
+against their range: a value out of range is one line naming the option at parse time, before any work.
 """
 
 from __future__ import annotations
@@ -43,6 +44,34 @@ def number(name: str, minimum: float = 0.0, maximum: float = float("inf")):
             raise argparse.ArgumentTypeError(e.short) from None
     parse.__name__ = name
     return parse
+
+
+def integer(name: str, minimum: int = 0, maximum: Optional[int] = None):
+    """An argparse type: a whole number in [minimum, maximum]; anything else ('1.5', '1e3', 'lots', -1 below 0) is
+    argparse's one line naming the option, at parse time, before any work."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            value = None
+        if value is None or value < minimum or (maximum is not None and value > maximum):
+            bound = f">= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
+            shown = repr(text) if len(repr(text)) <= 40 else repr(text)[:37] + "..."
+            raise argparse.ArgumentTypeError(f"Invalid value. Received: {shown}. Expected an integer {bound}.")
+        return value
+    parse.__name__ = name
+    return parse
+
+
+class Joined(argparse.Action):
+    """A repeatable option whose values join as one comma list: `--strategy a --strategy b` is `--strategy a,b`
+    (before, the last one silently replaced the others). A name given twice is measured once (selection.names)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        given = f"_{self.dest}_given"
+        joined = f"{getattr(namespace, self.dest)},{values}" if getattr(namespace, given, False) else values
+        setattr(namespace, self.dest, joined)
+        setattr(namespace, given, True)
 
 
 def size(minimum: int):
@@ -93,11 +122,13 @@ def parse_pins(given: Optional[List[str]]) -> dict:
 
 def pairs(p: argparse.ArgumentParser) -> None:
     """--loop, --repro, --strategy of a run: names, comma lists or 'all'."""
-    p.add_argument("--loop", help="loop shape, comma list, or 'all' built-in ones (see `kerasbench list`)")
+    p.add_argument("--loop", action=Joined, help="loop shape, comma list, or 'all' built-in ones (see `kerasbench "
+                   "list`); repeatable")
     repro(p, "measure your own loop body: a Python file defining iteration(ctx, model) and optionally setup() and "
              "build(ctx) (README: Bring your own repro)")
-    p.add_argument("--strategy", default="all",
-                   help="strategy, comma list, or 'all' applicable (default; GPU-only ones with --device gpu)")
+    p.add_argument("--strategy", default="all", action=Joined,
+                   help="strategy, comma list, or 'all' applicable (default; GPU-only ones with --device gpu); "
+                   "repeatable; a name given twice is measured once")
 
 
 def repro(p: argparse.ArgumentParser, text: str) -> None:
@@ -129,18 +160,20 @@ def counts(p: argparse.ArgumentParser, what: str = "pair") -> None:
     """--profile, --iterations, --warmup, --repeats of a measuring session (run, ablate)."""
     p.add_argument("--profile", help="quick, default, full or reference: the time budget per pair, warm-up and "
                    f"repeats (default: ${PROFILE_VAR} or 'default'; `kerasbench list` shows them)")
-    p.add_argument("--iterations", type=int, help=f"exactly this many measured iterations per {what} (overrides "
-                   "the profile's time budget: no looks)")
-    p.add_argument("--warmup", type=int, help="iterations run before the baseline (overrides the profile)")
-    p.add_argument("--repeats", type=int,
+    p.add_argument("--iterations", type=integer("iterations", 1), help=f"exactly this many measured iterations per "
+                   f"{what} (overrides the profile's time budget: no looks)")
+    p.add_argument("--warmup", type=integer("warmup", 0), help="iterations run before the baseline (overrides the "
+                   "profile)")
+    p.add_argument("--repeats", type=integer("repeats", 1),
                    help=f"fresh processes per {what} (overrides the profile; 2+ to trust a verdict)")
 
 
 def fixed_counts(p: argparse.ArgumentParser, what: str) -> None:
     """--iterations, --warmup, --repeats of a bisection or an attribution: one fixed count for every side."""
-    p.add_argument("--iterations", type=int, default=20, help=f"measured iterations per {what} (default 20)")
-    p.add_argument("--warmup", type=int, default=3, help="warm-up iterations (default 3)")
-    p.add_argument("--repeats", type=int, default=1, help=f"fresh workers per {what} (default 1)")
+    p.add_argument("--iterations", type=integer("iterations", 1), default=20,
+                   help=f"measured iterations per {what} (default 20)")
+    p.add_argument("--warmup", type=integer("warmup", 0), default=3, help="warm-up iterations (default 3)")
+    p.add_argument("--repeats", type=integer("repeats", 1), default=1, help=f"fresh workers per {what} (default 1)")
 
 
 def matrix_config(p: argparse.ArgumentParser) -> None:
@@ -183,7 +216,7 @@ def limits(p: argparse.ArgumentParser, what: str = "pair") -> None:
     allocator(p)
     p.add_argument("--memory-cap", type=size(MIN_MEMORY_CAP),
                    help="stop a worker whose processes exceed this, e.g. 4GiB (default: half of RAM)")
-    p.add_argument("--jobs", type=int, default=None,
+    p.add_argument("--jobs", type=integer("jobs", 1), default=None,
                    help=f"{what}s measured at once, each in its own workers (default: $KERASBENCH_JOBS, else the "
                    "usable cores; one starts only while the expected peaks fit in free memory); memory figures are "
                    "per process, but seconds per iteration are then measured under contention (the record's spec "
@@ -246,13 +279,17 @@ def bisect_environments(p: argparse.ArgumentParser, python_help: str) -> None:
 def max_envs(p: argparse.ArgumentParser, text: str) -> None:
     from ..attribute import MAX_ENVS
 
-    p.add_argument("--max-envs", type=int, default=MAX_ENVS, metavar="N", help=f"{text} (default {MAX_ENVS})")
+    p.add_argument("--max-envs", type=integer("max-envs", 0), default=MAX_ENVS, metavar="N",
+                   help=f"{text} (default {MAX_ENVS})")
 
 
 def template(args: argparse.Namespace, loop: str):
-    """The validated RunSpec of triage's and attribute's pair (their --iterations, --warmup, --repeats…)."""
+    """The validated RunSpec of triage's and attribute's pair (their --iterations, --warmup, --repeats…), and the
+    machine name its records will say (a bad $KERASBENCH_MACHINE: one line before any environment is made)."""
+    from ..machine import name as machine_name
     from ..spec import RunSpec
 
+    machine_name()
     return RunSpec(loop, args.strategy, iterations=args.iterations, warmup=args.warmup, repeats=args.repeats,
                    repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
 

@@ -17,7 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="score no records: replay PROFILE's protocol on each reference repeat's own readings (where "
                    "its looks would have stopped, what its rules would have said): a check of the rules in seconds, "
                    "not a measurement of the profile")
-    p.add_argument("--top", type=int, default=0, help="list at most this many disagreeing pairs (default: all)")
+    p.add_argument("--top", type=options.integer("top", 0), default=0,
+                   help="list at most this many disagreeing pairs (default: all)")
     options.json_output(p, "the scoring (every pair)")
 
 

@@ -36,8 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.fixed_counts(p, "version")
     options.bisect_environments(p, "bisect on this Python (default: the config's, 3.11); only releases with a wheel "
                                    "for it")
-    p.add_argument("--jobs", type=int, default=2, help="2 (default): both ends measured at once (memory figures "
-                   "per process; seconds_per_iter is always measured one at a time); 1: one at a time")
+    p.add_argument("--jobs", type=options.integer("jobs", 1), default=2, help="2 (default): both ends measured at "
+                   "once (memory figures per process; seconds_per_iter is always measured one at a time); 1: one at a "
+                   "time")
     p.add_argument("--latest-patches", action="store_true",
                    help="only the releases the asv config pins (latest patch per minor), not every patch release")
     options.allocator(p)
