@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+from array import array
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -186,7 +187,10 @@ class Decider:
 
     def __init__(self, spec: Any):
         self.spec = spec
-        self.series: Dict[str, List[float]] = {name: [] for name in SERIES}
+        # Every reading the looks sent, 8 bytes each (a budget of microsecond iterations sends millions); judged as
+        # stats reads any series, through numpy.asarray(values, dtype=float): the numbers of the lists they were.
+        self.series: Dict[str, array] = {name: array("d") for name in SERIES}
+        self.gaps: set = set()  # series a None came in (a reader that failed): never judged again, nor kept
         self.level = alpha(spec)
         self.at = spec_floors(spec)
         self.best = {name: self.at[name](spec.iterations)[0] for name in SERIES}
@@ -204,16 +208,20 @@ class Decider:
         if plan and plan.get("planned_looks"):
             self.plan(plan["planned_looks"], plan.get("planned_last") or self.spec.iterations)
         for name, values in readings.items():
-            if name in self.series:
-                self.series[name].extend(values)
+            if name in self.series and name not in self.gaps:
+                if any(v is None for v in values):
+                    self.gaps.add(name)
+                    self.series[name] = array("d")
+                else:
+                    self.series[name].extend(values)
         decided, now = True, {}
         for name, values in self.series.items():
+            if name in self.gaps:
+                continue  # a reader that failed: that series cannot be judged, nor hold the run
             if not values and name != "rss":
                 continue  # no heap reader: RSS alone decides
-            if any(v is None for v in values):
-                continue  # a reader that failed: that series cannot be judged, nor hold the run
             heap = self.series["heap"]
-            teeth = stats.gc_teeth(heap) if heap and len(heap) == len(values) and None not in heap else None
+            teeth = stats.gc_teeth(heap) if heap and len(heap) == len(values) and "heap" not in self.gaps else None
             judgement = stats.judge(values, self.at[name], self.level, teeth)
             previous, self.last[name] = self.last.get(name), judgement
             now[name] = judgement

@@ -351,6 +351,109 @@ def records_payload(records: Sequence[Record], **extra: Any) -> RecordsFile:
     return {"schema": SCHEMA_VERSION, **extra, "records": list(records)}
 
 
+# ---------------------------------------------------------------- series while measuring: compact arrays
+#
+# A series holds one reading per measured iteration: a run of microsecond iterations makes millions. As Python lists
+# of Python numbers they cost 30-40 bytes a reading, and the worker's result came to the runner as one JSON line of
+# them (parsed into lists again: 3 million iterations took the runner to 740 MiB). So the worker sends each series
+# as the bytes of an array (`wire_series`, zlib-compressed in the JSON line) and the runner keeps it as one
+# (`series_arrays`): array('q') for integers, array('d') for floats, 8 bytes a reading, until the pair's repeats
+# are done. Then each is listed once (`listed_repeats`) and the record built from them: a record is a plain
+# JSON-ready dict, judged from the lists as before. A sequential run's looks keep theirs as arrays too
+# (protocol.Decider).
+# A series that is neither all integers nor all floats (a heap reader that failed leaves None) stays a list.
+
+WIRE_KEYS = ("typecode", "length", "zlib_base64")  # a series as the worker sends it: {key: ...} in place of the list
+
+
+def compact(values: Any) -> Any:
+    """`values` as an array: 'q' when every value is an int (readings: never a bool), 'd' when every one is a float;
+    else as it is (a list with None in it, mixed ints and floats, ints beyond 64 bits, an array already)."""
+    from array import array
+
+    if not isinstance(values, list) or not values:
+        return values
+    if type(values[0]) is int:
+        try:
+            return array("q", values)  # refuses a float or None (TypeError), an int beyond 64 bits (OverflowError)
+        except (TypeError, OverflowError):
+            return values
+    if all(type(v) is float for v in values):  # array("d") would take ints too, and write them back as floats
+        return array("d", values)
+    return values
+
+
+def wire_series(series: Dict[str, Any]) -> Dict[str, Any]:
+    """The worker's series for its result's JSON line: each compact one as {"typecode", "length", "zlib_base64"}
+    (its array's bytes, compressed: a flat trace count is a few bytes, not 3 a reading), the others as they are."""
+    import base64
+    import zlib
+
+    sent = {}
+    for name, values in series.items():
+        packed = compact(values)
+        if packed is values:
+            sent[name] = values
+            continue
+        data = base64.b64encode(zlib.compress(packed.tobytes(), 1)).decode("ascii")
+        sent[name] = dict(zip(WIRE_KEYS, (packed.typecode, len(packed), data)))
+    return sent
+
+
+def series_arrays(series: Any) -> Any:
+    """The series of a worker's result as the runner keeps them: what `wire_series` sent back into arrays, a list of
+    numbers into one (compact); ValueError when a sent series is not one (a bad typecode, length or data)."""
+    import base64
+    import zlib
+    from array import array
+
+    if not isinstance(series, dict):
+        return series
+    kept = {}
+    for name, values in series.items():
+        if not isinstance(values, dict):
+            kept[name] = compact(values)
+            continue
+        typecode, length, data = (values.get(k) for k in WIRE_KEYS)
+        if typecode not in ("q", "d") or type(length) is not int or length < 0 or not isinstance(data, str):
+            raise ValueError(f"series {name!r} is not a sent series")
+        try:
+            raw = zlib.decompress(base64.b64decode(data.encode("ascii"), validate=True))
+        except (ValueError, zlib.error) as e:  # binascii.Error and UnicodeEncodeError are ValueErrors
+            raise ValueError(f"series {name!r} cannot be read back: {e}") from None
+        values = array(typecode)
+        if len(raw) != length * values.itemsize:
+            raise ValueError(f"series {name!r} holds {len(raw)} bytes, not {length} readings")
+        values.frombytes(raw)
+        kept[name] = values
+    return kept
+
+
+def listed(values: Any) -> Any:
+    """A series as a record holds it: an array as a list (ints that repeat share one object: a flat RSS series of
+    millions of readings holds a few distinct ints, 8 bytes a reading); anything else as it is."""
+    from array import array
+
+    if not isinstance(values, array):
+        return values
+    if values.typecode != "q":
+        return values.tolist()
+    shared: Dict[int, int] = {}
+    return list(map(shared.setdefault, values, values))
+
+
+def listed_repeats(repeats: Sequence[Repeat]) -> Sequence[Repeat]:
+    """`repeats` with every result's series as lists (listed), in place: what a record is built from (JSON-ready).
+    One series at a time: its array is let go as its list is made."""
+    for repeat in repeats:
+        result = repeat.get("result")
+        series = result.get("series") if isinstance(result, dict) else None
+        if isinstance(series, dict):
+            for name in list(series):
+                series[name] = listed(series[name])
+    return repeats
+
+
 # ---------------------------------------------------------------- checking a record against its schema
 
 RECORD_KEYS = {"loop", "strategy", "spec", "status", "repeats", "summary"}  # what every record has had

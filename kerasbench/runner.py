@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from . import allocators, procs, protocol, record, summary
+from . import allocators, machine as machines, procs, protocol, record, summary
 from .errors import UsageError, repro_failed, worker_message
 from .files import clone_dir
 from .loops import get_loop
@@ -124,7 +124,8 @@ def _where(phase: str, last: Optional[int], spec: RunSpec) -> str:
 
 def run_worker(spec: RunSpec, repeat: int = 0, progress: Optional[Callable[[dict], None]] = None,
                poll: float = 0.05) -> record.Repeat:
-    """One fresh worker process for `spec`; returns a repeat dict (status, result, environment).
+    """One fresh worker process for `spec`; returns a repeat dict (status, result, environment). Its result's series
+    are arrays (record.series_arrays: 8 bytes a reading); `measure` lists them in the record it returns.
 
     The worker's whole process group (and whatever user code started in it) is ended before this returns,
     also when it is interrupted (kerasbench.procs owns the groups).
@@ -183,6 +184,39 @@ def _answer(answers, decider: Any, ev: dict) -> bool:
     return decided
 
 
+# What each event the worker sends must hold (worker.run_protocol writes them), by kind: the watcher and the progress
+# read these fields. A line that is not such an event (user code that wrote to the result pipe, a line cut into
+# by another write) ends the pair: what follows it cannot be trusted.
+EVENT_FIELDS = {"phase": {"phase": str}, "warmup": {"iteration": int}, "iteration": {"iteration": int},
+                "look": {"iteration": int}, "skip": {"reason": str, "environment": dict},
+                "done": {"result": dict, "environment": dict}}
+NOT_AN_EVENT = "not an event"  # the watcher's own mark in the queue, for the line that broke the protocol
+
+
+def _event(line: str) -> Optional[dict]:
+    """The event a line of the result pipe holds, or None when it is not one (EVENT_FIELDS)."""
+    try:
+        ev = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    fields = EVENT_FIELDS.get(ev.get("event")) if isinstance(ev, dict) and isinstance(ev.get("event"), str) else None
+    if fields is None or any(not isinstance(ev.get(k), t) or isinstance(ev.get(k), bool) for k, t in fields.items()):
+        return None
+    readings = ev.get("rss_since", [])
+    numbers = [ev["rss"]] if "rss" in ev else []
+    if not isinstance(readings, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                 for v in numbers + readings):
+        return None
+    return ev
+
+
+def _not_an_event(line: str) -> str:
+    """The reason of a pair whose worker wrote `line`, which is not an event: the line, shortened."""
+    text = line.rstrip("\n")
+    shown = repr(text[:80] + "…" if len(text) > 80 else text)
+    return f"the worker wrote a line that is not an event: {shown}"
+
+
 def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, spawned, psutil) -> record.Repeat:
     """Follow one worker until it exits, is stopped, or lingers past EXIT_GRACE after its last event."""
     from .protocol import Decider
@@ -192,12 +226,12 @@ def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, 
     decider = Decider(spec) if spec.sequential else None
 
     def reader():
-        with os.fdopen(read_fd) as f:
+        with os.fdopen(read_fd, errors="replace") as f:  # bytes that are not UTF-8: a line that is not an event
             for line in f:
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
+                ev = _event(line)
+                if ev is None:  # the pair ends (drain): nothing after it is read
+                    events.put({"event": NOT_AN_EVENT, "reason": _not_an_event(line)})
+                    return
                 if ev.get("event") == "look":  # answered here, at once: the worker waits for it
                     decided = _answer(answers, decider or _NEVER, ev)  # the readings are the result's too:
                     ev = {"event": "look", "iteration": ev.get("iteration"), "decided": decided}  # not kept here
@@ -215,17 +249,21 @@ def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, 
     # so a stopped worker still shows its curve: the last PARTIAL_RSS_KEPT of one unbroken run up to the last event.
     partial_rss = collections.deque(maxlen=PARTIAL_RSS_KEPT)
     received = 0  # the iteration whose reading comes next
+    broken = None  # why the pair ends when the worker wrote a line that is not an event
 
     def drain():
         # Only what is queued now: a worker that reports faster than this loop reads must not
         # keep it from checking the cap and the time limit.
-        nonlocal last_iteration, phase, finished_at, received
+        nonlocal last_iteration, phase, finished_at, received, broken
         for _ in range(events.qsize()):
             try:
                 ev = events.get_nowait()
             except queue.Empty:
                 return
             kind = ev["event"]
+            if kind == NOT_AN_EVENT:
+                broken = ev["reason"]
+                continue
             if kind == "phase":
                 phase, last_iteration = ev["phase"], None
             elif kind in ("warmup", "iteration"):
@@ -241,10 +279,16 @@ def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, 
                 outcome.update(status="skipped", reason=ev["reason"], environment=ev["environment"])
                 finished_at = time.perf_counter()
             elif kind == "done":
+                try:  # its series as arrays, 8 bytes a reading (record.series_arrays): not a list of Python numbers
+                    if "series" in ev["result"]:
+                        ev["result"]["series"] = record.series_arrays(ev["result"]["series"])
+                except ValueError as e:
+                    broken = f"the worker's result cannot be read back: {e}"
+                    continue
                 outcome.update(status="ok", result=ev["result"], environment=ev["environment"])
                 finished_at = time.perf_counter()
             if progress:
-                progress({"repeat": repeat, **ev})
+                progress({**ev, "repeat": repeat})
 
     while proc.poll() is None:
         tree = _tree_rss(ps, group)
@@ -253,7 +297,9 @@ def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, 
         if finished_at is not None and time.perf_counter() - finished_at > EXIT_GRACE:
             group.end()  # its result is in: a thread or child it left running must not hold the pair
             break
-        if tree > spec.memory_cap:
+        if broken:
+            stopped = broken
+        elif tree > spec.memory_cap:
             stopped = f"exceeded memory cap ({tree / GIB:.2f} GiB > {spec.memory_cap / GIB:.2f} GiB)"
         elif elapsed > spec.time_limit:
             stopped = f"exceeded time limit ({spec.time_limit:g} s)"
@@ -267,6 +313,9 @@ def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, 
     drain()
     if stopped and finished_at is not None:  # the result arrived in the same poll as the stop: keep it
         stopped = None
+    if broken:  # whenever it came (before its result, or as the worker exited): the pair is not a measurement
+        stopped = broken
+        outcome.update(result=None)
     outcome["worker_seconds"] = time.perf_counter() - started
     outcome["max_tree_rss"] = max_tree_rss
     timing = (outcome["result"] or {}).get("timing")
@@ -298,6 +347,7 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
     that raises in the worker stops the run with that error (after `finished` got its record): the next pair
     would raise it again.
     """
+    machines.name()  # the name the records will say, checked before any worker (not after the first pair)
     with procs.terminations():  # the API's SIGTERM or SIGHUP ends the workers (and a caller's `finally` runs)
         return _measure_pairs(base, pairs, iterations, progress, finished)
 
@@ -396,6 +446,7 @@ def measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
 
     from . import procs
 
+    machines.name()  # the records' machine name, checked before any worker (measure_pairs')
     records: List[Optional[record.Record]] = [None] * len(specs)
     lock, stop, raised = threading.Lock(), threading.Event(), []
     gate = MemoryGate(_free_memory())
@@ -464,8 +515,10 @@ def _skipped(spec: RunSpec) -> Optional[str]:
 
 
 def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) -> record.Record:
-    """Measure `spec` (validated first) over its repeats; returns the record (a dict)."""
+    """Measure `spec` (validated first, and the machine name its record will say) over its repeats; returns the
+    record (a dict)."""
     spec = spec.validate()
+    machines.name()
     reason = _skipped(spec)  # known without starting a worker
     if reason:
         skipped = {"repeat": 0, "status": "skipped", "reason": reason, "result": None, "environment": None}
@@ -477,4 +530,5 @@ def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) ->
             repeats.append(outcome)
             if outcome["status"] in ("skipped", "stopped"):
                 break  # the same pair would skip again; a runaway would run away again
+    record.listed_repeats(repeats)  # their series kept as arrays until now (series_arrays): a record holds lists
     return summary.make_record(spec, repeats, protocol.spec_floors(spec))

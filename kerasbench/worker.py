@@ -422,6 +422,10 @@ def main(argv: Optional[list] = None) -> None:
     control = os.fdopen(int(argv[2]), "r") if len(argv) > 2 else None
 
     def emit(event, **fields):
+        if event == "done":  # each series as its array's bytes (record.wire_series), not a JSON number a reading
+            from .record import wire_series
+
+            fields["result"] = {**fields["result"], "series": wire_series(fields["result"].get("series") or {})}
         out.write(json.dumps({"event": event, **fields}) + "\n")
 
     def ask(k, readings, plan=None):

@@ -10,6 +10,7 @@ then log like TF at exit, or run slowly. KB_NO_TF=1 keeps a repro (body=) worker
 import io
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -686,4 +687,8 @@ def test_a_failed_asv_publish_says_its_last_line(monkeypatch):
     monkeypatch.setattr(dashboard.subprocess, "run", lambda *a, **k: failed)
     with pytest.raises(UsageError) as raised:
         dashboard.publish_dashboard(str(ROOT / "asv.conf.json"))
-    assert str(raised.value) == "asv publish failed (exit 1): asv.util.UserError: No results found"  # before: ['…']
+    config = str(ROOT / "asv.conf.json")
+    said = "asv publish failed (exit 1): asv.util.UserError: No results found"  # before: ['…']
+    # the command as a command line (shlex.join), not a Python list (issue #26, round two)
+    command = shlex.join([sys.executable, "-m", "asv", "publish", "--config", config])
+    assert str(raised.value) == f"{said} (command: {command})"
