@@ -1,5 +1,4 @@
-"""The kerasbench command: `list` the registries, `run` pairs and print a table, `compare` TF versions,
-`report` them as an HTML page, `calibrate` the floor.
+"""The kerasbench command: one subcommand per question (DESCRIPTION, the top of `kerasbench -h`).
 
 This module builds the parser from the command modules (kerasbench.commands: one module per command, its
 options declared there or in the shared groups of commands.options) and dispatches to the chosen one. User
@@ -18,11 +17,23 @@ from .commands.options import Parser
 from .errors import UsageError
 
 
+# The top of `kerasbench -h`: which command answers which question (the list below it says what each does).
+DESCRIPTION = """\
+Which cleanup keeps my loop flat?       kerasbench run --loop sweep   (or kerasbench.measure(body=...) in Python)
+Where does it grow?                     kerasbench run --loop sweep --strategy S --trace
+Did a TF release change it?             kerasbench compare old.json new.json   (report: the same as HTML)
+Which release changed it?               kerasbench triage --good 2.12.1 --bad 2.21.0 --loop sweep --strategy S
+Which package of that release?          kerasbench attribute --good V1 --bad V2 --loop sweep --strategy S
+Which cleanup steps are needed?         kerasbench ablate --loop sweep
+Can I trust a verdict?                  kerasbench score RUN.json --reference docs/reference/tf-2.21.0.json
+What can this machine detect?           kerasbench calibrate"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per module of kerasbench.commands, in its COMMANDS order."""
     from . import __version__
 
-    parser = Parser(prog="kerasbench", description=__doc__.splitlines()[0])
+    parser = Parser(prog="kerasbench", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kerasbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -222,3 +222,16 @@ def test_a_new_command_is_one_module_and_one_name(tmp_path, monkeypatch, capsys)
     monkeypatch.setattr(commands, "COMMANDS", commands.COMMANDS + ("hello",))
     assert call(["hello", "--who", "kerasbench"]) == (0, "hello kerasbench\n")
     assert call(["--help"])[0] == 0 and "say hello" in capsys.readouterr().out
+
+
+def test_the_top_help_says_which_command_answers_which_question(capsys):
+    import re
+
+    from kerasbench import cli
+    from kerasbench.commands import COMMANDS
+
+    assert main(["-h"]) == 0
+    out = capsys.readouterr().out
+    assert "Which release changed it?" in out and "kerasbench triage --good" in out  # not cut at a comma
+    named = set(re.findall(r"kerasbench (\w+)", cli.DESCRIPTION))
+    assert named and named <= set(COMMANDS), named - set(COMMANDS)
