@@ -240,3 +240,19 @@ def test_the_probes_still_see_a_leak_of_known_size():
         growth = stats.fit_growth(heap).slope
         assert abs(growth - (native + 8 * items)) <= 2 * KIB  # the bytes and the list's array of 500 pointers
     del kept
+
+
+def test_records_are_written_streamed_and_a_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
+    import json as json_module
+
+    from kerasbench import files
+
+    path = tmp_path / "r.json"
+    files.write_json(str(path), {"records": [1]})
+    monkeypatch.setattr(json_module, "dumps", lambda *a, **k: pytest.fail("the whole text was built in memory"))
+    files.write_json(str(path), {"records": [{"series": {"rss": list(range(1000))}}]})
+    assert json_module.loads(path.read_text())["records"][0]["series"]["rss"][-1] == 999
+    with pytest.raises(TypeError):  # a payload that is not JSON fails half-way through the stream
+        files.write_json(str(path), {"records": [1, object()]})
+    assert json_module.loads(path.read_text())["records"][0]["series"]["rss"][-1] == 999  # the old file stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temporary file left
