@@ -20,7 +20,7 @@ import math
 import os
 from typing import Any, List, Optional, Sequence, TextIO, Tuple
 
-from . import __version__, compare, machine as machines, stats
+from . import __version__, atlas, compare, machine as machines, stats
 from .errors import UsageError, unknown
 from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
@@ -72,7 +72,7 @@ def build(paths: Sequence[str], baseline: Optional[str] = None) -> str:
     curves = {}  # (loop, strategy, version) -> element id of its RSS curve
     sections = [_section(loop, [s for lp, s in pairs if lp == loop], versions, baseline, groups, verdicts, metrics,
                          curves) for loop in loops]
-    sections = _ablations(groups, versions) + sections
+    sections = [atlas.section(groups)] + _ablations(groups, versions) + sections  # the map first ('' for one version)
     return _page(paths, groups, versions, baseline, cells, loops, sections)
 
 
@@ -1265,10 +1265,12 @@ def _png_matplotlib(kind: str, data: dict) -> bytes:
 # ---------------------------------------------------------------- writing
 
 
-def write(paths: Sequence[str], output: str = DEFAULT_OUTPUT, baseline: Optional[str] = None) -> str:
-    """Build the report and write it atomically to `output` (its folder made if missing)."""
+def write(paths: Sequence[str], output: str = DEFAULT_OUTPUT, baseline: Optional[str] = None,
+          atlas_only: bool = False) -> str:
+    """Build the report (atlas_only: the atlas alone, kerasbench.atlas) and write it atomically to `output` (its
+    folder made if missing)."""
     check_not_input(output, list(paths), "the report")
-    text = build(paths, baseline)  # every input error is raised here, before anything is written
+    text = atlas.build(paths) if atlas_only else build(paths, baseline)  # input errors raised here, before writing
     folder = os.path.dirname(os.path.abspath(output))
     try:
         os.makedirs(folder, exist_ok=True)

@@ -1,11 +1,13 @@
 """`kerasbench report`: the records as one self-contained HTML page, or one picture of them (--svg, --png)."""
 
 import argparse
+import os
 from typing import TextIO
 
 from . import options
 
 NAME = "report"
+ATLAS_OUTPUT = os.path.join(".asv", "html", "kerasbench-atlas.html")
 HELP = "the same records as compare, as one self-contained HTML page (heat-tables, plots, curves) or one picture"
 
 
@@ -28,6 +30,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loop", help="with --metric: the loop shape (needed when the records hold several)")
     p.add_argument("--tf", metavar="VERSION",
                    help="the picture's TF version (default: the newest for --pair, every one for --metric)")
+    p.add_argument("--atlas", action="store_true",
+                   help="write the atlas alone (every loop × strategy against every TF version, the changes from "
+                   "one version to the next marked with the commands that explain them); the full report shows it "
+                   "first when the records hold two or more versions (default output: "
+                   ".asv/html/kerasbench-atlas.html)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -40,6 +47,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if choices and not any(pictures.values()):
         raise UsageError(f"{', '.join(choices)} {'chooses' if len(choices) == 1 else 'choose'} the picture of --svg "
                          "or --png: give --svg FILE or --png FILE too.")
+    if args.atlas and (any(pictures.values()) or choices or args.baseline is not None):
+        extra = [n for n, v in (("--svg", args.svg), ("--png", args.png), ("--baseline", args.baseline)) if v] + choices
+        raise UsageError(f"--atlas writes the atlas page alone, each version read against the previous one: "
+                         f"drop {', '.join(extra)} (the full report, without --atlas, takes them).")
     # the default's folder, .asv/html, is made later
     options.check_outputs({"--output": args.output, "--svg": args.svg, "--png": args.png}, {"PATH": args.paths})
     if any(pictures.values()):
@@ -50,6 +61,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(f"wrote the {kind} of {what} to {path}\n")
         if args.output is None:
             return 0
+    if args.atlas:
+        path = report.write(args.paths, args.output or ATLAS_OUTPUT, atlas_only=True)
+        out.write(f"wrote the atlas to {path} (one file, works offline)\n")
+        return 0
     path = report.write(args.paths, args.output or report.DEFAULT_OUTPUT, baseline=args.baseline)
     out.write(f"wrote the HTML report to {path} (one file, works offline)\n")
     return 0

@@ -1,0 +1,176 @@
+"""kerasbench.atlas: every pair against every TF version, the changes from one version to the next marked."""
+
+import os
+import re
+
+import pytest
+
+from kerasbench import atlas, compare, report
+from kerasbench.cli import main
+
+KIB, MIB = 1024, 1024**2
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE = os.path.join(HERE, "..", "docs", "reference")
+
+
+def record(loop, strategy, verdict="flat", kind="flat", slope=1.0 * KIB, status="ok", reason=None):
+    summary = {"verdict": verdict, "growth_kind": kind, "growth_per_iter": slope, "peak_loop": 900 * MIB,
+               "peak_over_baseline": 40 * MIB, "heap_growth_per_iter": 2.0 * KIB, "heap_verdict": "flat",
+               "train_path_traces": 3.0, "predict_path_traces": 0.0, "all_traces": 7.0, "repeats": 2,
+               "floor": 32 * KIB}
+    return {"loop": loop, "strategy": strategy, "status": status, "reason": reason,
+            "summary": summary if status == "ok" else {}}
+
+
+def groups(*versions):
+    """{version: {(loop, strategy): (record, path)}} from {version: [records]}."""
+    return {v: {(r["loop"], r["strategy"]): (r, f"{v}.json") for r in rs} for v, rs in versions}
+
+
+@pytest.fixture
+def three():
+    """Three releases: sweep × clear_session_del_gc turns flat → grows at 2.14; sweep × reuse_model stays flat;
+    kfold × clear_session is missing on 2.14; a strategy name carries markup."""
+    evil = "<script>alert(1)</script>"
+    return groups(
+        ("2.13.1", [record("sweep", "clear_session_del_gc"), record("sweep", "reuse_model"),
+                    record("kfold", "clear_session"), record("sweep", evil)]),
+        ("2.14.1", [record("sweep", "clear_session_del_gc", "grows", "leak", 3600 * KIB),
+                    record("sweep", "reuse_model"), record("sweep", evil)]),
+        ("2.15.1", [record("sweep", "clear_session_del_gc", "grows", "leak", 3650 * KIB),
+                    record("sweep", "reuse_model"), record("kfold", "clear_session"), record("sweep", evil)]),
+    )
+
+
+def row(html, loop, strategy):
+    m = re.search(rf'<tr data-loop="{re.escape(loop)}" data-strategy="{re.escape(strategy)}">(.*?)</tr>', html, re.S)
+    assert m, (loop, strategy)
+    return re.findall(r"<td[^>]*>.*?</td>", m.group(1), re.S)
+
+
+def test_the_changed_cell_is_marked_and_its_commands_name_the_versions(three):
+    html = atlas.section(three)
+    old, new, same = row(html, "sweep", "clear_session_del_gc")
+    assert "changed" not in old and "changed" not in same  # 2.13.1 has nothing before it; 2.15.1 is as 2.14.1
+    assert 'class="v-grows changed worse"' in new and "▲" in new and "grows" in new and "leak" in new
+    assert "+3,600.0 KiB/it" in new
+    assert "changed from TF 2.13.1: flat/flat → grows/leak" in new
+    assert "kerasbench triage --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session_del_gc" in html
+    assert "kerasbench attribute --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session_del_gc" in html
+    assert "kerasbench ablate --loop sweep --tf 2.14.1" in html
+    assert "--good 2.14.1 --bad 2.15.1" not in html
+    assert "(1 in all)" in html  # one change, the legend explains the marks
+    assert "worse than the previous version" in html
+
+
+def test_unchanged_and_missing_pairs(three):
+    html = atlas.section(three)
+    assert all("changed" not in td for td in row(html, "sweep", "reuse_model"))
+    first, missing, back = row(html, "kfold", "clear_session")
+    assert ">n/a</td>" in missing and 'title="not measured on TF 2.14.1"' in missing
+    assert "changed" not in back  # vs 2.14.1, where it was not measured: no change to mark
+
+
+def test_details_on_hover_and_click(three):
+    cell = row(atlas.section(three), "sweep", "clear_session_del_gc")[1]
+    for text in ("peak: 900.0 MiB", "heap slope: +2.0 KiB/iteration", "train_path_traces 3", "all_traces 7"):
+        assert text in cell  # in the tooltip and in the list a click opens
+    assert cell.count("heap slope") == 2
+
+
+def test_filters_and_escaping(three):
+    html = atlas.section(three)
+    assert '<select id="atlas-loop">' in html and '<select id="atlas-strategy">' in html
+    assert '<option value="kfold">kfold</option>' in html and 'id="atlas-changed"' in html
+    assert "dataset.loop" in html and "dataset.strategy" in html
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "http://" not in html and "https://" not in html  # offline: nothing loaded
+
+
+def test_failed_and_skipped_cells():
+    html = atlas.section(groups(
+        ("2.13.1", [record("sweep", "reuse_model"), record("kfold", "reuse_model")]),
+        ("2.14.1", [record("sweep", "reuse_model", status="failed", reason="<killed>"),
+                    record("kfold", "reuse_model", status="skipped", reason="n/a here")])))
+    assert ">failed</td>" in html and "&lt;killed&gt;" in html and ">n/a</td>" in html
+    assert "changed" not in "".join(row(html, "sweep", "reuse_model"))
+
+
+def test_one_version_has_no_atlas():
+    assert atlas.section(groups(("2.21.0", [record("sweep", "reuse_model")]))) == ""
+
+
+def test_axes_are_read_against_their_own_previous_column():
+    versions = ["2.15.1", "2.16.2", "2.16.2+tf_keras", "2.17.1", "2.17.1+tf_keras"]
+    assert atlas.previous("2.16.2", versions) == "2.15.1"
+    assert atlas.previous("2.16.2+tf_keras", versions) == "2.15.1"  # first of its axis: the plain release before
+    assert atlas.previous("2.17.1+tf_keras", versions) == "2.16.2+tf_keras"
+    assert atlas.previous("2.17.1", versions) == "2.16.2"
+    assert atlas.previous("2.15.1", versions) is None
+    keras = dict(atlas.commands("sweep", "reuse_model", "2.16.2+tf_keras", "2.17.1+tf_keras"))
+    assert list(keras.values()) == ["kerasbench ablate --loop sweep --tf 2.17.1 --keras tf_keras"]  # triage: no --keras
+    py = [c for _, c in atlas.commands("sweep", "reuse_model", "2.16.2+py3.12", "2.17.1+py3.12")]
+    assert py[0] == "kerasbench triage --good 2.16.2 --bad 2.17.1 --loop sweep --strategy reuse_model --python 3.12"
+    assert py[-1] == "kerasbench ablate --loop sweep --tf 2.17.1 --python 3.12"
+    nightly = [c for _, c in atlas.commands("inference", "reuse_model", "2.21.0", "2.22.0-dev20260514")]
+    assert nightly == ["kerasbench triage --good 2.21.0 --bad nightly:2026-05-14 --loop inference "
+                       "--strategy reuse_model", "kerasbench ablate --loop inference --tf nightly:2026-05-14"]
+
+
+def test_commands_use_only_options_the_commands_have(capsys):
+    for command in ("triage", "attribute", "ablate"):
+        try:
+            main([command, "-h"])
+        except SystemExit:  # argparse's exit after the help
+            pass
+        known = set(re.findall(r"--[a-z][a-z-]*", capsys.readouterr().out))
+        for good, bad in (("2.13.1", "2.14.1"), ("2.16.2+py3.12", "2.17.1+py3.12"),
+                          ("2.16.2+tf_keras", "2.17.1+tf_keras")):
+            for _, cmd in atlas.commands("sweep", "clear_session_del_gc", good, bad):
+                if cmd.split()[1] == command:
+                    assert set(re.findall(r"--[a-z][a-z-]*", cmd)) <= known, cmd
+
+
+def test_real_records_show_the_tf_214_regression(tmp_path, capsys):
+    paths = [os.path.join(REFERENCE, f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
+    html = atlas.section(compare.group(compare.load(paths)))
+    old, new = row(html, "sweep", "clear_session_del_gc")
+    assert "v-flat" in old and "changed" not in old
+    assert 'class="v-grows changed worse"' in new and "▲" in new
+    assert "kerasbench triage --good 2.12.1 --bad 2.21.0 --loop sweep --strategy clear_session_del_gc" in html
+    assert all("changed" not in td for td in row(html, "sweep", "process_isolation"))  # flat on both
+    out = tmp_path / "atlas.html"
+    assert main(["report", *paths, "--atlas", "--output", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and 'id="atlas"' in page and 'class="heat"' not in page
+    assert "wrote the atlas" in capsys.readouterr().out
+
+
+def test_the_report_shows_the_atlas_first(tmp_path):
+    paths = [os.path.join(REFERENCE, f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
+    page = report.build(paths)
+    assert page.index('id="atlas"') < page.index('class="heat"')
+    one = report.build(paths[1:])
+    assert 'id="atlas"' not in one
+
+
+def test_atlas_refuses_the_options_of_the_full_report(tmp_path, capsys):
+    paths = [os.path.join(REFERENCE, f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
+    assert main(["report", *paths, "--atlas", "--baseline", "2.21.0", "--output", str(tmp_path / "a.html")]) == 2
+    assert "--atlas writes the atlas page alone" in capsys.readouterr().err
+    assert not (tmp_path / "a.html").exists()
+
+
+def test_worse_and_better_only_between_decided_readings():
+    from kerasbench import atlas as atlas_module
+
+    def rec(verdict, kind):
+        return {"status": "ok", "summary": {"verdict": verdict, "growth_kind": kind}}
+
+    assert atlas_module.change(rec("flat", "flat"), rec("grows", "leak")) == "worse"
+    assert atlas_module.change(rec("grows", "leak"), rec("flat", "flat")) == "better"
+    assert atlas_module.change(rec("flat", "retention"), rec("flat", "leak")) == "worse"
+    # 2.12.1 → 2.21.0, notebook × reuse_model: grows, then undecided (its repeats disagree): not "better"
+    assert atlas_module.change(rec("grows", "leak"), rec("inconclusive", "leak")) == "other"
+    assert atlas_module.change(rec("inconclusive", "inconclusive"), rec("grows", "leak")) == "other"
+    assert atlas_module.change(rec("grows", "leak"), rec("grows", "leak")) is None
