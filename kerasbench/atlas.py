@@ -9,12 +9,13 @@ of its axis (the previous release with the same label; a labelled column's first
 is marked: a thick left border and ▲ (worse), ▼ (better) or ◆ (different: a side undecided), and below the map the
 commands that bisect (triage), attribute and ablate that change, with only the options those commands have.
 Two selects filter the rows by loop and strategy. Everything is inline (no network); every string from a record
-goes through report.esc.
+goes through esc (report.esc's rule).
 """
 
 from __future__ import annotations
 
 import datetime
+import html
 import math
 import re
 from typing import Any, List, Optional, Sequence, Tuple
@@ -33,9 +34,8 @@ TRACES = ("train_path_traces", "predict_path_traces", "all_traces", "train_trace
 
 
 def esc(value: Any) -> str:
-    from .report import esc as report_esc
-
-    return report_esc(value)
+    """report.esc's rule (report imports this module, so not imported from there): every string from a record."""
+    return html.escape(str(value), quote=True)
 
 
 def _split(version: str) -> Tuple[str, str]:
