@@ -33,7 +33,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from . import floors, stats
-from .console import markdown_row, markdown_table
+from .console import markdown_table
 from .profiles import PROFILES
 from .units import KIB
 
@@ -207,7 +207,7 @@ def _reports(cal: dict) -> tuple:
 
 
 def summary_rows(cal: dict) -> list:
-    """One markdown row per iteration count: smallest rate detected (RSS, heap), noop false positives, floors."""
+    """One row (its cells) per iteration count: smallest rate detected (RSS, heap), noop false positives, floors."""
     rows = []
     rss, heap = _reports(cal)
     for n, r in rss["by_iterations"].items():
@@ -216,15 +216,15 @@ def summary_rows(cal: dict) -> list:
         def fp(rep):
             return rep["false_positive"].get(str(rep["detects"])) if rep and rep["detects"] else None
 
-        rows.append(markdown_row((cal["allocator"], n, _kib(r["smallest_detected"].get("native")),
-                                  _kib(h["smallest_detected"].get("native")) if h else "n/a",
-                                  _kib(r["smallest_detected"].get("python")), f"{_pct(fp(r))} / {_pct(fp(h))}",
-                                  _kib(r["floor"]), _kib(h["floor"]) if h else "n/a")))
+        rows.append((cal["allocator"], n, _kib(r["smallest_detected"].get("native")),
+                     _kib(h["smallest_detected"].get("native")) if h else "n/a",
+                     _kib(r["smallest_detected"].get("python")), f"{_pct(fp(r))} / {_pct(fp(h))}",
+                     _kib(r["floor"]), _kib(h["floor"]) if h else "n/a"))
     return rows
 
 
 def detail_rows(cal: dict) -> list:
-    """One markdown row per positive control: detection share and slope error, RSS and heap side by side."""
+    """One row (its cells) per positive control: detection share and slope error, RSS and heap side by side."""
     rows = []
     rss, heap = _reports(cal)
     for n, r in rss["by_iterations"].items():
@@ -236,46 +236,45 @@ def detail_rows(cal: dict) -> list:
                 slope = " / ".join(f"{x['median_slope'] / KIB:+.2f}" if x else "n/a" for x in pair)
                 err = " / ".join(f"{x['median_error']:+.1%}" if x else "n/a" for x in pair)
                 p95 = " / ".join(f"{x['p95_abs_error']:.1%}" if x else "n/a" for x in pair)
-                rows.append(markdown_row((cal["allocator"], n, kind, f"{int(rate) / KIB:g}", det, slope, err, p95)))
+                rows.append((cal["allocator"], n, kind, f"{int(rate) / KIB:g}", det, slope, err, p95))
     return rows
 
 
-SUMMARY_HEADER = "\n".join(markdown_table(
-    ("allocator", "iterations", "smallest native leak detected, RSS (KiB/iter)", "same, heap",
-     "smallest python leak, RSS", "control_noop `grows` at that floor, RSS / heap", "floor, RSS (KiB/iter)",
-     "floor, heap"), ()))
-DETAIL_HEADER = "\n".join(markdown_table(
-    ("allocator", "iterations", "leak in", "KiB/iter", "runs `grows` (floor = leak/2), RSS / heap",
-     "median slope KiB/iter, RSS / heap", "median error, RSS / heap", "95th pct. of abs. error, RSS / heap"), ()))
+SUMMARY_HEADER = ("allocator", "iterations", "smallest native leak detected, RSS (KiB/iter)", "same, heap",
+                  "smallest python leak, RSS", "control_noop `grows` at that floor, RSS / heap",
+                  "floor, RSS (KiB/iter)", "floor, heap")
+DETAIL_HEADER = ("allocator", "iterations", "leak in", "KiB/iter", "runs `grows` (floor = leak/2), RSS / heap",
+                 "median slope KiB/iter, RSS / heap", "median error, RSS / heap",
+                 "95th pct. of abs. error, RSS / heap")
 
 
 def tf_control_rows(cal: dict) -> list:
-    """One markdown row per iteration count of the TF negative control, where it was measured."""
+    """One row (its cells) per iteration count of the TF negative control, where it was measured."""
     rows = []
     for n, r in cal["report"]["by_iterations"].items():
         t = r.get("tf_control")
         if t:
             default = " (default)" if t["floor_is_default"] else ""
             by_floor = ", ".join(f"{int(f) // KIB}: {v:.0%}" for f, v in t["false_positive_by_floor"].items())
-            rows.append(markdown_row((cal["allocator"], n, t["runs"], f"{t['median_slope'] / KIB:+.1f}",
-                                      f"{t['max_slope'] / KIB:+.1f}", f"{_kib(t['floor'])}{default}",
-                                      f"{t['false_positive']:.0%}", by_floor, _kib(t["smallest_safe_floor"]))))
+            rows.append((cal["allocator"], n, t["runs"], f"{t['median_slope'] / KIB:+.1f}",
+                         f"{t['max_slope'] / KIB:+.1f}", f"{_kib(t['floor'])}{default}",
+                         f"{t['false_positive']:.0%}", by_floor, _kib(t["smallest_safe_floor"])))
     return rows
 
 
-TF_CONTROL_HEADER = "\n".join(markdown_table(
-    ("allocator", "iterations", f"runs of `{TF_CONTROL[0]}` × `{TF_CONTROL[1]}`", "median slope KiB/iter",
-     "largest slope", "floor (KiB/iter)", "`grows` at that floor", "`grows` at each floor (KiB/iter)",
-     "smallest floor with ≤ 5 %"), ()))
+TF_CONTROL_HEADER = ("allocator", "iterations", f"runs of `{TF_CONTROL[0]}` × `{TF_CONTROL[1]}`",
+                     "median slope KiB/iter", "largest slope", "floor (KiB/iter)", "`grows` at that floor",
+                     "`grows` at each floor (KiB/iter)", "smallest floor with ≤ 5 %")
 
 
 def render(cals: Sequence[dict]) -> str:
     """Markdown tables of one or more stored calibrations (what `kerasbench calibrate` prints)."""
-    lines = [SUMMARY_HEADER] + [row for cal in cals for row in summary_rows(cal)]
-    lines += ["", DETAIL_HEADER] + [row for cal in cals for row in detail_rows(cal)]
+    lines = markdown_table(SUMMARY_HEADER, [row for cal in cals for row in summary_rows(cal)])
+    lines += [""] + markdown_table(DETAIL_HEADER, [row for cal in cals for row in detail_rows(cal)])
     tf_rows = [row for cal in cals for row in tf_control_rows(cal)]
     if tf_rows:
-        lines += ["", "TF negative control (one model, one input; should read flat):", "", TF_CONTROL_HEADER] + tf_rows
+        lines += ["", "TF negative control (one model, one input; should read flat):", ""]
+        lines += markdown_table(TF_CONTROL_HEADER, tf_rows)
     lines.append("")
     for cal in cals:
         where = (f"{floors.describe(cal['key'], allocator=False)}, " if "key" in cal else "") + f"host {cal['host']}"

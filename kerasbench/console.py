@@ -1,10 +1,13 @@
 """What kerasbench prints: progress on stderr, text tables, sparklines, the run table.
 
-One text-table renderer (`text_table`) serves the run table, compare and triage.
+One text-table renderer (`text_table`, tabulate's) serves the run table, compare and triage.
 """
 
+import re
 import threading
 from typing import Iterable, List, Sequence, TextIO
+
+import tabulate as _tabulate_module
 
 from .metrics import METRICS
 from .units import KIB, MIB, kib_text
@@ -12,23 +15,47 @@ from .units import KIB, MIB, kib_text
 SPARKS = "▁▂▃▄▅▆▇█"
 
 
+NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[%x]?")  # 12, +0.5, 1e-3, 37%, 1.20x
+MISSING = ("", "n/a")
+
+
+def _cells(header: Sequence[str], rows: Iterable[Sequence[str]]) -> tuple:
+    """The header and rows as text, and each column's alignment: right where every cell that is not missing is a
+    number (tabulate's own number parsing is off: it would print "+1.50" as "1.5"), else left."""
+    rows = [[str(cell) for cell in row] for row in rows]
+    columns = [[row[i] for row in rows if row[i] not in MISSING] for i in range(len(header))]
+    align = ["right" if column and all(NUMBER.fullmatch(cell) for cell in column) else "left" for column in columns]
+    return list(header), rows, align
+
+
+_PADDING = threading.Lock()
+
+
+def _tabulate(header: Sequence[str], rows: Iterable[Sequence[str]], fmt: str) -> list:
+    header, rows, align = _cells(header, rows)
+    with _PADDING:  # tabulate widens a column whose header is its widest cell by MIN_PADDING (a module setting, 2):
+        # the run table's 25 columns came out ~40 characters wider than the cells need; 0 while drawing ours
+        padding, _tabulate_module.MIN_PADDING = _tabulate_module.MIN_PADDING, 0
+        try:
+            text = _tabulate_module.tabulate(rows, headers=header, tablefmt=fmt, colalign=align,
+                                             disable_numparse=True, preserve_whitespace=True)
+        finally:
+            _tabulate_module.MIN_PADDING = padding
+    return [line.rstrip() for line in text.split("\n")]
+
+
 def text_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list:
-    """Lines of a plain-text table: columns padded to their widest cell, a dashed rule under the header."""
-    rows = [list(header)] + [list(row) for row in rows]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
+    """Lines of a plain-text table (tabulate's "simple"): a dashed rule under the header, numbers right-aligned."""
+    return _tabulate(header, rows, "simple")
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list:
-    """Lines of a markdown (GitHub) table: the header, its rule, a line per row; a `|` inside a cell is escaped."""
-    return [markdown_row(header), "|" + "---|" * len(header)] + [markdown_row(row) for row in rows]
+    """Lines of a markdown table (tabulate's "pipe"): numbers right-aligned; a `|` inside a cell is escaped."""
+    return _tabulate([_escape(cell) for cell in header], ([_escape(cell) for cell in row] for row in rows), "pipe")
 
 
-def markdown_row(cells: Sequence[str]) -> str:
-    """One line of a markdown table."""
-    return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+def _escape(cell) -> str:
+    return str(cell).replace("|", "\\|")
 
 
 SPARK_MIN_SPAN = 8 * MIB  # the smallest top of a sparkline's scale: RSS moves by pages and glibc's teeth by MiB
