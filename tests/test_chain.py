@@ -284,13 +284,15 @@ def test_a_pull_request_is_gated_against_its_base_measured_in_the_same_job(workf
     assert all(f"--machine {machine}" in r for r in runs)
     gate = runner.artifacts / "gate-cpu-2.21.0" / "cpu-2.21.0.md"
     assert gate.is_file(), job.transcript()
+    verdicts = {cell.strip() for line in gate.read_text().splitlines() if line.startswith("|")
+                for cell in line.strip("|").split("|")}  # the markdown table's cells, whatever their padding
     if hardware == "one runner":
         assert job.failed and "are regressed (--fail-on)" in job.transcript()
-        assert "| regressed |" in gate.read_text()
+        assert "regressed" in verdicts
     else:
         assert not job.failed, job.transcript()
-        cells = gate.read_text()
-        assert "other hardware (cpu_model" in cells and "| not comparable |" in cells and "| regressed |" not in cells
+        assert "other hardware (cpu_model" in gate.read_text() and "not comparable" in verdicts
+        assert "regressed" not in verdicts
     needs = {"plan": {"result": "success"}, "cpu": {"result": "failure" if job.failed else "success"}}
     assert gha.evaluate(workflow["jobs"]["gate"]["if"], dict(context, needs=needs), {"always": lambda: True})
     summary = runner.job(workflow, "gate", dict(context, needs=needs))
