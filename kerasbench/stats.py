@@ -151,9 +151,9 @@ def steady_start(values: Sequence[float], keep: int = MIN_WINDOW) -> Tuple[int, 
 
     A cut whose discarded differences average within a quarter of the kept ones' rate is no warm-up (0, False): the
     persistence test calls a late half that keeps 3/4 of the rate steady, and this rule agrees with it. MSER alone
-    is scale-free: a leak's heap rising +2737, +2678, +2643 KiB then +2636 ± 10 an iteration
-    halves the statistic by cutting its first 10 of 20 iterations, at the limit, and a steady +2.6 MiB/iteration
-    leak read "no steady state in the first half" (`settling`, not `leak`).
+    is scale-free: a leak's heap rising +2737, +2678, +2643 KiB then +2636 ± 10 an iteration halves the statistic
+    by cutting its first 10 of 20 iterations, at the limit, and a steady +2.6 MiB/iteration leak read "no steady
+    state in the first half" (`settling`, not `leak`).
     """
     y = np.asarray(values, dtype=float)
     n = len(y)
