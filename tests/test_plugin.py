@@ -5,6 +5,8 @@ runs that start workers are marked tf. The leak is 64 KiB per iteration malloc'e
 by it while RSS stays flat (the kernel backs a page only once it is written): a leak only the heap verdict finds.
 """
 
+import re
+
 import pytest
 
 from kerasbench import UsageError
@@ -58,7 +60,9 @@ def test_leaks():
 ''', "--strict-markers", workers=True)
     result.assert_outcomes(passed=1, failed=1)
     text = result.stdout.str()
-    assert "verdict grows (RSS flat, heap grows" in text and "heap +64.0 KiB/iteration" in text
+    assert "verdict grows (RSS flat, heap grows" in text
+    heap = re.search(r"heap ([+-][0-9.]+) KiB/iteration", text)  # the 64 KiB malloc'd each iteration, within 2 KiB
+    assert heap and abs(float(heap.group(1)) - 64) <= 2, heap  # (+64.0 in one run, +64.3 in another)
     assert "floor 16 KiB/iteration, from given" in text
     assert "pytest_plugin.py" not in text and text.count("verdict grows") == 1  # the message alone, once
 
