@@ -199,27 +199,22 @@ def covers(calibration: dict, iterations: int) -> Optional[int]:
     return max(counts) if counts else None
 
 
-def find(allocator: str, iterations: int) -> Tuple[Optional[str], Optional[dict], Optional[int]]:
-    """(path, calibration, count) of the best calibration fitting `allocator` at `iterations`; Nones if none.
+def ranked(allocator: str, iterations: int) -> List[Tuple[str, dict, int]]:
+    """Every calibration fitting `allocator` at `iterations`, best first: (path, calibration, count).
 
     The best is the one calibrated at the count nearest below `iterations` (the largest count <= it); at equal
     counts, the first of `candidates` (the user's folder before the shipped one). A calibration made once for a run
     of 3 iterations (counts the shipped one has none of) does not then judge every longer run at its 10 runs.
     """
-    best: Tuple[Optional[str], Optional[dict], Optional[int]] = (None, None, None)
-    for path, data in candidates(allocator):
-        n = covers(data, iterations)
-        if n is not None and (best[2] is None or n > best[2]):
-            best = (path, data, n)
-    return best
+    fitting = [(path, data, covers(data, iterations)) for path, data in candidates(allocator)]
+    return sorted((f for f in fitting if f[2] is not None), key=lambda f: -f[2])  # stable: ties keep their order
 
 
-def passed_over(allocator: str, iterations: int, chosen: Optional[str]) -> List[Tuple[str, dict]]:
-    """The calibrations that also fit `allocator` at the same count as `chosen` but rank after it (a shipped one
-    behind the user's): what a run's floor line names, so that which one outranks which is seen, not guessed."""
-    found = candidates(allocator)
-    at = {path: covers(data, iterations) for path, data in found}
-    return [(path, data) for path, data in found if path != chosen and chosen in at and at[path] == at[chosen]]
+def find(allocator: str, iterations: int) -> Tuple[Optional[str], Optional[dict], Optional[int]]:
+    """(path, calibration, count) of the best calibration fitting `allocator` at `iterations` (ranked); Nones if
+    none."""
+    found = ranked(allocator, iterations)
+    return found[0] if found else (None, None, None)
 
 
 def load(allocator: str, path: Optional[str] = None) -> Optional[dict]:
@@ -248,7 +243,8 @@ def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FL
     fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
     nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration).
     """
-    path, data, n = find(allocator, iterations)
+    found = ranked(allocator, iterations) or [(None, None, None)]
+    path, data, n = found[0]
     if data is not None and series != "rss" and not data.get(f"{series}_floors"):
         return default, f"default (calibration {_where(path)} has no {series} floors)"
     if data is None:
@@ -262,7 +258,7 @@ def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FL
     floor = data["floors" if series == "rss" else f"{series}_floors"].get(str(n))
     if floor is None:
         return default, f"default ({what}, {fitted}, detected no tested rate at {n} iterations)"
-    behind = passed_over(allocator, iterations, path)
+    behind = [(p, d) for p, d, count in found[1:] if count == n]  # what the user's folder outranks: said, not guessed
     ahead = (f"; ahead of {_where(behind[0][0])} ({behind[0][1].get('runs')} runs per control), the user's folder "
              "first: delete it to use that one") if behind else ""
     return float(floor), (f"{what} ({fitted}; made {data.get('created')}, {data.get('runs')} runs per control; "
