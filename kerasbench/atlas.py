@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import datetime
 import html
+import json
 import math
+import os
 import re
 from typing import Any, List, Optional, Sequence, Tuple
 
 from . import __version__, compare
+from .errors import UsageError
+from .machine import FINGERPRINT_KEYS
 from .releases import version_key
 from .units import KIB, MIB
 
@@ -180,6 +184,49 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
             f'<ul class="more">{more}</ul></td>'), moved
 
 
+def spark(before, after, p: str, v: str, width: int = 260, height: int = 64) -> str:
+    """A change's picture: the RSS of each side's first repeat after each iteration, MiB over its first reading, on
+    one scale (grey: the previous version, coloured: this one); '' when a side has no series."""
+    sides = [rss_mib(r) for r in (before, after)]
+    if not all(sides):
+        return ""
+    top = max(max(vals) for _, vals in sides)
+    low = min(min(vals) for _, vals in sides)
+    span = (top - low) or 1.0
+    last = max(every * (len(vals) - 1) for every, vals in sides) or 1
+    pad, lines = 4, []
+    for (every, vals), colour in zip(sides, ("#999", "#c33")):
+        pts = " ".join(f"{pad + (width - 2 * pad) * every * i / last:.1f},"
+                       f"{height - pad - (height - 2 * pad) * (y - low) / span:.1f}" for i, y in enumerate(vals))
+        lines.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{pts}"/>')
+    label = (f"RSS after each iteration, MiB over the first reading: TF {p} (grey) and {v} (red), "
+             f"{low:+.1f} to {top:+.1f} MiB over {last} iterations")
+    return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="{esc(label)}"><title>{esc(label)}</title>'
+            f'<rect x="0.5" y="0.5" width="{width - 1}" height="{height - 1}" fill="#fff" stroke="#ddd"/>'
+            f'{"".join(lines)}<text x="{width - 6}" y="14" text-anchor="end" font-size="10" fill="#555">'
+            f'{top:+.1f} MiB</text><text x="{width - 6}" y="{height - 6}" text-anchor="end" font-size="10" '
+            f'fill="#555">{last} it</text></svg>')
+
+
+def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
+    """One line naming the pairs no version measured: per strategy, its loops and why (its first skip reason)."""
+    if not pairs:
+        return ""
+    by_strategy: dict = {}
+    for loop, strategy in pairs:
+        loops, reasons = by_strategy.setdefault(strategy, ([], []))
+        loops.append(loop)
+        for v in versions:
+            record = groups[v].get((loop, strategy), (None, None))[0]
+            if record and record.get("reason") and not reasons:
+                reasons.append(record["reason"])
+    parts = [f"{strategy} ({', '.join(loops)})" + (f": {reasons[0]}" if reasons else ": no record")
+             for strategy, (loops, reasons) in by_strategy.items()]
+    return (f'<p class="read unmeasured">Not measured on any version, so not drawn ({len(pairs)} pairs): '
+            f'{esc("; ".join(parts))}.</p>')
+
+
 def section(groups: compare.Groups) -> str:
     """The atlas as a <div id="atlas"> (its own style and script inline; not a <section>: those are the loop
     shapes'); '' for records of one version."""
@@ -189,6 +236,12 @@ def section(groups: compare.Groups) -> str:
     pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
     prev = {v: previous(v, versions) for v in versions}
     rows, changes = [], []
+    # a pair no version measured (the GPU strategies on a CPU machine, a loop a strategy does not apply to): named
+    # under the map, not drawn as a row of n/a
+    unmeasured = [pair for pair in pairs
+                  if all((groups[v].get(pair, (None, None))[0] or {}).get("status") in (None, "skipped")
+                         for v in versions)]
+    pairs = [pair for pair in pairs if pair not in unmeasured]
     for loop, strategy in pairs:
         tds = []
         for v in versions:
@@ -222,7 +275,7 @@ def section(groups: compare.Groups) -> str:
                      f"{esc(a.get('growth_kind') or '-')} ({esc(_kib(a.get('growth_per_iter')))} KiB/it)"
                      + (f' <span class="hw">different hardware ({esc(hw)}): measure both on one machine</span>'
                         if (hw := compare.hardware_note(before, after)[1]) else "")
-                     + f'<ul class="cmds">{cmds}</ul></li>')
+                     + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
     listing = (f'<ol class="changes">{"".join(items)}</ol>' if items
                else "<p>No pair changes its verdict or what grew between consecutive versions.</p>")
     return f"""<div id="atlas" class="atlas"><style>{CSS}</style>
@@ -237,7 +290,7 @@ Strategy <select id="atlas-strategy"><option value="">all</option>{s_options}</s
 <span class="key v-inconclusive">inconclusive</span> the RSS verdict; then what grew; the number is the RSS slope,
 KiB/iteration</span></div>
 <div class="scroll"><table class="atlas"><thead><tr><th>loop × strategy \\ TF</th>{head}</tr></thead>
-<tbody>{"".join(rows)}</tbody></table></div>
+<tbody>{"".join(rows)}</tbody></table></div>{_unmeasured(unmeasured, groups, versions)}
 <h3>What changed, and the commands that explain it ({len(changes)} in all)</h3>{listing}
 <script>{JS}</script></div>
 """
@@ -259,8 +312,160 @@ on the same records without --atlas gives the full report (heat-tables, plots, c
 
 
 def build(paths: Sequence[str]) -> str:
-    """The atlas-only page of the records under `paths` (compare's inputs and checks)."""
-    return page(paths, compare.group(compare.load(paths)))
+    """The atlas-only page of the records under `paths` (compare's inputs and checks), or of an atlas data file."""
+    return page(paths, load(paths))
+
+
+# ---------------------------------------------------------------- the atlas' own data (docs/atlas/atlas.json)
+#
+# What the page reads of each record and nothing more: its status and reason, the summary fields the cells and
+# their details show, the hardware fingerprint and the packages of its environment, and for the two sides of a
+# change the RSS series of their first repeat (decimated) that the change's picture draws. ~0.4 KiB a cell where
+# the records are ~35 KiB: the whole matrix's atlas is published with the project; the page made again from it
+# is the page made from the records.
+
+DATA_SCHEMA = "kerasbench-atlas"
+DATA_VERSION = 1
+SUMMARY_KEYS = ("verdict", "growth_kind", "growth_per_iter", "growth_ci_low", "growth_ci_high", "peak_loop",
+                "peak_over_baseline", "heap_growth_per_iter", "heap_verdict", "repeats", "floor", "why") + TRACES
+ENVIRONMENT_KEYS = ("machine_name", "tensorflow", "keras", "keras_package", "python", "numpy", "tf_distribution",
+                    "tf_git_version", "nightly", "commit") + FINGERPRINT_KEYS
+SPARK_POINTS = 80  # a change's picture: at most this many readings per side
+
+
+def _slim(value: Any) -> Any:
+    """A summary figure as the page needs it: bytes to a tenth of a byte (the page shows tenths of a KiB)."""
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value) if value.is_integer() else round(value, 1)
+    return value
+
+
+def _slim_summary(summary) -> dict:
+    s = summary or {}
+    return {k: _slim(s[k]) for k in SUMMARY_KEYS if s.get(k) not in (None, "")}
+
+
+def _environment(record) -> dict:
+    env = record.get("environment") or {}
+    out = {k: env[k] for k in ENVIRONMENT_KEYS if env.get(k) is not None}
+    if "machine_name" not in out and env.get("hostname"):
+        out["machine_name"] = env["hostname"]
+    return out
+
+
+def rss_mib(record) -> Optional[Tuple[int, List[float]]]:
+    """(every, readings): the first repeat's RSS after every `every`-th iteration (at most SPARK_POINTS of them),
+    MiB over its first reading; None without a series of two readings. An atlas file's cell carries its own."""
+    if record.get("rss_mib"):
+        return int(record.get("rss_every") or 1), record["rss_mib"]
+    for rep in record.get("repeats") or []:
+        rss = ((rep.get("result") or {}).get("series") or {}).get("rss")
+        if rss is not None and len(rss) >= 2:
+            values = [float(v) for v in rss]
+            every = max(1, math.ceil((len(values) - 1) / (SPARK_POINTS - 1)))
+            return every, [round((v - values[0]) / MIB, 2) for v in values[::every]]
+    return None
+
+
+def data(groups: compare.Groups) -> dict:
+    """The atlas data of grouped records: {schema, version, kerasbench, columns: [{version, cells: [...]}]}."""
+    versions = sorted(groups, key=version_key)
+    changed = set()
+    for v in versions:
+        p = previous(v, versions)
+        for pair, (record, _) in groups[v].items():
+            if p and change(groups[p].get(pair, (None, None))[0], record):
+                changed.update({(v, pair), (p, pair)})
+    columns = []
+    for v in versions:
+        cells, environments = [], []  # a column's environments once each; a cell names its own by index
+        for (loop, strategy), (record, _) in sorted(groups[v].items(), key=lambda kv: compare.pair_order(kv[0])):
+            env = _environment(record)
+            if env not in environments:
+                environments.append(env)
+            cell = {"loop": loop, "strategy": strategy, "status": record.get("status"),
+                    "summary": _slim_summary(record.get("summary")), "env": environments.index(env)}
+            if record.get("reason"):
+                cell["reason"] = record["reason"]
+            if (v, (loop, strategy)) in changed and (rss := rss_mib(record)):
+                cell["rss_every"], cell["rss_mib"] = rss
+            cells.append(cell)
+        columns.append({"version": v, "environments": environments, "cells": cells})
+    return {"schema": DATA_SCHEMA, "version": DATA_VERSION, "kerasbench": __version__, "columns": columns}
+
+
+def is_data(payload: Any) -> bool:
+    return isinstance(payload, dict) and payload.get("schema") == DATA_SCHEMA
+
+
+def groups_of(payload: Any, path: str) -> compare.Groups:
+    """The groups (compare.group's shape) of an atlas data file; a one-line UsageError naming the file and what is
+    wrong with it."""
+    def bad(why):
+        return UsageError(f"Not a usable kerasbench atlas file: {path}: {why}.")
+
+    if payload.get("version") != DATA_VERSION:
+        raise bad(f"version {payload.get('version')!r}, this kerasbench reads version {DATA_VERSION}")
+    columns = payload.get("columns")
+    if not isinstance(columns, list):
+        raise bad("no 'columns' list")
+    groups: compare.Groups = {}
+    for i, column in enumerate(columns):
+        if not (isinstance(column, dict) and isinstance(column.get("version"), str)
+                and isinstance(column.get("cells"), list) and isinstance(column.get("environments"), list)
+                and all(isinstance(e, dict) for e in column["environments"])):
+            raise bad(f"columns[{i}] is not an object with a 'version' string, an 'environments' list of objects "
+                      "and a 'cells' list")
+        if column["version"] in groups:
+            raise bad(f"columns[{i}]: TF {column['version']} twice")
+        cells = groups.setdefault(column["version"], {})
+        for j, given in enumerate(column["cells"]):
+            where = f"columns[{i}].cells[{j}]"
+            if not (isinstance(given, dict) and isinstance(given.get("loop"), str)
+                    and isinstance(given.get("strategy"), str)):
+                raise bad(f"{where} has no 'loop' and 'strategy' strings")
+            if not isinstance(given.get("summary", {}), dict):
+                raise bad(f"{where}.summary is not an object")
+            env = given.get("env")
+            if not (isinstance(env, int) and not isinstance(env, bool) and 0 <= env < len(column["environments"])):
+                raise bad(f"{where}.env is not the index of one of the column's {len(column['environments'])} "
+                          "environments")
+            cell = dict(given, environment=column["environments"][env])
+            rss = cell.get("rss_mib")
+            if rss is not None and not (isinstance(rss, list) and all(_finite(v) for v in rss)):
+                raise bad(f"{where}.rss_mib is not a list of numbers")
+            every = cell.get("rss_every", 1)
+            if not (isinstance(every, int) and not isinstance(every, bool) and every >= 1):
+                raise bad(f"{where}.rss_every is not a whole number of at least 1")
+            if (cell["loop"], cell["strategy"]) in cells:  # data() writes each pair once
+                raise bad(f"{where}: {cell['loop']} × {cell['strategy']} twice for TF {column['version']}")
+            cells[(cell["loop"], cell["strategy"])] = (cell, path)
+    return groups
+
+
+def load(paths: Sequence[str]) -> compare.Groups:
+    """Grouped records of `paths` (compare's inputs and checks), or the groups of one atlas data file."""
+    from .files import DATA_LIMIT, read_json
+
+    if len(paths) == 1 and os.path.isfile(paths[0]) and paths[0].endswith(".json"):
+        payload = read_json(paths[0], "records file", limit=DATA_LIMIT)
+        if is_data(payload):
+            return groups_of(payload, paths[0])
+    try:
+        return compare.group(compare.load(paths))
+    except UsageError as e:
+        if len(paths) > 1 and any(_holds_data(p) for p in paths):
+            raise UsageError(f"{e} An atlas file (kerasbench-atlas) is read alone: give it as the only path.") from None
+        raise
+
+
+def _holds_data(path: str) -> bool:
+    from .files import DATA_LIMIT, read_json
+
+    try:
+        return os.path.isfile(path) and is_data(read_json(path, "atlas file", limit=DATA_LIMIT))
+    except UsageError:
+        return False
 
 
 HOW_TO_READ = (
@@ -301,7 +506,8 @@ table.atlas td.na{color:#888;text-align:center;cursor:default}table.atlas td.fai
 .atlas td.open ul.more{display:block}
 .atlas ol.changes li{margin:.3em 0}.atlas ul.cmds{margin:.2em 0;padding-left:1.2em;font-size:12px}
 .atlas code.cmd{background:#f4f4f4;border:1px solid #ddd;border-radius:3px;padding:0 4px;user-select:all}
-.atlas .hw{color:#a33;font-size:12px}.atlas tr.hidden,.atlas li.hidden{display:none}
+.atlas .hw{color:#a33;font-size:12px}.atlas svg.spark{display:block;margin:.3em 0 0 1.4em}
+.atlas tr.hidden,.atlas li.hidden{display:none}
 """
 
 JS = """
@@ -327,3 +533,40 @@ JS = """
   });
 })();
 """
+
+
+def data_text(payload: dict) -> str:
+    """The atlas data as JSON with a cell a line (a new run's diff reads cell by cell)."""
+    columns = []
+    for column in payload["columns"]:
+        cells = ",\n".join(json.dumps(cell, separators=(",", ":"), allow_nan=False) for cell in column["cells"])
+        columns.append(f'{{"version":{json.dumps(column["version"])},'
+                       f'"environments":{json.dumps(column["environments"], separators=(",", ":"))},'
+                       f'"cells":[\n{cells}]}}')
+    head = {k: v for k, v in payload.items() if k != "columns"}
+    return json.dumps(head, separators=(",", ":"))[:-1] + ',"columns":[\n' + ",\n".join(columns) + "]}\n"
+
+
+PAGE, DATA = "index.html", "atlas.json"
+
+
+def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = None) -> List[str]:
+    """The atlas of `paths` (records, or one atlas data file; `groups`: already loaded from them) into `folder`
+    (made if missing): PAGE and DATA, each atomically; DATA is not written again when it is the input (the page
+    is made again from it). Returns the paths written."""
+    from .files import make_folder, write_text
+
+    groups = load(paths) if groups is None else groups  # every input error raised here, before anything is written
+    text = page(paths, groups)
+    payload = None if is_own_data(paths, folder) else data_text(data(groups))
+    make_folder(folder, "the atlas")
+    written = []
+    if payload is not None:
+        written.append(write_text(os.path.join(folder, DATA), payload, "the atlas data"))
+    written.append(write_text(os.path.join(folder, PAGE), text, "the atlas"))
+    return written
+
+
+def is_own_data(paths: Sequence[str], folder: str) -> bool:
+    own = os.path.join(folder, DATA)
+    return len(paths) == 1 and os.path.isfile(own) and os.path.samefile(paths[0], own)

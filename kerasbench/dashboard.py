@@ -181,9 +181,10 @@ def asv_errors(output: str) -> Optional[str]:
 
 
 # What asv publish (0.6) and kerasbench write into html_dir: asv's page templates (its www folder, listed when asv is
-# importable), the data asv writes beside them, the offline copies (vendor/) and the report.
+# importable), the data asv writes beside them, the offline copies (vendor/), the report and the atlas.
 ASV_OUTPUTS = {"index.json", "info.json", "regressions.json", "regressions.xml", "graphs", ".nojekyll", "vendor",
-               "kerasbench-report.html", "asv.css", "asv.js", "asv_ui.js", "error.html", "graphdisplay.js",
+               "kerasbench-report.html", "kerasbench-atlas.html", "atlas", "asv.css", "asv.js", "asv_ui.js",
+               "error.html", "graphdisplay.js",
                "index.html", "jquery.flot.axislabels.js", "regressions.css", "regressions.js", "summarygrid.js",
                "summarylist.css", "summarylist.js", "swallow.ico", "swallow.png"}
 

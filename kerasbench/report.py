@@ -1295,4 +1295,14 @@ def write_beside_dashboard(records_dir: str, html_dir: str, out: TextIO) -> Opti
         return None
     left = f"; {others} other host/commit folder(s) left out, see `kerasbench report`" if others else ""
     out.write(f"report: {path} ({host}, commit {commit}{left}); open it in a browser, it needs no server\n")
+    try:  # the atlas alone, as `kerasbench atlas` writes it (docs/atlas/ is the project's), for two or more versions
+        groups = atlas.load(folders)
+        if len(groups) >= 2:
+            page_path = atlas.write(folders, os.path.join(html_dir, ATLAS_FOLDER), groups)[-1]
+            out.write(f"atlas: {page_path} ({len(groups)} TF versions)\n")
+    except UsageError as e:
+        out.write(f"no atlas: {e}\n")
     return path
+
+
+ATLAS_FOLDER = "atlas"  # in asv's html folder, beside the report

@@ -1,5 +1,6 @@
 """kerasbench.atlas: every pair against every TF version, the changes from one version to the next marked."""
 
+import json
 import os
 import re
 
@@ -174,3 +175,125 @@ def test_worse_and_better_only_between_decided_readings():
     assert atlas_module.change(rec("grows", "leak"), rec("inconclusive", "leak")) == "other"
     assert atlas_module.change(rec("inconclusive", "inconclusive"), rec("grows", "leak")) == "other"
     assert atlas_module.change(rec("grows", "leak"), rec("grows", "leak")) is None
+
+
+# ---------------------------------------------------------------- `kerasbench atlas`: the page and its data
+
+
+def test_the_atlas_data_makes_the_same_page_and_holds_series_only_for_changes():
+    paths = [os.path.join(REFERENCE, f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
+    grouped = compare.group(compare.load(paths))
+    payload = json.loads(atlas.data_text(atlas.data(grouped)))  # as written, then read
+    assert atlas.section(atlas.groups_of(payload, "atlas.json")) == atlas.section(grouped)
+    cells = {(c["version"], cell["loop"], cell["strategy"]): cell
+             for c in payload["columns"] for cell in c["cells"]}
+    changed = {(c["version"], cell["loop"], cell["strategy"]) for c in payload["columns"] for cell in c["cells"]
+               if "rss_mib" in cell}
+    assert {("2.21.0", "sweep", "clear_session_del_gc"), ("2.12.1", "sweep", "clear_session_del_gc")} <= changed
+    assert ("2.21.0", "sweep", "process_isolation") not in changed  # flat on both: no series
+    assert all(len(cells[k]["rss_mib"]) <= atlas.SPARK_POINTS for k in changed)
+    assert all("repeats" not in cell and "spec" not in cell for cell in cells.values())  # no records' repeats
+    # what the page needs, not the records: under 1 KiB a cell where the records are tens of KiB
+    size = len(atlas.data_text(atlas.data(grouped)))
+    assert size / len(cells) < 1024, size / len(cells)
+    assert sum(os.path.getsize(p) for p in paths) / size > 10
+
+
+def test_a_change_is_drawn_from_both_sides_series():
+    before = {"status": "ok", "summary": {}, "rss_mib": [0.0, 0.1, 0.1, 0.2], "rss_every": 1}
+    after = {"status": "ok", "summary": {}, "rss_mib": [0.0, 3.0, 6.0], "rss_every": 2}  # iterations 0, 2, 4
+    svg = atlas.spark(before, after, "2.12.1", "2.17.1", width=104, height=64)
+    lines = re.findall(r'points="([^"]+)"', svg)
+    assert len(lines) == 2 and "+6.0 MiB" in svg and ">4 it<" in svg
+    after_pts = [tuple(map(float, p.split(","))) for p in lines[1].split()]
+    assert after_pts[0] == (4.0, 60.0) and after_pts[-1] == (100.0, 4.0)  # its last reading: the top right corner
+    assert [x for x, _ in after_pts] == [4.0, 52.0, 100.0]  # every second iteration, on the same x scale as the other
+    assert atlas.spark(before, {"status": "ok", "summary": {}}, "2.12.1", "2.17.1") == ""  # a side without series
+
+
+def test_pairs_no_version_measured_are_named_not_drawn():
+    gpu = "needs a GPU: run it with --device gpu"
+    html = atlas.section(groups(
+        ("2.13.1", [record("sweep", "reuse_model"), record("sweep", "gpu_growth_on", status="skipped", reason=gpu)]),
+        ("2.14.1", [record("sweep", "reuse_model"), record("sweep", "gpu_growth_on", status="skipped", reason=gpu)])))
+    assert 'data-strategy="gpu_growth_on"' not in html
+    assert "Not measured on any version, so not drawn (1 pairs): gpu_growth_on (sweep): needs a GPU" in html
+
+
+def test_the_atlas_command_writes_the_page_and_its_data_and_remakes_the_page_from_the_data(tmp_path, capsys):
+    paths = [os.path.join(REFERENCE, f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
+    folder = tmp_path / "docs" / "atlas"  # made, with its parents
+    assert main(["atlas", *paths, "--output", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "wrote the atlas to" in out and "atlas.json" in out and "index.html" in out
+    assert sorted(os.listdir(folder)) == ["atlas.json", "index.html"]  # written atomically: no temp file left
+    data_bytes = (folder / "atlas.json").read_bytes()
+    first = (folder / "index.html").read_text(encoding="utf-8")
+    assert main(["atlas", str(folder / "atlas.json"), "--output", str(folder)]) == 0  # made again from its data
+    assert "the input, kept as it is" in capsys.readouterr().out
+    assert (folder / "atlas.json").read_bytes() == data_bytes
+    again = (folder / "index.html").read_text(encoding="utf-8")
+
+    def body(page):
+        return page[page.index('<div id="atlas"'):page.index("<p class=\"read\">Records:")]
+
+    assert body(again) == body(first) and "<svg" in body(first)
+
+
+def _atlas_file(tmp_path, payload):
+    path = tmp_path / "atlas.json"
+    path.write_text(payload if isinstance(payload, str) else json.dumps(payload))
+    return str(path)
+
+
+GOOD_COLUMN = {"version": "2.12.1", "environments": [{}],
+               "cells": [{"loop": "sweep", "strategy": "reuse_model", "status": "ok", "summary": {}, "env": 0}]}
+
+
+@pytest.mark.parametrize("payload, needle", [
+    ({"schema": "kerasbench-atlas", "version": 2, "columns": []}, "version 2, this kerasbench reads version 1"),
+    ({"schema": "kerasbench-atlas", "version": 1, "columns": {}}, "no 'columns' list"),
+    ({"schema": "kerasbench-atlas", "version": 1, "columns": [{"version": "2.12.1", "cells": []}]},
+     "columns[0] is not an object with a 'version' string, an 'environments' list"),
+    ({"schema": "kerasbench-atlas", "version": 1, "columns": [GOOD_COLUMN, GOOD_COLUMN]}, "TF 2.12.1 twice"),
+    ({"schema": "kerasbench-atlas", "version": 1, "columns": [dict(GOOD_COLUMN, cells=[{"loop": 1}])]},
+     "cells[0] has no 'loop' and 'strategy' strings"),
+    ({"schema": "kerasbench-atlas", "version": 1,
+      "columns": [dict(GOOD_COLUMN, cells=[dict(GOOD_COLUMN["cells"][0], env=3)])]},
+     "cells[0].env is not the index of one of the column's 1 environments"),
+    ({"schema": "kerasbench-atlas", "version": 1,
+      "columns": [dict(GOOD_COLUMN, cells=[dict(GOOD_COLUMN["cells"][0], rss_mib=[0, "x"])])]},
+     "cells[0].rss_mib is not a list of numbers"),
+    ({"schema": "kerasbench-atlas", "version": 1,
+      "columns": [dict(GOOD_COLUMN, cells=[dict(GOOD_COLUMN["cells"][0], rss_mib=[0, 1], rss_every=0)])]},
+     "cells[0].rss_every is not a whole number"),
+    ({"schema": "kerasbench-atlas", "version": 1,
+      "columns": [dict(GOOD_COLUMN, cells=[GOOD_COLUMN["cells"][0]] * 2)]}, "sweep × reuse_model twice"),
+    ('{"schema": "kerasbench-atlas", "version": 1, "columns": [', "truncated or corrupt JSON"),
+])
+def test_a_bad_atlas_file_is_one_line_exit_2_and_nothing_is_made(payload, needle, tmp_path, capsys):
+    path = _atlas_file(tmp_path, payload)
+    assert main(["atlas", path, "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and path in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_atlas_command_refuses_a_file_as_its_folder_and_an_atlas_file_beside_records(tmp_path, capsys):
+    paths = [os.path.join(REFERENCE, f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
+    page = tmp_path / "index.html"
+    page.write_text("mine")
+    assert main(["atlas", *paths, "--output", str(page)]) == 2
+    assert "it is not a folder" in capsys.readouterr().err and page.read_text() == "mine"
+    assert main(["atlas", *paths, "--output", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert main(["atlas", str(tmp_path / "a" / "atlas.json"), paths[0], "--output", str(tmp_path / "b")]) == 2
+    assert "An atlas file (kerasbench-atlas) is read alone" in capsys.readouterr().err
+    # the records folder as the output would put index.html / atlas.json where compare reads records
+    folder = tmp_path / "recs"
+    folder.mkdir()
+    (folder / "tf-2.12.1.json").write_bytes(open(paths[0], "rb").read())
+    (folder / "tf-2.21.0.json").write_bytes(open(paths[1], "rb").read())
+    assert main(["atlas", str(folder), "--output", str(folder)]) == 2
+    assert "where it would be read as a records file" in capsys.readouterr().err
+    assert sorted(os.listdir(folder)) == ["tf-2.12.1.json", "tf-2.21.0.json"]

@@ -159,6 +159,7 @@ def test_the_merged_tree_publishes_compares_and_reports_across_machines(fanout, 
     assert set(index["machines"]) == set(JOBS)
     report = (site / ".asv" / "html" / "kerasbench-report.html").read_text()
     assert "2.12.1" in report and "2.21.0" in report
+    assert (site / ".asv" / "html" / "atlas" / "index.html").exists()  # the atlas page, as the workflow publishes it
 
 
 def test_a_control_takes_the_tf_release_of_its_run_folder(tmp_path):

@@ -289,6 +289,9 @@ def test_publish_refreshes_the_report_from_the_newest_commit(tmp_path):
     assert path == str(html_dir / report.FILENAME) and os.path.exists(path)
     assert "box, commit 0123abcd" in out.getvalue() and "1 other host/commit" in out.getvalue()
     assert "0123abcd" in open(path).read()  # the commit, in the environment table
+    atlas_page = html_dir / report.ATLAS_FOLDER / "index.html"  # two versions: the atlas beside it, as `atlas` writes
+    assert "atlas: " in out.getvalue() and atlas_page.exists() and (atlas_page.parent / "atlas.json").exists()
+    assert 'id="atlas"' in atlas_page.read_text()
 
 
 def test_publish_without_records_or_with_bad_ones_leaves_no_report(tmp_path):

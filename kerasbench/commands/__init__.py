@@ -10,8 +10,8 @@ import importlib
 from types import ModuleType
 from typing import List
 
-COMMANDS = ("list", "run", "ablate", "compare", "triage", "attribute", "report", "score", "calibrate", "overhead",
-            "publish", "merge", "envs")
+COMMANDS = ("list", "run", "ablate", "compare", "triage", "attribute", "report", "atlas", "score", "calibrate",
+            "overhead", "publish", "merge", "envs")
 
 
 def modules() -> List[ModuleType]:
