@@ -780,6 +780,14 @@ NUMERIC_OPTIONS = [  # (command line, option): each refused by argparse, before 
     (["run", "--loop", "control", "--strategy", "control_noop"], "--jobs"),
     (["ablate", "--loop", "sweep"], "--jobs"),
     (["score", str(FIXTURES / "tf212.json"), "--reference", str(FIXTURES / "tf221.json")], "--top"),
+    (["attribute", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"], "--jobs"),
+    (["calibrate"], "--runs"),
+    (["calibrate"], "--warmup"),
+    (["calibrate"], "--jobs"),
+    (["overhead"], "--runs"),
+    (["overhead"], "--iterations"),
+    (["overhead", "--records", str(FIXTURES / "tf212.json")], "--cores"),
+    (["run", "--loop", "sweep", "--strategy", "reuse_model"], "--batch-size"),
 ]
 
 

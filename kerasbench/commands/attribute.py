@@ -37,7 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.bisected_pair(p)
     options.fixed_counts(p, "environment")
     options.bisect_environments(p, "the environments on this Python (default: the config's)")
-    p.add_argument("--jobs", type=int, default=2, help="environments measured at once (default 2; seconds_per_iter "
+    p.add_argument("--jobs", type=options.integer("jobs", 1), default=2,
+                   help="environments measured at once (default 2; seconds_per_iter "
                    "one at a time)")
     options.max_envs(p, "stop before making anything when the plan (ends, single moves, groups, leave-one-out) "
                      "could need more than N environments")
@@ -61,8 +62,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("What to measure? Give --loop NAME and --strategy NAME, or --repro FILE.")
     spec = options.template(args, loop)
     options.check_outputs({"--json": args.json}, {"--repro": args.repro, "--config": args.config})
-    if args.jobs <= 0:
-        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. Expected 1 or more.")
     if args.max_envs < 3:
         raise UsageError(f"Invalid value for argument `max_envs`. Received: max_envs={args.max_envs!r}. Expected 3 "
                          "or more (the two ends and one package moved).")

@@ -14,15 +14,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from ..allocators import ALLOCATORS, DEFAULT
 
     p.add_argument("--allocator", default=DEFAULT, help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")
-    p.add_argument("--runs", type=int, default=20, help="fresh workers per control and rate (default 20)")
+    p.add_argument("--runs", type=options.integer("runs", 1), default=20,
+                   help="fresh workers per control and rate (default 20)")
     p.add_argument("--iterations", default=None,
                    help="comma list of iteration counts (default: 4, 2000 and every count a budgeted run looks at, "
                    "8, 12, 18 … 1598; shorter counts read the first points of the longest, at no cost)")
     p.add_argument("--rates-kib", default="4,16,64,256", help="leak rates, KiB/iteration (default 4,16,64,256)")
-    p.add_argument("--jobs", type=int, default=None,
+    p.add_argument("--jobs", type=options.integer("jobs", 1), default=None,
                    help="control workers at once (default: $KERASBENCH_JOBS, else the usable cores)")
     p.add_argument("--heaps", default="native,python", help="native, python or both (default)")
-    p.add_argument("--warmup", type=int, default=2, help="warm-up iterations per worker (default 2)")
+    p.add_argument("--warmup", type=options.integer("warmup", 0), default=2,
+                   help="warm-up iterations per worker (default 2)")
     p.add_argument("--tf-control", action="store_true",
                    help="also run the TF negative control (inference × reuse_model, ~10 s a worker) and report how "
                    "often it says `grows` at the chosen floor")
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Measure the controls per allocator and store the floor (or --show the stored ones)."""
     from .. import calibration, selection, session
     from ..allocators import ALLOCATORS, require
-    from ..errors import UsageError, unknown
+    from ..errors import unknown
     from ..runner import default_jobs
     from ..units import KIB
 
@@ -49,11 +51,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     for name in names:
         require(name)
-    if args.runs < 1:
-        raise UsageError(f"Invalid value for argument `runs`. Received: runs={args.runs!r}. "
-                         "Expected a positive integer.")
-    if args.warmup < 0:
-        raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={args.warmup!r}. Expected 0 or more.")
     iterations = options.ints(args.iterations or ",".join(map(str, calibration.DEFAULT_COUNTS)), "iterations",
                               minimum=3)
     rates = [r * KIB for r in options.ints(args.rates_kib, "rates-kib")]
@@ -61,9 +58,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     for h in heaps:
         if h not in calibration.HEAPS:
             raise unknown("heap", h, calibration.HEAPS)
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"Invalid value for argument `jobs`. Received: jobs={args.jobs!r}. "
-                         "Expected a positive integer.")
     cals = session.calibrate(names, args.runs, iterations, rates, heaps, args.warmup, args.tf_control, sys.stderr,
                              jobs=args.jobs or default_jobs())
     out.write(calibration.render(cals))

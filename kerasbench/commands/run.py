@@ -16,7 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.release(p)
     options.counts(p)
     options.device(p)
-    p.add_argument("--batch-size", type=int, default=32, help="batch size of stable-shape loops (default 32)")
+    p.add_argument("--batch-size", type=options.integer("batch-size", 1), default=32,
+                   help="batch size of stable-shape loops (default 32)")
     options.limits(p)
     p.add_argument("--no-calibrate", action="store_true",
                    help="when no stored calibration fits, use the default floor rather than calibrating once "
