@@ -328,21 +328,24 @@ DATA_SCHEMA = "kerasbench-atlas"
 DATA_VERSION = 1
 SUMMARY_KEYS = ("verdict", "growth_kind", "growth_per_iter", "growth_ci_low", "growth_ci_high", "peak_loop",
                 "peak_over_baseline", "heap_growth_per_iter", "heap_verdict", "repeats", "floor", "why") + TRACES
-ENVIRONMENT_KEYS = ("machine_name", "tensorflow", "keras", "keras_package", "python", "numpy", "tf_distribution",
-                    "tf_git_version", "nightly", "commit") + FINGERPRINT_KEYS
+ENVIRONMENT_KEYS = ("machine_name", "tensorflow", "keras", "keras_package", "python", "numpy", "device",
+                    "tf_distribution", "tf_git_version", "nightly") + FINGERPRINT_KEYS
 SPARK_POINTS = 80  # a change's picture: at most this many readings per side
 
 
 def _slim(value: Any) -> Any:
     """A summary figure as the page needs it: bytes to a tenth of a byte (the page shows tenths of a KiB)."""
-    if isinstance(value, float) and math.isfinite(value):
+    if isinstance(value, float):
         return int(value) if value.is_integer() else round(value, 1)
     return value
 
 
 def _slim_summary(summary) -> dict:
+    """The SUMMARY_KEYS a summary has; an empty, NaN or infinite one is left out (the page shows n/a for it, as for
+    a NaN: JSON has no NaN)."""
     s = summary or {}
-    return {k: _slim(s[k]) for k in SUMMARY_KEYS if s.get(k) not in (None, "")}
+    return {k: _slim(s[k]) for k in SUMMARY_KEYS
+            if s.get(k) not in (None, "") and not (isinstance(s[k], float) and not math.isfinite(s[k]))}
 
 
 def _environment(record) -> dict:
@@ -360,7 +363,7 @@ def rss_mib(record) -> Optional[Tuple[int, List[float]]]:
         return int(record.get("rss_every") or 1), record["rss_mib"]
     for rep in record.get("repeats") or []:
         rss = ((rep.get("result") or {}).get("series") or {}).get("rss")
-        if rss is not None and len(rss) >= 2:
+        if rss is not None and len(rss) >= 2 and all(_finite(v) for v in rss):
             values = [float(v) for v in rss]
             every = max(1, math.ceil((len(values) - 1) / (SPARK_POINTS - 1)))
             return every, [round((v - values[0]) / MIB, 2) for v in values[::every]]

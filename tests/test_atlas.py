@@ -297,3 +297,14 @@ def test_the_atlas_command_refuses_a_file_as_its_folder_and_an_atlas_file_beside
     assert main(["atlas", str(folder), "--output", str(folder)]) == 2
     assert "where it would be read as a records file" in capsys.readouterr().err
     assert sorted(os.listdir(folder)) == ["tf-2.12.1.json", "tf-2.21.0.json"]
+
+
+def test_nan_and_infinite_figures_are_left_out_of_the_data_and_read_as_n_a(tmp_path):
+    """A run too short for a CI has NaN bounds: JSON has no NaN, and the page shows n/a for both."""
+    short = record("sweep", "reuse_model", "grows", "leak", 300 * KIB)
+    short["summary"].update(growth_ci_low=float("nan"), growth_ci_high=float("inf"), peak_loop=float("nan"))
+    grouped = groups(("2.13.1", [record("sweep", "reuse_model")]), ("2.14.1", [short]))
+    text = atlas.data_text(atlas.data(grouped))
+    assert "NaN" not in text and "Infinity" not in text
+    again = atlas.groups_of(json.loads(text), "atlas.json")
+    assert atlas.section(again) == atlas.section(grouped) and "peak: n/a" in atlas.section(again)
