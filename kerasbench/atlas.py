@@ -209,6 +209,26 @@ def spark(before, after, p: str, v: str, width: int = 260, height: int = 64) -> 
             f'fill="#555">{last} it</text></svg>')
 
 
+def _keras(column) -> str:
+    """'Keras 3.6.0' (or 'tf_keras 2.16.0'): the Keras package of a column's records, '' if none says or they differ."""
+    found = {((r.get("environment") or {}).get("keras_package") or "keras", (r.get("environment") or {}).get("keras"))
+             for r, _ in column.values() if (r.get("environment") or {}).get("keras")}
+    if len(found) != 1:
+        return ""
+    package, version = next(iter(found))
+    return f"{'Keras' if package == 'keras' else package} {version}"
+
+
+def _count(pairs, versions, groups: compare.Groups, changes) -> str:
+    """The map in one line: pairs × versions, cells measured, changes by kind."""
+    measured = sum(1 for pair in pairs for v in versions
+                   if (groups[v].get(pair, (None, None))[0] or {}).get("status") == "ok")
+    kinds = [change[5] for change in changes]  # (cid, loop, strategy, prev, version, moved, before, after)
+    by = ", ".join(f"{kinds.count(k)} {k}" for k in ("worse", "better", "other") if kinds.count(k))
+    return (f"{len(pairs)} pairs × {len(versions)} versions: {measured} cells measured; {len(changes)} "
+            f"change{'' if len(changes) == 1 else 's'} from one version to the next" + (f" ({by})" if by else "") + ".")
+
+
 def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
     """One line naming the pairs no version measured: per strategy, its loops and why (its first skip reason)."""
     if not pairs:
@@ -257,6 +277,7 @@ def section(groups: compare.Groups) -> str:
                     f'<th class="pair">{esc(loop)} <span class="x">×</span> {esc(strategy)}</th>{"".join(tds)}</tr>')
     head = "".join(f'<th class="ver">{esc(_split(v)[0])}'
                    + (f'<br><small>+{esc(_split(v)[1])}</small>' if _split(v)[1] else "")
+                   + (f'<br><small class="keras">{esc(_keras(groups[v]))}</small>' if _keras(groups[v]) else "")
                    + (f'<br><small class="prev">vs {esc(prev[v])}</small>' if prev[v] else "") + "</th>"
                    for v in versions)
     loops = list(dict.fromkeys(lp for lp, _ in pairs))
@@ -281,6 +302,7 @@ def section(groups: compare.Groups) -> str:
     return f"""<div id="atlas" class="atlas"><style>{CSS}</style>
 <h2>Atlas: every pair across the TF versions</h2>
 <p class="read">{esc(HOW_TO_READ)}</p>
+<p class="count">{_count(pairs, versions, groups, changes)}</p>
 <div class="filters">Loop <select id="atlas-loop"><option value="">all</option>{options}</select>
 Strategy <select id="atlas-strategy"><option value="">all</option>{s_options}</select>
 <label><input type="checkbox" id="atlas-changed"> only rows with a change</label>
@@ -494,6 +516,7 @@ table.atlas{border-collapse:collapse;margin:0 0 1em}
 table.atlas th,table.atlas td{border:1px solid #ddd;padding:3px 6px;white-space:nowrap;vertical-align:top}
 table.atlas th.pair{text-align:left;font-weight:500}table.atlas th.pair .x{color:#999}
 table.atlas th.ver{font-weight:600;text-align:center}table.atlas th.ver small{font-weight:400;color:#666}
+.atlas .count{font-weight:600}
 table.atlas td{min-width:7.5em;cursor:pointer;position:relative}
 table.atlas td.na{color:#888;text-align:center;cursor:default}table.atlas td.failed{background:#fbe3e3;color:#900}
 .atlas .verdict{font-weight:600;margin-right:4px}.atlas .kind{font-size:11px;color:#444;margin-right:4px}

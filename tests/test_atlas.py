@@ -308,3 +308,14 @@ def test_nan_and_infinite_figures_are_left_out_of_the_data_and_read_as_n_a(tmp_p
     assert "NaN" not in text and "Infinity" not in text
     again = atlas.groups_of(json.loads(text), "atlas.json")
     assert atlas.section(again) == atlas.section(grouped) and "peak: n/a" in atlas.section(again)
+
+
+def test_the_map_says_its_size_and_changes_and_each_column_its_keras(three):
+    html = atlas.section(three)
+    assert "4 pairs × 3 versions: 11 cells measured; 1 change from one version to the next (1 worse)." in html
+    for v, keras in (("2.15.1", "2.15.0"), ("2.16.2", "3.4.1")):
+        rec = record("sweep", "reuse_model")
+        rec["environment"] = {"keras": keras, "keras_package": "keras"}
+        three[v] = {("sweep", "reuse_model"): (rec, "x.json")}
+    html = atlas.section(three)
+    assert '<small class="keras">Keras 2.15.0</small>' in html and '<small class="keras">Keras 3.4.1</small>' in html
