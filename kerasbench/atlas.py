@@ -270,12 +270,12 @@ def section(groups: compare.Groups) -> str:
             prev_record = groups[p].get((loop, strategy), (None, None))[0] if p else None
             cid = f"atlas-change-{len(changes)}"
             td, moved = _cell(record, v, p, prev_record, cid)
-            tds.append(td)
+            tds.append(td.replace("<td ", f'<td data-ver="{esc(v)}" ', 1))
             if moved:
                 changes.append((cid, loop, strategy, p, v, moved, prev_record, record))
         rows.append(f'<tr data-loop="{esc(loop)}" data-strategy="{esc(strategy)}">'
                     f'<th class="pair">{esc(loop)} <span class="x">×</span> {esc(strategy)}</th>{"".join(tds)}</tr>')
-    head = "".join(f'<th class="ver">{esc(_split(v)[0])}'
+    head = "".join(f'<th class="ver" data-ver="{esc(v)}">{esc(_split(v)[0])}'
                    + (f'<br><small>+{esc(_split(v)[1])}</small>' if _split(v)[1] else "")
                    + (f'<br><small class="keras">{esc(_keras(groups[v]))}</small>' if _keras(groups[v]) else "")
                    + (f'<br><small class="prev">vs {esc(prev[v])}</small>' if prev[v] else "") + "</th>"
@@ -284,12 +284,14 @@ def section(groups: compare.Groups) -> str:
     strategies = sorted({s for _, s in pairs}, key=lambda s: compare.pair_order(("", s)))
     options = "".join(f'<option value="{esc(x)}">{esc(x)}</option>' for x in loops)
     s_options = "".join(f'<option value="{esc(x)}">{esc(x)}</option>' for x in strategies)
+    v_options = "".join(f'<option value="{esc(v)}" data-prev="{esc(prev[v] or "")}">{esc(v)}</option>'
+                        for v in versions)
     items = []
     for cid, loop, strategy, p, v, moved, before, after in changes:
         b, a = before["summary"], after["summary"]
         cmds = "".join(f'<li>{esc(what)}: <code class="cmd">{esc(cmd)}</code></li>'
                        for what, cmd in commands(loop, strategy, p, v))
-        items.append(f'<li id="{cid}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}">'
+        items.append(f'<li id="{cid}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" data-ver="{esc(v)}">'
                      f'<span class="glyph {moved}">{GLYPHS[moved]}</span> <b>{esc(loop)} × {esc(strategy)}</b>, '
                      f"TF {esc(p)} → {esc(v)}: {esc(b.get('verdict'))}/{esc(b.get('growth_kind') or '-')} "
                      f"({esc(_kib(b.get('growth_per_iter')))} KiB/it) → {esc(a.get('verdict'))}/"
@@ -305,6 +307,8 @@ def section(groups: compare.Groups) -> str:
 <p class="count">{_count(pairs, versions, groups, changes)}</p>
 <div class="filters">Loop <select id="atlas-loop"><option value="">all</option>{options}</select>
 Strategy <select id="atlas-strategy"><option value="">all</option>{s_options}</select>
+TF <select id="atlas-tf" title="one version and the one it is read against"><option value="">all</option>
+{v_options}</select>
 <label><input type="checkbox" id="atlas-changed"> only rows with a change</label>
 <span class="legend"><span class="key changed worse">▲</span> worse than the previous version
 <span class="key changed better">▼</span> better <span class="key changed other">◆</span> different (a side undecided)
@@ -500,7 +504,9 @@ HOW_TO_READ = (
     "cell for the peak, the heap slope and the trace counts. A thick left border and ▲ / ▼ / ◆ mark a cell whose "
     "verdict or what grew differs from the previous version of its axis (named under each column); the list below "
     "the map gives, per change, the commands that find the release (triage), the package (attribute) and the "
-    "cleanup steps (ablate) behind it. n/a: not measured or does not apply; failed: the worker failed."
+    "cleanup steps (ablate) behind it. The TF select shows one version beside the one it is read against; the "
+    "page's address keeps the filters, a link to the view. n/a: not measured or does not apply; failed: the worker "
+    "failed."
 )
 
 PAGE_CSS = """
@@ -533,23 +539,45 @@ table.atlas td.na{color:#888;text-align:center;cursor:default}table.atlas td.fai
 .atlas ol.changes li{margin:.3em 0}.atlas ul.cmds{margin:.2em 0;padding-left:1.2em;font-size:12px}
 .atlas code.cmd{background:#f4f4f4;border:1px solid #ddd;border-radius:3px;padding:0 4px;user-select:all}
 .atlas .hw{color:#a33;font-size:12px}.atlas svg.spark{display:block;margin:.3em 0 0 1.4em}
-.atlas tr.hidden,.atlas li.hidden{display:none}
+.atlas tr.hidden,.atlas li.hidden,.atlas .colhide{display:none}
 """
 
 JS = """
 (function () {
   var root = document.getElementById('atlas');
   var loop = document.getElementById('atlas-loop'), strategy = document.getElementById('atlas-strategy');
-  var only = document.getElementById('atlas-changed');
+  var tf = document.getElementById('atlas-tf'), only = document.getElementById('atlas-changed');
   function apply() {
+    var keep = tf.value ? [tf.value, tf.options[tf.selectedIndex].dataset.prev] : null;
     root.querySelectorAll('tr[data-loop], ol.changes > li').forEach(function (el) {
       var show = (!loop.value || el.dataset.loop === loop.value) &&
         (!strategy.value || el.dataset.strategy === strategy.value) &&
-        (!only.checked || el.tagName !== 'TR' || el.querySelector('td.changed') !== null);
+        (el.tagName !== 'LI' || !tf.value || el.dataset.ver === tf.value) &&
+        (!only.checked || el.tagName !== 'TR' ||
+         el.querySelector(tf.value ? 'td.changed[data-ver="' + CSS.escape(tf.value) + '"]' : 'td.changed') !== null);
       el.classList.toggle('hidden', !show);
     });
+    root.querySelectorAll('table.atlas [data-ver]').forEach(function (el) {
+      el.classList.toggle('colhide', keep !== null && keep.indexOf(el.dataset.ver) < 0);
+    });
+    var state = [['loop', loop.value], ['strategy', strategy.value], ['tf', tf.value],
+                 ['changed', only.checked ? '1' : '']].filter(function (kv) { return kv[1]; })
+      .map(function (kv) { return kv[0] + '=' + encodeURIComponent(kv[1]); }).join('&');
+    try { history.replaceState(null, '', state ? '#' + state : location.pathname + location.search); } catch (e) {}
   }
-  [loop, strategy, only].forEach(function (c) { c.addEventListener('change', apply); });
+  function fromHash() {  // a link to a view: #loop=sweep&strategy=reuse_model&tf=2.17.1&changed=1
+    var q = new URLSearchParams(location.hash.slice(1));
+    [[loop, 'loop'], [strategy, 'strategy'], [tf, 'tf']].forEach(function (pair) {
+      var v = q.get(pair[1]);
+      if (v !== null && Array.prototype.some.call(pair[0].options, function (o) { return o.value === v; })) {
+        pair[0].value = v;
+      }
+    });
+    only.checked = q.get('changed') === '1';
+    apply();
+  }
+  [loop, strategy, tf, only].forEach(function (c) { c.addEventListener('change', apply); });
+  window.addEventListener('hashchange', fromHash);
   root.querySelectorAll('table.atlas td[tabindex]').forEach(function (td) {
     function toggle() { td.classList.toggle('open'); }
     td.addEventListener('click', function (e) { if (e.target.tagName !== 'A') { toggle(); } });
@@ -557,6 +585,7 @@ JS = """
       if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); toggle(); }
     });
   });
+  if (location.hash.length > 1) { fromHash(); }
 })();
 """
 

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 
 import pytest
 
@@ -319,3 +320,37 @@ def test_the_map_says_its_size_and_changes_and_each_column_its_keras(three):
         three[v] = {("sweep", "reuse_model"): (rec, "x.json")}
     html = atlas.section(three)
     assert '<small class="keras">Keras 2.15.0</small>' in html and '<small class="keras">Keras 3.4.1</small>' in html
+
+
+def test_the_atlas_works_in_headless_chromium_and_its_address_keeps_the_view(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (test extra)")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
+    paths = [os.path.join(REFERENCE, f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
+    page_path = atlas.write(paths, str(tmp_path / "atlas"))[-1]
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        errors, requests = [], []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(f"file://{page_path}#loop=sweep&tf=2.21.0&changed=1")  # a link to a view
+        assert page.input_value("#atlas-loop") == "sweep" and page.input_value("#atlas-tf") == "2.21.0"
+        rows = page.eval_on_selector_all("table.atlas tbody tr:not(.hidden)", "els => els.map(e => e.dataset.loop)")
+        assert rows and set(rows) == {"sweep"}  # only sweep's rows with a change on 2.21.0
+        assert page.eval_on_selector_all("table.atlas tbody tr:not(.hidden)",
+                                         "els => els.every(e => e.querySelector('td.changed[data-ver=\"2.21.0\"]'))")
+        heads = page.eval_on_selector_all("th.ver", "els => els.filter(e => e.offsetParent).map(e => e.dataset.ver)")
+        assert heads == ["2.12.1", "2.21.0"]  # the version and the one it is read against
+        changes = page.eval_on_selector_all("ol.changes > li:not(.hidden)", "els => els.map(e => e.dataset.loop)")
+        assert changes and set(changes) == {"sweep"}
+        cell = page.locator('tr:not(.hidden) td.changed[data-ver="2.21.0"]').first
+        cell.click()
+        assert "open" in cell.get_attribute("class") and cell.locator("ul.more").is_visible()
+        page.select_option("#atlas-strategy", "clear_session_del_gc")
+        assert "strategy=clear_session_del_gc" in page.evaluate("location.hash")
+        assert page.locator("ol.changes > li:not(.hidden) svg.spark").count() == 1  # the change, drawn
+        browser.close()
+    assert errors == [] and {r.split("#")[0] for r in requests} == {f"file://{page_path}"}
