@@ -295,9 +295,10 @@ def test_the_atlas_command_refuses_a_file_as_its_folder_and_an_atlas_file_beside
     folder.mkdir()
     (folder / "tf-2.12.1.json").write_bytes(open(paths[0], "rb").read())
     (folder / "tf-2.21.0.json").write_bytes(open(paths[1], "rb").read())
-    assert main(["atlas", str(folder), "--output", str(folder)]) == 2
-    assert "where it would be read as a records file" in capsys.readouterr().err
-    assert sorted(os.listdir(folder)) == ["tf-2.12.1.json", "tf-2.21.0.json"]
+    for output in (folder, folder / "atlas"):  # the second made, refused, and removed again
+        assert main(["atlas", str(folder), "--output", str(output)]) == 2
+        assert "where it would be read as a records file" in capsys.readouterr().err
+        assert sorted(os.listdir(folder)) == ["tf-2.12.1.json", "tf-2.21.0.json"]
 
 
 def test_nan_and_infinite_figures_are_left_out_of_the_data_and_read_as_n_a(tmp_path):

@@ -36,11 +36,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"Cannot write the atlas to {args.output}: it is not a folder; give a folder (made if "
                          "missing).")
     groups = atlas.load(args.paths)  # the inputs' errors first: nothing made for records that cannot be read
-    make_folder(args.output, "the atlas")
+    made = not os.path.isdir(args.output)
+    make_folder(args.output, "the atlas")  # check_outputs checks files in existing folders
     outputs = {"the atlas page": os.path.join(args.output, atlas.PAGE)}
     if not atlas.is_own_data(args.paths, args.output):
         outputs["the atlas data"] = os.path.join(args.output, atlas.DATA)
-    options.check_outputs(outputs, {"PATH": args.paths})
+    try:
+        options.check_outputs(outputs, {"PATH": args.paths})
+    except UsageError:
+        if made:  # refused: no empty folder left behind (inside an input folder, say)
+            os.rmdir(args.output)
+        raise
     written = atlas.write(args.paths, args.output, groups)
     sizes = ", ".join(f"{os.path.basename(p)} {os.path.getsize(p) / 1024:,.0f} KiB" for p in written)
     kept = "" if len(written) > 1 else f" ({atlas.DATA}, the input, kept as it is)"
