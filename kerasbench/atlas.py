@@ -14,6 +14,7 @@ goes through esc (report.esc's rule).
 
 from __future__ import annotations
 
+import collections
 import datetime
 import html
 import json
@@ -178,7 +179,7 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
     if moved:
         more += f'<li><a href="#{cid}">commands for this change ↓</a></li>'
     kind_html = f'<span class="kind k-{esc(kind)}">{esc(kind)}</span>' if kind else ""
-    return (f'<td class="{esc(cls)}" tabindex="0" title="{esc(chr(10).join(tip))}">{glyph}'
+    return (f'<td class="{esc(cls)}" tabindex="0">{glyph}'
             f'<span class="verdict">{esc(verdict)}</span>{kind_html}'
             f'<span class="slope">{esc(_kib(s.get("growth_per_iter")))} KiB/it</span>'
             f'<ul class="more">{more}</ul></td>'), moved
@@ -247,9 +248,35 @@ def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
             f'{esc("; ".join(parts))}.</p>')
 
 
+def _python_minor(column) -> Optional[str]:
+    """'3.11': the Python of a column's records (the most common, from their environments), None if none says."""
+    found = collections.Counter(".".join(str((r.get("environment") or {}).get("python") or "").split(".")[:2])
+                                for r, _ in column.values())
+    found.pop("", None)
+    return found.most_common(1)[0][0] if found else None
+
+
+def main_axis(groups: compare.Groups) -> compare.Groups:
+    """`groups` with the main Python's columns unlabelled: when a release is measured on several Pythons, compare
+    labels each (2.16.2+py3.10, 2.16.2+py3.11, …), also the one on the Python every unlabelled release ran on; that
+    one is the release's plain column here, so the releases after it are read against it (not against the release
+    before it) and its changes get the triage and attribute commands."""
+    pythons = collections.Counter(_python_minor(column) for v, column in groups.items() if not _split(v)[1])
+    pythons.pop(None, None)
+    if not pythons:
+        return groups
+    main = f"py{pythons.most_common(1)[0][0]}"
+    out = {}
+    for v, column in groups.items():
+        release, label = _split(v)
+        out[release if label == main and release not in groups else v] = column
+    return out
+
+
 def section(groups: compare.Groups) -> str:
     """The atlas as a <div id="atlas"> (its own style and script inline; not a <section>: those are the loop
     shapes'); '' for records of one version."""
+    groups = main_axis(groups)
     versions = sorted(groups, key=version_key)
     if len(versions) < 2:
         return ""
@@ -398,6 +425,7 @@ def rss_mib(record) -> Optional[Tuple[int, List[float]]]:
 
 def data(groups: compare.Groups) -> dict:
     """The atlas data of grouped records: {schema, version, kerasbench, columns: [{version, cells: [...]}]}."""
+    groups = main_axis(groups)
     versions = sorted(groups, key=version_key)
     changed = set()
     for v in versions:
@@ -517,7 +545,7 @@ h1{margin:0 0 .3em}h2{border-bottom:1px solid #ccc;margin-top:1.2em}.read{max-wi
 CSS = """
 .atlas .filters{margin:.4em 0 .8em;display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center}
 .atlas .legend{color:#333;font-size:12px}.atlas .key{display:inline-block;padding:0 4px;border-radius:3px}
-.atlas .scroll{overflow-x:auto}
+.atlas .scroll{overflow:visible}
 table.atlas{border-collapse:collapse;margin:0 0 1em}
 table.atlas th,table.atlas td{border:1px solid #ddd;padding:3px 6px;white-space:nowrap;vertical-align:top}
 table.atlas th.pair{text-align:left;font-weight:500}table.atlas th.pair .x{color:#999}
@@ -535,7 +563,10 @@ table.atlas td.na{color:#888;text-align:center;cursor:default}table.atlas td.fai
 .atlas .better>.glyph,.atlas .glyph.better{color:#070}.atlas .other>.glyph,.atlas .glyph.other{color:#333}
 .atlas .key.changed{border-left-width:5px;border-left-style:solid;padding-left:3px}
 .atlas ul.more{display:none;margin:4px 0 0;padding-left:1.1em;font-size:11px;white-space:normal;width:22em}
-.atlas td.open ul.more{display:block}
+.atlas td:hover>ul.more,.atlas td:focus>ul.more{display:block;position:absolute;left:0;top:100%;z-index:10;
+margin:0;padding:4px 8px 4px 1.6em;background:#fffef3;border:1px solid #bbb;box-shadow:0 2px 6px rgba(0,0,0,.2)}
+.atlas td.open>ul.more{display:block;position:static;margin:4px 0 0;padding:0 0 0 1.1em;background:none;border:0;
+box-shadow:none}
 .atlas ol.changes li{margin:.3em 0}.atlas ul.cmds{margin:.2em 0;padding-left:1.2em;font-size:12px}
 .atlas code.cmd{background:#f4f4f4;border:1px solid #ddd;border-radius:3px;padding:0 4px;user-select:all}
 .atlas .hw{color:#a33;font-size:12px}.atlas svg.spark{display:block;margin:.3em 0 0 1.4em}
