@@ -31,7 +31,18 @@ NO_CALIBRATE_VAR = "KERASBENCH_NO_CALIBRATE"  # set (to anything but 0/empty): n
 SCHEMA = 2  # 2: keyed by environment (KEY_FIELDS); 1: keyed by host name (still loads)
 SCHEMAS = (1, 2)
 KEY_FIELDS = ("allocator", "library", "machine", "page_size", "python")
-SHIPPED = os.path.join(clone_dir(), "docs", "calibration")
+
+
+def shipped(clone: str = clone_dir()) -> str:
+    """The shipped calibrations: a clone's (or an editable install's) docs/calibration; in an installed wheel, where
+    no clone is beside the package (asv's environments), the same files as the package kerasbench.shipped_calibration
+    (pyproject.toml maps docs/calibration there). Before, asv-built environments found none and judged every pair at
+    the 64 KiB default floors."""
+    docs = os.path.join(clone, "docs", "calibration")
+    return docs if os.path.isdir(docs) else os.path.join(clone, "kerasbench", "shipped_calibration")
+
+
+SHIPPED = shipped()
 
 
 def directory() -> str:

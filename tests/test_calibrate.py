@@ -519,3 +519,22 @@ def test_calibrate_runs_the_tf_control_end_to_end(tmp_path, monkeypatch):
     assert code == 0, text
     t = floors.load("glibc")["report"]["by_iterations"]["4"]["tf_control"]
     assert t["runs"] == 1 and t["loop"] == "inference" and t["median_slope"] is not None
+
+
+def test_an_installed_wheel_carries_the_shipped_calibration_and_every_package(tmp_path):
+    """asv builds a wheel of kerasbench into each environment: no clone beside it, so its workers found no shipped
+    calibration and judged every pair at the 64 KiB default floors (the whole atlas run, stop 35); the wheel also
+    lacked kerasbench.commands (an installed `kerasbench` command failed to import)."""
+    tomllib = pytest.importorskip("tomllib", reason="Python 3.11+")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        setuptools = tomllib.load(f)["tool"]["setuptools"]
+    on_disk = {os.path.relpath(d, root).replace(os.sep, ".")
+               for d, _, names in os.walk(os.path.join(root, "kerasbench")) if "__init__.py" in names}
+    assert on_disk <= set(setuptools["packages"]), on_disk - set(setuptools["packages"])
+    assert setuptools["package-dir"]["kerasbench.shipped_calibration"] == "docs/calibration"
+    assert setuptools["package-data"]["kerasbench.shipped_calibration"] == ["*.json"]
+    assert floors.shipped(root) == os.path.join(root, "docs", "calibration")  # a clone: its docs
+    wheel = tmp_path / "site-packages"  # an installed wheel: the package's copy
+    (wheel / "kerasbench" / "shipped_calibration").mkdir(parents=True)
+    assert floors.shipped(str(wheel)) == str(wheel / "kerasbench" / "shipped_calibration")
