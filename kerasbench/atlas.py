@@ -244,7 +244,8 @@ def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
                 reasons.append(record["reason"])
     parts = [f"{strategy} ({', '.join(loops)})" + (f": {reasons[0]}" if reasons else ": no record")
              for strategy, (loops, reasons) in by_strategy.items()]
-    return (f'<p class="read unmeasured">Not measured on any version, so not drawn ({len(pairs)} pairs): '
+    return (f'<p class="read unmeasured">Not measured on any version, so not drawn ({len(pairs)} '
+            f'pair{"" if len(pairs) == 1 else "s"}): '
             f'{esc("; ".join(parts))}.</p>')
 
 

@@ -218,7 +218,7 @@ def test_pairs_no_version_measured_are_named_not_drawn():
         ("2.13.1", [record("sweep", "reuse_model"), record("sweep", "gpu_growth_on", status="skipped", reason=gpu)]),
         ("2.14.1", [record("sweep", "reuse_model"), record("sweep", "gpu_growth_on", status="skipped", reason=gpu)])))
     assert 'data-strategy="gpu_growth_on"' not in html
-    assert "Not measured on any version, so not drawn (1 pairs): gpu_growth_on (sweep): needs a GPU" in html
+    assert "Not measured on any version, so not drawn (1 pair): gpu_growth_on (sweep): needs a GPU" in html
 
 
 def test_the_atlas_command_writes_the_page_and_its_data_and_remakes_the_page_from_the_data(tmp_path, capsys):
