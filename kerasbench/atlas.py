@@ -224,7 +224,7 @@ def _count(pairs, versions, groups: compare.Groups, changes) -> str:
     """The map in one line: pairs × versions, cells measured, changes by kind."""
     measured = sum(1 for pair in pairs for v in versions
                    if (groups[v].get(pair, (None, None))[0] or {}).get("status") == "ok")
-    kinds = [change[5] for change in changes]  # (cid, loop, strategy, prev, version, moved, before, after)
+    kinds = [item[5] for item in changes]  # (cid, loop, strategy, prev, version, moved, before, after)
     by = ", ".join(f"{kinds.count(k)} {k}" for k in ("worse", "better", "other") if kinds.count(k))
     return (f"{len(pairs)} pairs × {len(versions)} versions: {measured} cells measured; {len(changes)} "
             f"change{'' if len(changes) == 1 else 's'} from one version to the next" + (f" ({by})" if by else "") + ".")
@@ -251,8 +251,9 @@ def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
 
 def _python_minor(column) -> Optional[str]:
     """'3.11': the Python of a column's records (the most common, from their environments), None if none says."""
-    found = collections.Counter(".".join(str((r.get("environment") or {}).get("python") or "").split(".")[:2])
-                                for r, _ in column.values())
+    from .loading import _python_minor as minor  # compare's rule for a record's Python
+
+    found = collections.Counter(minor(r.get("environment") or {}) for r, _ in column.values())
     found.pop("", None)
     return found.most_common(1)[0][0] if found else None
 
