@@ -23,10 +23,11 @@ import os
 import re
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import __version__, compare
+from . import __version__, compare, protocol
 from .errors import UsageError
 from .machine import FINGERPRINT_KEYS
 from .releases import version_key
+from .stats import DEFAULT_FLOOR
 from .units import KIB, MIB
 
 # Worse and better are claims: only between decided readings (an `inconclusive` side, or a settling or step, is
@@ -147,10 +148,36 @@ def _details(record, version) -> List[str]:
     traces = [f"{k} {s[k]:g}" for k in TRACES if _finite(s.get(k))]
     lines.append("traces: " + (", ".join(traces) if traces else "n/a"))
     if s.get("repeats") is not None:
-        lines.append(f"repeats: {s.get('repeats')}, floor {(s.get('floor') or 0) / KIB:g} KiB/iteration")
+        heap = f", heap floor {s['heap_floor'] / KIB:g}" if _finite(s.get("heap_floor")) else ""
+        lines.append(f"repeats: {s.get('repeats')}, floor {(s.get('floor') or 0) / KIB:g}{heap} KiB/iteration")
+    lines.append(f"judged by {protocol.version_text(protocol.version_of(s))}, floors from "
+                 f"{floors_text(s.get('floors_from'))}")
     if s.get("why"):
         lines.append(f"not decided: {s['why']}")
     return lines
+
+
+def floors_text(stamps: Any) -> str:
+    """Where a cell's floors came from, in words (a summary's floors_from): 'the 64 KiB default (no calibration)',
+    'calibration glibc-….json', 'TF's settling (tf-settling.json, made on TF 2.21.0 / Keras 3.13.2)'."""
+    if not isinstance(stamps, dict) or not stamps:
+        return "not recorded (records before protocol 8)"
+    words = []
+    for series, stamp in stamps.items():
+        stamp = stamp if isinstance(stamp, dict) else {}
+        kind = stamp.get("kind")
+        if kind == "calibration":
+            what = f"calibration {stamp.get('file')}"
+        elif kind == "settling":
+            made = ", ".join(f"TF {e.get('tensorflow')} / Keras {e.get('keras')}" for e in stamp.get("made_on") or ())
+            what = f"TF's settling ({stamp.get('file')}, made on {made or 'an unstamped environment'}" + \
+                (", another environment: ×2)" if stamp.get("foreign") else ")")
+        elif kind == "given":
+            what = f"given ({stamp.get('source')})"
+        else:
+            what = f"the {DEFAULT_FLOOR // KIB} KiB default (no calibration)"
+        words.append(f"{'RSS' if series == 'rss' else series}: {what}")
+    return "; ".join(words)
 
 
 def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
@@ -226,8 +253,10 @@ def _count(pairs, versions, groups: compare.Groups, changes) -> str:
                    if (groups[v].get(pair, (None, None))[0] or {}).get("status") == "ok")
     kinds = [item[5] for item in changes]  # (cid, loop, strategy, prev, version, moved, before, after)
     by = ", ".join(f"{kinds.count(k)} {k}" for k in ("worse", "better", "other") if kinds.count(k))
+    judged = {protocol.version_of((r or {}).get("summary")) for g in groups.values() for r, _ in g.values()}
     return (f"{len(pairs)} pairs × {len(versions)} versions: {measured} cells measured; {len(changes)} "
-            f"change{'' if len(changes) == 1 else 's'} from one version to the next" + (f" ({by})" if by else "") + ".")
+            f"change{'' if len(changes) == 1 else 's'} from one version to the next" + (f" ({by})" if by else "")
+            + f"; judged by {', '.join(sorted(protocol.version_text(v) for v in judged))}.")
 
 
 def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
@@ -366,9 +395,9 @@ on the same records without --atlas gives the full report (heat-tables, plots, c
 """
 
 
-def build(paths: Sequence[str]) -> str:
+def build(paths: Sequence[str], rejudge: bool = False) -> str:
     """The atlas-only page of the records under `paths` (compare's inputs and checks), or of an atlas data file."""
-    return page(paths, load(paths))
+    return page(paths, load(paths, rejudge))
 
 
 # ---------------------------------------------------------------- the atlas' own data (docs/atlas/atlas.json)
@@ -382,7 +411,8 @@ def build(paths: Sequence[str]) -> str:
 DATA_SCHEMA = "kerasbench-atlas"
 DATA_VERSION = 1
 SUMMARY_KEYS = ("verdict", "growth_kind", "growth_per_iter", "growth_ci_low", "growth_ci_high", "peak_loop",
-                "peak_over_baseline", "heap_growth_per_iter", "heap_verdict", "repeats", "floor", "why") + TRACES
+                "peak_over_baseline", "heap_growth_per_iter", "heap_verdict", "repeats", "floor", "heap_floor", "why",
+                "protocol", "floors_from") + TRACES
 ENVIRONMENT_KEYS = ("machine_name", "tensorflow", "keras", "keras_package", "python", "numpy", "device",
                     "tf_distribution", "tf_git_version", "nightly") + FINGERPRINT_KEYS
 SPARK_POINTS = 80  # a change's picture: at most this many readings per side
@@ -450,7 +480,10 @@ def data(groups: compare.Groups) -> dict:
                 cell["rss_every"], cell["rss_mib"] = rss
             cells.append(cell)
         columns.append({"version": v, "environments": environments, "cells": cells})
-    return {"schema": DATA_SCHEMA, "version": DATA_VERSION, "kerasbench": __version__, "columns": columns}
+    judged = sorted({protocol.version_of(c["summary"]) for col in columns for c in col["cells"]},
+                    key=lambda v: -1 if v is None else v)
+    return {"schema": DATA_SCHEMA, "version": DATA_VERSION, "kerasbench": __version__,
+            "protocol": judged[0] if len(judged) == 1 else judged, "columns": columns}
 
 
 def is_data(payload: Any) -> bool:
@@ -502,16 +535,19 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
     return groups
 
 
-def load(paths: Sequence[str]) -> compare.Groups:
-    """Grouped records of `paths` (compare's inputs and checks), or the groups of one atlas data file."""
+def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:
+    """Grouped records of `paths` (compare's inputs and checks; `rejudge`: compare.group's), or the groups of one
+    atlas data file (one protocol, or refused: its cells keep no series to judge again)."""
     from .files import DATA_LIMIT, read_json
 
     if len(paths) == 1 and os.path.isfile(paths[0]) and paths[0].endswith(".json"):
         payload = read_json(paths[0], "records file", limit=DATA_LIMIT)
         if is_data(payload):
-            return groups_of(payload, paths[0])
+            groups = groups_of(payload, paths[0])
+            compare.group([(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], rejudge)
+            return groups
     try:
-        return compare.group(compare.load(paths))
+        return compare.group(compare.load(paths), rejudge)
     except UsageError as e:
         if len(paths) > 1 and any(_holds_data(p) for p in paths):
             raise UsageError(f"{e} An atlas file (kerasbench-atlas) is read alone: give it as the only path.") from None

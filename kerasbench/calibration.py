@@ -34,7 +34,7 @@ import numpy as np
 
 from . import floors, stats
 from .console import markdown_table
-from .profiles import PROFILES
+from .profiles import PROFILES, PROTOCOL_VERSION
 from .units import KIB
 
 DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected
@@ -158,6 +158,7 @@ def make_calibration(report: dict, allocator: str, detected: str, runs: int, war
     """The JSON stored per environment key (floors.KEY_FIELDS): the report plus what it was measured on."""
     cal = {
         "schema": floors.SCHEMA,
+        "protocol": PROTOCOL_VERSION,  # the rule its controls were judged by (records say theirs too)
         "key": floors.environment_key(allocator),
         "host": platform.node(),  # where it was made: information only, not part of the key
         "allocator": allocator,

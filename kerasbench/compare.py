@@ -50,7 +50,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import machine as machines, stats
+from . import machine as machines, protocol, stats
 from .console import markdown_table, text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, headline_metrics
@@ -105,8 +105,13 @@ def load(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
             for side, label in zip(sides, labels) for record, path, version in side]
 
 
-def group(loaded: Sequence[Tuple[Record, str, str]]) -> Groups:
-    """{version: {(loop, strategy): (record, path)}}; a pair measured twice for one version is an error."""
+def group(loaded: Sequence[Tuple[Record, str, str]], rejudge: bool = False) -> Groups:
+    """{version: {(loop, strategy): (record, path)}}; a pair measured twice for one version is an error, and so are
+    records judged by two protocols, unless `rejudge` judges every record of another protocol again from its series
+    (summary.rejudged) first."""
+    if rejudge:
+        loaded = [(rejudge_record(record, path), path, version) for record, path, version in loaded]
+    protocol.one_version((record, path) for record, path, _ in loaded)
     groups: Groups = {}
     mixed: Dict[bool, str] = {}  # traced or not: a path of each
     for record, path, version in loaded:
@@ -126,6 +131,20 @@ def group(loaded: Sequence[Tuple[Record, str, str]]) -> Groups:
         pairs[key] = (record, path)
     _one_body(groups)
     return groups
+
+
+def rejudge_record(record: Record, path: str) -> Record:
+    """The record judged by this kerasbench's protocol: as it is when it was, else again from its stored series; a
+    UsageError naming `path` when it holds no series to judge (an atlas data file keeps summaries only)."""
+    from . import summary
+    from .profiles import PROTOCOL_VERSION
+
+    if protocol.version_of(record.get("summary")) == PROTOCOL_VERSION or record.get("status") != "ok":
+        return record
+    if not any(((r.get("result") or {}).get("series") or {}).get("rss") for r in record.get("repeats") or ()):
+        raise UsageError(f"Cannot re-judge {path}: {record.get('loop')} × {record.get('strategy')} keeps no "
+                         "series (an atlas data file keeps summaries only); give the records it was made from.")
+    return summary.rejudged(record)
 
 
 def _one_body(groups: Groups) -> None:

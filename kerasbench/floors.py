@@ -246,6 +246,17 @@ def _where(path: str) -> str:
     return "~" + path[len(home):] if home not in ("", "/") and path.startswith(home + os.sep) else path
 
 
+def floor_stamp(allocator: str, iterations: int, series: str = "rss") -> dict:
+    """Which calibration floor_for takes the floor of `series` from at `iterations`, as data (a record's
+    floors_from): its file, key, when it was made and under which protocol; {"kind": "default"} when none fits."""
+    path, data, n = find(allocator, iterations)
+    table = (data or {}).get("floors" if series == "rss" else f"{series}_floors") or {}
+    if data is None or table.get(str(n)) is None:
+        return {"kind": "default"}
+    return {"kind": "calibration", "file": os.path.basename(path), "key": data.get("key"),
+            "created": data.get("created"), "protocol": data.get("protocol"), "count": n}
+
+
 def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FLOOR,
               why: str = "", series: str = "rss") -> Tuple[float, str]:
     """(floor in bytes/iteration, where it came from and why) for a run of `iterations` on `allocator`.
@@ -266,11 +277,14 @@ def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FL
     what = f"calibration {_where(path)}"
     fitted = (f"fits {describe(data['key'])}" if data["schema"] >= 2
               else f"an old calibration of host {data.get('host')}")
-    floor = data["floors" if series == "rss" else f"{series}_floors"].get(str(n))
-    if floor is None:
+    table = data["floors" if series == "rss" else f"{series}_floors"]
+    if table.get(str(n)) is None:
         return default, f"default ({what}, {fitted}, detected no tested rate at {n} iterations)"
+    floor, _, upper = stats.floor_between([(int(c), v) for c, v in table.items()], iterations)
+    counts = f"{n} iterations" if upper is None or floor == table[str(n)] else \
+        f"{iterations} iterations, between its {n} and {upper}"
     behind = [(p, d) for p, d, count in found[1:] if count == n]  # what the user's folder outranks: said, not guessed
     ahead = (f"; ahead of {_where(behind[0][0])} ({behind[0][1].get('runs')} runs per control), the user's folder "
              "first: delete it to use that one") if behind else ""
     return float(floor), (f"{what} ({fitted}; made {data.get('created')}, {data.get('runs')} runs per control; "
-                          f"{n} iterations{ahead})")
+                          f"{counts}{ahead})")

@@ -17,20 +17,10 @@ if TYPE_CHECKING:
     from .strategies import Strategy
 
 ENV_VAR = "KERASBENCH_PROFILE"
-# Bump when how a profile measures changes (asv benchmark versions carry it, so a dashboard keeps the series of
-# before and after apart). 1: fixed counts (4/8/40 iterations); 2: a time budget, looks that stop a decided pair,
-# the warm-up found in the data, floors at the count judged (docs/protocol.md); 3: `grows` stops a run only at two
-# looks running, and the quick profile measures process isolation 3 times, not 2 (no slope from 2 points); 4: a TF
-# process's heap is judged at no less than TF's own settling (kerasbench.settling), `grows` needs a steady state and
-# holds for a leak whose late half still grows alone, RSS is not decided flat while the heap grows past its floor,
-# and varying batch shapes measure two periods of their 120 sizes before a look may stop them; 5: a run plans its looks
-# at the first one from its own speed (the count its budget allows), not from its most iterations (protocol.LookPlan),
-# and a growth persists when its late half keeps 3/4 of the window's rate (a GC's sawtooth is not a slowing); 6: halves
-# holding fewer than two of the GC's teeth (falls found in the heap) are compared at their rates between the teeth, for
-# RSS and heap, at the looks and in the record (a slow pair's 10 iterations hold one tooth: it read "not steady"); 7:
-# the warm-up rule cuts no iterations whose rate is within a quarter of the kept ones' (MSER is scale-free: a steady
-# +2.6 MiB/iteration leak easing 4 % over its first iterations read "no steady state" at 20 iterations).
-PROTOCOL_VERSION = 7
+# The verdict rule's version: every record's summary, calibration and atlas carries it, and asv benchmark versions
+# include it (a dashboard keeps the series of before and after apart). Its history is written once, in
+# docs/protocol.md ("Versions"); docs/layout.md lists what else a change of the rule touches.
+PROTOCOL_VERSION = 8
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import functools
 import math
 from array import array
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import stats
 
@@ -24,38 +24,93 @@ GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
 FloorAt = Callable[[int], Tuple[float, str]]  # the floor (bytes/iteration) of a window of n iterations, and its source
 
 
-def floor_at(spec: Any, series: str = "rss") -> FloorAt:
+def floor_at(spec: Any, series: str = "rss", versions: Optional[Dict[str, Any]] = None) -> FloorAt:
     """(floor, where it came from) of `series` ("rss" or "heap") for a window of n iterations, as a function of n.
 
-    As given (spec.floor: both series), else the allocator's calibration of that series at the largest
-    calibrated count <= n, else the default; the heap of a process running TensorFlow at no less than TF's own
-    settling over n iterations (kerasbench.settling).
+    As given (spec.floor: both series), else the allocator's calibration of that series at n (between two
+    calibrated counts, stats.floor_between), else the default; the heap of a process running TensorFlow at no less
+    than TF's own settling over n iterations (kerasbench.settling), doubled where the measured TF/Keras
+    (`versions`: the worker environment's "tensorflow" and "keras"; None: not known) is not one it was made on.
+    The function's `stamp(n)` says, as data, which file gave the floor at n (what a record keeps: floors_from).
     """
     if spec.floor is not None:
         source = spec.floor_source or GIVEN_FLOOR
-        return lambda n: (spec.floor, source)
+        def given(n: int) -> Tuple[float, str]:
+            return spec.floor, source
+
+        given.stamp = lambda n: {"kind": "given", "source": source}
+        return given
     from . import floors, settling
 
     settles = series == settling.SERIES and settling.applies(spec)
 
     @functools.lru_cache(maxsize=None)
-    def at(n: int) -> Tuple[float, str]:
-        control = floors.floor_for(spec.allocator, n, series=series)
-        tf = settling.floor(n) if settles else None
-        return tf if tf is not None and tf[0] > control[0] else control
+    def chosen(n: int) -> Tuple[float, str, dict]:
+        value, source = floors.floor_for(spec.allocator, n, series=series)
+        if settles:
+            tf = settling.floor(n, versions)
+            if tf is not None and tf[0] > value:
+                return tf[0], tf[1], settling.stamp(versions)
+        return value, source, floors.floor_stamp(spec.allocator, n, series)
 
+    def at(n: int) -> Tuple[float, str]:
+        return chosen(n)[:2]
+
+    at.stamp = lambda n: chosen(n)[2]
     return at
 
 
-def spec_floors(spec: Any) -> Dict[str, FloorAt]:
+def spec_floors(spec: Any, environment: Optional[Dict[str, Any]] = None) -> Dict[str, FloorAt]:
     """The floors a spec's series are judged at, by series name (floor_at of each; a calibration is read lazily,
-    once per count). The runner resolves them; kerasbench.summary is given them."""
-    return {name: floor_at(spec, name) for name in SERIES}
+    once per count), for a worker whose environment (a record's) is `environment` when known. The runner resolves
+    them; kerasbench.summary is given them."""
+    versions = None if environment is None else {k: environment.get(k) for k in ("tensorflow", "keras")}
+    return {name: floor_at(spec, name, versions) for name in SERIES}
 
 
 def fixed_floors(floors: Dict[str, float], source: str) -> Dict[str, FloorAt]:
     """Floors that do not depend on the count ({"rss": bytes, "heap": bytes}), each with where it came from."""
-    return {name: (lambda n, floor=floor: (floor, source)) for name, floor in floors.items()}
+    made = {}
+    for name, floor in floors.items():
+        made[name] = (lambda n, floor=floor: (floor, source))
+        made[name].stamp = lambda n: {"kind": "given", "source": source}
+    return made
+
+
+def floor_stamp(at: FloorAt, n: int) -> Optional[dict]:
+    """Which file gave the floor `at` gives at n, as data (floor_at's stamp); None for a floor function without."""
+    stamp = getattr(at, "stamp", None)
+    return stamp(n) if stamp else None
+
+
+def version_of(summary: Optional[dict]) -> Optional[int]:
+    """The protocol a record's summary was judged by; None for a record from before the stamp (protocol 7 or
+    older: records carried only kerasbench's version, 0.1.0 since the first commit)."""
+    value = (summary or {}).get("protocol")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def version_text(version: Optional[int]) -> str:
+    """'protocol 8', or 'protocol 7 or older (unstamped)' for a record without a stamp."""
+    return f"protocol {version}" if version is not None else "protocol 7 or older (unstamped)"
+
+
+def one_version(items: Iterable[Tuple[dict, str]]) -> Optional[int]:
+    """The one protocol a set of (record, path) was judged by; a UsageError naming a path of each when they mix
+    (their verdicts are not one rule's: `--rejudge` judges the older ones again from their series)."""
+    from .errors import UsageError
+    from .profiles import PROTOCOL_VERSION
+
+    seen: Dict[Optional[int], str] = {}
+    for record, path in items:
+        seen.setdefault(version_of(record.get("summary")), path)
+    if len(seen) > 1:
+        (a, pa), (b, pb) = sorted(seen.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))[-2:]
+        raise UsageError(f"Records of two verdict rules: {pb} was judged by {version_text(b)}, {pa} by "
+                         f"{version_text(a)}; their verdicts are not one rule's. Measure again, or give --rejudge "
+                         f"to judge every record again from its stored series by protocol {PROTOCOL_VERSION} "
+                         "(docs/protocol.md, \"Versions\": what a re-judgement can and cannot change).")
+    return next(iter(seen), None)
 
 
 PLAN_SLACK = 1.5  # a run plans its looks up to 1.5× the count its first look's speed projects for the budget
@@ -134,6 +189,7 @@ class Judged:
     verdict: str
     shape: str
     why: str
+    count: int  # the count every repeat's floor was taken at: the shortest repeat's
 
     @property
     def floor(self) -> Tuple[float, str]:
@@ -149,9 +205,16 @@ def judge_results(results: Sequence[dict], spec: Any, series: str, at: FloorAt) 
     if not results or any(v is None for v in values):
         return None
     teeth = [_teeth(r) for r in results]
-    judgements = [stats.judge(v, at, alpha(spec, r), t) for v, r, t in zip(values, results, teeth)]
+    # Every repeat at one floor, the shortest's: repeats that read the same slope read the same verdict, whichever
+    # count their budget let them reach (a half-window's own, shorter count keeps its own floor).
+    count = min(len(v) for v in values)
+    def common(n: int) -> Tuple[float, str]:
+        return at(min(n, count))
+
+    limit = getattr(spec, "floor", None) is not None  # a given floor is the user's threshold (stats.verdict)
+    judgements = [stats.judge(v, common, alpha(spec, r), t, limit) for v, r, t in zip(values, results, teeth)]
     fit, verdict, shape, why = stats.combine(judgements)
-    return Judged(judgements, fit, verdict, shape, why)
+    return Judged(judgements, fit, verdict, shape, why, count)
 
 
 def held_flat(rss_verdict: str, heap_verdict: Optional[str], heap_slope: float, rss_floor: float) -> bool:
@@ -196,17 +259,20 @@ class Decider:
         self.best = {name: self.at[name](spec.iterations)[0] for name in SERIES}
         self.last: Dict[str, stats.Judgement] = {}
 
-    def plan(self, looks: int, last: int) -> None:
+    def plan(self, looks: int, last: int, versions: Optional[dict] = None) -> None:
         """The run's LookPlan, sent with its first look: each look at its level; `flat` decided at the floor of the
-        count the plan projects (the smallest a run of this speed reaches), not of the most iterations."""
+        count the plan projects (the smallest a run of this speed reaches), not of the most iterations. `versions`
+        (the worker's TF and Keras, sent with it) choose TF's settling floor as the record will."""
         self.level = stats.alpha_for(looks)
+        if versions is not None:
+            self.at = {name: floor_at(self.spec, name, versions) for name in SERIES}
         self.best = {name: self.at[name](max(1, min(last, self.spec.iterations)))[0] for name in SERIES}
 
     def look(self, readings: Dict[str, List[Optional[float]]], plan: Optional[dict] = None) -> bool:
         """Take a look's new readings (and, at the first look, the run's plan: LookPlan.fields); True when every
         series read is decided."""
         if plan and plan.get("planned_looks"):
-            self.plan(plan["planned_looks"], plan.get("planned_last") or self.spec.iterations)
+            self.plan(plan["planned_looks"], plan.get("planned_last") or self.spec.iterations, plan.get("versions"))
         for name, values in readings.items():
             if name in self.series and name not in self.gaps:
                 if any(v is None for v in values):
@@ -222,7 +288,7 @@ class Decider:
                 continue  # no heap reader: RSS alone decides
             heap = self.series["heap"]
             teeth = stats.gc_teeth(heap) if heap and len(heap) == len(values) and "heap" not in self.gaps else None
-            judgement = stats.judge(values, self.at[name], self.level, teeth)
+            judgement = stats.judge(values, self.at[name], self.level, teeth, self.spec.floor is not None)
             previous, self.last[name] = self.last.get(name), judgement
             now[name] = judgement
             decided = decided and stats.early_stop(judgement, self.best[name], previous)

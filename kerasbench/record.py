@@ -198,6 +198,8 @@ class Result(_ResultFields, total=False):
     heap_final: Optional[int]
     heap_source: Optional[str]
     heap_unavailable: Optional[str]
+    collect_generation: int  # gc.collect(this) after each iteration, before RSS and the heap are read (protocol 8)
+    collect_seconds: float  # what those collections took in all (outside the loop timer)
     py_blocks_before: int  # sys.getallocatedblocks() at the loop's start and end
     py_blocks_after: int
     py_blocks_samples: List[List[int]]  # [measured iterations done, blocks] at a few counts (stats.look_points)
@@ -290,6 +292,8 @@ class _SummaryFields(TypedDict):
 class Summary(_SummaryFields, total=False):
     """Every metric of kerasbench.metrics.METRICS (None where a probe does not apply), the verdict and its floor."""
 
+    protocol: int  # the verdict rule's version (profiles.PROTOCOL_VERSION); records without it: protocol 7 or older
+    floors_from: Dict[str, Optional[Dict[str, Any]]]  # which file gave each series' floor (protocol.floor_stamp)
     floor_source: str
     heap_floor: float  # bytes/iteration: the heap series' floor (its own calibration: the heap is quieter than RSS)
     heap_floor_source: str

@@ -58,9 +58,10 @@ def esc(value: Any) -> str:
 # ---------------------------------------------------------------- the data
 
 
-def build(paths: Sequence[str], baseline: Optional[str] = None) -> str:
-    """The report page for the records under `paths`; UsageError (compare's) on bad input."""
-    groups = compare.group(compare.load(paths))
+def build(paths: Sequence[str], baseline: Optional[str] = None, rejudge: bool = False) -> str:
+    """The report page for the records under `paths` (`rejudge`: compare.group's); UsageError (compare's) on bad
+    input."""
+    groups = compare.group(compare.load(paths), rejudge)
     versions = sorted(groups, key=version_key)
     baseline = compare.pick_baseline(versions, baseline)
     records = [r for g in groups.values() for r, _ in g.values()]
@@ -1020,11 +1021,11 @@ def _page(paths, groups, versions, baseline, cells, loops, sections):
 
 def picture(paths: Sequence[str], pair: Optional[str] = None, metric: Optional[str] = None,
             loop: Optional[str] = None, version: Optional[str] = None,
-            baseline: Optional[str] = None) -> Tuple[str, dict, str]:
+            baseline: Optional[str] = None, rejudge: bool = False) -> Tuple[str, dict, str]:
     """The one picture of `report --svg/--png`: ("curve", curve_data, what) of a pair (LOOP:STRATEGY; its record of
     `version`, default the newest with a series), or ("chart", chart_data, what) of a metric of a loop shape, the
     strategies side by side (every version, or `version`'s). Unknown names: UsageError listing the valid ones."""
-    groups = compare.group(compare.load(paths))
+    groups = compare.group(compare.load(paths), rejudge)
     versions = sorted(groups, key=version_key)
     compare.pick_baseline(versions, baseline)  # the page's check of --baseline, so both refuse the same
     if version is not None and version not in versions:
@@ -1103,13 +1104,13 @@ def png_renderer() -> str:
 
 def write_picture(paths: Sequence[str], svg: Optional[str] = None, png: Optional[str] = None,
                   pair: Optional[str] = None, metric: Optional[str] = None, loop: Optional[str] = None,
-                  version: Optional[str] = None, baseline: Optional[str] = None) -> str:
+                  version: Optional[str] = None, baseline: Optional[str] = None, rejudge: bool = False) -> str:
     """Write one picture (`picture`) as SVG and/or PNG, each atomically; returns what it shows."""
     for output in (svg, png):
         if output:
             check_not_input(output, list(paths), "the picture")
     renderer = png_renderer() if png else None  # before the work: what to install, at once
-    kind, data, what = picture(paths, pair, metric, loop, version, baseline)
+    kind, data, what = picture(paths, pair, metric, loop, version, baseline, rejudge)
     text = picture_svg(kind, data)
     outputs = []
     if svg:
@@ -1266,11 +1267,12 @@ def _png_matplotlib(kind: str, data: dict) -> bytes:
 
 
 def write(paths: Sequence[str], output: str = DEFAULT_OUTPUT, baseline: Optional[str] = None,
-          atlas_only: bool = False) -> str:
+          atlas_only: bool = False, rejudge: bool = False) -> str:
     """Build the report (atlas_only: the atlas alone, kerasbench.atlas) and write it atomically to `output` (its
     folder made if missing)."""
     check_not_input(output, list(paths), "the report")
-    text = atlas.build(paths) if atlas_only else build(paths, baseline)  # input errors raised here, before writing
+    # input errors raised here, before writing
+    text = atlas.build(paths, rejudge) if atlas_only else build(paths, baseline, rejudge)
     folder = os.path.dirname(os.path.abspath(output))
     try:
         os.makedirs(folder, exist_ok=True)

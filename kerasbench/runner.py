@@ -531,4 +531,5 @@ def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) ->
             if outcome["status"] in ("skipped", "stopped"):
                 break  # the same pair would skip again; a runaway would run away again
     record.listed_repeats(repeats)  # their series kept as arrays until now (series_arrays): a record holds lists
-    return summary.make_record(spec, repeats, protocol.spec_floors(spec))
+    environment = next((r["environment"] for r in repeats if r.get("environment")), None)
+    return summary.make_record(spec, repeats, protocol.spec_floors(spec, environment))

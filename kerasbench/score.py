@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import protocol
 from .console import text_table
 from .record import Record
-from .summary import summarize
+from . import summary
 from .loading import load_records
 from .stats import GROWTH_KINDS, VERDICTS
 from .units import KIB
@@ -38,15 +38,8 @@ KINDS = tuple(GROWTH_KINDS) + ("n/a",)
 
 
 def rejudged(record: Record, floors: Optional[Dict[str, float]] = None) -> dict:
-    """The record's summary judged again from its series with this kerasbench's rules: at `floors` ({"rss", "heap"})
-    when given, else at the floors of its spec when they were given, else at the calibrations here by count."""
-    spec = dict(record["spec"])
-    if not str(spec.get("floor_source") or "").startswith("given"):
-        spec["floor"] = None  # resolved when measured: resolve it again, at each repeat's count
-    spec.setdefault("allocator", "glibc")
-    spec = types.SimpleNamespace(**spec)
-    at = {**protocol.spec_floors(spec), **protocol.fixed_floors(floors or {}, "the scored record's")}
-    return summarize(record["repeats"], spec, at)
+    """The record's summary judged again from its series with this kerasbench's rules (summary.rejudged)."""
+    return summary.rejudged(record, floors)["summary"]
 
 
 def _labels(summary: dict) -> Tuple[str, str]:

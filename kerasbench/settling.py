@@ -23,6 +23,7 @@ from types import SimpleNamespace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import stats
+from .protocol import version_of
 from .errors import UsageError
 from .files import CONFIG_LIMIT, ReadError, read_json
 
@@ -72,7 +73,7 @@ def derive(records: Iterable[dict], control_for: Callable[[dict], stats.Floor],
     level = stats.alpha_for(stats.planned_looks(PLAN[0], PLAN[1], True))
     counts = stats.look_points(*PLAN)
     tops: Dict[int, List[Tuple[float, str]]] = {n: [] for n in counts}
-    used = []
+    used, made_on, measured_by = [], set(), set()
     for record in records:
         if record.get("status") != "ok":
             continue
@@ -81,7 +82,10 @@ def derive(records: Iterable[dict], control_for: Callable[[dict], stats.Floor],
             control_at = control_for(record)
             if not values or any(v is None for v in values) or not negative(record, values, control_at):
                 continue
-            name = f"{(record.get('environment') or {}).get('tensorflow')} {record['loop']} × {record['strategy']}"
+            environment = record.get("environment") or {}
+            made_on.add((environment.get("tensorflow"), environment.get("keras")))
+            measured_by.add(version_of(record.get("summary")))
+            name = f"{environment.get('tensorflow')} {record['loop']} × {record['strategy']}"
             used.append(f"{name} r{repeat.get('repeat')}")
             for n in counts:
                 if n > len(values) // 2:
@@ -97,7 +101,13 @@ def derive(records: Iterable[dict], control_for: Callable[[dict], stats.Floor],
         ceiling = max(ceiling, 2.0 ** math.ceil(math.log2(max(top, 1.0))))
         floors[str(n)] = ceiling
         rows[str(n)] = {"negatives": len(tops[n]), "largest_ci_top": top, "from": name, "floor": ceiling}
-    return {"schema": SCHEMA, "series": SERIES, "level": level, "sources": sorted(sources),
+    # "protocol": the one the negatives were measured by (None: records of protocol 7 or older, unstamped), what a
+    # record's floors_from says; "derived_by": the rule that judged them here
+    measured = sorted(measured_by, key=lambda v: -1 if v is None else v)
+    return {"schema": SCHEMA, "protocol": measured[0] if len(measured) == 1 else (measured or None),
+            "derived_by": protocol_version(), "series": SERIES, "level": level,
+            "sources": sorted(sources),
+            "made_on": [{"tensorflow": tf, "keras": keras} for tf, keras in sorted(made_on, key=str)],
             "negatives": sorted(used), "counts": dict(sorted(rows.items(), key=lambda kv: int(kv[0]))),
             "floors": dict(sorted(floors.items(), key=lambda kv: int(kv[0])))}
 
@@ -125,20 +135,66 @@ def _read(path: str) -> Optional[Dict[str, Any]]:
     if data.get("schema") != SCHEMA or not floors or not all(math.isfinite(v) and v >= 0 for v in floors.values()):
         raise UsageError(f"Bad settling calibration {path}: expected schema {SCHEMA} with finite floors >= 0. "
                          "Delete it or run `kerasbench calibrate --settling docs/reference/*.json`.")
-    return {"floors": floors, "negatives": len(data.get("negatives") or ())}
+    made_on = [(e.get("tensorflow"), e.get("keras")) for e in data.get("made_on") or () if isinstance(e, dict)]
+    return {"floors": floors, "negatives": len(data.get("negatives") or ()), "made_on": made_on,
+            "protocol": data.get("protocol"), "path": path}
 
 
-def floor(n: int) -> Optional[Tuple[float, str]]:
-    """(floor, where it came from) of TF's heap settling over a window of `n` iterations; None when no calibration
-    is found or none of its counts is <= n."""
+FOREIGN_FACTOR = 2.0  # a settling floor made on another TF/Keras judges at twice its value (docs/protocol.md)
+
+
+def protocol_version() -> int:
+    from .profiles import PROTOCOL_VERSION
+
+    return PROTOCOL_VERSION
+
+
+def _found() -> Optional[Dict[str, Any]]:
+    """The settling calibration in force (the first of paths() that exists), None when there is none."""
     for path in paths():
         data = _read(path)
-        if data is None:
-            continue
-        counts = [c for c in data["floors"] if c <= n]
-        if not counts:
-            return None
-        c = max(counts)
-        return data["floors"][c], (f"TF's own heap settling over {c} iterations ({path}: {data['negatives']} "
-                                   "negative series of the reference runs)")
+        if data is not None:
+            return data
     return None
+
+
+def foreign(data: Dict[str, Any], versions: Optional[Dict[str, Any]]) -> bool:
+    """Whether the measured TF/Keras (`versions`; None: not known) is none the calibration's negatives ran on."""
+    if not versions:
+        return True
+    return (versions.get("tensorflow"), versions.get("keras")) not in data["made_on"]
+
+
+def _made_on(data: Dict[str, Any]) -> str:
+    return ", ".join(f"TF {tf} / Keras {keras}" for tf, keras in data["made_on"]) or "an unstamped environment"
+
+
+def stamp(versions: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
+    """Where TF's settling floor comes from, as data (a record's floors_from): the file, what it was made on, the
+    protocol it was made under, and whether the measured environment is another."""
+    data = _found()
+    if data is None:
+        return None
+    return {"kind": "settling", "file": os.path.basename(data["path"]), "protocol": data["protocol"],
+            "made_on": [{"tensorflow": tf, "keras": keras} for tf, keras in data["made_on"]],
+            "foreign": foreign(data, versions)}
+
+
+def floor(n: int, versions: Optional[Dict[str, Any]] = None) -> Optional[Tuple[float, str]]:
+    """(floor, where it came from) of TF's heap settling over a window of `n` iterations in an environment of
+    `versions` (TF and Keras; None: not known); None when no calibration is found or none of its counts is <= n.
+    Made on another TF/Keras (or on an unknown one), the floor is FOREIGN_FACTOR times its value, and says so."""
+    data = _found()
+    found = None if data is None else stats.floor_between(list(data["floors"].items()), n)
+    if found is None:
+        return None
+    value, c, upper = found
+    over = f"{c} iterations" if upper is None or value == data["floors"][c] else \
+        f"{n} iterations, between its {c} and {upper}"
+    source = (f"TF's own heap settling over {over} ({data['path']}: {data['negatives']} negative series of the "
+              f"reference runs on {_made_on(data)}")
+    if foreign(data, versions):
+        measured = (f"TF {versions.get('tensorflow')} / Keras {versions.get('keras')}" if versions
+                    else "an unknown TF/Keras")
+        return value * FOREIGN_FACTOR, source + f"; measured on {measured}, another: ×{FOREIGN_FACTOR:g})"
+    return value, source + ")"

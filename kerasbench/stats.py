@@ -73,6 +73,29 @@ def planned_looks(first: int, last: int, sequential: bool) -> int:
     return (len(look_points(first, last)) if sequential else 0) + 1
 
 
+def floor_between(points: Sequence[Tuple[int, float]], n: int) -> Optional[Tuple[float, int, Optional[int]]]:
+    """The floor of a window of `n` iterations from floors calibrated at some counts (`points`: (count, floor)):
+    (floor, the count at or below n, the count above it or None), None when every count is above n.
+
+    Between two calibrated counts the floor falls geometrically with the count (a straight line in log-log, as a
+    slope's noise falls as a power of the count), never below the next count's floor: a run of 93 iterations and
+    one of 89 are judged at floors 4 % apart, not 1 and 2 KiB (a step at each calibrated count flipped repeats that
+    read the same slope). At and beyond the last count, its floor.
+    """
+    below = [(c, f) for c, f in points if c <= n and f is not None]
+    if not below:
+        return None
+    c0, f0 = max(below)
+    above = sorted((c, f) for c, f in points if c > n and f is not None)
+    if not above:
+        return f0, c0, None
+    c1, f1 = above[0]
+    if f1 >= f0 or f0 <= 0 or f1 <= 0:
+        return f0, c0, c1
+    share = (math.log(n) - math.log(c0)) / (math.log(c1) - math.log(c0))
+    return f0 * (f1 / f0) ** share, c0, c1
+
+
 def alpha_for(looks: int) -> float:
     """The level each look is tested at, so that all `looks` together keep the error rate at ALPHA (Bonferroni)."""
     return ALPHA / max(1, int(looks))
@@ -124,10 +147,17 @@ def _binned(y: np.ndarray, points: int = MAX_POINTS) -> Tuple[np.ndarray, np.nda
     return x, np.array([np.median(y[a:b]) for a, b in zip(edges[:-1], edges[1:])])
 
 
-def verdict(fit: Fit, floor: float = DEFAULT_FLOOR, alpha: float = ALPHA) -> str:
-    """'grows', 'flat' or 'inconclusive' for one fit, given the smallest slope worth calling a leak."""
+def verdict(fit: Fit, floor: float = DEFAULT_FLOOR, alpha: float = ALPHA, limit: bool = False) -> str:
+    """'grows', 'flat' or 'inconclusive' for one fit, given the smallest slope worth calling a leak.
+
+    With `limit` the floor is a user's threshold (a given floor: max_growth, --floor-kib): `grows` needs the whole
+    interval at or above it (confidently above), `flat` the whole interval below it; an interval across it is
+    `inconclusive` (cannot tell). A calibrated floor is the smallest rate the data resolve: there a slope at the
+    floor with an interval above zero is growth."""
     if not np.isfinite(fit.slope):
         return "inconclusive"
+    if limit:
+        return "grows" if fit.low >= floor and fit.p_trend < alpha else "flat" if fit.high < floor else "inconclusive"
     if fit.slope >= floor and fit.low > 0 and fit.p_trend < alpha:
         return "grows"
     if fit.high < floor:
@@ -236,7 +266,7 @@ def between_teeth(values: np.ndarray, teeth: Optional[np.ndarray], slope: float)
 
 
 def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = ALPHA,
-          teeth: Optional[np.ndarray] = None) -> Judgement:
+          teeth: Optional[np.ndarray] = None, limit: bool = False) -> Judgement:
     """The verdict of one series: its warm-up cut (steady_start), the rest fitted and judged at `floor`.
 
     `floor` is bytes/iteration, or a function of the measured count giving (floor, where it came from): floors
@@ -249,15 +279,15 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     inconclusive. `flat` must hold through it too: a window whose late half alone `grows` (at the late half's
     floor) is inconclusive, a growth that starts late (glibc's free heap pages absorb a leak until they are used up).
     `teeth` (gc_teeth of the pair's heap, a bool per difference) marks the GC's falls: the halves' rates for the
-    persistence test are taken between them (between_teeth).
+    persistence test are taken between them (between_teeth). `limit`: the floor is a user's threshold (verdict's).
     """
     y = np.asarray(values, dtype=float)
     start, unsettled = steady_start(y)
     window = y[start:]
     floor_value, source = _floor_at(floor, len(y))  # the count measured, as a calibration measures its counts
     fit = fit_growth(window, 1 - alpha)
-    found = verdict(fit, floor_value, alpha)
-    late_fit = _late_fit(window, floor, alpha)  # the late half judged alone, when it grows on its own
+    found = verdict(fit, floor_value, alpha, limit)
+    late_fit = _late_fit(window, floor, alpha, limit)  # the late half judged alone, when it grows on its own
     if found == "flat" and late_fit is None:  # flat must hold through the window: not a growth that starts late
         return Judgement(fit, found, "flat", start, floor_value, source)
     early = late = float("nan")
@@ -306,6 +336,9 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
         why = starts_late
     elif unsettled:
         shape, why = "settling", "the warm-up rule found no steady state in the first half: measure longer"
+    elif limit and np.isfinite(fit.slope) and fit.low < floor_value <= fit.high:
+        why = (f"cannot tell: {fit.slope / KIB:+.1f} KiB/iteration, interval [{fit.low / KIB:+.1f}, "
+               f"{fit.high / KIB:+.1f}] spans the limit {floor_value / KIB:g} KiB/iteration; measure longer")
     elif fit.slope >= floor_value and np.isfinite(early) and persists:
         # steady, at the floor in both halves: what failed is the test, too few points for this look's level (a
         # heap the GC frees every few iterations, 9 iterations of a slow pair judged at a look's level of 0.003)
@@ -322,13 +355,13 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
 _BETWEEN = " between the GC's teeth"
 
 
-def _late_fit(window: np.ndarray, floor: Floor, alpha: float) -> Optional[Fit]:
+def _late_fit(window: np.ndarray, floor: Floor, alpha: float, limit: bool = False) -> Optional[Fit]:
     """The fit of the window's late half when that half alone `grows` (judged at its own count's floor), else None."""
     late = window[len(window) // 2:]
     if len(late) < LATE_MIN:
         return None
     fit = fit_growth(late, 1 - alpha)
-    return fit if verdict(fit, _floor_at(floor, len(late))[0], alpha) == "grows" else None
+    return fit if verdict(fit, _floor_at(floor, len(late))[0], alpha, limit) == "grows" else None
 
 
 def _starts_late(late_fit: Optional[Fit], n: int) -> str:

@@ -25,10 +25,12 @@ def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt
     protocol.fixed_floors kerasbench score's): the summary reads no calibration itself."""
     from . import protocol, stats
 
+    from .profiles import PROTOCOL_VERSION
+
     results = [r["result"] for r in repeats if r.get("result")]
     summary = dict.fromkeys(METRICS)
     level = min((protocol.alpha(spec, r) for r in results), default=protocol.alpha(spec))  # each repeat's plan's
-    summary.update(verdict=None, p_trend=None, repeats=len(results), alpha=level)
+    summary.update(protocol=PROTOCOL_VERSION, verdict=None, p_trend=None, repeats=len(results), alpha=level)
     if not results:
         floor, floor_source = floors["rss"](spec.iterations)
         summary.update(floor=floor, floor_source=floor_source)
@@ -44,8 +46,11 @@ def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt
     fit = rss.fit if rss else stats.NAN_FIT
     floor, floor_source = rss.floor if rss else floors["rss"](spec.iterations)
     summary.update(floor=floor, floor_source=floor_source)
+    stamps = {"rss": protocol.floor_stamp(floors["rss"], rss.count if rss else spec.iterations)}
     if heap:
         summary.update(zip(("heap_floor", "heap_floor_source"), heap.floor))
+        stamps["heap"] = protocol.floor_stamp(floors["heap"], heap.count)
+    summary["floors_from"] = stamps
     summary.update({m.name: m.value(results, spec.iterations, fit, heap and heap.fit) for m in METRICS.values()})
     verdict = rss.verdict if rss else "inconclusive"
     why = [f"{name}: {j.why}" for name, j in (("RSS", rss), ("heap", heap)) if j and j.why]
@@ -92,3 +97,26 @@ def make_record(spec: Any, repeats: List[Repeat], floors: Mapping[str, FloorAt])
         "repeats": repeats,
         "summary": summary,
     }
+
+
+def rejudged(record: Record, floors: Optional[Mapping[str, float]] = None) -> Record:
+    """The record with its summary judged again from its stored series by this kerasbench's rule (a copy; the
+    record itself is left as it is): at `floors` ({"rss", "heap"} bytes/iteration) when given, else at its spec's
+    floor when that was given, else at the calibrations here, by count. What it cannot change: the readings (a
+    record of protocol 7 or older read the heap without the young-generation collection) and where each repeat
+    stopped (its own protocol's looks). The summary's `rejudged_from` names the protocol that judged it before."""
+    import types
+
+    from . import protocol
+
+    spec = dict(record["spec"])
+    if not str(spec.get("floor_source") or "").startswith("given"):
+        spec["floor"] = None  # resolved when measured: resolve it again, at each repeat's count
+    spec.setdefault("allocator", "glibc")
+    spec = types.SimpleNamespace(**spec)
+    at = {**protocol.spec_floors(spec, record.get("environment")),
+          **protocol.fixed_floors(dict(floors or {}), "the scored record's")}
+    before = protocol.version_of(record.get("summary"))
+    summary = summarize(record["repeats"], spec, at)
+    summary["rejudged_from"] = before if before is not None else "7 or older"
+    return {**record, "summary": summary}

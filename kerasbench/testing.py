@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .api import BODY_STRATEGY, DEFAULT_WARMUP, measure
+from .protocol import version_of, version_text
 from .stats import pair_verdict
 
 PASSES = ("flat",)  # the verdicts that pass: inconclusive means "not shown flat", so it fails (more time)
@@ -54,7 +55,8 @@ def failure_message(record: dict) -> str:
                      f"heap floor {s['heap_floor'] / KIB:g} KiB/iteration")
     if s.get("why"):
         lines.append(f"  not decided: {s['why']}")
-    lines.append(f"  floor {s['floor'] / KIB:g} KiB/iteration, from {s.get('floor_source') or 'given'}")
+    lines.append(f"  floor {s['floor'] / KIB:g} KiB/iteration, from {s.get('floor_source') or 'given'}; judged by "
+                 f"{version_text(version_of(s))}")
     if series:
         lines.append(f"  RSS {sparkline(series, width=40)}  {mib_text(series[0])} -> {mib_text(series[-1])} MiB "
                      f"over {len(series)} iterations")

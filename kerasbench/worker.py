@@ -429,6 +429,8 @@ def main(argv: Optional[list] = None) -> None:
         out.write(json.dumps({"event": event, **fields}) + "\n")
 
     def ask(k, readings, plan=None):
+        if plan and "tensorflow" in sys.modules:  # the first look: the parent judges TF's settling as the record will
+            plan = {**plan, "versions": {k: v for k, v in _compat.versions().items() if k in ("tensorflow", "keras")}}
         emit("look", iteration=k - 1, readings=readings, **({"plan": plan} if plan else {}))
         return control.readline().strip() != "go"  # "stop", or the runner gone (end of file): stop
 

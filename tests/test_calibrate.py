@@ -2,6 +2,7 @@
 
 import io
 import json
+import math
 import os
 
 import numpy as np
@@ -167,7 +168,12 @@ def test_floor_for_picks_the_count(tmp_path, monkeypatch):
     floors.save(fake_calibration(floors={"30": 128 * KIB, "60": 32 * KIB, "100": None}), floors.path_for("glibc"))
     floor, source = floors.floor_for("glibc", 10)  # fewer than calibrated: it does not cover the run
     assert floor == stats.DEFAULT_FLOOR and "no calibration for glibc at <= 10 iterations" in source
-    assert floors.floor_for("glibc", 45)[0] == 128 * KIB
+    # between two calibrated counts the floor falls geometrically (log-log), not in a step at the next count
+    floor, source = floors.floor_for("glibc", 45)
+    assert floor == pytest.approx(128 * KIB * 0.25 ** (math.log(45 / 30) / math.log(2)))
+    assert "45 iterations, between its 30 and 60" in source
+    steps = [floors.floor_for("glibc", n)[0] for n in range(30, 61)]
+    assert steps == sorted(steps, reverse=True) and max(a / b for a, b in zip(steps, steps[1:])) < 1.1
     floor, source = floors.floor_for("glibc", 60)
     assert floor == 32 * KIB and "calibration" in source and "60 iterations)" in source and "fits glibc on" in source
     floor, source = floors.floor_for("glibc", 500)

@@ -678,3 +678,26 @@ def test_the_report_marks_cells_of_other_hardware_not_comparable(tmp_path):
     main_run = write(tmp_path / "main.json", as_version(payload(TF212), "2.21.0"))
     page = report.build([main_run, _on_other_hardware(tmp_path, TF221, cpu_count=8)])
     assert 'class="cmp not comparable"' in page and 'class="cmp regressed"' not in page
+
+
+def test_records_of_two_protocols_are_refused_or_judged_again_when_asked(tmp_path):
+    """A record of protocol 7 or older (no stamp: the fixture's) beside one of this protocol: refused, one line naming
+    both files; --rejudge judges the older one again from its series, and its summary says from which protocol."""
+    from kerasbench.profiles import PROTOCOL_VERSION
+
+    old = TF212
+    new = write(tmp_path / "new.json", synthetic("2.21.0", 0.0))
+    assert json.loads(pathlib.Path(new).read_text())["records"][0]["summary"]["protocol"] == PROTOCOL_VERSION
+    code, _ = call(["compare", old, new])
+    assert code == 2
+    with pytest.raises(Exception) as refused:
+        compare.group(compare.load([old, new]))
+    text = str(refused.value)
+    assert f"{new} was judged by protocol {PROTOCOL_VERSION}, {old} by protocol 7 or older (unstamped)" in text
+    assert "--rejudge" in text and "\n" not in text
+    groups = compare.group(compare.load([old, new]), rejudge=True)
+    summaries = [r["summary"] for g in groups.values() for r, _ in g.values()]
+    assert {s["protocol"] for s in summaries} == {PROTOCOL_VERSION}
+    assert {s.get("rejudged_from") for s in summaries} == {"7 or older", None}
+    code, out = call(["compare", old, new, "--rejudge", "--format", "csv"])
+    assert code == 0 and out.startswith("loop,")

@@ -146,7 +146,8 @@ def test_the_deciders_arrays_judge_as_the_lists_did():
             assert isinstance(decider.series[name], array) and decider.series[name].itemsize == 8
             values = series[name][:k]
             teeth = stats.gc_teeth(series["heap"][:k])
-            assert decider.last[name] == stats.judge(values, decider.at[name], decider.level, teeth), (name, k)
+            assert decider.last[name] == stats.judge(values, decider.at[name], decider.level, teeth,
+                                                     limit=True), (name, k)  # a given floor: a limit
 
 
 def test_a_heap_reader_that_failed_leaves_the_decider_judging_rss_alone():
@@ -207,7 +208,8 @@ def test_no_probe_walks_the_live_objects_per_iteration(monkeypatch):
     for _ in range(n):
         stack.before_iteration()
         stack.after_iteration()
-    assert objects == [] and collections == []  # live_objects and the GC barrier: at the loop's ends only
+    assert objects == []  # live_objects and the GC barrier: at the loop's ends only
+    assert collections == [1] * n  # the young generations before each reading (probes.CollectProbe), never a full one
     # Python's blocks (sys.getallocatedblocks walks every pymalloc pool): at the geometric samples only, ~log n
     assert len(blocks) == len(look_points(1, n + 1)) < 20
     stack.stop()

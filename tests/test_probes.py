@@ -65,7 +65,7 @@ RESULT_FIELDS = {
     "child_gpu_alloc_peaks", "child_gpu_reserved_peaks", "train_traces", "predict_traces", "function_traces",
     "models_built", "heap_baseline", "heap_peak", "heap_final", "heap_source", "heap_unavailable",
     "py_blocks_before", "py_blocks_after", "py_blocks_samples", "train_path_traces", "predict_path_traces",
-    "all_traces", "functions", "trace_hook",
+    "all_traces", "functions", "trace_hook", "collect_generation", "collect_seconds",
 }
 
 
@@ -104,7 +104,7 @@ def test_probes_nest_like_context_managers(monkeypatch):
 
 def test_inactive_probes_leave_their_fields_none_and_add_no_series():
     stack = probes.ProbeStack(_cpu_context())
-    assert set(stack.probes) == {"loop_timer", "peak_rss", "rss", "heap", "traces", "child_peaks",
+    assert set(stack.probes) == {"loop_timer", "peak_rss", "collect", "rss", "heap", "traces", "child_peaks",
                                   "live_objects"}
     stack.start()
     stack.before_iteration()

@@ -1,6 +1,8 @@
 """The time-budgeted, sequential protocol: the warm-up found in the data, one series judged (leak, step, settling,
 noise: synthetic series with known answers), the error rate over many looks, and the worker's stop reasons."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -351,10 +353,11 @@ def test_the_decider_and_the_record_judge_at_the_plans_level():
     assert decider.level == pytest.approx(0.05 / 3)
     assert decider.best["rss"] == protocol.floor_at(spec)(18)[0]
     rss = list(500 * MIB + 100 * KIB * np.arange(12) + np.random.default_rng(2).normal(0, 300 * KIB, 12))
-    at = protocol.spec_floors(spec)["rss"]
-    judged = protocol.judge_results([{"series": {"rss": rss}, **planned}], spec, "rss", at)
+    calibrated = dataclasses.replace(spec, floor=None)  # a calibrated floor: a given one is a limit (next test)
+    at = protocol.fixed_floors({"rss": 64 * KIB}, "a calibration")["rss"]
+    judged = protocol.judge_results([{"series": {"rss": rss}, **planned}], calibrated, "rss", at)
     assert judged.verdict == "grows" and judged.judgements[0].fit.p_trend == pytest.approx(0.014, abs=0.001)
-    unplanned = protocol.judge_results([{"series": {"rss": rss}}], spec, "rss", at)
+    unplanned = protocol.judge_results([{"series": {"rss": rss}}], calibrated, "rss", at)
     assert unplanned.verdict == "inconclusive"
 
 

@@ -2,12 +2,13 @@
 known answers), the floor a TF pair's heap is judged at, and the counts of a strategy whose inputs repeat late."""
 
 import json
+import math
 
 import numpy as np
 import pytest
 
 from kerasbench import protocol, settling, stats
-from kerasbench.profiles import PROFILES
+from kerasbench.profiles import PROFILES, PROTOCOL_VERSION
 from kerasbench.spec import RunSpec
 from kerasbench.strategies import get_strategy
 
@@ -17,7 +18,7 @@ CONTROL = 512.0  # the TF-free control's heap floor (glibc, from 12 iterations)
 
 def record(loop, strategy, heaps):
     return {"status": "ok", "loop": loop, "strategy": strategy, "spec": {"allocator": "glibc", "device": "cpu"},
-            "environment": {"tensorflow": "2.21.0"},
+            "environment": {"tensorflow": "2.21.0", "keras": "3.13.2"},
             "repeats": [{"repeat": r, "result": {"series": {"heap": [float(v) for v in h]}}}
                         for r, h in enumerate(heaps)]}
 
@@ -74,13 +75,28 @@ def test_a_tf_pairs_heap_is_judged_at_no_less_than_tfs_settling(tmp_path, monkey
         CONTROL if series == "heap" else 32 * KIB, "the control's calibration"))
     settling._read.cache_clear()
     try:
-        tf = protocol.floor_at(RunSpec("inference", "reuse_model", iterations=100), "heap")
+        here = {"tensorflow": "2.21.0", "keras": "3.13.2"}  # what the negatives ran on
+        assert cal["made_on"] == [here] and cal["derived_by"] == PROTOCOL_VERSION
+        assert cal["protocol"] is None  # its records carry no stamp: measured by protocol 7 or older
+        tf = protocol.floor_at(RunSpec("inference", "reuse_model", iterations=100), "heap", here)
         control = protocol.floor_at(RunSpec("control", "control_noop", iterations=100), "heap")
         isolated = protocol.floor_at(RunSpec("inference", "process_isolation", iterations=10), "heap")
         rss = protocol.floor_at(RunSpec("inference", "reuse_model", iterations=100), "rss")
         assert tf(8)[0] == cal["floors"]["8"] > control(8)[0] and "settling" in tf(8)[1]
         assert "settling" not in control(8)[1] and "settling" not in isolated(8)[1] and "settling" not in rss(8)[1]
         assert tf(100000)[0] == control(100000)[0]  # past the settling, the control's floor again
+        assert tf.stamp(8) == {"kind": "settling", "file": settling.NAME, "protocol": None,
+                               "made_on": [here], "foreign": False}
+        # another Keras (or one not known): the floor doubled, and the source and the stamp say so
+        for versions in ({"tensorflow": "2.21.0", "keras": "3.15.1"}, None):
+            other = protocol.floor_at(RunSpec("inference", "reuse_model", iterations=100), "heap", versions)
+            assert other(8)[0] == 2 * tf(8)[0] and "another: ×2" in other(8)[1] and other.stamp(8)["foreign"]
+        # between two calibrated counts, no step: the floor falls geometrically from one count's to the next's
+        floors = sorted((int(c), f) for c, f in cal["floors"].items())
+        (c0, f0), (c1, f1) = next((a, b) for a, b in zip(floors, floors[1:]) if b[1] < a[1])
+        n = c1 - 1
+        assert tf(n)[0] == pytest.approx(f0 * (f1 / f0) ** (math.log(n / c0) / math.log(c1 / c0)))
+        assert f0 > tf(n)[0] > f1 == tf(c1)[0] and f"{n} iterations, between its {c0} and {c1}" in tf(n)[1]
     finally:
         settling._read.cache_clear()
 

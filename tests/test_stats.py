@@ -187,3 +187,22 @@ def test_a_heap_that_slows_to_under_three_quarters_of_its_window_is_not_a_leak()
     whole = stats.fit_growth(heap).slope
     assert second * stats.DECELERATION < first and second < stats.LATE_OF_WINDOW * whole
     assert judged.verdict == "inconclusive" and judged.shape == "settling", judged.why
+
+
+def test_a_given_limit_is_judged_by_the_whole_interval():
+    """A user's threshold (max_growth, --floor-kib): `grows` only when the interval is above it, `flat` only when
+    below, `cannot tell` across it; a calibrated floor calls a slope at the floor with an interval above zero growth."""
+    rng = np.random.default_rng(7)
+    base = 100 * 1024 * 1024
+    steady = lambda rate, noise: base + rate * np.arange(60) + rng.normal(0, noise, 60)  # noqa: E731
+    limit = 16 * 1024
+    above = stats.judge(steady(17.4 * 1024, 200), limit, limit=True)  # the body keeping 16 KiB a call, +1.4
+    below = stats.judge(steady(1.35 * 1024, 200), limit, limit=True)  # the flat predict body
+    across = stats.judge(steady(16 * 1024, 60 * 1024), limit, limit=True)
+    assert (above.verdict, below.verdict, across.verdict) == ("grows", "flat", "inconclusive")
+    assert above.fit.low >= limit and below.fit.high < limit and across.fit.low < limit <= across.fit.high
+    assert across.why.startswith("cannot tell: ") and "spans the limit 16 KiB/iteration" in across.why
+    near = steady(16.3 * 1024, 6 * 1024)  # at the floor, an interval above zero but not above the floor
+    judged = stats.judge(near, limit)
+    if judged.fit.low < limit:
+        assert judged.verdict == "grows" and stats.judge(near, limit, limit=True).verdict == "inconclusive"

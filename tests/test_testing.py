@@ -52,8 +52,11 @@ def test_leaking_body_fails_with_slope_ci_floor_and_curve():
         assert_no_growth(leak_body, **QUICK)
     text = str(failed.value)
     assert "verdict grows" in text
-    growth = float(text.split("growth ")[1].split(" KiB")[0])
-    assert 0.75 * LEAK / KIB < growth < 1.25 * LEAK / KIB  # the known leak, within a quarter
+    # the heap reads the known leak (RSS may lag: TF's freed heap, and what the young collections hand back before
+    # each reading, absorb the first megabytes; protocol 8)
+    heap = float(text.split("  heap ")[1].split(" KiB")[0])
+    assert 0.98 * LEAK / KIB < heap < 1.02 * LEAK / KIB
+    assert "judged by protocol 8" in text
     assert "95% CI [" in text and "floor 64 KiB/iteration, from default" in text
     assert any(c in text for c in SPARKS[1:]) and "over 12 iterations" in text
 

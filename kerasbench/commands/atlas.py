@@ -35,7 +35,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if os.path.lexists(args.output) and not os.path.isdir(args.output):
         raise UsageError(f"Cannot write the atlas to {args.output}: it is not a folder; give a folder (made if "
                          "missing).")
-    groups = atlas.load(args.paths)  # the inputs' errors first: nothing made for records that cannot be read
+    # the inputs' errors first: nothing made for records that cannot be read
+    groups = atlas.load(args.paths, args.rejudge)
     made = not os.path.isdir(args.output)
     make_folder(args.output, "the atlas")  # check_outputs checks files in existing folders
     outputs = {"the atlas page": os.path.join(args.output, atlas.PAGE)}

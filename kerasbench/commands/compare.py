@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     gates = compare.fail_on(args.fail_on) if args.fail_on is not None else ()
     options.check_outputs({"--output": args.output}, {"PATH": args.paths})
-    groups = compare.group(compare.load(args.paths))
+    groups = compare.group(compare.load(args.paths), args.rejudge)
     cells = compare.compare(groups, baseline=args.baseline)
     if args.changes_only:
         cells = compare.changes(cells)

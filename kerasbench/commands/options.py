@@ -243,12 +243,19 @@ def json_output(p: argparse.ArgumentParser, what: str = "the records") -> None:
     p.add_argument("--json", metavar="PATH", type=path, help=f"also write {what} to PATH (atomically)")
 
 
+SCORED = "records to score (or --replay)"  # score judges every record again anyway: no --rejudge
+
+
 def records(p: argparse.ArgumentParser, what: str = "records", baseline: bool = True, required: bool = True) -> None:
     """The records a command reads (files or folders) and, for those that compare, the baseline version."""
     p.add_argument("paths", nargs="+" if required else "*", metavar="PATH",
                    help=f"{what}: `kerasbench run --json` files, or folders of them (e.g. .asv/records/<machine>)")
     if baseline:
         p.add_argument("--baseline", help="the TF version the others are compared to (default: the oldest)")
+    if what != SCORED:
+        p.add_argument("--rejudge", action="store_true",
+                       help="records judged by an older protocol are judged again from their stored series by this "
+                            "kerasbench's (without it, records of two protocols are refused; docs/protocol.md)")
 
 
 def config_read(args: argparse.Namespace) -> Optional[str]:

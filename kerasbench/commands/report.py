@@ -55,16 +55,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     options.check_outputs({"--output": args.output, "--svg": args.svg, "--png": args.png}, {"PATH": args.paths})
     if any(pictures.values()):
         what = report.write_picture(args.paths, svg=args.svg, png=args.png, pair=args.pair, metric=args.metric,
-                                    loop=args.loop, version=args.tf, baseline=args.baseline)
+                                    loop=args.loop, version=args.tf, baseline=args.baseline,
+                                    rejudge=args.rejudge)
         for kind, path in pictures.items():
             if path:
                 out.write(f"wrote the {kind} of {what} to {path}\n")
         if args.output is None:
             return 0
     if args.atlas:
-        path = report.write(args.paths, args.output or ATLAS_OUTPUT, atlas_only=True)
+        path = report.write(args.paths, args.output or ATLAS_OUTPUT, atlas_only=True, rejudge=args.rejudge)
         out.write(f"wrote the atlas to {path} (one file, works offline)\n")
         return 0
-    path = report.write(args.paths, args.output or report.DEFAULT_OUTPUT, baseline=args.baseline)
+    path = report.write(args.paths, args.output or report.DEFAULT_OUTPUT, baseline=args.baseline,
+                        rejudge=args.rejudge)
     out.write(f"wrote the HTML report to {path} (one file, works offline)\n")
     return 0

@@ -10,7 +10,7 @@ HELP = "how often records' verdicts agree with long reference runs of the same p
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    options.records(p, "records to score (or --replay)", baseline=False, required=False)
+    options.records(p, options.SCORED, baseline=False, required=False)
     p.add_argument("--reference", required=True, nargs="+", action="extend", metavar="PATH",
                    help="reference records (repeatable), e.g. docs/reference/tf-2.21.0.json")
     p.add_argument("--replay", metavar="PROFILE", default=None,
