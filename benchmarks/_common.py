@@ -16,7 +16,8 @@ import sys
 import kerasbench
 from kerasbench import allocators
 from kerasbench.metrics import METRICS
-from kerasbench.profiles import PROTOCOL_VERSION, get_profile
+from kerasbench.profiles import get_profile
+from kerasbench.rule import PROTOCOL_VERSION
 from kerasbench.record import records_payload
 from kerasbench.tree import records_root, run_folder, save_records
 from kerasbench.strategies import strategies_for
@@ -124,7 +125,7 @@ class _LoopBenchmark:
     # and the profile, so results that are not comparable are never plotted as one line (asv
     # shows only results whose version matches the last discovery: publish one profile at a time).
     # A non-default allocator is part of the version too: its numbers are another series; so is the protocol
-    # (profiles.PROTOCOL_VERSION, whose comment keeps its history; the first versions ended at the profile).
+    # (rule.PROTOCOL_VERSION, whose comment keeps its history; the first versions ended at the profile).
     version = f"kerasbench-{kerasbench.SCHEMA_VERSION}-{PROFILE.name}" + (
         "" if PROTOCOL_VERSION == 1 else f"-protocol{PROTOCOL_VERSION}") + (
         "" if ALLOCATOR == allocators.DEFAULT else f"-{ALLOCATOR}")

@@ -25,7 +25,7 @@ _EXPORTS = {  # public name: the module that defines it (imported on first use)
     "Results": "api",
     "testing": None,
     "fit_growth": "stats",
-    "verdict": "stats",
+    "verdict": "rule.series",
     "Skip": "errors",
     "UsageError": "errors",
 }

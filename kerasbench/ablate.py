@@ -7,7 +7,7 @@ strategy name (strategies.compose), so each is measured like any pair of `run` (
 workers, the same probes and records) and its records are ordinary records that `compare` and `report` read.
 
 The verdicts are the ones kerasbench already has: a variant's own verdict, RSS and heap together
-(stats.pair_verdict, the record's), and compare's slope rule between two variants (95% CIs apart by more than
+(rule.pair_verdict, the record's), and compare's slope rule between two variants (95% CIs apart by more than
 the floor). A step is *necessary* when leaving it out of the full cleanup makes the loop grow more (compare:
 regressed), and *sufficient* when it alone keeps the loop flat; either is "inconclusive" where the CIs do not
 decide it.
@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import compare
 from .errors import UsageError, unknown
 from .record import Record
-from .stats import pair_verdict
+from .rule import pair_verdict
 from .strategies import CLEANUPS, compose, get_strategy, split
 from .units import KIB
 
@@ -121,7 +121,7 @@ def _side(record: Optional[Record], metric: str = METRIC) -> dict:
 
 
 def _floor(record: Record) -> float:
-    from .stats import DEFAULT_FLOOR
+    from .rule import DEFAULT_FLOOR
 
     return record["summary"].get("floor") or DEFAULT_FLOOR
 
@@ -135,7 +135,7 @@ def _judge(base: Optional[Record], new: Optional[Record], metric: str = METRIC) 
 
 
 def _verdict(record: Optional[Record]) -> str:
-    """The variant's one verdict, RSS and heap together (stats.pair_verdict), or its status."""
+    """The variant's one verdict, RSS and heap together (rule.pair_verdict), or its status."""
     if record is None:
         return "n/a"
     return pair_verdict(record["summary"]) if record["status"] == "ok" else record["status"]

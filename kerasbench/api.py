@@ -245,8 +245,8 @@ class Results(list):
 
     def verdicts(self) -> dict:
         """{(loop, strategy): verdict or status} of every record: the pair's one verdict, RSS and heap together
-        (stats.pair_verdict: grows when either grows, flat when both are flat)."""
-        from .stats import pair_verdict
+        (rule.pair_verdict: grows when either grows, flat when both are flat)."""
+        from .rule import pair_verdict
 
         return {(r["loop"], r["strategy"]): pair_verdict(r["summary"]) if r["status"] == "ok" else r["status"]
                 for r in self}

@@ -3,7 +3,7 @@
 A row per loop × strategy, a column per version as `compare` groups the records (compare.load / compare.group: a
 release with tf_keras, another Python or another side is a column of its own, `2.16.2+tf_keras`), in
 releases.version_key order. Each cell is the pair's RSS verdict (summary `verdict`), what grew (`growth_kind`,
-stats.growth_kind) and its slope (`growth_per_iter`, KiB/iteration); its tooltip and a click add the peak, the
+rule.growth_kind) and its slope (`growth_per_iter`, KiB/iteration); its tooltip and a click add the peak, the
 heap slope and verdict, and the trace counts. A cell whose verdict or what-grew differs from the previous column
 of its axis (the previous release with the same label; a labelled column's first falls back to the plain releases)
 is marked: a thick left border and ▲ (worse), ▼ (better) or ◆ (different: a side undecided), and below the map the
@@ -23,11 +23,11 @@ import os
 import re
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import __version__, compare, protocol
+from . import __version__, compare, rule
 from .errors import UsageError
 from .machine import FINGERPRINT_KEYS
 from .releases import version_key
-from .stats import DEFAULT_FLOOR
+from .rule import DEFAULT_FLOOR
 from .units import KIB, MIB
 
 # Worse and better are claims: only between decided readings (an `inconclusive` side, or a settling or step, is
@@ -150,16 +150,15 @@ def _details(record, version) -> List[str]:
     if s.get("repeats") is not None:
         heap = f", heap floor {s['heap_floor'] / KIB:g}" if _finite(s.get("heap_floor")) else ""
         lines.append(f"repeats: {s.get('repeats')}, floor {(s.get('floor') or 0) / KIB:g}{heap} KiB/iteration")
-    lines.append(f"judged by {protocol.version_text(protocol.version_of(s))}, floors from "
-                 f"{floors_text(s.get('floors_from'))}")
+    lines.append(f"floors from {floors_text(s.get('floors_from'))}")  # the protocol: once, in the map's line
     if s.get("why"):
         lines.append(f"not decided: {s['why']}")
     return lines
 
 
 def floors_text(stamps: Any) -> str:
-    """Where a cell's floors came from, in words (a summary's floors_from): 'the 64 KiB default (no calibration)',
-    'calibration glibc-….json', 'TF's settling (tf-settling.json, made on TF 2.21.0 / Keras 3.13.2)'."""
+    """Where a cell's floors came from, in words (a summary's floors_from): 'RSS: the 64 KiB default (no
+    calibration)', 'RSS: calibration glibc-….json', 'heap: TF's settling (made on this TF/Keras)'."""
     if not isinstance(stamps, dict) or not stamps:
         return "not recorded (records before protocol 8)"
     words = []
@@ -169,15 +168,16 @@ def floors_text(stamps: Any) -> str:
         if kind == "calibration":
             what = f"calibration {stamp.get('file')}"
         elif kind == "settling":
-            made = ", ".join(f"TF {e.get('tensorflow')} / Keras {e.get('keras')}" for e in stamp.get("made_on") or ())
-            what = f"TF's settling ({stamp.get('file')}, made on {made or 'an unstamped environment'}" + \
-                (", another environment: ×2)" if stamp.get("foreign") else ")")
+            made = "made on another TF/Keras: ×2" if stamp.get("foreign") else "made on this TF/Keras"
+            what = f"TF's settling ({made})"
         elif kind == "given":
             what = f"given ({stamp.get('source')})"
         else:
             what = f"the {DEFAULT_FLOOR // KIB} KiB default (no calibration)"
-        words.append(f"{'RSS' if series == 'rss' else series}: {what}")
-    return "; ".join(words)
+        words.append((series, what))
+    if len({what for _, what in words}) == 1:
+        return f"{' and '.join('RSS' if s == 'rss' else s for s, _ in words)}: {words[0][1]}"
+    return "; ".join(f"{'RSS' if s == 'rss' else s}: {what}" for s, what in words)
 
 
 def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
@@ -253,10 +253,11 @@ def _count(pairs, versions, groups: compare.Groups, changes) -> str:
                    if (groups[v].get(pair, (None, None))[0] or {}).get("status") == "ok")
     kinds = [item[5] for item in changes]  # (cid, loop, strategy, prev, version, moved, before, after)
     by = ", ".join(f"{kinds.count(k)} {k}" for k in ("worse", "better", "other") if kinds.count(k))
-    judged = {protocol.version_of((r or {}).get("summary")) for g in groups.values() for r, _ in g.values()}
+    judged = {rule.version_of(r.get("summary")) for g in groups.values() for r, _ in g.values()
+              if (r or {}).get("status") == "ok"}
     return (f"{len(pairs)} pairs × {len(versions)} versions: {measured} cells measured; {len(changes)} "
             f"change{'' if len(changes) == 1 else 's'} from one version to the next" + (f" ({by})" if by else "")
-            + f"; judged by {', '.join(sorted(protocol.version_text(v) for v in judged))}.")
+            + f"; judged by {', '.join(sorted(rule.version_text(v) for v in judged))}.")
 
 
 def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
@@ -480,7 +481,7 @@ def data(groups: compare.Groups) -> dict:
                 cell["rss_every"], cell["rss_mib"] = rss
             cells.append(cell)
         columns.append({"version": v, "environments": environments, "cells": cells})
-    judged = sorted({protocol.version_of(c["summary"]) for col in columns for c in col["cells"]},
+    judged = sorted({rule.version_of(c["summary"]) for col in columns for c in col["cells"]},
                     key=lambda v: -1 if v is None else v)
     return {"schema": DATA_SCHEMA, "version": DATA_VERSION, "kerasbench": __version__,
             "protocol": judged[0] if len(judged) == 1 else judged, "columns": columns}

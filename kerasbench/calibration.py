@@ -7,7 +7,7 @@ up to iteration N is identical, so this is a run of N iterations, at half the co
 
 A leak of rate R counts as detected in a run when its verdict, with a floor of R/2, is `grows`:
 the run saw a rising trend, a CI above zero and at least half the leak (judged as a run judges it,
-stats.judge at the level of a budgeted run's looks, ALPHA). For each iteration count,
+rule.judge at the level of a budgeted run's looks, ALPHA). For each iteration count,
 the stored floor is R_min/2, where R_min is the smallest rate detected in >= 95 % of runs in every
 heap while control_noop says `grows` in <= 5 % of runs at that floor. This module is the analysis, pure
 (series in, report out; tests feed it simulated series), and the tables; the measuring is the calibration's
@@ -32,15 +32,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import floors, stats
+from . import floors, rule
 from .console import markdown_table
-from .profiles import PROFILES, PROTOCOL_VERSION
+from .profiles import PROFILES
+from .rule import PROTOCOL_VERSION
 from .units import KIB
 
 DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected
 # The level a run's looks are judged at (the default profile's plan: Bonferroni over its looks), so that a floor is
 # what a budgeted run can detect; a fixed count (one look at 0.05) detects at least as much.
-ALPHA = stats.alpha_for(stats.planned_looks(PROFILES["default"].min_iterations, PROFILES["default"].max_iterations,
+ALPHA = rule.alpha_for(rule.planned_looks(PROFILES["default"].min_iterations, PROFILES["default"].max_iterations,
                                            PROFILES["default"].sequential))
 FALSE_POSITIVE = 0.05  # largest share of control_noop runs allowed to say `grows`
 HEAPS = {"native": "control_leak_native", "python": "control_leak_python"}
@@ -50,13 +51,13 @@ TF_CONTROL = ("inference", "reuse_model")  # the TF negative control: one model,
 # --- analysis (pure) ---------------------------------------------------------------------------
 
 def _judged(series_list: Sequence[Sequence[float]], iterations: int, floor: float) -> list:
-    """The judgement (stats.judge: warm-up cut, fit, verdict at ALPHA) of the first `iterations` of each series."""
-    return [stats.judge(s[:iterations], floor, ALPHA) for s in series_list]
+    """The judgement (rule.judge: warm-up cut, fit, verdict at ALPHA) of the first `iterations` of each series."""
+    return [rule.judge(s[:iterations], floor, ALPHA) for s in series_list]
 
 
 def cell_stats(series_list: Sequence[Sequence[float]], rate: int, iterations: int) -> dict:
     """Detection rate, false-positive or slope error of one cell (a leak rate in one heap) at `iterations`."""
-    floor = rate / 2 if rate else stats.DEFAULT_FLOOR
+    floor = rate / 2 if rate else rule.DEFAULT_FLOOR
     judged = _judged(series_list, iterations, floor)
     out = {"rate": rate, "iterations": iterations, "runs": len(judged)}
     slopes = np.array([j.fit.slope for j in judged], dtype=float)
@@ -79,7 +80,7 @@ def false_positive_rate(series_list: Sequence[Sequence[float]], floor: float) ->
 
 def candidate_floors(rates: Sequence[int]) -> list:
     """The floors a calibration can choose (half of each rate) and the default floor."""
-    return sorted({r / 2 for r in rates} | {float(stats.DEFAULT_FLOOR)})
+    return sorted({r / 2 for r in rates} | {float(rule.DEFAULT_FLOOR)})
 
 
 def tf_control_stats(series_list: Sequence[Sequence[float]], iterations: int, floor: Optional[float],
@@ -89,7 +90,7 @@ def tf_control_stats(series_list: Sequence[Sequence[float]], iterations: int, fl
     `floor` is the calibrated floor at that count, or None (then the default, as `kerasbench run` would use).
     """
     series = [s[:iterations] for s in series_list]
-    used = stats.DEFAULT_FLOOR if floor is None else floor
+    used = rule.DEFAULT_FLOOR if floor is None else floor
     slopes = np.array([j.fit.slope for j in _judged(series, iterations, used)], dtype=float)
     by_floor = {str(int(f)): false_positive_rate(series, f) for f in candidate_floors(rates)}
     safe = next((int(f) for f in candidate_floors(rates) if by_floor[str(int(f))] <= FALSE_POSITIVE), None)
@@ -180,8 +181,8 @@ def make_calibration(report: dict, allocator: str, detected: str, runs: int, war
 
 # --- measuring ---------------------------------------------------------------------------------
 
-# Every count a budgeted run looks at (stats.look_points from 8), and 4 and 2000: floors follow the count judged.
-DEFAULT_COUNTS = (4, *stats.look_points(8, 2000), 2000)
+# Every count a budgeted run looks at (rule.look_points from 8), and 4 and 2000: floors follow the count judged.
+DEFAULT_COUNTS = (4, *rule.look_points(8, 2000), 2000)
 DEFAULT_RATES_KIB = (4, 16, 64, 256)
 AUTO_RUNS = 10  # a run that finds no fitting calibration makes one: 10 runs per control (~1 minute on 2 cores)
 SERIES = ("rss", "heap")  # the readings a calibration analyzes, where the worker has them

@@ -50,7 +50,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import machine as machines, protocol, stats
+from . import machine as machines, rule, stats
 from .console import markdown_table, text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, headline_metrics
@@ -111,7 +111,7 @@ def group(loaded: Sequence[Tuple[Record, str, str]], rejudge: bool = False) -> G
     (summary.rejudged) first."""
     if rejudge:
         loaded = [(rejudge_record(record, path), path, version) for record, path, version in loaded]
-    protocol.one_version((record, path) for record, path, _ in loaded)
+    rule.one_version((record, path) for record, path, _ in loaded)
     groups: Groups = {}
     mixed: Dict[bool, str] = {}  # traced or not: a path of each
     for record, path, version in loaded:
@@ -137,9 +137,9 @@ def rejudge_record(record: Record, path: str) -> Record:
     """The record judged by this kerasbench's protocol: as it is when it was, else again from its stored series; a
     UsageError naming `path` when it holds no series to judge (an atlas data file keeps summaries only)."""
     from . import summary
-    from .profiles import PROTOCOL_VERSION
+    from .rule import PROTOCOL_VERSION
 
-    if protocol.version_of(record.get("summary")) == PROTOCOL_VERSION or record.get("status") != "ok":
+    if rule.version_of(record.get("summary")) == PROTOCOL_VERSION or record.get("status") != "ok":
         return record
     if not any(((r.get("result") or {}).get("series") or {}).get("rss") for r in record.get("repeats") or ()):
         raise UsageError(f"Cannot re-judge {path}: {record.get('loop')} × {record.get('strategy')} keeps no "
@@ -209,14 +209,14 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
     n = min(r.get("iterations_done") or record["spec"]["iterations"] for r in results)
     side["per_repeat"] = ([spec.per_repeat(r, r.get("iterations_done") or n) for r in results]
                           if spec.per_repeat else None)
-    floor = record["summary"].get("floor") or stats.DEFAULT_FLOOR
+    floor = record["summary"].get("floor") or rule.DEFAULT_FLOOR
     if isinstance(rule, SlopeCI) and rule.series == "heap":  # the heap's own floor (records before it: the RSS one)
         floor = record["summary"].get("heap_floor") or floor
-    if isinstance(rule, SlopeCI):  # the record's own judgement (kerasbench.protocol), never fitted again here
+    if isinstance(rule, SlopeCI):  # the record's own judgement (kerasbench.rule), never fitted again here
         s = record["summary"]
         prefix, verdict = ("heap_growth", s.get("heap_verdict")) if rule.series == "heap" else ("growth", s["verdict"])
         low, high = (s.get(f"{prefix}_ci_{end}") for end in ("low", "high"))
-        kind = s.get("growth_kind")  # what grew (stats.growth_kind), named beside the verdict
+        kind = s.get("growth_kind")  # what grew (rule.growth_kind), named beside the verdict
         side.update(low=float("nan") if low is None else low, high=float("nan") if high is None else high,
                     verdict=f"{verdict} ({kind})" if kind else str(verdict), bare=str(verdict), floor=floor)
     elif isinstance(rule, Magnitude):

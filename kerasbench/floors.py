@@ -1,4 +1,5 @@
-"""Stored calibrations and the floor a run is judged with.
+"""Stored calibrations: where they live, their environment key, reading and saving them (which floor a run is
+judged with is kerasbench.rule.floors').
 
 `kerasbench calibrate` (kerasbench.calibration) measures which leak rates an allocator can detect and
 stores the result here, one JSON file per *environment key*: the allocator, its library's version (glibc
@@ -22,7 +23,6 @@ import subprocess
 import sys
 from typing import Any, List, Optional, Tuple
 
-from . import stats
 from .errors import UsageError
 from .files import CONFIG_LIMIT, ReadError, clone_dir, make_folder, read_json, write_json
 
@@ -246,45 +246,3 @@ def _where(path: str) -> str:
     return "~" + path[len(home):] if home not in ("", "/") and path.startswith(home + os.sep) else path
 
 
-def floor_stamp(allocator: str, iterations: int, series: str = "rss") -> dict:
-    """Which calibration floor_for takes the floor of `series` from at `iterations`, as data (a record's
-    floors_from): its file, key, when it was made and under which protocol; {"kind": "default"} when none fits."""
-    path, data, n = find(allocator, iterations)
-    table = (data or {}).get("floors" if series == "rss" else f"{series}_floors") or {}
-    if data is None or table.get(str(n)) is None:
-        return {"kind": "default"}
-    return {"kind": "calibration", "file": os.path.basename(path), "key": data.get("key"),
-            "created": data.get("created"), "protocol": data.get("protocol"), "count": n}
-
-
-def floor_for(allocator: str, iterations: int, default: float = stats.DEFAULT_FLOOR,
-              why: str = "", series: str = "rss") -> Tuple[float, str]:
-    """(floor in bytes/iteration, where it came from and why) for a run of `iterations` on `allocator`.
-
-    Uses the best fitting calibration's floor at its largest count <= `iterations`; the default when none
-    fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
-    nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration).
-    """
-    found = ranked(allocator, iterations) or [(None, None, None)]
-    path, data, n = found[0]
-    if data is not None and series != "rss" and not data.get(f"{series}_floors"):
-        return default, f"default (calibration {_where(path)} has no {series} floors)"
-    if data is None:
-        key = environment_key(allocator)
-        return default, (f"default (no calibration for {allocator} at <= {iterations} iterations fits "
-                         f"{describe(key)}; looked in {', '.join(_where(f) for f in folders())}"
-                         + (f"; {why}" if why else "") + ")")
-    what = f"calibration {_where(path)}"
-    fitted = (f"fits {describe(data['key'])}" if data["schema"] >= 2
-              else f"an old calibration of host {data.get('host')}")
-    table = data["floors" if series == "rss" else f"{series}_floors"]
-    if table.get(str(n)) is None:
-        return default, f"default ({what}, {fitted}, detected no tested rate at {n} iterations)"
-    floor, _, upper = stats.floor_between([(int(c), v) for c, v in table.items()], iterations)
-    counts = f"{n} iterations" if upper is None or floor == table[str(n)] else \
-        f"{iterations} iterations, between its {n} and {upper}"
-    behind = [(p, d) for p, d, count in found[1:] if count == n]  # what the user's folder outranks: said, not guessed
-    ahead = (f"; ahead of {_where(behind[0][0])} ({behind[0][1].get('runs')} runs per control), the user's folder "
-             "first: delete it to use that one") if behind else ""
-    return float(floor), (f"{what} ({fitted}; made {data.get('created')}, {data.get('runs')} runs per control; "
-                          f"{counts}{ahead})")

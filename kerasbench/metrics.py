@@ -63,9 +63,23 @@ def _difference(after_key: str, before_key: str) -> Callable[[Result, int], Opti
     return value
 
 
+def python_blocks_per_iter(result: dict, start: int) -> Optional[float]:
+    """Python's blocks per iteration over the steady window (from iteration `start`): from the first sample at or
+    after it to the loop's end; the whole loop's when no sample falls in the window (records before samples)."""
+    before, after = result.get("py_blocks_before"), result.get("py_blocks_after")
+    n = result.get("iterations_done") or len((result.get("series") or {}).get("rss") or ())
+    if before is None or after is None or not n:
+        return None
+    samples = [(k, b) for k, b in result.get("py_blocks_samples") or () if k >= max(start, 1) and k < n]
+    if samples:
+        k, blocks = samples[0]
+        return (after - blocks) / (n - k)
+    return (after - before) / n
+
+
+
 def _steady_blocks_per_iter(result: Result, iterations: int) -> Optional[float]:
-    """Python's blocks per iteration after the RSS series' warm-up (protocol.python_blocks_per_iter)."""
-    from .protocol import python_blocks_per_iter
+    """Python's blocks per iteration after the RSS series' warm-up (python_blocks_per_iter)."""
     from .stats import steady_start
 
     rss = result["series"].get("rss") or []

@@ -17,10 +17,6 @@ if TYPE_CHECKING:
     from .strategies import Strategy
 
 ENV_VAR = "KERASBENCH_PROFILE"
-# The verdict rule's version: every record's summary, calibration and atlas carries it, and asv benchmark versions
-# include it (a dashboard keeps the series of before and after apart). Its history is written once, in
-# docs/protocol.md ("Versions"); docs/layout.md lists what else a change of the rule touches.
-PROTOCOL_VERSION = 8
 
 
 @dataclass(frozen=True)

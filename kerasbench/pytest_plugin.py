@@ -10,7 +10,7 @@ The marked test function is the body. kerasbench measures a body in a fresh work
 module and name (kerasbench.api), and a module-level function of a test module is importable that way, so the
 plugin does not call the test in pytest's process: it hands the function to kerasbench.testing.assert_no_growth
 (pytest_pyfunc_call), which runs it every iteration in a worker, and the test passes only when the pair's one
-verdict (stats.pair_verdict, RSS and heap together) is `flat`; otherwise it fails with testing.failure_message.
+verdict (rule.pair_verdict, RSS and heap together) is `flat`; otherwise it fails with testing.failure_message.
 Fixtures cannot reach that worker, so a marked test takes none: state comes from `setup=` (a module-level
 function, called once per worker), handed to a parameter with a default, which pytest leaves alone:
 

@@ -202,7 +202,7 @@ class Result(_ResultFields, total=False):
     collect_seconds: float  # what those collections took in all (outside the loop timer)
     py_blocks_before: int  # sys.getallocatedblocks() at the loop's start and end
     py_blocks_after: int
-    py_blocks_samples: List[List[int]]  # [measured iterations done, blocks] at a few counts (stats.look_points)
+    py_blocks_samples: List[List[int]]  # [measured iterations done, blocks] at a few counts (rule.look_points)
     stop_reason: StopReason  # why the loop ended (worker.STOP_REASONS); records before budgets: a fixed count
     train_path_traces: Optional[int]  # traces of every tf.function that traced a train_step (Keras's wrappers)
     predict_path_traces: Optional[int]
@@ -213,7 +213,7 @@ class Result(_ResultFields, total=False):
     first_iteration_peak_rss: Optional[int]  # peak RSS of the first iteration (VmHWM reset after setup)
     warmup_peak_rss: Optional[int]  # peak RSS of the warm-up (None without one)
     looks: int  # looks a sequential run took
-    planned_looks: int  # looks it planned at the first (its end included; protocol.LookPlan): each at 0.05 / this
+    planned_looks: int  # looks it planned at the first (its end included; rule.LookPlan): each at 0.05 / this
     planned_last: int  # the count the plan projected the run to end at (the first look's speed, ×1.5)
     timing: Timing
     trace: Trace
@@ -292,16 +292,16 @@ class _SummaryFields(TypedDict):
 class Summary(_SummaryFields, total=False):
     """Every metric of kerasbench.metrics.METRICS (None where a probe does not apply), the verdict and its floor."""
 
-    protocol: int  # the verdict rule's version (profiles.PROTOCOL_VERSION); records without it: protocol 7 or older
-    floors_from: Dict[str, Optional[Dict[str, Any]]]  # which file gave each series' floor (protocol.floor_stamp)
+    protocol: int  # the verdict rule's version (rule.PROTOCOL_VERSION); records without it: protocol 7 or older
+    floors_from: Dict[str, Optional[Dict[str, Any]]]  # which file gave each series' floor (rule.floor_stamp)
     floor_source: str
     heap_floor: float  # bytes/iteration: the heap series' floor (its own calibration: the heap is quieter than RSS)
     heap_floor_source: str
     heap_verdict: Optional[Verdict]  # the heap series' verdict at heap_floor; None where the heap was not read
-    growth_kind: Optional[GrowthKind]  # what grew (stats.GROWTH_KINDS); None where the heap was not read
-    # How the series were judged (kerasbench.protocol; records before the budgeted protocol lack these):
+    growth_kind: Optional[GrowthKind]  # what grew (rule.GROWTH_KINDS); None where the heap was not read
+    # How the series were judged (kerasbench.rule; records before the budgeted protocol lack these):
     alpha: float  # the level of each look (0.05 over the planned looks: Bonferroni)
-    rss_shape: Shape  # the RSS series' shape after its warm-up (stats.SHAPES)
+    rss_shape: Shape  # the RSS series' shape after its warm-up (rule.SHAPES)
     heap_shape: Optional[Shape]
     why: str  # why a verdict is not decided: a step, settling, repeats that disagree ('' when decided)
     measured: List[Optional[int]]  # measured iterations of each repeat
@@ -364,7 +364,7 @@ def records_payload(records: Sequence[Record], **extra: Any) -> RecordsFile:
 # (`series_arrays`): array('q') for integers, array('d') for floats, 8 bytes a reading, until the pair's repeats
 # are done. Then each is listed once (`listed_repeats`) and the record built from them: a record is a plain
 # JSON-ready dict, judged from the lists as before. A sequential run's looks keep theirs as arrays too
-# (protocol.Decider).
+# (rule.Decider).
 # A series that is neither all integers nor all floats (a heap reader that failed leaves None) stays a list.
 
 WIRE_KEYS = ("typecode", "length", "zlib_base64")  # a series as the worker sends it: {key: ...} in place of the list

@@ -20,7 +20,7 @@ import math
 import os
 from typing import Any, List, Optional, Sequence, TextIO, Tuple
 
-from . import __version__, atlas, compare, machine as machines, stats
+from . import __version__, atlas, compare, machine as machines, rule
 from .errors import UsageError, unknown
 from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
@@ -588,7 +588,7 @@ def _version_plot(metric, loop, strategies, versions, groups):
             pts.append((x, None) if point is None else (x, *point[:3]))
             whiskers = whiskers or (point is not None and point[1] is not None)
         lines.append((s, *_style(i), pts))
-    span = (stats.DEFAULT_FLOOR if view.log else view.span) / view.scale  # growth: the default floor
+    span = (rule.DEFAULT_FLOOR if view.log else view.span) / view.scale  # growth: the default floor
     return plot(lines, list(enumerate(versions)), view.unit, f"{loop}: {view.title} by TF version", span=span,
                 whiskers=whiskers)
 
@@ -612,7 +612,7 @@ def chart_data(metric, loop, strategies, versions, groups):
         rows.append((s, row))
     values = [v for _, row in rows for p in row for v in (p["value"], p["low"], p["high"], p["floor"])
               if v is not None] + [0.0]
-    span = (stats.DEFAULT_FLOOR if view.log else view.span) / view.scale
+    span = (rule.DEFAULT_FLOOR if view.log else view.span) / view.scale
     return {"title": f"{loop}: {view.title}" + (f", TF {versions[0]}" if len(versions) == 1 else ""),
             "unit": view.unit, "rows": rows, "versions": list(versions), "metric": metric.name,
             "whiskers": any(p["low"] is not None for _, row in rows for p in row),

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from . import allocators, machine as machines, procs, protocol, record, summary
+from . import allocators, machine as machines, procs, record, rule, summary
 from .errors import UsageError, repro_failed, worker_message
 from .files import clone_dir
 from .loops import get_loop
@@ -172,7 +172,7 @@ _NEVER = _Never()
 
 
 def _answer(answers, decider: Any, ev: dict) -> bool:
-    """Answer a look: "stop" when the pair's verdicts are decided (protocol.Decider), else "go"; whether decided."""
+    """Answer a look: "stop" when the pair's verdicts are decided (rule.Decider), else "go"; whether decided."""
     try:
         decided = decider.look(ev.get("readings") or {}, ev.get("plan"))
     except Exception:  # a look the parent cannot judge must not stop the worker dead: it runs on to its budget
@@ -219,7 +219,7 @@ def _not_an_event(line: str) -> str:
 
 def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, spawned, psutil) -> record.Repeat:
     """Follow one worker until it exits, is stopped, or lingers past EXIT_GRACE after its last event."""
-    from .protocol import Decider
+    from .rule import Decider
 
     proc = group.proc
     events = queue.Queue()
@@ -522,7 +522,7 @@ def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) ->
     reason = _skipped(spec)  # known without starting a worker
     if reason:
         skipped = {"repeat": 0, "status": "skipped", "reason": reason, "result": None, "environment": None}
-        return summary.make_record(spec, [skipped], protocol.spec_floors(spec))
+        return summary.make_record(spec, [skipped], rule.spec_floors(spec))
     repeats = []
     with procs.terminations():  # the API's SIGTERM or SIGHUP ends the worker (and a caller's `finally` runs)
         for r in range(spec.repeats):
@@ -532,4 +532,4 @@ def measure(spec: RunSpec, progress: Optional[Callable[[dict], None]] = None) ->
                 break  # the same pair would skip again; a runaway would run away again
     record.listed_repeats(repeats)  # their series kept as arrays until now (series_arrays): a record holds lists
     environment = next((r["environment"] for r in repeats if r.get("environment")), None)
-    return summary.make_record(spec, repeats, protocol.spec_floors(spec, environment))
+    return summary.make_record(spec, repeats, rule.spec_floors(spec, environment))

@@ -2,7 +2,7 @@
 
 The reference (docs/reference/: the `reference` profile, long runs of every CPU pair on a release) is what
 happened over a long loop; a profile is worth its verdicts only as far as they agree with it. Both sides are
-judged again from their series with this kerasbench's rules (kerasbench.protocol: the warm-up rule, the floors
+judged again from their series with this kerasbench's rules (kerasbench.rule: the warm-up rule, the floors
 at the counts judged, the sequential level of each side's own plan), so a change of the rules is scored on the
 records already measured. Pairs are matched by TF release (the records' labels: 2.21.0, 2.16.2+tf_keras …),
 loop and strategy; pairs that are not ok on both sides are counted, not scored.
@@ -26,12 +26,12 @@ import copy
 import types
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import protocol
+from . import rule
 from .console import text_table
 from .record import Record
 from . import summary
 from .loading import load_records
-from .stats import GROWTH_KINDS, VERDICTS
+from .rule import GROWTH_KINDS, VERDICTS
 from .units import KIB
 
 KINDS = tuple(GROWTH_KINDS) + ("n/a",)
@@ -183,39 +183,31 @@ def load(paths: Sequence[str], reference: Sequence[str]) -> Tuple[Loaded, Loaded
 
 def replay_result(result: dict, spec: Any) -> dict:
     """A reference repeat's result cut where a run of `spec` (a profile's counts) would have stopped on the same
-    readings: the worker's loop (min_iterations, min_seconds, the looks protocol.LookPlan plans from the
+    readings: the worker's loop (min_iterations, min_seconds, the looks rule.LookPlan plans from the
     reference's own seconds per iteration, the budget in seconds of loop, the growth cap, the most iterations) with
     the runner's Decider answering its looks. Its stop reason is "ran out" where the reference ended first."""
     series = result["series"]
     n_all = len(series["rss"])
-    elapsed = 0.0
-    decider = protocol.Decider(spec)
-    plan = protocol.LookPlan(spec)
-    sent, stop, k, looks = 0, None, 0, 0
+    decider = rule.Decider(spec)
+    stopper = rule.StopRule(spec, lambda k, readings, plan: decider.look(readings, plan))
+    elapsed, sent, stop, k = 0.0, 0, None, 0
     base = result.get("baseline_rss") or series["rss"][0]
-    while k < min(spec.iterations, n_all):
+
+    def readings() -> dict:
+        nonlocal sent
+        new = {name: series[name][sent:k] for name in rule.SERIES if series.get(name) is not None}
+        sent = k
+        return new
+
+    while k < min(spec.iterations, n_all) and stop is None:
         elapsed += series["seconds"][k]
         k += 1
-        if k < spec.min_iterations:
-            continue
-        if spec.max_growth and series["rss"][k - 1] - base >= spec.max_growth:
-            stop = "growth"
-            break
-        if plan.due(k, elapsed):
-            looks += 1
-            readings = {name: series[name][sent:k] for name in protocol.SERIES if series.get(name) is not None}
-            sent = k
-            if decider.look(readings, plan.fields() if looks == 1 else None):
-                stop = "decided"
-                break
-        if spec.budget and elapsed >= spec.budget and elapsed >= spec.min_seconds:
-            stop = "budget"
-            break
+        stop = stopper.after(k, elapsed, series["rss"][k - 1] - base, readings)
     out = copy.deepcopy(result)
     out["series"] = {name: values[:k] for name, values in series.items()}
     out.pop("planned_looks", None), out.pop("planned_last", None)  # the reference's own (it is not sequential)
-    out.update(plan.fields())
-    out.update(iterations_done=k, looks=looks, loop_seconds=elapsed,
+    out.update(stopper.fields())
+    out.update(iterations_done=k, looks=stopper.looks, loop_seconds=elapsed,
                stop_reason=stop or ("iterations" if k >= spec.iterations else "ran out"),
                py_blocks_samples=[s for s in result.get("py_blocks_samples") or () if s[0] < k])
     return out

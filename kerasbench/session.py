@@ -19,6 +19,7 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
+from . import rule
 from .console import status_line
 from .errors import UsageError
 from .files import check_writable, write_json
@@ -90,7 +91,7 @@ def settle_floor(base: RunSpec, allowed: bool, err: TextIO) -> RunSpec:
                              python=base.python)
     if not why:
         return base
-    floor, source = floors.floor_for(base.allocator, base.iterations, why=why)
+    floor, source = rule.floor_for(base.allocator, base.iterations, why=why)
     return dataclasses.replace(base, floor=floor, floor_source=source).validate()
 
 

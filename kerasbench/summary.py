@@ -1,8 +1,8 @@
 """Building a record: a worker's repeats summarized (every metric, the verdicts and how each series was judged)
 and wrapped with its spec, status and environment (kerasbench.record says what a record holds).
 
-Each series is judged by kerasbench.protocol at the floors the caller gives (the runner: the spec's own, resolved
-by protocol.spec_floors; kerasbench score: the scored record's), so building a summary reads nothing from disk.
+Each series is judged by kerasbench.rule at the floors the caller gives (the runner: the spec's own, resolved
+by rule.spec_floors; kerasbench score: the scored record's), so building a summary reads nothing from disk.
 Every derived number comes from kerasbench.metrics, so the runner and compare derive alike.
 """
 
@@ -11,45 +11,45 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, List, Mapping, Optional, Sequence
 
-from . import allocators, machine as machines
+from . import allocators, machine as machines, rule
 from .metrics import METRICS
-from .protocol import FloorAt
+from .rule import FloorAt
 from .record import SCHEMA_VERSION, AllocatorCheck, Environment, Record, Repeat, Summary
 
 
 def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt]) -> Summary:
     """Every metric of METRICS over the repeats with a result, plus the verdicts, the floors they were judged with
-    and how each repeat's series was judged (kerasbench.protocol: the same judgement as a sequential run's looks).
+    and how each repeat's series was judged (kerasbench.rule: the same judgement as a sequential run's looks).
 
-    `floors` gives each series' floor by count ({"rss": at, "heap": at}; protocol.spec_floors is the spec's own,
-    protocol.fixed_floors kerasbench score's): the summary reads no calibration itself."""
-    from . import protocol, stats
+    `floors` gives each series' floor by count ({"rss": at, "heap": at}; rule.spec_floors is the spec's own,
+    rule.fixed_floors kerasbench score's): the summary reads no calibration itself."""
+    from . import stats
 
-    from .profiles import PROTOCOL_VERSION
+    from .rule import PROTOCOL_VERSION
 
     results = [r["result"] for r in repeats if r.get("result")]
     summary = dict.fromkeys(METRICS)
-    level = min((protocol.alpha(spec, r) for r in results), default=protocol.alpha(spec))  # each repeat's plan's
+    level = min((rule.alpha(spec, r) for r in results), default=rule.alpha(spec))  # each repeat's plan's
     summary.update(protocol=PROTOCOL_VERSION, verdict=None, p_trend=None, repeats=len(results), alpha=level)
     if not results:
         floor, floor_source = floors["rss"](spec.iterations)
         summary.update(floor=floor, floor_source=floor_source)
         partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
         if partial:  # a stopped worker: its growth until the stop is still worth showing
-            judged = stats.judge(partial[0], floors["rss"], summary["alpha"])
+            judged = rule.judge(partial[0], floors["rss"], summary["alpha"])
             summary.update({m.name: getattr(judged.fit, m.rss_fit) for m in METRICS.values() if m.rss_fit})
             summary.update(p_trend=judged.fit.p_trend, verdict=judged.verdict, floor=judged.floor,
                            floor_source=judged.floor_source)
         return summary
-    rss = protocol.judge_results(results, spec, "rss", floors["rss"])
-    heap = protocol.judge_results(results, spec, "heap", floors["heap"])  # far quieter than RSS: its own floor
+    rss = rule.judge_results(results, spec, "rss", floors["rss"])
+    heap = rule.judge_results(results, spec, "heap", floors["heap"])  # far quieter than RSS: its own floor
     fit = rss.fit if rss else stats.NAN_FIT
     floor, floor_source = rss.floor if rss else floors["rss"](spec.iterations)
     summary.update(floor=floor, floor_source=floor_source)
-    stamps = {"rss": protocol.floor_stamp(floors["rss"], rss.count if rss else spec.iterations)}
+    stamps = {"rss": rule.floor_stamp(floors["rss"], rss.count if rss else spec.iterations)}
     if heap:
         summary.update(zip(("heap_floor", "heap_floor_source"), heap.floor))
-        stamps["heap"] = protocol.floor_stamp(floors["heap"], heap.count)
+        stamps["heap"] = rule.floor_stamp(floors["heap"], heap.count)
     summary["floors_from"] = stamps
     summary.update({m.name: m.value(results, spec.iterations, fit, heap and heap.fit) for m in METRICS.values()})
     verdict = rss.verdict if rss else "inconclusive"
@@ -57,7 +57,7 @@ def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt
     summary.update(
         p_trend=fit.p_trend, verdict=verdict, heap_verdict=heap.verdict if heap else None,
         rss_shape=rss.shape if rss else "inconclusive", heap_shape=heap.shape if heap else None,
-        growth_kind=stats.growth_kind(verdict, heap.verdict if heap else None, rss.shape if rss else "",
+        growth_kind=rule.growth_kind(verdict, heap.verdict if heap else None, rss.shape if rss else "",
                                       heap.shape if heap else "", fit.slope, summary.get("py_blocks_per_iter")),
         why="; ".join(why),
         measured=[r.get("iterations_done") for r in results],
@@ -107,16 +107,15 @@ def rejudged(record: Record, floors: Optional[Mapping[str, float]] = None) -> Re
     stopped (its own protocol's looks). The summary's `rejudged_from` names the protocol that judged it before."""
     import types
 
-    from . import protocol
 
     spec = dict(record["spec"])
     if not str(spec.get("floor_source") or "").startswith("given"):
         spec["floor"] = None  # resolved when measured: resolve it again, at each repeat's count
     spec.setdefault("allocator", "glibc")
     spec = types.SimpleNamespace(**spec)
-    at = {**protocol.spec_floors(spec, record.get("environment")),
-          **protocol.fixed_floors(dict(floors or {}), "the scored record's")}
-    before = protocol.version_of(record.get("summary"))
+    at = {**rule.spec_floors(spec, record.get("environment")),
+          **rule.fixed_floors(dict(floors or {}), "the scored record's")}
+    before = rule.version_of(record.get("summary"))
     summary = summarize(record["repeats"], spec, at)
     summary["rejudged_from"] = before if before is not None else "7 or older"
     return {**record, "summary": summary}

@@ -10,7 +10,7 @@
 
 The body runs in a fresh worker process (kerasbench.api.measure: the repro machinery), warm-up first, then
 measured until both of its verdicts are decided or the profile's time budget is spent (`iterations=N`: exactly N).
-It passes only when the pair reads flat, RSS and heap together (stats.pair_verdict): the 95% CI of RSS growth per
+It passes only when the pair reads flat, RSS and heap together (rule.pair_verdict): the 95% CI of RSS growth per
 iteration below the RSS floor and the heap's below the heap floor (the floors `kerasbench calibrate` stored for
 this machine and allocator, else 64 KiB/iteration). A heap that grows fails it under a flat RSS (a leak that
 fills the allocator's free pages first). `grows`, `inconclusive`, or a worker stopped by the memory cap or the
@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .api import BODY_STRATEGY, DEFAULT_WARMUP, measure
-from .protocol import version_of, version_text
-from .stats import pair_verdict
+from .rule import version_of, version_text
+from .rule import pair_verdict
 
 PASSES = ("flat",)  # the verdicts that pass: inconclusive means "not shown flat", so it fails (more time)
 

@@ -21,11 +21,10 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional
 
-from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes, procs, protocol, trace
+from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes, procs, rule, trace
 from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
 from .spec import RunSpec
-from .stats import look_points
 from .strategies import CLEANUPS, Strategy, get_strategy
 
 
@@ -274,20 +273,32 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
                    emit: Callable[..., Any], ask: Optional[Callable[[int, dict], bool]],
                    tracer: Optional[trace.Tracer]) -> tuple:
     """The measured iterations: (why the loop stopped, looks taken, iterations done, the first one's peak RSS or
-    None); STOP_REASONS.
+    None, the plan's fields); STOP_REASONS.
 
-    A fixed count runs exactly spec.iterations. A budgeted one runs at least spec.first_count iterations and
-    spec.min_seconds, then stops at the first of: a look where `ask(k, new readings, plan)` says both verdicts are
-    decided (sequential; at the looks protocol.LookPlan plans at the first one, which `plan` carries), the budget
-    of loop seconds, spec.iterations, or RSS grown by spec.max_growth. Seconds spent waiting for an answer are not
-    loop seconds.
+    A fixed count runs exactly spec.iterations. A budgeted one stops where rule.StopRule says (the one stop rule:
+    score's replay of a reference asks it too), its looks answered by `ask(k, new readings, plan)`. Seconds spent
+    waiting for an answer are not loop seconds.
     """
-    first = spec.first_count
-    plan = protocol.LookPlan(spec) if spec.sequential and spec.probes and ask else None
-    sent = dict.fromkeys(("rss", "heap"), 0)  # how much of each series the looks have sent
     rss_probe, peak_probe = stack.probes.get("rss"), stack.probes.get("peak_rss")
+    sent = dict.fromkeys(("rss", "heap"), 0)  # how much of each series the looks have sent
+    paused = 0.0  # seconds spent waiting for a look's answer: not loop seconds
+
+    def waited(k: int, readings: dict, plan: Optional[dict]) -> bool:
+        nonlocal paused
+        t0 = probes.timer()
+        decided = ask(k, readings, plan)
+        paused += probes.timer() - t0
+        return decided
+
+    def new_readings() -> dict:
+        new = {name: series[name][sent[name]:] for name in sent if series.get(name) is not None}
+        for name in new:
+            sent[name] = len(series[name])
+        return new
+
+    rule_ = rule.StopRule(spec, waited if spec.probes and ask else None)
     first_peak = None
-    start, paused, looks = probes.timer(), 0.0, 0
+    start = probes.timer()
     last_emit = float("-inf")  # the first iteration is always reported
     emitted = 0  # the RSS readings sent so far: each event carries those since the one before (a stopped worker's)
     stop = None
@@ -313,27 +324,11 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
             last_emit = now
         if tracer:
             tracer.after_iteration(k - 1)
-        if not spec.budgeted or k < first:
-            continue
-        elapsed = now - start - paused
-        if spec.max_growth and rss_probe is not None and series["rss"][-1] - rss_probe.baseline >= spec.max_growth:
-            stop = "growth"
+        growth = series["rss"][-1] - rss_probe.baseline if rss_probe is not None else None
+        stop = rule_.after(k, now - start - paused, growth, new_readings)
+        if stop:
             break
-        if plan is not None and plan.due(k, elapsed):
-            looks += 1
-            new = {name: series[name][sent[name]:] for name in sent if series.get(name) is not None}
-            for name in new:
-                sent[name] = len(series[name])
-            waited = probes.timer()
-            decided = ask(k, new, plan.fields() if looks == 1 else None)
-            paused += probes.timer() - waited
-            if decided:
-                stop = "decided"
-                break
-        if spec.budget and elapsed >= spec.budget and elapsed >= spec.min_seconds:
-            stop = "budget"
-            break
-    return stop or ("iterations" if spec.budgeted else "count"), looks, k, first_peak, plan.fields() if plan else {}
+    return rule_.reason(stop), rule_.looks, k, first_peak, rule_.fields()
 
 
 def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[gpu.GpuMemoryReader] = None,
@@ -381,7 +376,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
         extra_probes=pair.shape.extra_probes,
         pair=pair,
         gpu_reader=gpu_reader,
-        block_samples=frozenset(look_points(1, spec.iterations + 1)),
+        block_samples=frozenset(rule.look_points(1, spec.iterations + 1)),
     ))
     series = stack.series  # every probe's series by name, each list made as its probe starts
 

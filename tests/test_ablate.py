@@ -15,7 +15,7 @@ from kerasbench import ablate, cli
 from kerasbench.errors import UsageError
 from kerasbench.strategies import CLEANUPS, STRATEGIES, compose, get_strategy, split
 from kerasbench.units import KIB
-from kerasbench.protocol import spec_floors
+from kerasbench.rule import spec_floors
 
 LEAK_KIB = 1024
 FAKES = textwrap.dedent("""

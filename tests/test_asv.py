@@ -12,7 +12,7 @@ from conftest import clone_for_asv
 
 from kerasbench import METRICS, SCHEMA_VERSION, strategies_for
 from kerasbench.loops import builtin_loops
-from kerasbench.profiles import PROTOCOL_VERSION
+from kerasbench.rule import PROTOCOL_VERSION
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PREFIXES = ("time_", "timeraw_", "mem_", "peakmem_", "track_")

@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from kerasbench import RunSpec, UsageError, allocators, calibration, floors, measure, session, stats
+from kerasbench import allocators, calibration, floors, measure, rule, RunSpec, session, stats, UsageError
 from kerasbench.cli import main
-from kerasbench.protocol import spec_floors
+from kerasbench.rule import spec_floors
 
 KIB, MIB = 1024, 1024**2
 RATES = [4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB]
@@ -120,11 +120,11 @@ def test_heap_floor_for(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
     cal = fake_calibration(floors={"30": 32 * KIB})
     floors.save(cal, floors.path_for("glibc"))
-    assert "has no heap floors" in floors.floor_for("glibc", 30, series="heap")[1]
+    assert "has no heap floors" in rule.floor_for("glibc", 30, series="heap")[1]
     cal["heap_floors"] = {"30": 0.5 * KIB}
     floors.save(cal, floors.path_for("glibc"))
-    assert floors.floor_for("glibc", 30, series="heap")[0] == 0.5 * KIB
-    assert floors.floor_for("glibc", 30)[0] == 32 * KIB
+    assert rule.floor_for("glibc", 30, series="heap")[0] == 0.5 * KIB
+    assert rule.floor_for("glibc", 30)[0] == 32 * KIB
 
 
 def test_a_shorter_count_reads_the_first_points():
@@ -161,23 +161,23 @@ def test_round_trip(tmp_path, monkeypatch):
 
 def test_floor_for_picks_the_count(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    assert floors.floor_for("glibc", 30)[0] == stats.DEFAULT_FLOOR
-    source = floors.floor_for("glibc", 30)[1]
+    assert rule.floor_for("glibc", 30)[0] == rule.DEFAULT_FLOOR
+    source = rule.floor_for("glibc", 30)[1]
     assert "default (no calibration for glibc at <= 30 iterations fits glibc on glibc" in source
-    assert str(tmp_path) in floors.floor_for("glibc", 30)[1]  # says where it looked
+    assert str(tmp_path) in rule.floor_for("glibc", 30)[1]  # says where it looked
     floors.save(fake_calibration(floors={"30": 128 * KIB, "60": 32 * KIB, "100": None}), floors.path_for("glibc"))
-    floor, source = floors.floor_for("glibc", 10)  # fewer than calibrated: it does not cover the run
-    assert floor == stats.DEFAULT_FLOOR and "no calibration for glibc at <= 10 iterations" in source
+    floor, source = rule.floor_for("glibc", 10)  # fewer than calibrated: it does not cover the run
+    assert floor == rule.DEFAULT_FLOOR and "no calibration for glibc at <= 10 iterations" in source
     # between two calibrated counts the floor falls geometrically (log-log), not in a step at the next count
-    floor, source = floors.floor_for("glibc", 45)
+    floor, source = rule.floor_for("glibc", 45)
     assert floor == pytest.approx(128 * KIB * 0.25 ** (math.log(45 / 30) / math.log(2)))
     assert "45 iterations, between its 30 and 60" in source
-    steps = [floors.floor_for("glibc", n)[0] for n in range(30, 61)]
+    steps = [rule.floor_for("glibc", n)[0] for n in range(30, 61)]
     assert steps == sorted(steps, reverse=True) and max(a / b for a, b in zip(steps, steps[1:])) < 1.1
-    floor, source = floors.floor_for("glibc", 60)
+    floor, source = rule.floor_for("glibc", 60)
     assert floor == 32 * KIB and "calibration" in source and "60 iterations)" in source and "fits glibc on" in source
-    floor, source = floors.floor_for("glibc", 500)
-    assert floor == stats.DEFAULT_FLOOR and "detected no tested rate at 100" in source
+    floor, source = rule.floor_for("glibc", 500)
+    assert floor == rule.DEFAULT_FLOOR and "detected no tested rate at 100" in source
 
 
 def test_a_calibration_fits_by_key_not_host(tmp_path, monkeypatch):
@@ -188,15 +188,15 @@ def test_a_calibration_fits_by_key_not_host(tmp_path, monkeypatch):
     other = fake_calibration(floors={"30": 16 * KIB})
     other.update(host="another-machine", key={**key, "library": "glibc 2.17"})  # another glibc: does not fit
     floors.save(other, str(shipped / floors.file_name(other["key"])))
-    assert floors.floor_for("glibc", 30)[0] == stats.DEFAULT_FLOOR
+    assert rule.floor_for("glibc", 30)[0] == rule.DEFAULT_FLOOR
     same = fake_calibration(floors={"30": 8 * KIB})
     same["host"] = "another-machine"  # made elsewhere, same key: fits here
     floors.save(same, str(shipped / floors.file_name(key)))
-    floor, source = floors.floor_for("glibc", 30)
+    floor, source = rule.floor_for("glibc", 30)
     assert floor == 8 * KIB and str(shipped) in source
     mine = fake_calibration(floors={"30": 2 * KIB})  # the user's own folder comes first
     floors.save(mine, floors.path_for("glibc"))
-    assert floors.floor_for("glibc", 30)[0] == 2 * KIB
+    assert rule.floor_for("glibc", 30)[0] == 2 * KIB
     found = [p for p, _ in floors.candidates("glibc")]
     assert found == [floors.path_for("glibc"), str(shipped / floors.file_name(key))]
     assert floors.candidates("glibc_trim") == []  # glibc-*.json is not glibc_trim's
@@ -213,12 +213,12 @@ def test_the_count_nearest_below_the_run_wins_and_the_floor_line_names_what_it_o
     one_off = fake_calibration(floors={"3": 512 * KIB})
     one_off["runs"] = 10
     floors.save(one_off, floors.path_for("glibc"))
-    assert floors.floor_for("glibc", 3)[0] == 512 * KIB  # only the one-off covers 3 iterations
-    floor, source = floors.floor_for("glibc", 30)
+    assert rule.floor_for("glibc", 3)[0] == 512 * KIB  # only the one-off covers 3 iterations
+    floor, source = rule.floor_for("glibc", 30)
     assert floor == 32 * KIB and str(shipped) in source and "ahead of" not in source  # the shipped count is nearer
     mine = fake_calibration(floors={"8": 64 * KIB, "30": 16 * KIB})  # the user's own, at the same counts: first
     floors.save(mine, floors.path_for("glibc"))
-    floor, source = floors.floor_for("glibc", 30)
+    floor, source = rule.floor_for("glibc", 30)
     assert floor == 16 * KIB and f"ahead of {shipped}" in source and "delete it to use that one" in source
 
 
@@ -248,7 +248,7 @@ def test_an_old_host_keyed_file_still_loads(tmp_path, monkeypatch):
     shutil.copy(old, floors.legacy_path("glibc"))
     assert floors.load("glibc", floors.legacy_path("glibc"))["floors"] == data["floors"]
     if data["host"] == __import__("platform").node():  # made on this host: it is this host's calibration
-        floor, source = floors.floor_for("glibc", 30)
+        floor, source = rule.floor_for("glibc", 30)
         assert floor == data["floors"]["30"] and "an old calibration of host" in source
     assert calibration.summary_rows(data)  # and it renders
 
@@ -290,7 +290,7 @@ def test_verdict_follows_the_stored_floor(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
     spec = dict(loop="control", strategy="control_leak_python", iterations=30, warmup=2, leak_bytes=32 * KIB)
     default = measure(RunSpec(**spec))
-    assert default["summary"]["floor"] == stats.DEFAULT_FLOOR and default["summary"]["verdict"] != "grows"
+    assert default["summary"]["floor"] == rule.DEFAULT_FLOOR and default["summary"]["verdict"] != "grows"
     floors.save(fake_calibration(floors={"30": 8 * KIB}), floors.path_for("glibc"))
     calibrated = measure(RunSpec(**spec))
     assert calibrated["summary"]["floor"] == 8 * KIB and calibrated["summary"]["verdict"] == "grows"
@@ -444,7 +444,7 @@ def test_the_stored_calibrations_in_docs_load_and_match_the_readme():
 
     root = pathlib.Path(__file__).resolve().parent.parent
     readme = (root / "docs" / "calibration.md").read_text()
-    from kerasbench import settling
+    from kerasbench.rule import settling
 
     files = sorted(p for p in (root / "docs" / "calibration").glob("*.json") if p.name != settling.NAME)
     assert files and (root / "docs" / "calibration" / settling.NAME).exists()  # tests/test_settling.py checks it
@@ -486,7 +486,7 @@ def test_tf_control_uses_the_default_floor_when_nothing_was_detected():
     runs = simulated_runs(noise=0.5 * KIB, hidden_below=10**9)
     runs["tf"] = {0: simulate(0, 0.5 * KIB, runs=5, seed=3)}
     t = calibration.analyze(runs, [30], RATES)["by_iterations"]["30"]["tf_control"]
-    assert t["floor_is_default"] and t["floor"] == stats.DEFAULT_FLOOR and t["false_positive"] == 0.0
+    assert t["floor_is_default"] and t["floor"] == rule.DEFAULT_FLOOR and t["false_positive"] == 0.0
     assert "tf_control" not in calibration.analyze(simulated_runs(0.5 * KIB), [30], RATES)["by_iterations"]["30"]
 
 

@@ -16,7 +16,7 @@ from kerasbench.metrics import headline_metrics
 from kerasbench.summary import summarize
 from kerasbench.loading import load_records
 from kerasbench.runner import RunSpec
-from kerasbench.protocol import spec_floors
+from kerasbench.rule import spec_floors
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "compare"
 TF212, TF221 = str(FIXTURES / "tf212.json"), str(FIXTURES / "tf221.json")  # real 4-iteration smoke runs
@@ -683,7 +683,7 @@ def test_the_report_marks_cells_of_other_hardware_not_comparable(tmp_path):
 def test_records_of_two_protocols_are_refused_or_judged_again_when_asked(tmp_path):
     """A record of protocol 7 or older (no stamp: the fixture's) beside one of this protocol: refused, one line naming
     both files; --rejudge judges the older one again from its series, and its summary says from which protocol."""
-    from kerasbench.profiles import PROTOCOL_VERSION
+    from kerasbench.rule import PROTOCOL_VERSION
 
     old = TF212
     new = write(tmp_path / "new.json", synthetic("2.21.0", 0.0))

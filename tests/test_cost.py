@@ -13,9 +13,9 @@ from array import array
 
 import pytest
 
-from kerasbench import allocators, probes, protocol, record, runner, stats, summary
+from kerasbench import allocators, metrics, probes, record, rule, runner, stats, summary
 from kerasbench.spec import RunSpec
-from kerasbench.stats import look_points
+from kerasbench.rule import look_points
 from kerasbench.units import KIB
 
 
@@ -122,7 +122,7 @@ def _result(series, n):
 @pytest.mark.parametrize("n", [40, 3000])
 def test_the_record_built_from_sent_series_has_the_same_summary(n):
     spec = RunSpec("control", "control_noop", iterations=n, warmup=0, floor=4 * KIB).validate()
-    floors = protocol.spec_floors(spec)
+    floors = rule.spec_floors(spec)
     repeats = [{"repeat": r, "status": "ok", "reason": None, "result": _result(_synthetic_series(n, seed=r), n),
                 "environment": None} for r in range(2)]
     before = summary.make_record(spec, copy.deepcopy(repeats), floors)
@@ -136,7 +136,7 @@ def test_the_record_built_from_sent_series_has_the_same_summary(n):
 def test_the_deciders_arrays_judge_as_the_lists_did():
     spec = RunSpec("control", "control_noop", iterations=5000, warmup=0, min_iterations=8, sequential=True,
                    floor=4 * KIB).validate()
-    decider = protocol.Decider(spec)
+    decider = rule.Decider(spec)
     series = _synthetic_series(600)
     sent = 0
     for k in look_points(8, 600) + [600]:  # several looks: the arrays grow between judgements
@@ -146,14 +146,14 @@ def test_the_deciders_arrays_judge_as_the_lists_did():
             assert isinstance(decider.series[name], array) and decider.series[name].itemsize == 8
             values = series[name][:k]
             teeth = stats.gc_teeth(series["heap"][:k])
-            assert decider.last[name] == stats.judge(values, decider.at[name], decider.level, teeth,
+            assert decider.last[name] == rule.judge(values, decider.at[name], decider.level, teeth,
                                                      limit=True), (name, k)  # a given floor: a limit
 
 
 def test_a_heap_reader_that_failed_leaves_the_decider_judging_rss_alone():
     spec = RunSpec("control", "control_noop", iterations=5000, warmup=0, min_iterations=8, sequential=True,
                    floor=4 * KIB).validate()
-    decider = protocol.Decider(spec)
+    decider = rule.Decider(spec)
     rss = [1000 + 64 * (i % 3) for i in range(40)]
     decider.look({"rss": rss[:20], "heap": [5] * 10 + [None] * 10})
     decider.look({"rss": rss[20:], "heap": [None] * 20})
@@ -234,7 +234,7 @@ def test_the_probes_still_see_a_leak_of_known_size():
     fields = stack.fields()
     fields["series"] = stack.series
     fields["iterations_done"] = n
-    per_iter = protocol.python_blocks_per_iter(fields, 0)
+    per_iter = metrics.python_blocks_per_iter(fields, 0)
     assert abs(per_iter - (items + 1)) <= 0.05 * items  # the tuples and their list (the bytes are malloc's)
     assert [k for k, _ in fields["py_blocks_samples"]] == look_points(1, n + 1)
     if stack.series.get("heap") and allocators.heap_reader().source:

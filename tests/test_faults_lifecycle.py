@@ -23,7 +23,7 @@ import pytest
 from kerasbench import RunSpec, measure, procs, runner
 from kerasbench.cli import main
 from kerasbench.console import Progress
-from kerasbench.protocol import spec_floors
+from kerasbench.rule import spec_floors
 
 ROOT = Path(__file__).resolve().parent.parent
 

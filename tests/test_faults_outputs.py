@@ -142,10 +142,10 @@ def one_line_exit_2(argv, capsys, *needles):
 @pytest.fixture
 def inputs(tmp_path):
     """{name: path} of one of each input a command reads, in tmp_path."""
-    from kerasbench import floors, settling
+    from kerasbench import floors, rule
 
     made = {"repro": tmp_path / "r.py", "config": tmp_path / "asv.matrix.json", "a": tmp_path / "tf212.json",
-            "b": tmp_path / "tf221.json", "settling": pathlib.Path(floors.directory()) / settling.NAME}
+            "b": tmp_path / "tf221.json", "settling": pathlib.Path(floors.directory()) / rule.settling.NAME}
     made["repro"].write_text(REPRO)
     made["config"].write_text(pathlib.Path(MATRIX).read_text())
     for name in ("a", "b", "settling"):

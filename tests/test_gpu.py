@@ -16,7 +16,7 @@ from kerasbench import LOOPS, METRICS, STRATEGIES, _compat, gpu, loops, runner, 
 from kerasbench.summary import summarize
 from kerasbench.runner import RunSpec
 from kerasbench.units import MIB
-from kerasbench.protocol import spec_floors
+from kerasbench.rule import spec_floors
 
 GPU_STRATEGIES = ["gpu_growth_off", "gpu_growth_on", "gpu_malloc_async", "gpu_jit_compile"]
 GPU_METRICS = ["gpu_alloc_peak", "gpu_alloc_growth_per_iter", "gpu_reserved_peak", "gpu_retained",

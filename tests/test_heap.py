@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from kerasbench import allocators, probes, stats
-from kerasbench.protocol import spec_floors
+from kerasbench import allocators, probes, rule, stats
+from kerasbench.rule import spec_floors
 
 KIB = 1024
 
@@ -133,22 +133,22 @@ def test_fit_of_heap_series_is_stats_fit():
 
 
 def test_growth_kind_says_what_grew():
-    assert stats.growth_kind("grows", "grows") == "leak"
-    assert stats.growth_kind("flat", "grows") == "leak"  # a small leak filling holes: RSS flat, heap grows
-    assert stats.growth_kind("grows", "flat") == "retention"
-    assert stats.growth_kind("flat", "flat") == "flat"
-    assert stats.growth_kind("inconclusive", "flat") == "inconclusive"
-    assert stats.growth_kind("grows", "inconclusive") == "inconclusive"
-    assert stats.growth_kind("grows", None) is None
+    assert rule.growth_kind("grows", "grows") == "leak"
+    assert rule.growth_kind("flat", "grows") == "leak"  # a small leak filling holes: RSS flat, heap grows
+    assert rule.growth_kind("grows", "flat") == "retention"
+    assert rule.growth_kind("flat", "flat") == "flat"
+    assert rule.growth_kind("inconclusive", "flat") == "inconclusive"
+    assert rule.growth_kind("grows", "inconclusive") == "inconclusive"
+    assert rule.growth_kind("grows", None) is None
     # undecided series say what they look like
-    assert stats.growth_kind("inconclusive", "flat", rss_shape="step") == "step"
-    assert stats.growth_kind("flat", "inconclusive", heap_shape="settling") == "settling"
+    assert rule.growth_kind("inconclusive", "flat", rss_shape="step") == "step"
+    assert rule.growth_kind("flat", "inconclusive", heap_shape="settling") == "settling"
     # Python objects live in pymalloc arenas, mmapped outside malloc's count: blocks that pile up are a leak when
     # they can hold half the RSS growth (at most 512 bytes a block), retention when they cannot
     kib64 = 64 * 1024
-    assert stats.growth_kind("grows", "flat", rss_slope=kib64, py_blocks_per_iter=400) == "leak"  # 200 KiB max
-    assert stats.growth_kind("grows", "flat", rss_slope=kib64, py_blocks_per_iter=3) == "retention"  # 1.5 KiB
-    assert stats.growth_kind("grows", "flat", rss_slope=kib64, py_blocks_per_iter=60) == "retention"  # 30 < 32 KiB
+    assert rule.growth_kind("grows", "flat", rss_slope=kib64, py_blocks_per_iter=400) == "leak"  # 200 KiB max
+    assert rule.growth_kind("grows", "flat", rss_slope=kib64, py_blocks_per_iter=3) == "retention"  # 1.5 KiB
+    assert rule.growth_kind("grows", "flat", rss_slope=kib64, py_blocks_per_iter=60) == "retention"  # 30 < 32 KiB
 def _summary(rss_slope, heap_slope, heap=True, n=40, repeats=2, floor=16 * KIB):
     """summarize() of synthetic repeats whose RSS and heap series have known slopes (RSS noisy, heap quiet)."""
     import types

@@ -10,7 +10,7 @@ from kerasbench import METRICS, compare, loading, metrics, record, report, summa
 from kerasbench.console import run_table
 from kerasbench.runner import RunSpec
 from kerasbench.units import MIB
-from kerasbench.protocol import spec_floors
+from kerasbench.rule import spec_floors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = [ROOT / "tests" / "fixtures" / "compare" / name for name in ("tf212.json", "tf221.json")]

@@ -13,7 +13,7 @@ import pytest
 
 from kerasbench import METRICS, api, report
 from kerasbench.cli import main
-from kerasbench.protocol import spec_floors
+from kerasbench.rule import spec_floors
 from kerasbench.runner import RunSpec
 from kerasbench.summary import summarize
 from test_compare import TF212, TF221, as_version, payload

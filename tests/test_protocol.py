@@ -6,37 +6,37 @@ import dataclasses
 import numpy as np
 import pytest
 
-from kerasbench import protocol, stats, worker
+from kerasbench import metrics, rule, stats, worker
 from kerasbench.runner import RunSpec, measure
 
 KIB, MIB = 1024, 1024**2
-LEVEL = stats.alpha_for(stats.planned_looks(8, 5000, True))  # the default profile's per-look level
+LEVEL = rule.alpha_for(rule.planned_looks(8, 5000, True))  # the default profile's per-look level
 
 
 def sequential(series, floor, best_floor=None, first=8):
     """What a sequential run of `series` decides: (verdict at the stop, iterations measured), looking where a run
-    looks and stopping as the Decider stops (stats.early_stop); the run's end is its last look."""
+    looks and stopping as the Decider stops (rule.early_stop); the run's end is its last look."""
     best_floor = floor if best_floor is None else best_floor
     previous = None
-    for n in stats.look_points(first, len(series)):
-        judged = stats.judge(series[:n], floor, LEVEL)
-        if stats.early_stop(judged, best_floor, previous):
+    for n in rule.look_points(first, len(series)):
+        judged = rule.judge(series[:n], floor, LEVEL)
+        if rule.early_stop(judged, best_floor, previous):
             return judged.verdict, n
         previous = judged
-    return stats.judge(series, floor, LEVEL).verdict, len(series)
+    return rule.judge(series, floor, LEVEL).verdict, len(series)
 
 
 # ---------------------------------------------------------------- the look plan
 
 
 def test_looks_are_geometric_and_the_level_is_shared_among_them():
-    assert stats.look_points(8, 100) == [8, 12, 18, 27, 41, 62, 93]
-    assert stats.planned_looks(8, 100, sequential=True) == 8  # the 7 looks and the run's end
-    assert stats.planned_looks(8, 100, sequential=False) == 1  # a fixed count: one look, at its end
-    assert stats.alpha_for(8) == pytest.approx(0.05 / 8)
+    assert rule.look_points(8, 100) == [8, 12, 18, 27, 41, 62, 93]
+    assert rule.planned_looks(8, 100, sequential=True) == 8  # the 7 looks and the run's end
+    assert rule.planned_looks(8, 100, sequential=False) == 1  # a fixed count: one look, at its end
+    assert rule.alpha_for(8) == pytest.approx(0.05 / 8)
     fixed = RunSpec("control", "control_noop", iterations=30)
     budgeted = RunSpec("control", "control_noop", iterations=100, min_iterations=8, budget=5, sequential=True)
-    assert protocol.alpha(fixed) == 0.05 and protocol.alpha(budgeted) == pytest.approx(0.05 / 8)
+    assert rule.alpha(fixed) == 0.05 and rule.alpha(budgeted) == pytest.approx(0.05 / 8)
 
 
 # ---------------------------------------------------------------- the warm-up, found in the data
@@ -64,7 +64,7 @@ def test_a_leak_whose_rate_eases_by_a_few_percent_is_steady_not_settling():
              2636, 2635]
     heap = 900 * MIB + KIB * np.concatenate(([0], np.cumsum(diffs)))
     assert stats.steady_start(heap) == (0, False)
-    judged = stats.judge(heap, 4 * KIB, stats.alpha_for(stats.planned_looks(8, 20000, True)))
+    judged = rule.judge(heap, 4 * KIB, rule.alpha_for(rule.planned_looks(8, 20000, True)))
     assert judged.verdict == "grows" and judged.shape == "grows"
     assert judged.fit.slope == pytest.approx(2640 * KIB, rel=0.01)
     # a warm-up that changes the rate (a leak starting at +5.6 MiB/iteration, then +200 KiB) is still cut
@@ -86,7 +86,7 @@ def test_the_warm_up_rule_keeps_at_least_a_window_and_cuts_at_most_half():
 def test_a_leak_is_grows_with_its_slope():
     rng = np.random.default_rng(2)
     series = 500 * MIB + 256 * KIB * np.arange(60) + rng.normal(0, 200 * KIB, 60)
-    judged = stats.judge(series, 64 * KIB, LEVEL)
+    judged = rule.judge(series, 64 * KIB, LEVEL)
     assert (judged.verdict, judged.shape) == ("grows", "grows")
     assert abs(judged.fit.slope - 256 * KIB) < 0.05 * 256 * KIB
     assert judged.fit.low < 256 * KIB < judged.fit.high
@@ -95,7 +95,7 @@ def test_a_leak_is_grows_with_its_slope():
 def test_a_step_in_the_second_half_is_a_step_not_a_leak():
     # RSS that jumps once and stays, as the issue saw it: ▁▁▁▁▇▇▇█ read "grows (leak)" at 8 iterations
     series = [500 * MIB] * 10 + [505 * MIB] * 5 + [505 * MIB + 4 * KIB]
-    judged = stats.judge(series, 128 * KIB, LEVEL)
+    judged = rule.judge(series, 128 * KIB, LEVEL)
     assert judged.verdict == "inconclusive" and judged.shape == "step"
     assert "one step of +5120 KiB at iteration 10" in judged.why
 
@@ -105,7 +105,7 @@ def test_a_growing_sawtooth_is_neither_a_step_nor_settling():
     # (sweep's, 20 iterations; protocol 4 called it a step, then settling: the halves hold different teeth)
     diffs = [250, 255, 254, 252, -1042, 247, 243, 250, 81, 249, 245, -1048, 252, 243, 250, 246, 244, -1084, 81]
     series = 100 * MIB + KIB * np.r_[0, np.cumsum(diffs)]
-    judged = stats.judge(series, 8 * KIB, 0.05 / 15)
+    judged = rule.judge(series, 8 * KIB, 0.05 / 15)
     assert judged.verdict == "inconclusive" and judged.shape == "inconclusive", judged
     assert "step" not in judged.why and "slows" not in judged.why
 
@@ -115,14 +115,14 @@ def test_steady_growth_the_test_cannot_pass_says_so_not_unsteady():
     # look's level of 0.0033: the interval reaches below zero, yet both halves grow alike
     diffs = [5878, 6095, 6015, 6084, 5885, 6094, 5884, -20828]
     series = 100 * MIB + KIB * np.r_[0, np.cumsum(diffs)]
-    judged = stats.judge(series, 16 * KIB, 0.05 / 15)
+    judged = rule.judge(series, 16 * KIB, 0.05 / 15)
     assert judged.verdict == "inconclusive" and "not steady" not in judged.why
     assert "9 iterations cannot exclude no growth at this look's level (0.0033)" in judged.why, judged.why
 
 
 def test_a_step_in_the_first_half_is_warm_up_and_the_rest_is_flat():
     series = [500 * MIB] * 4 + [505 * MIB] * 36
-    judged = stats.judge(series, 32 * KIB, LEVEL)
+    judged = rule.judge(series, 32 * KIB, LEVEL)
     assert judged.start >= 4 and judged.verdict == "flat"
 
 
@@ -131,20 +131,20 @@ def test_a_growth_that_starts_late_is_never_flat():
     # holes), as a control read it: Theil-Sen over the whole window is under the floor, the late half is not
     rng = np.random.default_rng(5)
     series = 500 * MIB + 64 * KIB * np.maximum(np.arange(60) - 33, 0) + rng.normal(0, 4 * KIB, 60)
-    judged = stats.judge(series, 32 * KIB, LEVEL)
+    judged = rule.judge(series, 32 * KIB, LEVEL)
     assert judged.verdict == "inconclusive" and "flat at first, then +6" in judged.why
     longer = 500 * MIB + 64 * KIB * np.maximum(np.arange(400) - 33, 0) + rng.normal(0, 4 * KIB, 400)
-    assert stats.judge(longer, 32 * KIB, LEVEL).verdict == "grows"  # measured longer, the leak is called
+    assert rule.judge(longer, 32 * KIB, LEVEL).verdict == "grows"  # measured longer, the leak is called
 
 
 def test_a_settling_curve_is_not_a_leak_and_reads_flat_once_settled():
     # growth that decays to nothing (TF's own caches filling): +37 KiB over ~15 iterations, then flat
     t = np.arange(400)
     heap = 100 * MIB + 40 * KIB * (1 - np.exp(-t / 5.0))
-    early = stats.judge(heap[:12], 512, LEVEL)
+    early = rule.judge(heap[:12], 512, LEVEL)
     assert early.verdict != "grows"  # the heap floor is 0.5 KiB: the first 12 iterations grow ~3 KiB/iteration
     assert early.shape in ("settling", "inconclusive")
-    late = stats.judge(heap, 512, LEVEL)
+    late = rule.judge(heap, 512, LEVEL)
     assert late.verdict == "flat" and late.start > 0
 
 
@@ -153,11 +153,11 @@ def test_a_leak_that_starts_steeper_still_grows():
     rng = np.random.default_rng(8)
     steps = np.r_[[8 * MIB] * 6, [1.3 * MIB] * 14] + rng.normal(0, 64 * KIB, 20)
     series = 500 * MIB + np.cumsum(steps)
-    judged = stats.judge(series[:12], 64 * KIB, LEVEL)
+    judged = rule.judge(series[:12], 64 * KIB, LEVEL)
     assert judged.verdict == "grows", judged.why
     # the same start, then nothing: a fill, not a leak
     fill = 500 * MIB + np.cumsum(np.r_[[8 * MIB] * 6, [0] * 14] + rng.normal(0, 64 * KIB, 20))
-    assert stats.judge(fill[:12], 64 * KIB, LEVEL).verdict != "grows"
+    assert rule.judge(fill[:12], 64 * KIB, LEVEL).verdict != "grows"
 
 
 def test_growth_that_keeps_slowing_past_the_half_is_settling_not_a_leak():
@@ -166,15 +166,15 @@ def test_growth_that_keeps_slowing_past_the_half_is_settling_not_a_leak():
     t = np.arange(3000)
     rate = np.where(t < 116, 590 * KIB, 30 * KIB * np.exp(-(t - 116) / 150.0))
     heap = 100 * MIB + np.cumsum(rate) + np.random.default_rng(9).normal(0, 8 * KIB, 3000)
-    early = stats.judge(heap[:248], 512, LEVEL)
+    early = rule.judge(heap[:248], 512, LEVEL)
     assert early.verdict != "grows" and early.shape == "settling", early
     assert "no steady state" in early.why
-    assert stats.judge(heap, 512, LEVEL).verdict == "flat"  # the long run: flat past it
+    assert rule.judge(heap, 512, LEVEL).verdict == "flat"  # the long run: flat past it
 
 
 def test_noise_is_flat_or_inconclusive_never_grows():
     rng = np.random.default_rng(3)
-    verdicts = [stats.judge(500 * MIB + rng.normal(0, MIB, 30), 64 * KIB, LEVEL).verdict for _ in range(200)]
+    verdicts = [rule.judge(500 * MIB + rng.normal(0, MIB, 30), 64 * KIB, LEVEL).verdict for _ in range(200)]
     assert verdicts.count("grows") == 0
     assert verdicts.count("flat") > 50
 
@@ -184,14 +184,14 @@ def test_a_sawtooth_is_not_a_leak():
     for phase in range(6):
         i = np.arange(120) + phase
         series = 500 * MIB + 600 * KIB * (i % 6)
-        assert stats.judge(series, 64 * KIB, LEVEL).verdict != "grows"
+        assert rule.judge(series, 64 * KIB, LEVEL).verdict != "grows"
 
 
 def test_a_sawtooth_over_a_rising_base_grows_at_the_base_rate():
     # the heap of a predict loop: +110 KiB/iteration, freed every 11 iterations, over a base rising 10 KiB/iteration
     i = np.arange(200)
     heap = 100 * MIB + 110 * KIB * (i % 11) + 10 * KIB * i
-    judged = stats.judge(heap, 512, LEVEL)
+    judged = rule.judge(heap, 512, LEVEL)
     assert judged.verdict == "grows" and 5 * KIB < judged.fit.slope < 20 * KIB
 
 
@@ -215,9 +215,9 @@ def test_the_sequential_rule_finds_a_leak_twice_the_floor_and_stops_early():
 def test_grows_is_decided_at_two_looks_running():
     rng = np.random.default_rng(7)  # a cache that fills over the first 8 iterations (256 KiB each), then stays
     filling = 500 * MIB + np.minimum(np.arange(400), 8) * 256 * KIB + rng.normal(0, 16 * KIB, 400)
-    first = stats.judge(filling[:8], 32 * KIB, LEVEL)
-    assert first.verdict == "grows" and not stats.early_stop(first, 32 * KIB)  # what the first look sees
-    assert stats.judge(filling[:12], 32 * KIB, LEVEL).verdict != "grows"  # the next look: it stopped
+    first = rule.judge(filling[:8], 32 * KIB, LEVEL)
+    assert first.verdict == "grows" and not rule.early_stop(first, 32 * KIB)  # what the first look sees
+    assert rule.judge(filling[:12], 32 * KIB, LEVEL).verdict != "grows"  # the next look: it stopped
     verdict, n = sequential(filling, 32 * KIB)
     assert verdict == "flat" and n > 12
     leak = 500 * MIB + 256 * KIB * np.arange(400) + rng.normal(0, 16 * KIB, 400)
@@ -226,8 +226,8 @@ def test_grows_is_decided_at_two_looks_running():
 
 def test_flat_stops_early_only_at_the_floor_a_longer_run_would_use():
     series = 500 * MIB + 40 * KIB * np.arange(100.0)  # 40 KiB/iteration: under 128 (8 iterations), over 32 (30+)
-    assert stats.judge(series[:8], 128 * KIB, LEVEL).verdict == "flat"
-    assert not stats.early_stop(stats.judge(series[:8], 128 * KIB, LEVEL), best_floor=32 * KIB)
+    assert rule.judge(series[:8], 128 * KIB, LEVEL).verdict == "flat"
+    assert not rule.early_stop(rule.judge(series[:8], 128 * KIB, LEVEL), best_floor=32 * KIB)
     floors = lambda n: (128 * KIB if n < 30 else 32 * KIB, "")  # noqa: E731  (a calibration's floors by count)
     assert sequential(series, floors, best_floor=32 * KIB)[0] == "grows"
 
@@ -236,18 +236,18 @@ def test_flat_stops_early_only_at_the_floor_a_longer_run_would_use():
 
 
 def test_pair_verdict_is_rss_and_heap_together():
-    assert stats.pair_verdict({"verdict": "flat", "heap_verdict": "grows"}) == "grows"  # a leak under flat RSS
-    assert stats.pair_verdict({"verdict": "grows", "heap_verdict": "flat"}) == "grows"  # retention
-    assert stats.pair_verdict({"verdict": "flat", "heap_verdict": "flat"}) == "flat"
-    assert stats.pair_verdict({"verdict": "flat", "heap_verdict": None}) == "flat"  # no heap reader: RSS alone
-    assert stats.pair_verdict({"verdict": "flat", "heap_verdict": "inconclusive"}) == "inconclusive"
+    assert rule.pair_verdict({"verdict": "flat", "heap_verdict": "grows"}) == "grows"  # a leak under flat RSS
+    assert rule.pair_verdict({"verdict": "grows", "heap_verdict": "flat"}) == "grows"  # retention
+    assert rule.pair_verdict({"verdict": "flat", "heap_verdict": "flat"}) == "flat"
+    assert rule.pair_verdict({"verdict": "flat", "heap_verdict": None}) == "flat"  # no heap reader: RSS alone
+    assert rule.pair_verdict({"verdict": "flat", "heap_verdict": "inconclusive"}) == "inconclusive"
 
 
 # ---------------------------------------------------------------- the Decider (the runner's side of a look)
 
 
 def _decider():
-    return protocol.Decider(RunSpec("control", "control_noop", iterations=1000, min_iterations=8, budget=10,
+    return rule.Decider(RunSpec("control", "control_noop", iterations=1000, min_iterations=8, budget=10,
                                     sequential=True, floor=64 * KIB))
 
 
@@ -267,7 +267,7 @@ def test_the_decider_stops_only_when_both_series_are_decided():
     heap = 100 * MIB + 256 * KIB * np.arange(200)
     rss = np.r_[[500 * MIB] * 12, 500 * MIB + 256 * KIB * np.arange(1, 189)]  # the free pages used up: RSS grows
     stopped = None
-    for a, b in zip(stats.look_points(12, 200), stats.look_points(12, 200)[1:]):
+    for a, b in zip(rule.look_points(12, 200), rule.look_points(12, 200)[1:]):
         if leaking.look({"rss": list(rss[a:b]), "heap": list(heap[a:b])}):
             stopped = b
             break
@@ -281,7 +281,7 @@ def test_the_decider_stops_only_when_both_series_are_decided():
 def test_the_decider_judges_rss_alone_without_a_heap_reader():
     spec = RunSpec("control", "control_noop", iterations=1000, min_iterations=8, budget=10, sequential=True,
                    floor=64 * KIB)
-    decider = protocol.Decider(spec)
+    decider = rule.Decider(spec)
     rss = 500 * MIB + MIB * np.arange(12)
     assert not decider.look({"rss": list(rss[:8])})  # grows once: wait for the next look
     assert decider.look({"rss": list(rss[8:])})  # grows twice: decided, no heap to wait for
@@ -315,7 +315,7 @@ def test_a_decided_look_stops_the_loop_and_the_readings_reach_the_runner():
     assert [(k, n) for k, n, _ in seen] == [(8, 8), (12, 4), (18, 6)]  # each look sends what the last one did not
     # the first look carries the plan (a fast pair: up to its most iterations), the record keeps it
     plan = seen[0][2]
-    assert plan == {"planned_looks": len(stats.look_points(8, 500)) + 1, "planned_last": 500}
+    assert plan == {"planned_looks": len(rule.look_points(8, 500)) + 1, "planned_last": 500}
     assert [p for _, _, p in seen[1:]] == [None, None]
     assert (result["planned_looks"], result["planned_last"]) == (plan["planned_looks"], 500)
 
@@ -325,21 +325,21 @@ def test_a_slow_pair_plans_the_looks_its_budget_allows():
     not the 15 looks of 8 ... 2,000 iterations (0.05 / 15) it could never take; a 1 ms pair plans them all."""
     spec = RunSpec("control", "control_noop", iterations=2000, min_iterations=8, budget=6, min_seconds=1,
                    sequential=True)
-    slow = protocol.LookPlan(spec)
+    slow = rule.LookPlan(spec)
     assert not slow.due(7, 3.5)  # before min_iterations: no plan yet
     assert slow.looks is None and slow.fields() == {}
     assert slow.due(8, 4.0)  # 8 iterations in 4 s: the budget allows 12, ×1.5 of slack is 18
     assert (slow.looks, slow.last) == (3, 18) and sorted(slow.points) == [8, 12]
     assert slow.due(12, 6.0) and not slow.due(18, 9.0)
-    assert protocol.alpha(spec, slow.fields()) == pytest.approx(0.05 / 3)
-    fast = protocol.LookPlan(spec)
+    assert rule.alpha(spec, slow.fields()) == pytest.approx(0.05 / 3)
+    fast = rule.LookPlan(spec)
     assert not fast.due(8, 0.008)  # 8 ms: min_seconds (1 s) holds the first look back
     assert fast.due(1000, 1.0)  # 1 ms per iteration: the budget allows 6,000; its most iterations, 2,000, cap it
-    assert fast.last == 2000 and fast.looks == len(stats.look_points(1000, 2000)) + 1
+    assert fast.last == 2000 and fast.looks == len(rule.look_points(1000, 2000)) + 1
     # a spec that has not looked is judged at the plan of its whole range (records before protocol 5 too)
-    assert protocol.alpha(spec) == protocol.alpha(spec, {}) == stats.alpha_for(stats.planned_looks(8, 2000, True))
+    assert rule.alpha(spec) == rule.alpha(spec, {}) == rule.alpha_for(rule.planned_looks(8, 2000, True))
     fixed = RunSpec("control", "control_noop", iterations=40)
-    assert not protocol.LookPlan(fixed).due(40, 10.0) and protocol.alpha(fixed) == 0.05
+    assert not rule.LookPlan(fixed).due(40, 10.0) and rule.alpha(fixed) == 0.05
 
 
 def test_the_decider_and_the_record_judge_at_the_plans_level():
@@ -348,16 +348,16 @@ def test_the_decider_and_the_record_judge_at_the_plans_level():
     spec = RunSpec("control", "control_noop", iterations=2000, min_iterations=8, budget=6, min_seconds=1,
                    sequential=True, floor=64 * KIB)
     planned = {"planned_looks": 3, "planned_last": 18}
-    decider = protocol.Decider(spec)
+    decider = rule.Decider(spec)
     decider.look({"rss": [500 * MIB] * 8}, planned)
     assert decider.level == pytest.approx(0.05 / 3)
-    assert decider.best["rss"] == protocol.floor_at(spec)(18)[0]
+    assert decider.best["rss"] == rule.floor_at(spec)(18)[0]
     rss = list(500 * MIB + 100 * KIB * np.arange(12) + np.random.default_rng(2).normal(0, 300 * KIB, 12))
     calibrated = dataclasses.replace(spec, floor=None)  # a calibrated floor: a given one is a limit (next test)
-    at = protocol.fixed_floors({"rss": 64 * KIB}, "a calibration")["rss"]
-    judged = protocol.judge_results([{"series": {"rss": rss}, **planned}], calibrated, "rss", at)
+    at = rule.fixed_floors({"rss": 64 * KIB}, "a calibration")["rss"]
+    judged = rule.judge_results([{"series": {"rss": rss}, **planned}], calibrated, "rss", at)
     assert judged.verdict == "grows" and judged.judgements[0].fit.p_trend == pytest.approx(0.014, abs=0.001)
-    unplanned = protocol.judge_results([{"series": {"rss": rss}}], calibrated, "rss", at)
+    unplanned = rule.judge_results([{"series": {"rss": rss}}], calibrated, "rss", at)
     assert unplanned.verdict == "inconclusive"
 
 
@@ -393,8 +393,8 @@ def test_a_large_leak_ends_the_loop_at_the_growth_cap():
 def test_python_blocks_are_sampled_at_a_few_counts():
     result, _ = _run(RunSpec("control", "control_leak_python", iterations=100, warmup=0, leak_bytes=16 * KIB))
     counts = [k for k, _ in result["py_blocks_samples"]]
-    assert counts == stats.look_points(1, 101)[:len(counts)] and counts[-1] <= 100
-    blocks = protocol.python_blocks_per_iter(result, start=20)
+    assert counts == rule.look_points(1, 101)[:len(counts)] and counts[-1] <= 100
+    blocks = metrics.python_blocks_per_iter(result, start=20)
     assert 100 < blocks < 200  # 16 KiB of 136-byte tuples an iteration: ~120 blocks
 
 

@@ -7,11 +7,11 @@ import pathlib
 
 import pytest
 
-from kerasbench import METRICS, SCHEMA_VERSION, loading, record, summary, tree
+from kerasbench import loading, METRICS, record, rule, SCHEMA_VERSION, summary, tree
 from kerasbench.releases import version_key
 from kerasbench.runner import RunSpec, measure
 from kerasbench.units import KIB
-from kerasbench.protocol import spec_floors
+from kerasbench.rule import spec_floors
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "docs" / "record.schema.json"
@@ -79,17 +79,17 @@ def test_validation_leaves_the_floor_to_the_record():
 
 
 def test_a_summary_is_judged_at_the_floors_it_is_given_and_reads_no_calibration(monkeypatch):
-    from kerasbench import floors, protocol
+    from kerasbench import rule
 
     def no_disk(*args, **kwargs):
         raise AssertionError("summarize read a calibration")
 
-    monkeypatch.setattr(floors, "floor_for", no_disk)
+    monkeypatch.setattr(rule.floors, "floor_for", no_disk)
     record = json.loads(FIXTURES[-1].read_text())["records"][0]  # 4 iterations, a +3.7 MiB step at the first
     spec = RunSpec(**record["spec"])
-    low = summary.summarize(record["repeats"], spec, protocol.fixed_floors({"rss": 1.0, "heap": 1.0}, "test"))
+    low = summary.summarize(record["repeats"], spec, rule.fixed_floors({"rss": 1.0, "heap": 1.0}, "test"))
     assert (low["floor"], low["floor_source"]) == (1.0, "test") and low["verdict"] != "flat"
-    high = summary.summarize(record["repeats"], spec, protocol.fixed_floors({"rss": 1e12, "heap": 1e12}, "test"))
+    high = summary.summarize(record["repeats"], spec, rule.fixed_floors({"rss": 1e12, "heap": 1e12}, "test"))
     assert (high["floor"], high["verdict"]) == (1e12, "flat")
 
 
@@ -128,8 +128,8 @@ def test_the_records_vocabularies_are_the_registries():
     """The schema's literals are the words the code says: shapes, what grew, stop reasons."""
     from typing import get_args
 
-    from kerasbench import stats, worker
+    from kerasbench import worker
 
-    assert list(get_args(record.Shape)) == list(stats.SHAPES)
-    assert list(get_args(record.GrowthKind)) == list(stats.GROWTH_KINDS)
+    assert list(get_args(record.Shape)) == list(rule.SHAPES)
+    assert list(get_args(record.GrowthKind)) == list(rule.GROWTH_KINDS)
     assert list(get_args(record.StopReason)) == list(worker.STOP_REASONS)

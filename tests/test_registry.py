@@ -8,7 +8,7 @@ import pytest
 import kerasbench
 from kerasbench import CLEANUPS, LOOPS, METRICS, STRATEGIES, UsageError, get_loop, get_strategy, strategies_for
 from kerasbench.summary import summarize
-from kerasbench.protocol import spec_floors
+from kerasbench.rule import spec_floors
 
 
 def test_every_strategy_applies_to_known_loops():

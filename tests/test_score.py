@@ -11,7 +11,7 @@ from kerasbench import score
 from kerasbench.loading import load_records
 from kerasbench.summary import summarize
 from kerasbench.runner import RunSpec
-from kerasbench.protocol import spec_floors
+from kerasbench.rule import spec_floors
 from test_compare import call, payload
 
 KIB, MIB = 1024, 1024**2

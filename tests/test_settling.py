@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from kerasbench import protocol, settling, stats
-from kerasbench.profiles import PROFILES, PROTOCOL_VERSION
+from kerasbench import rule, stats
+from kerasbench.profiles import PROFILES
+from kerasbench.rule import PROTOCOL_VERSION
 from kerasbench.spec import RunSpec
 from kerasbench.strategies import get_strategy
 
@@ -31,7 +32,7 @@ def settling_heap(n, start_rate, scale, seed):
 
 
 def derived(records):
-    return settling.derive(records, lambda r: CONTROL)
+    return rule.settling.derive(records, lambda r: CONTROL)
 
 
 def test_the_floor_covers_every_negative_at_every_count_and_never_rises_with_the_count():
@@ -49,7 +50,7 @@ def test_the_floor_covers_every_negative_at_every_count_and_never_rises_with_the
         assert floors[n] >= top and np.log2(floors[n]) == int(np.log2(floors[n]))  # covers it, a power of two
         for rec in records:  # every negative judged at its count's floor is not `grows`
             for rep in rec["repeats"]:
-                assert stats.judge(rep["result"]["series"]["heap"][:n], floors[n], cal["level"]).verdict != "grows"
+                assert rule.judge(rep["result"]["series"]["heap"][:n], floors[n], cal["level"]).verdict != "grows"
     assert floors[8] > floors[counts[-1]]  # settling is steeper early
 
 
@@ -70,26 +71,26 @@ def test_a_tf_pairs_heap_is_judged_at_no_less_than_tfs_settling(tmp_path, monkey
                record("tf_data", "reuse_dataset", [settling_heap(1200, 3 * KIB, 90, s) for s in (3, 4, 5)])]
     cal = derived(records)
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    (tmp_path / settling.NAME).write_text(json.dumps(cal))
-    monkeypatch.setattr("kerasbench.floors.floor_for", lambda allocator, n, series="rss", **_: (
+    (tmp_path / rule.settling.NAME).write_text(json.dumps(cal))
+    monkeypatch.setattr("kerasbench.rule.floors.floor_for", lambda allocator, n, series="rss", **_: (
         CONTROL if series == "heap" else 32 * KIB, "the control's calibration"))
-    settling._read.cache_clear()
+    rule.settling._read.cache_clear()
     try:
         here = {"tensorflow": "2.21.0", "keras": "3.13.2"}  # what the negatives ran on
         assert cal["made_on"] == [here] and cal["derived_by"] == PROTOCOL_VERSION
         assert cal["protocol"] is None  # its records carry no stamp: measured by protocol 7 or older
-        tf = protocol.floor_at(RunSpec("inference", "reuse_model", iterations=100), "heap", here)
-        control = protocol.floor_at(RunSpec("control", "control_noop", iterations=100), "heap")
-        isolated = protocol.floor_at(RunSpec("inference", "process_isolation", iterations=10), "heap")
-        rss = protocol.floor_at(RunSpec("inference", "reuse_model", iterations=100), "rss")
+        tf = rule.floor_at(RunSpec("inference", "reuse_model", iterations=100), "heap", here)
+        control = rule.floor_at(RunSpec("control", "control_noop", iterations=100), "heap")
+        isolated = rule.floor_at(RunSpec("inference", "process_isolation", iterations=10), "heap")
+        rss = rule.floor_at(RunSpec("inference", "reuse_model", iterations=100), "rss")
         assert tf(8)[0] == cal["floors"]["8"] > control(8)[0] and "settling" in tf(8)[1]
         assert "settling" not in control(8)[1] and "settling" not in isolated(8)[1] and "settling" not in rss(8)[1]
         assert tf(100000)[0] == control(100000)[0]  # past the settling, the control's floor again
-        assert tf.stamp(8) == {"kind": "settling", "file": settling.NAME, "protocol": None,
+        assert tf.stamp(8) == {"kind": "settling", "file": rule.settling.NAME, "protocol": None,
                                "made_on": [here], "foreign": False}
         # another Keras (or one not known): the floor doubled, and the source and the stamp say so
         for versions in ({"tensorflow": "2.21.0", "keras": "3.15.1"}, None):
-            other = protocol.floor_at(RunSpec("inference", "reuse_model", iterations=100), "heap", versions)
+            other = rule.floor_at(RunSpec("inference", "reuse_model", iterations=100), "heap", versions)
             assert other(8)[0] == 2 * tf(8)[0] and "another: ×2" in other(8)[1] and other.stamp(8)["foreign"]
         # between two calibrated counts, no step: the floor falls geometrically from one count's to the next's
         floors = sorted((int(c), f) for c, f in cal["floors"].items())
@@ -98,24 +99,24 @@ def test_a_tf_pairs_heap_is_judged_at_no_less_than_tfs_settling(tmp_path, monkey
         assert tf(n)[0] == pytest.approx(f0 * (f1 / f0) ** (math.log(n / c0) / math.log(c1 / c0)))
         assert f0 > tf(n)[0] > f1 == tf(c1)[0] and f"{n} iterations, between its {c0} and {c1}" in tf(n)[1]
     finally:
-        settling._read.cache_clear()
+        rule.settling._read.cache_clear()
 
 
 def test_a_bad_settling_file_is_one_line_naming_it(tmp_path, monkeypatch):
     from kerasbench.errors import UsageError
 
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    (tmp_path / settling.NAME).write_text(json.dumps({"schema": 1, "floors": {"8": "Infinity"}}))
-    settling._read.cache_clear()
+    (tmp_path / rule.settling.NAME).write_text(json.dumps({"schema": 1, "floors": {"8": "Infinity"}}))
+    rule.settling._read.cache_clear()
     try:
-        with pytest.raises(UsageError, match=settling.NAME):
-            settling.floor(8)
+        with pytest.raises(UsageError, match=rule.settling.NAME):
+            rule.settling.floor(8)
     finally:
-        settling._read.cache_clear()
+        rule.settling._read.cache_clear()
 
 
 def test_the_shipped_settling_floor_is_what_the_shipped_references_give(monkeypatch):
-    """docs/calibration/tf-settling.json is remade by `kerasbench calibrate --settling docs/reference/*.json`."""
+    """docs/calibration/tf-rule.settling.json is remade by `kerasbench calibrate --settling docs/reference/*.json`."""
     import os
 
     from kerasbench import floors
@@ -125,10 +126,10 @@ def test_the_shipped_settling_floor_is_what_the_shipped_references_give(monkeypa
     monkeypatch.setattr("kerasbench.floors.SHIPPED", os.path.join(root, "calibration"))  # the conftest hides it
     refs = sorted(os.path.join(root, "reference", n) for n in os.listdir(os.path.join(root, "reference"))
                   if n.endswith(".json"))
-    with open(os.path.join(floors.SHIPPED, settling.NAME)) as f:
+    with open(os.path.join(floors.SHIPPED, rule.settling.NAME)) as f:
         shipped = json.load(f)
-    again = settling.derive([r for r, _, _ in load_records(refs)],
-                            lambda r: (lambda n: floors.floor_for("glibc", n, series="heap")),
+    again = rule.settling.derive([r for r, _, _ in load_records(refs)],
+                            lambda r: (lambda n: rule.floor_for("glibc", n, series="heap")),
                             sources=[os.path.basename(p) for p in refs])
     assert again["floors"] == shipped["floors"] and again["negatives"] == shipped["negatives"]
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kerasbench import stats
+from kerasbench import rule, stats
 
 KIB, MIB = 1024, 1024**2
 
@@ -15,7 +15,7 @@ def test_known_slope_recovered_within_5_percent():
     fit = stats.fit_growth(series)
     assert abs(fit.slope - 256 * KIB) / (256 * KIB) < 0.05
     assert fit.low < 256 * KIB < fit.high
-    assert stats.verdict(fit, floor=64 * KIB) == "grows"
+    assert rule.verdict(fit, floor=64 * KIB) == "grows"
 
 
 def test_small_slope_recovered_in_quiet_series():
@@ -27,7 +27,7 @@ def test_small_slope_recovered_in_quiet_series():
 
 def test_gaussian_noise_is_not_called_grows():
     rng = np.random.default_rng(2)
-    verdicts = [stats.verdict(stats.fit_growth(500 * MIB + rng.normal(0, 1 * MIB, 30))) for _ in range(200)]
+    verdicts = [rule.verdict(stats.fit_growth(500 * MIB + rng.normal(0, 1 * MIB, 30))) for _ in range(200)]
     assert verdicts.count("grows") <= 10  # <= 5 %
     assert verdicts.count("flat") > 100
 
@@ -38,7 +38,7 @@ def test_glibc_like_sawtooth_is_not_called_grows():
     for phase in range(6):
         i = np.arange(60) + phase
         series = 500 * MIB + 600 * KIB * (i % 6) + rng.normal(0, 20 * KIB, 60)
-        assert stats.verdict(stats.fit_growth(series)) != "grows"
+        assert rule.verdict(stats.fit_growth(series)) != "grows"
 
 
 def test_page_staircase_is_significant_but_below_the_floor():
@@ -46,41 +46,41 @@ def test_page_staircase_is_significant_but_below_the_floor():
     series = 500 * MIB + 4096 * (np.arange(80) // 2)
     fit = stats.fit_growth(series)
     assert fit.p_trend < 1e-6
-    assert stats.verdict(fit, floor=64 * KIB) == "flat"
+    assert rule.verdict(fit, floor=64 * KIB) == "flat"
 
 
 def test_verdict_follows_the_floor():
     fit = stats.fit_growth(500 * MIB + 32 * KIB * np.arange(40))
-    assert stats.verdict(fit, floor=16 * KIB) == "grows"
-    assert stats.verdict(fit, floor=64 * KIB) == "flat"
+    assert rule.verdict(fit, floor=16 * KIB) == "grows"
+    assert rule.verdict(fit, floor=64 * KIB) == "flat"
 
 
 def test_wide_interval_is_inconclusive():
     rng = np.random.default_rng(4)
     series = 500 * MIB + 64 * KIB * np.arange(8) + rng.normal(0, 2 * MIB, 8)
-    assert stats.verdict(stats.fit_growth(series), floor=64 * KIB) == "inconclusive"
+    assert rule.verdict(stats.fit_growth(series), floor=64 * KIB) == "inconclusive"
 
 
 @pytest.mark.parametrize("series", [[], [1.0], [1.0, 2.0], [1.0, float("nan"), 3.0, 4.0]])
 def test_degenerate_series_are_inconclusive(series):
-    assert stats.verdict(stats.fit_growth(series)) == "inconclusive"
+    assert rule.verdict(stats.fit_growth(series)) == "inconclusive"
 
 
 def test_constant_series_is_flat():
     fit = stats.fit_growth([7.0] * 20)
     assert fit.slope == 0 and fit.p_trend == 1.0
-    assert stats.verdict(fit) == "flat"
+    assert rule.verdict(fit) == "flat"
 
 
 def test_combine_needs_agreement():
-    grows = stats.judge(256 * KIB * np.arange(20.0))
-    flat = stats.judge(np.zeros(20))
-    assert stats.combine([grows, grows])[1] == "grows"
-    combined, verdict, shape, why = stats.combine([grows, flat])
+    grows = rule.judge(256 * KIB * np.arange(20.0))
+    flat = rule.judge(np.zeros(20))
+    assert rule.combine([grows, grows])[1] == "grows"
+    combined, verdict, shape, why = rule.combine([grows, flat])
     assert verdict == "inconclusive"
     assert why == "repeats disagree (grows ×1, flat ×1)"  # repeats that disagree say so
     assert combined.low <= 0 and combined.high >= 256 * KIB
-    assert stats.combine([])[1] == "inconclusive"
+    assert rule.combine([])[1] == "inconclusive"
 
 
 def test_interval_covers_the_truth_about_95_percent_of_the_time():
@@ -107,7 +107,7 @@ def test_long_series_fit_in_bounded_memory():
     assert fit.n == n
     assert abs(fit.slope - 4 * KIB) < 0.01 * 4 * KIB
     assert fit.low < 4 * KIB < fit.high
-    assert stats.verdict(fit, floor=2 * KIB) == "grows"
+    assert rule.verdict(fit, floor=2 * KIB) == "grows"
 
 
 def test_series_up_to_the_bin_limit_are_fitted_exactly():
@@ -130,7 +130,7 @@ def test_a_sawtooth_leak_is_a_leak_whatever_the_phase_of_its_teeth():
     """The half whose tooth falls late reads +7225 KiB/iteration, the other +3296 (the window: +3456): a phase of
     the GC's teeth, not a slowing. The late half keeps 3/4 of the window's rate: grows (protocol 4: not steady)."""
     heap = np.r_[600 * MIB, 600 * MIB + np.cumsum(np.array(SWEEP_HEAP_DIFFS_KIB) * KIB)]
-    judged = stats.judge(heap, 128 * KIB, 0.05 / 6)
+    judged = rule.judge(heap, 128 * KIB, 0.05 / 6)
     assert (judged.verdict, judged.shape) == ("grows", "grows"), judged.why
     assert 3300 * KIB < judged.fit.slope < 3600 * KIB
 
@@ -151,8 +151,8 @@ def test_a_slow_pair_with_one_tooth_grows_when_its_halves_are_compared_between_t
     assert teeth.tolist() == [False] * 7 + [True, False]  # the fall from 50.2 to 23.9 MiB
     level, floor = 0.05 / 3, 128 * KIB
     for series in (heap, rss):
-        assert stats.judge(series, floor, level).verdict == "inconclusive"  # the plain halves: not steady
-        judged = stats.judge(series, floor, level, teeth)
+        assert rule.judge(series, floor, level).verdict == "inconclusive"  # the plain halves: not steady
+        judged = rule.judge(series, floor, level, teeth)
         assert judged.verdict == "grows", judged.why
     assert stats.gc_teeth(rss).tolist() == [False] * 9  # RSS's own fall (-19.8 MiB) is no tooth at 3× its median
 
@@ -163,14 +163,14 @@ def test_teeth_change_only_halves_that_cannot_net_them_out():
     without teeth; teeth of another length than the series' are ignored."""
     i = np.arange(40)
     flat = 100 * MIB + 250 * KIB * (i % 6)  # sweep × reuse_model's heap: +250 KiB, back every 6 iterations
-    assert stats.judge(flat, 32 * KIB, 0.05 / 8, stats.gc_teeth(flat)).verdict == "flat"
+    assert rule.judge(flat, 32 * KIB, 0.05 / 8, stats.gc_teeth(flat)).verdict == "flat"
     diffs = np.array(SWEEP_HEAP_DIFFS_KIB * 3) * KIB  # 66 iterations, 6 teeth: 3 in each half
     long = np.r_[600 * MIB, 600 * MIB + np.cumsum(diffs)]
     teeth = stats.gc_teeth(long)
     assert teeth.sum() == 6
-    assert stats.judge(long, 128 * KIB, 0.05 / 6, teeth) == stats.judge(long, 128 * KIB, 0.05 / 6)
+    assert rule.judge(long, 128 * KIB, 0.05 / 6, teeth) == rule.judge(long, 128 * KIB, 0.05 / 6)
     heap = 600 * MIB + np.array(SWEEP_QUICK_HEAP_MIB) * MIB
-    assert stats.judge(heap, 128 * KIB, 0.05 / 3, teeth[:3]).verdict == "inconclusive"
+    assert rule.judge(heap, 128 * KIB, 0.05 / 3, teeth[:3]).verdict == "inconclusive"
     n = stats.MAX_POINTS + 1  # a long half with one tooth: the median difference off it, not n² pairs
     rising = 100 * MIB + 4 * KIB * np.arange(n) - 64 * MIB * (np.arange(n) >= n // 2)
     assert stats.between_teeth(rising, stats.gc_teeth(rising), 0.0) == 4 * KIB
@@ -182,10 +182,10 @@ def test_a_heap_that_slows_to_under_three_quarters_of_its_window_is_not_a_leak()
     rate and under 3/4 of the window's."""
     t = np.arange(440, dtype=float)
     heap = 100 * MIB + 2000 * 440 * (1 - np.exp(-t / 300)) + np.random.default_rng(3).normal(0, 50, t.size)
-    judged = stats.judge(heap, 256, 0.05 / 17)
+    judged = rule.judge(heap, 256, 0.05 / 17)
     first, second = stats.fit_growth(heap[:220]).slope, stats.fit_growth(heap[220:]).slope
     whole = stats.fit_growth(heap).slope
-    assert second * stats.DECELERATION < first and second < stats.LATE_OF_WINDOW * whole
+    assert second * rule.series.DECELERATION < first and second < stats.LATE_OF_WINDOW * whole
     assert judged.verdict == "inconclusive" and judged.shape == "settling", judged.why
 
 
@@ -196,13 +196,13 @@ def test_a_given_limit_is_judged_by_the_whole_interval():
     base = 100 * 1024 * 1024
     steady = lambda rate, noise: base + rate * np.arange(60) + rng.normal(0, noise, 60)  # noqa: E731
     limit = 16 * 1024
-    above = stats.judge(steady(17.4 * 1024, 200), limit, limit=True)  # the body keeping 16 KiB a call, +1.4
-    below = stats.judge(steady(1.35 * 1024, 200), limit, limit=True)  # the flat predict body
-    across = stats.judge(steady(16 * 1024, 60 * 1024), limit, limit=True)
+    above = rule.judge(steady(17.4 * 1024, 200), limit, limit=True)  # the body keeping 16 KiB a call, +1.4
+    below = rule.judge(steady(1.35 * 1024, 200), limit, limit=True)  # the flat predict body
+    across = rule.judge(steady(16 * 1024, 60 * 1024), limit, limit=True)
     assert (above.verdict, below.verdict, across.verdict) == ("grows", "flat", "inconclusive")
     assert above.fit.low >= limit and below.fit.high < limit and across.fit.low < limit <= across.fit.high
     assert across.why.startswith("cannot tell: ") and "spans the limit 16 KiB/iteration" in across.why
     near = steady(16.3 * 1024, 6 * 1024)  # at the floor, an interval above zero but not above the floor
-    judged = stats.judge(near, limit)
+    judged = rule.judge(near, limit)
     if judged.fit.low < limit:
-        assert judged.verdict == "grows" and stats.judge(near, limit, limit=True).verdict == "inconclusive"
+        assert judged.verdict == "grows" and rule.judge(near, limit, limit=True).verdict == "inconclusive"

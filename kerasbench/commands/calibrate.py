@@ -68,21 +68,21 @@ def _settling(paths: list, out: TextIO) -> int:
     """Derive TF's heap settling floors from reference records, store them in the user's calibration folder."""
     import os
 
-    from .. import floors, settling
+    from .. import floors, rule
     from ..files import make_folder, write_json
     from ..loading import load_records
     from ..units import KIB
 
-    path = os.path.join(floors.directory(), settling.NAME)
+    path = os.path.join(floors.directory(), rule.settling.NAME)
     make_folder(os.path.dirname(path), "calibration")
     options.check_outputs({"the settling calibration": path}, {"--settling": paths}, calibration=True)
     loaded = load_records(paths)
-    derived = settling.derive([r for r, _, _ in loaded],
-                              lambda r: (lambda n: floors.floor_for((r.get("spec") or {}).get("allocator") or "glibc",
-                                                                    n, series=settling.SERIES)),
+    derived = rule.settling.derive([r for r, _, _ in loaded],
+                              lambda r: (lambda n: rule.floor_for((r.get("spec") or {}).get("allocator") or "glibc",
+                                                                    n, series=rule.settling.SERIES)),
                               sources=[os.path.basename(p) for p in paths])
     if not derived["floors"]:
-        out.write(f"no count has {settling.MIN_NEGATIVES} negative series in {', '.join(paths)}: nothing stored\n")
+        out.write(f"no count has {rule.settling.MIN_NEGATIVES} negative series in {', '.join(paths)}: nothing stored\n")
         return 1
     rows = [[n, str(row["negatives"]), f"{row['largest_ci_top'] / KIB:+.2f}", row["from"], f"{row['floor'] / KIB:g}"]
             for n, row in derived["counts"].items()]

@@ -18,7 +18,7 @@ from ..allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as AL
 from ..errors import UsageError
 from ..metrics import judged_metrics
 from ..profiles import ENV_VAR as PROFILE_VAR
-from ..stats import DEFAULT_FLOOR
+from ..rule import DEFAULT_FLOOR
 from ..units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
 
 DEFAULT_ALLOCATOR_NOW = os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR

@@ -22,10 +22,12 @@ import os
 from types import SimpleNamespace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from . import stats
-from .protocol import version_of
-from .errors import UsageError
-from .files import CONFIG_LIMIT, ReadError, read_json
+from .. import stats
+from ..errors import UsageError
+from ..files import CONFIG_LIMIT, ReadError, read_json
+from .counts import alpha_for, floor_between, look_points, planned_looks
+from .series import Floor, judge
+from .version import PROTOCOL_VERSION, version_of
 
 NAME = "tf-settling.json"
 SCHEMA = 1
@@ -39,8 +41,8 @@ PLAN = (8, 20000)
 def applies(spec: Any) -> bool:
     """Whether the measured process of `spec` runs TensorFlow (its heap settles as TF's does): a TF loop shape, in
     process (process_isolation's parent never imports TF)."""
-    from .loops import get_loop
-    from .strategies import get_strategy
+    from ..loops import get_loop
+    from ..strategies import get_strategy
 
     try:
         return get_loop(spec.loop).needs_tf and not get_strategy(spec.strategy).isolate
@@ -48,10 +50,10 @@ def applies(spec: Any) -> bool:
         return False
 
 
-def negative(record: dict, values: List[float], control_at: stats.Floor) -> bool:
+def negative(record: dict, values: List[float], control_at: Floor) -> bool:
     """Whether one repeat's `values` is a negative: a TF pair in process, with inputs that repeat every iteration,
     whose whole long run is `flat` at the control's floors."""
-    from .strategies import get_strategy
+    from ..strategies import get_strategy
 
     spec = record.get("spec") or {}
     try:
@@ -63,15 +65,15 @@ def negative(record: dict, values: List[float], control_at: stats.Floor) -> bool
         return False
     if spec.get("device", "cpu") != "cpu":
         return False
-    return stats.judge(values, control_at, stats.ALPHA).verdict == "flat"
+    return judge(values, control_at, stats.ALPHA).verdict == "flat"
 
 
-def derive(records: Iterable[dict], control_for: Callable[[dict], stats.Floor],
+def derive(records: Iterable[dict], control_for: Callable[[dict], Floor],
            sources: Iterable[str] = ()) -> Dict[str, Any]:
     """The settling calibration of the reference `records` (ok ones; every repeat's heap series a candidate), each
     judged against its control floors `control_for(record)` (the allocator's heap floor by count)."""
-    level = stats.alpha_for(stats.planned_looks(PLAN[0], PLAN[1], True))
-    counts = stats.look_points(*PLAN)
+    level = alpha_for(planned_looks(PLAN[0], PLAN[1], True))
+    counts = look_points(*PLAN)
     tops: Dict[int, List[Tuple[float, str]]] = {n: [] for n in counts}
     used, made_on, measured_by = [], set(), set()
     for record in records:
@@ -90,7 +92,7 @@ def derive(records: Iterable[dict], control_for: Callable[[dict], stats.Floor],
             for n in counts:
                 if n > len(values) // 2:
                     break
-                fit = stats.judge(values[:n], control_at, level).fit
+                fit = judge(values[:n], control_at, level).fit
                 if math.isfinite(fit.high):
                     tops[n].append((fit.high, name))
     rows, floors, ceiling = {}, {}, 0.0
@@ -105,7 +107,7 @@ def derive(records: Iterable[dict], control_for: Callable[[dict], stats.Floor],
     # record's floors_from says; "derived_by": the rule that judged them here
     measured = sorted(measured_by, key=lambda v: -1 if v is None else v)
     return {"schema": SCHEMA, "protocol": measured[0] if len(measured) == 1 else (measured or None),
-            "derived_by": protocol_version(), "series": SERIES, "level": level,
+            "derived_by": PROTOCOL_VERSION, "series": SERIES, "level": level,
             "sources": sorted(sources),
             "made_on": [{"tensorflow": tf, "keras": keras} for tf, keras in sorted(made_on, key=str)],
             "negatives": sorted(used), "counts": dict(sorted(rows.items(), key=lambda kv: int(kv[0]))),
@@ -114,7 +116,7 @@ def derive(records: Iterable[dict], control_for: Callable[[dict], stats.Floor],
 
 def paths() -> List[str]:
     """Where the settling calibration is looked for: the user's calibration folder, then the shipped one."""
-    from .floors import folders
+    from ..floors import folders
 
     return [os.path.join(folder, NAME) for folder in folders()]
 
@@ -141,12 +143,6 @@ def _read(path: str) -> Optional[Dict[str, Any]]:
 
 
 FOREIGN_FACTOR = 2.0  # a settling floor made on another TF/Keras judges at twice its value (docs/protocol.md)
-
-
-def protocol_version() -> int:
-    from .profiles import PROTOCOL_VERSION
-
-    return PROTOCOL_VERSION
 
 
 def _found() -> Optional[Dict[str, Any]]:
@@ -185,7 +181,7 @@ def floor(n: int, versions: Optional[Dict[str, Any]] = None) -> Optional[Tuple[f
     `versions` (TF and Keras; None: not known); None when no calibration is found or none of its counts is <= n.
     Made on another TF/Keras (or on an unknown one), the floor is FOREIGN_FACTOR times its value, and says so."""
     data = _found()
-    found = None if data is None else stats.floor_between(list(data["floors"].items()), n)
+    found = None if data is None else floor_between(list(data["floors"].items()), n)
     if found is None:
         return None
     value, c, upper = found

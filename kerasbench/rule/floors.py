@@ -1,0 +1,123 @@
+"""The floor a series is judged at, at the count judged: a given one (a limit), the allocator's calibration
+between its calibrated counts, TF's own heap settling for a TF process (kerasbench.rule.settling), the default;
+and where each came from, as text and as data (a record's floors_from). The calibrations are stored and read by
+kerasbench.floors; this module decides which applies.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from .. import floors as stored
+from . import settling
+from .counts import floor_between
+from .series import DEFAULT_FLOOR
+
+SERIES = ("rss", "heap")
+GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
+
+
+FloorAt = Callable[[int], Tuple[float, str]]  # the floor (bytes/iteration) of a window of n iterations, and its source
+
+
+def calibration_stamp(allocator: str, iterations: int, series: str = "rss") -> dict:
+    """Which calibration floor_for takes the floor of `series` from at `iterations`, as data (a record's
+    floors_from): its file, key, when it was made and under which protocol; {"kind": "default"} when none fits."""
+    path, data, n = stored.find(allocator, iterations)
+    table = (data or {}).get("floors" if series == "rss" else f"{series}_floors") or {}
+    if data is None or table.get(str(n)) is None:
+        return {"kind": "default"}
+    return {"kind": "calibration", "file": os.path.basename(path), "key": data.get("key"),
+            "created": data.get("created"), "protocol": data.get("protocol"), "count": n}
+
+
+def floor_for(allocator: str, iterations: int, default: float = DEFAULT_FLOOR,
+              why: str = "", series: str = "rss") -> Tuple[float, str]:
+    """(floor in bytes/iteration, where it came from and why) for a run of `iterations` on `allocator`.
+
+    Uses the best fitting calibration's floor at its largest count <= `iterations`; the default when none
+    fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
+    nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration).
+    """
+    found = stored.ranked(allocator, iterations) or [(None, None, None)]
+    path, data, n = found[0]
+    if data is not None and series != "rss" and not data.get(f"{series}_floors"):
+        return default, f"default (calibration {stored._where(path)} has no {series} floors)"
+    if data is None:
+        key = stored.environment_key(allocator)
+        return default, (f"default (no calibration for {allocator} at <= {iterations} iterations fits "
+                         f"{stored.describe(key)}; looked in {', '.join(stored._where(f) for f in stored.folders())}"
+                         + (f"; {why}" if why else "") + ")")
+    what = f"calibration {stored._where(path)}"
+    fitted = (f"fits {stored.describe(data['key'])}" if data["schema"] >= 2
+              else f"an old calibration of host {data.get('host')}")
+    table = data["floors" if series == "rss" else f"{series}_floors"]
+    if table.get(str(n)) is None:
+        return default, f"default ({what}, {fitted}, detected no tested rate at {n} iterations)"
+    floor, _, upper = floor_between([(int(c), v) for c, v in table.items()], iterations)
+    counts = f"{n} iterations" if upper is None or floor == table[str(n)] else \
+        f"{iterations} iterations, between its {n} and {upper}"
+    behind = [(p, d) for p, d, count in found[1:] if count == n]  # what the user's folder outranks: said, not guessed
+    ahead = (f"; ahead of {stored._where(behind[0][0])} ({behind[0][1].get('runs')} runs per control), the user's "
+             "folder first: delete it to use that one") if behind else ""
+    return float(floor), (f"{what} ({fitted}; made {data.get('created')}, {data.get('runs')} runs per control; "
+                          f"{counts}{ahead})")
+
+
+def floor_at(spec: Any, series: str = "rss", versions: Optional[Dict[str, Any]] = None) -> FloorAt:
+    """(floor, where it came from) of `series` ("rss" or "heap") for a window of n iterations, as a function of n.
+
+    As given (spec.floor: both series), else the allocator's calibration of that series at n (between two
+    calibrated counts, floor_between), else the default; the heap of a process running TensorFlow at no less
+    than TF's own settling over n iterations (kerasbench.rule.settling), doubled where the measured TF/Keras
+    (`versions`: the worker environment's "tensorflow" and "keras"; None: not known) is not one it was made on.
+    The function's `stamp(n)` says, as data, which file gave the floor at n (what a record keeps: floors_from).
+    """
+    if spec.floor is not None:
+        source = spec.floor_source or GIVEN_FLOOR
+        def given(n: int) -> Tuple[float, str]:
+            return spec.floor, source
+
+        given.stamp = lambda n: {"kind": "given", "source": source}
+        return given
+    settles = series == settling.SERIES and settling.applies(spec)
+
+    @functools.lru_cache(maxsize=None)
+    def chosen(n: int) -> Tuple[float, str, dict]:
+        value, source = floor_for(spec.allocator, n, series=series)
+        if settles:
+            tf = settling.floor(n, versions)
+            if tf is not None and tf[0] > value:
+                return tf[0], tf[1], settling.stamp(versions)
+        return value, source, calibration_stamp(spec.allocator, n, series)
+
+    def at(n: int) -> Tuple[float, str]:
+        return chosen(n)[:2]
+
+    at.stamp = lambda n: chosen(n)[2]
+    return at
+
+
+def spec_floors(spec: Any, environment: Optional[Dict[str, Any]] = None) -> Dict[str, FloorAt]:
+    """The floors a spec's series are judged at, by series name (floor_at of each; a calibration is read lazily,
+    once per count), for a worker whose environment (a record's) is `environment` when known. The runner resolves
+    them; kerasbench.summary is given them."""
+    versions = None if environment is None else {k: environment.get(k) for k in ("tensorflow", "keras")}
+    return {name: floor_at(spec, name, versions) for name in SERIES}
+
+
+def fixed_floors(floors: Dict[str, float], source: str) -> Dict[str, FloorAt]:
+    """Floors that do not depend on the count ({"rss": bytes, "heap": bytes}), each with where it came from."""
+    made = {}
+    for name, floor in floors.items():
+        made[name] = (lambda n, floor=floor: (floor, source))
+        made[name].stamp = lambda n: {"kind": "given", "source": source}
+    return made
+
+
+def floor_stamp(at: FloorAt, n: int) -> Optional[dict]:
+    """Which file gave the floor `at` gives at n, as data (floor_at's stamp); None for a floor function without."""
+    stamp = getattr(at, "stamp", None)
+    return stamp(n) if stamp else None

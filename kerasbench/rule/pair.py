@@ -1,0 +1,60 @@
+"""A pair's series judged over its repeats: every repeat at one floor (its shortest's count), at its own plan's
+level, the GC's teeth found in its heap; what the record's summary and kerasbench score read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence, Tuple
+
+from .. import stats
+from .floors import FloorAt
+from .counts import alpha
+from .series import Fit, Judgement, combine, judge
+
+
+def _complete(result: dict, series: str) -> Optional[List[float]]:
+    values = (result.get("series") or {}).get(series)
+    return values if values and all(v is not None for v in values) else None
+
+
+def _teeth(result: dict) -> Optional[Any]:
+    heap = _complete(result, "heap")
+    return stats.gc_teeth(heap) if heap else None
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One series over a pair's repeats: each repeat's judgement and what they say together."""
+
+    judgements: List[Judgement]
+    fit: Fit
+    verdict: str
+    shape: str
+    why: str
+    count: int  # the count every repeat's floor was taken at: the shortest repeat's
+
+    @property
+    def floor(self) -> Tuple[float, str]:
+        """The largest floor a repeat was judged with (the coarsest resolution of them), and its source."""
+        worst = max(self.judgements, key=lambda j: j.floor)
+        return worst.floor, worst.floor_source
+
+
+def judge_results(results: Sequence[dict], spec: Any, series: str, at: FloorAt) -> Optional[Judged]:
+    """The judgement of `series` over the repeats' results at the floors `at` gives; None when a repeat lacks the
+    series or has a gap in it."""
+    values = [_complete(r, series) for r in results]
+    if not results or any(v is None for v in values):
+        return None
+    teeth = [_teeth(r) for r in results]
+    # Every repeat at one floor, the shortest's: repeats that read the same slope read the same verdict, whichever
+    # count their budget let them reach (a half-window's own, shorter count keeps its own floor).
+    count = min(len(v) for v in values)
+    def common(n: int) -> Tuple[float, str]:
+        return at(min(n, count))
+
+    limit = getattr(spec, "floor", None) is not None  # a given floor is the user's threshold (series.verdict)
+    judgements = [judge(v, common, alpha(spec, r), t, limit) for v, r, t in zip(values, results, teeth)]
+    fit, verdict, shape, why = combine(judgements)
+    return Judged(judgements, fit, verdict, shape, why, count)
