@@ -228,9 +228,12 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
         progress("creating asv environment (fake)")
         return f"python-{version}", f"env-{version}"
 
+    specs = []
+
     def measure(spec, progress=None):
         version = spec.python.split("-", 1)[1]
         measured.append(version)
+        specs.append(spec)
         slope = 400 * KIB if releases.version_key(version) < (2, 16, 1) else 0
         return record(version, slope, seed=len(measured))
 
@@ -250,6 +253,19 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
     assert "[step 1/" in err and "TF 2.12.1" in err
     saved = json.loads(out_json.read_text())
     assert saved["triage"]["first_bad"] == "2.16.1" and len(saved["records"]) == len(measured)
+    # each release measured as `run` measures a pair: the default profile's budget, looks that stop it once decided
+    from kerasbench.profiles import get_profile
+
+    default = get_profile("default")
+    assert {(s.profile, s.sequential, s.budget, s.min_iterations, s.iterations, s.warmup, s.repeats) for s in specs} \
+        == {("default", True, default.budget, default.min_iterations, default.max_iterations, default.warmup, 1)}
+    assert "--profile default --device cpu --tf 2.15.1" in out and "--iterations" not in out
+    # --iterations N: exactly N (no looks), said in the command that reproduces it
+    specs.clear()
+    code, out = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep",
+                      "--strategy", "reuse_model", "--profile", "quick", "--iterations", "12", "--repeats", "2"])
+    assert code == 0 and {(s.profile, s.budgeted, s.iterations, s.repeats) for s in specs} == {("quick", False, 12, 2)}
+    assert "--profile quick --iterations 12 --repeats 2 --device cpu --tf 2.15.1" in out
 
 
 @pytest.mark.parametrize("config", ["asv.matrix.json", "asv.gpu.json"])

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "throughout; the commits between the two it ends on are printed); with --package keras: "
                    "keras-nightly builds at --tf")
     options.bisected_pair(p)
-    options.fixed_counts(p, "version")
+    options.counts(p, "version")
     options.bisect_environments(p, "bisect on this Python (default: the config's, 3.11); only releases with a wheel "
                                    "for it")
     p.add_argument("--jobs", type=options.integer("jobs", 1), default=2, help="2 (default): both ends measured at "
