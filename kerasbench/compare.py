@@ -251,8 +251,8 @@ def uncertain_value(metric: str, side: Side) -> Optional[Tuple[float, float]]:
         return float(value), (high - low) / 2 / NormalDist().inv_cdf(1 - alpha / 2)
     if isinstance(rule, Magnitude):
         noise = side.get("noise", float("nan"))
-        if not math.isfinite(noise) or noise <= 0:
-            return (float(value), 0.0) if rule.face_value_alone and not math.isfinite(noise) else None
+        if not math.isfinite(noise) or noise <= 0:  # as _magnitude: unknown, unless taken at face value
+            return (float(value), 0.0) if rule.face_value_alone else None
         return float(value), float(noise)
     if isinstance(rule, ExactCount):
         if len(set(side.get("lengths") or ())) > 1:

@@ -430,11 +430,10 @@ def growth_kind(rss_verdict: str, heap_verdict: Optional[str], rss_shape: str = 
 # 95 % interval lies within SCALE_NEAR of it, or beyond it (a middle past the good end, away from the bad one, is on
 # the good side); between when the whole interval lies in the middle; undecided otherwise. 0.25 leaves the middle
 # half of the change to "between": TF 2.16.1 with tf_keras read -83.9 MiB of peak over setup from TF 2.15.1 where
-# TF 2.16.1 read +2.6 GB (-3 %; 14 times the noise, so compare calls it a change), and +20 MiB in another run (+1 %):
+# TF 2.16.1 read +2.6 GB (-3 %; 14 times the noise, so compare calls it a change), and +1.2 MiB in another run (0 %):
 # the good end's both times, as the share of the change says, however many times the noise the difference is.
 SCALE_NEAR = 0.25
 SCALE_Z = 1.96  # the position's interval: ±1.96 standard uncertainties (95 %)
-SCALE_KINDS = ("good", "bad", "between", "undecided")
 
 
 @dataclass(frozen=True)
