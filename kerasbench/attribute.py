@@ -367,17 +367,15 @@ def _across_keras3(bridged: Sequence[Row], good: Dict[str, str], bad: Dict[str, 
     k3 = bad if k3_side == "bad" else good
     keras3 = next((v for k, v in k3.items() if package_of(k) == "keras"), "3")
     first, rest = bridged[0], bridged[1:]
-    also = "".join(f"; {r.label} behaves like the {r.cls} end" if r.cls in ("good", "bad") else
-                   f"; {r.label} behaves like neither end" for r in rest)
+    also = "".join(f"; {r.label} behaves {r.reason}" for r in rest)
     if first.cls == k2_side:
         return Conclusion("keras 3", ["keras"], f"Answer: carried by Keras 3 (keras {keras3}): {first.label} behaves "
-                          f"like the {k2_side} end of {what}, so with Keras 2 in its place the change is gone"
-                          f"{also}.")
+                          f"{first.reason} in {what}, so with Keras 2 in its place the change is gone{also}.")
     if first.cls == k3_side:
         return Conclusion("tensorflow", [], f"Answer: carried by TensorFlow, not Keras 3: {first.label} (Keras 2 in "
-                          f"Keras 3's place) still behaves like the {k3_side} end of {what}{also}.")
-    return Conclusion("none", [], f"Answer: not decided across the Keras 3 switch: {first.label} behaves like neither "
-                      f"end of {what} ({first.reason}){also}.")
+                          f"Keras 3's place) still behaves {first.reason} in {what}{also}.")
+    return Conclusion("none", [], f"Answer: not decided across the Keras 3 switch in {what}: {first.label} behaves "
+                      f"{first.reason}{also}.")
 
 
 def render(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], metric: str, head: str,
@@ -425,9 +423,9 @@ def _classify(rows: Sequence[Row], ends: Tuple[Record, Record], metric: str, err
             row.cls = "unclear"
             continue
         row.cls, row.reason = triage.classify(metric, *ends, row.record) if row.record["status"] == "ok" \
-            else ("unclear", f"{row.record['status']}: {row.record['reason']}")
+            else ("unclear", f"like neither end: {row.record['status']}: {row.record['reason']}")
         row.record["triage"] = {"class": row.cls, "why": row.reason}
-        status_line(err, f"attribute: {row.label} behaves {row.cls}: {row.reason}", final=True)
+        status_line(err, f"attribute: {row.label}: {row.reason}", final=True)
 
 
 class TooManyEnvironments(UsageError):

@@ -218,7 +218,8 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
         low, high = (s.get(f"{prefix}_ci_{end}") for end in ("low", "high"))
         kind = s.get("growth_kind")  # what grew (rule.growth_kind), named beside the verdict
         side.update(low=float("nan") if low is None else low, high=float("nan") if high is None else high,
-                    verdict=f"{verdict} ({kind})" if kind else str(verdict), bare=str(verdict), floor=floor)
+                    verdict=f"{verdict} ({kind})" if kind else str(verdict), bare=str(verdict), floor=floor,
+                    alpha=s.get("alpha") or ALPHA)
     elif isinstance(rule, Magnitude):
         noise = _spread(side["per_repeat"])
         if rule.series_noise:
@@ -235,6 +236,49 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
         side.update(seconds=[s for r in results for s in r["series"].get("seconds") or []],
                     jobs=record["spec"].get("jobs") or 1, load=load_per_cpu(record))
     return side
+
+
+def uncertain_values(metric: str, sides: Sequence[Side]) -> Optional[List[Tuple[float, float]]]:
+    """(value, standard uncertainty) of each side (uncertain_value), or None when any has none, or when the sides
+    are counts over runs of different lengths (a budgeted run stops when it is decided: totals are not one scale)."""
+    if isinstance(METRICS[metric].compare if metric in METRICS else None, ExactCount) and \
+            len({n for side in sides for n in side.get("lengths") or ()}) > 1:
+        return None
+    found = [uncertain_value(metric, side) for side in sides]
+    return None if None in found else found  # type: ignore[return-value]
+
+
+def uncertain_value(metric: str, side: Side) -> Optional[Tuple[float, float]]:
+    """(value, standard uncertainty) of one side on the metric's own scale, for placing a middle build between two
+    ends (rule.place); None where the metric's rule gives no such figure.
+
+    A slope: the half-width of its CI over the CI's z (the record's level: a look's CI is wider than 95 %, so the
+    uncertainty is, if anything, overstated). A magnitude: its noise as compare measures it (the spread of the
+    repeats or of the RSS series around its line); where it cannot be measured, None, or 0 where the rule takes one
+    repeat at face value. A count: exact (the spread of its repeats where they disagree); None over runs of different
+    lengths, whose totals are not on one scale. Seconds: None (compare judges them by a ratio and a rank test).
+    """
+    from statistics import NormalDist
+
+    value, rule = side.get("value"), METRICS[metric].compare if metric in METRICS else None
+    if value is None or not math.isfinite(value):
+        return None
+    if isinstance(rule, SlopeCI):
+        low, high, alpha = side.get("low", float("nan")), side.get("high", float("nan")), side.get("alpha") or ALPHA
+        if not (math.isfinite(low) and math.isfinite(high)):
+            return None
+        return float(value), (high - low) / 2 / NormalDist().inv_cdf(1 - alpha / 2)
+    if isinstance(rule, Magnitude):
+        noise = side.get("noise", float("nan"))
+        if not math.isfinite(noise) or noise <= 0:  # as _magnitude: unknown, unless taken at face value
+            return (float(value), 0.0) if rule.face_value_alone else None
+        return float(value), float(noise)
+    if isinstance(rule, ExactCount):
+        if len(set(side.get("lengths") or ())) > 1:
+            return None
+        spread = _spread(side.get("per_repeat") or [])
+        return float(value), spread if math.isfinite(spread) else 0.0
+    return None
 
 
 def load_per_cpu(record: Record) -> Optional[float]:

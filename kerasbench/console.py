@@ -139,10 +139,11 @@ class Progress:
             self._show(f"{self.label} r{ev['repeat'] + 1}: look at iteration {k}: {said}", milestone=True)
 
     def done(self, record: dict) -> None:
-        """The pair's outcome, on a line of its own: verdict and growth, or why it did not run."""
+        """The pair's outcome, on a line of its own: its one verdict (then RSS's and the heap's, what grew) and RSS's
+        growth, or why it did not run."""
         s = record["summary"]
         if record["status"] == "ok":
-            text = (f"{self.label}: {verdict_text(s)}, {kib_text(s['growth_per_iter'])} KiB/iteration, "
+            text = (f"{self.label}: {verdict_text(s)}, RSS {kib_text(s['growth_per_iter'])} KiB/iteration, "
                     f"{_measured(record) or 'no'} iterations")
         else:
             text = f"{self.label}: {record['status']}: {record['reason']}"
@@ -150,9 +151,13 @@ class Progress:
 
 
 def verdict_text(summary: dict) -> str:
-    """The RSS verdict and what grew, as the run table's two columns read together: 'flat (leak)', 'grows (leak)'."""
-    kind = summary.get("growth_kind")
-    return f"{summary.get('verdict') or 'n/a'}" + (f" ({kind})" if kind else "")
+    """The pair's one verdict (rule.pair_verdict), then the RSS and heap verdicts it comes from and what grew, as the
+    run table's first columns read together: 'grows (RSS flat, heap grows; leak)', 'flat (RSS flat, heap flat; flat)',
+    'flat (RSS flat, heap n/a)' where the allocator cannot be read."""
+    from .rule import pair_verdict
+
+    kind, rss, heap = summary.get("growth_kind"), summary.get("verdict") or "n/a", summary.get("heap_verdict") or "n/a"
+    return f"{pair_verdict(summary)} (RSS {rss}, heap {heap}" + (f"; {kind})" if kind else ")")
 
 
 class Labelled:
@@ -205,11 +210,21 @@ def _measured(record: dict) -> str:
     return ",".join(str(n) for n in counts) + (f" {'/'.join(sorted(stops))}" if stops else "")
 
 
-# The record's own columns; each metric with a run column in kerasbench.metrics follows, in registry order.
+def _pair_verdict(record: dict, summary: dict) -> str:
+    from .rule import pair_verdict
+
+    return pair_verdict(summary) if record["status"] == "ok" else record["status"]
+
+
+# The record's own columns; each metric with a run column in kerasbench.metrics follows, in registry order. The first
+# verdict is the pair's one verdict (rule.pair_verdict: RSS and heap together, what Results.verdicts(), ablate and
+# assert_no_growth go by); the RSS and heap verdicts it comes from stand beside it, named.
 COLUMNS: tuple = (
     ("loop", lambda r, s: r["loop"]),
     ("strategy", lambda r, s: r["strategy"]),
-    ("verdict", lambda r, s: s["verdict"] if r["status"] == "ok" else r["status"]),
+    ("verdict", _pair_verdict),
+    ("RSS", lambda r, s: (s.get("verdict") or "n/a") if r["status"] == "ok" else ""),
+    ("heap", lambda r, s: (s.get("heap_verdict") or "n/a") if r["status"] == "ok" else ""),
     ("what grew", lambda r, s: (s.get("growth_kind") or "n/a") if r["status"] == "ok" else ""),
     ("measured", lambda r, s: _measured(r) if r["status"] == "ok" else ""),
     ("RSS per iteration", lambda r, s: _rss_sparkline(r)),  # run tables share one scale: _columns(span=...)

@@ -2,26 +2,26 @@
 
 Each version tried gets an asv environment (kerasbench.environment.python_for: created by asv if
 missing, so `asv run --config asv.matrix.json` reuses it) and one measurement of the pair in a
-fresh worker there. The change is what kerasbench.compare.judge says of the bad end against the
-good one (regressed or improved). A version "behaves like good" when judge calls it unchanged
-against the good end, and "like bad" when judge finds the same change in it (a version that grows
-by 4.0 MiB/iteration where the bad end grows by 3.6 has the regression too); anything else
-(inconclusive, or the opposite change) is unclear, and the bisection stops there with the range
-it narrowed the change to, rather than guess.
+fresh worker there. The ends must differ (kerasbench.compare.judge: regressed or improved). A version
+between them is placed on the scale of that change (classify, rule.place: how far from the good end
+towards the bad one, with its uncertainty): like the good end, like the bad end, or neither (between
+them, or too uncertain to place), and the bisection stops at neither with the range it narrowed the
+change to, rather than guess. The same classes serve `kerasbench attribute` (its environments).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import compare
+from . import compare, rule
 from .console import text_table, verdict_text
 from .errors import UsageError
 from .metrics import judged_metrics
 from .record import Record
 from .releases import version_key
+from .rule import pair_verdict
 from .units import KIB, MIB
 
 if TYPE_CHECKING:  # the type only: the command's bisect_releases imports runner (loop shapes, numpy) when it runs
@@ -46,9 +46,10 @@ def steps_needed(n: int) -> int:
     return 2 + max(0, math.ceil(math.log2(n - 1))) if n >= 2 else n
 
 
-def bisect(versions: Sequence[str], classify: Callable[[str], str],
+def bisect(versions: Sequence[str], classify: Callable[[str], Union[str, Tuple[str, str]]],
            ahead: Optional[Callable[[List[str]], None]] = None) -> Outcome:
-    """Bisect `versions` (good end first) with `classify(version) -> 'good' | 'bad' | 'unclear'`.
+    """Bisect `versions` (good end first) with `classify(version) -> 'good' | 'bad' | 'unclear'` (or that class and
+    why: the why of a version like neither end is said where the bisection stops).
 
     The ends are classified against themselves by the caller's function as well: a good end that
     is not "good" or a bad end that is not "bad" means there is nothing to bisect. `ahead(versions)`, when
@@ -60,8 +61,11 @@ def bisect(versions: Sequence[str], classify: Callable[[str], str],
         out.stopped = "fewer than two versions to compare"
         return out
 
+    whys: Dict[str, str] = {}
+
     def tried(version):
-        out.tried[version] = classify(version)
+        found = classify(version)
+        out.tried[version], whys[version] = (found, "") if isinstance(found, str) else found
         return out.tried[version]
 
     for end, expected in ((versions[0], "good"), (versions[-1], "bad")):
@@ -81,7 +85,8 @@ def bisect(versions: Sequence[str], classify: Callable[[str], str],
             hi = mid
         else:
             middle = versions[mid]
-            out.stopped = (f"{middle} behaves like neither end; the change is between {versions[lo]} and "
+            why = f" ({whys[middle]})" if whys.get(middle) else ""
+            out.stopped = (f"{middle} behaves like neither end{why}; the change is between {versions[lo]} and "
                            f"{versions[hi]}, in more than one step? triage each side: --good {versions[0]} --bad "
                            f"{middle}, and --good {middle} --bad {versions[-1]}")
             break
@@ -91,36 +96,29 @@ def bisect(versions: Sequence[str], classify: Callable[[str], str],
     return out
 
 
-NEAR_GOOD = 0.1  # a version between the ends whose change is at most this share of the ends' reads as good
+def classify(metric: str, good: Record, bad: Record, record: Record,
+             names: Tuple[str, str] = ("the good end", "the bad end")) -> Tuple[str, str]:
+    """('good' | 'bad' | 'unclear', why) of `record` on the scale of the change from the good end to the bad one
+    (rule.place: how far from good towards bad, with its 95 % interval, from each side's uncertainty): like the good
+    end, like the bad end; between them, or too uncertain to place, is unclear. The why says where it lies, the ends
+    called `names`: 'like TF 2.15.1 (-3.2 % of the way to TF 2.16.1, ±0.5 %)'. (TF 2.16.1 with tf_keras, -83.9 MiB
+    of peak over setup from TF 2.15.1 where TF 2.16.1 is +2.6 GB, is the good end's, not "like neither end".)
 
-
-def classify(metric: str, good: Record, bad: Record, record: Record) -> Tuple[str, str]:
-    """('good' | 'bad' | 'unclear', why) of `record`: unchanged against the good end, or the bad end's change.
-
-    A change in the bad end's direction is the bad end's, larger or smaller, unless it is also clearly less than
-    the bad end's (compare: the opposite verdict against the bad end): then its share of the ends' difference
-    decides: at least half, bad; at most NEAR_GOOD (an environment that undoes nearly all of it), good; else
-    unclear. (TF 2.16.1 with tf_keras: +20 MiB of peak against the bad end's +2.7 GiB is the good end's.)
+    A metric whose rule gives no uncertainty on its own scale (seconds; counts of runs of different lengths) keeps
+    compare's verdicts: unchanged against the good end is good, the bad end's change (larger or smaller) is bad.
     """
     sides = {name: compare.cell_side(r, metric) for name, r in (("good", good), ("bad", bad), ("record", record))}
+    points = compare.uncertain_values(metric, [sides["good"], sides["bad"], sides["record"]])
+    if points is not None:
+        where = rule.place(*points)
+        return {"good": "good", "bad": "bad"}.get(where.kind, "unclear"), where.text(*names)
     change, _ = compare.judge(metric, sides["good"], sides["bad"])
     verdict, why = compare.judge(metric, sides["good"], sides["record"])
     if verdict == "unchanged":
-        return "good", why
+        return "good", f"like {names[0]}: unchanged against it ({why})"
     if verdict == change:
-        back, _ = compare.judge(metric, sides["bad"], sides["record"])
-        opposite = {"regressed": "improved", "improved": "regressed"}.get(change)
-        values = [sides[k].get("value") for k in ("good", "bad", "record")]
-        if back == opposite and None not in values and values[1] != values[0]:
-            share = (values[2] - values[0]) / (values[1] - values[0])
-            said = f"{share:.0%} of the ends' difference ({why})"
-            if share <= NEAR_GOOD:
-                return "good", f"{verdict} against the good end but by only {said}: nearly all of it undone"
-            if share < 0.5:
-                return "unclear", f"between the ends: {said}"
-            return "bad", f"{verdict} like the bad end, {said}"
-        return "bad", f"{verdict} like the bad end: {why}"
-    return "unclear", f"{verdict} against the good end ({why}), where the bad end is {change}"
+        return "bad", f"like {names[1]}: {verdict} as it is ({why})"
+    return "unclear", f"like neither end: {verdict} against {names[0]} ({why}), where {names[1]} is {change}"
 
 
 def ends_differ(metric: str, good: Record, bad: Record) -> Tuple[bool, str]:
@@ -184,9 +182,13 @@ def _evidence(record, metric):
     return [env.get("keras") or "?", growth, verdict_text(s), f"{s['peak_loop'] / MIB:.0f}", shown]
 
 
-def answer(outcome: Outcome, what: str, name: str = "TF") -> str:
+def answer(outcome: Outcome, what: str, name: str = "TF", later: Optional[str] = None) -> str:
     """The answer in words, for either direction: the first bad release when the good end is the older one (a
-    regression), the release that fixed it when the good end is the newer one (an improvement)."""
+    regression), the release that fixed it when the good end is the newer one (an improvement).
+
+    `later` is the pair's one verdict (rule.pair_verdict) at the release the improvement is found in: it is worded
+    "fixed" only when that is `flat`; a change from growing to growing less (or to undecided) is "improved, not
+    fixed", saying so."""
     from .nightlies import is_nightly
 
     good, bad = outcome.versions[0], outcome.versions[-1]
@@ -194,9 +196,16 @@ def answer(outcome: Outcome, what: str, name: str = "TF") -> str:
         return f"No answer for {what}: {outcome.stopped}."
     unit = "nightly" if is_nightly(outcome.first_bad) and is_nightly(outcome.last_good or "") else \
         "version" if is_nightly(bad) or is_nightly(good) else "release"
-    if version_key(good) > version_key(bad):  # going forward in time, bad turned good: a fix
-        return (f"Answer: fixed in {name} {outcome.last_good}: it is the first {unit} where {what} behaves like "
-                f"{good} (the good end); the last like {bad} (the bad end) is {outcome.first_bad}.")
+    if version_key(good) > version_key(bad):  # going forward in time, bad turned good: an improvement
+        found = f"{name} {outcome.last_good}"
+        if later == "flat":
+            head = f"fixed in {found}"
+        else:
+            state = {"grows": "still grows", "inconclusive": "is not decided flat (inconclusive)"}.get(
+                later or "", "is not known to be flat" if later is None else f"is {later}")
+            head = f"improved in {found}, not fixed ({found} {state})"
+        return (f"Answer: {head}: it is the first {unit} where {what} behaves like {good} (the good end); the last "
+                f"like {bad} (the bad end) is {outcome.first_bad}.")
     return (f"Answer: {name} {outcome.first_bad} is the first {unit} where {what} behaves like {bad}; the last "
             f"like {good} is {outcome.last_good}.")
 
@@ -227,7 +236,10 @@ def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str,
     `attributing`: `--attribute` follows (the note says so instead of offering it).
     """
     what = f"{loop} × {strategy} ({metric})"
-    head = answer(outcome, what, name)
+    fixed_at = records.get(outcome.last_good or "")
+    later = None if fixed_at is None else pair_verdict(fixed_at["summary"]) if fixed_at["status"] == "ok" \
+        else fixed_at["status"]
+    head = answer(outcome, what, name, later)
     others = others_differ(outcome, "keras" if name == "Keras" else "tensorflow-cpu")
     if others:
         moved = ", ".join(f"{n} {a} -> {b}" for n, a, b in others)

@@ -34,7 +34,7 @@ def test_measure_loop_returns_records_with_a_table_repr():
     assert results.verdicts() == {("control", "control_noop"): "flat", ("control", "control_leak_native"): "grows"}
     text = repr(results)
     lines = text.splitlines()
-    assert lines[0].split()[:7] == ["loop", "strategy", "verdict", "what", "grew", "measured", "RSS"]
+    assert lines[0].split()[:9] == ["loop", "strategy", "verdict", "RSS", "heap", "what", "grew", "measured", "RSS"]
     assert set(lines[1]) <= {"-", " "}
     assert "control_leak_native  grows" in text and any(c in lines[3] for c in SPARKS[1:])
     assert "floor 64 KiB/iteration, from default" in text

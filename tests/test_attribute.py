@@ -582,6 +582,31 @@ def test_a_change_keras_3_carries_is_said_so(monkeypatch):
     assert "1 Keras 2 bridge" in out or "bridge" in row_of(out, "bad with tf_keras 2.16.0")
 
 
+def test_the_keras_3_answer_says_where_the_bridge_lies_on_the_change():
+    """The bridge's class and its place on the change (triage.classify's why) make the answer: a bridge 3 % of the
+    way is the good end's ('carried by Keras 3'), one halfway is 'not decided', saying where it lies."""
+    from kerasbench import rule
+
+    def answer(position, noise):
+        bridge = attribute.Row("bad with tf_keras 2.16.0", {**K3, "pip+tf-keras": "--no-deps 2.16.0"}, ("keras",),
+                               "bridge")
+        where = rule.place((0.0, 1.0), (100.0, 1.0), (position, noise))
+        bridge.cls = {"good": "good", "bad": "bad"}.get(where.kind, "unclear")
+        bridge.reason, bridge.record = where.text(), {}
+        return attribute.conclude([attribute.Row("good", K2), attribute.Row("bad", K3), bridge], K2, K3, True, "",
+                                  "repro × reuse_model (peak_over_setup)")
+
+    found = answer(-3.2, 0.25)
+    assert (found.kind, found.text) == ("keras 3", "Answer: carried by Keras 3 (keras 3.3.3): bad with tf_keras 2.16.0 "
+                                        "behaves like the good end (-3 % of the way to the bad end, ±2 %) in repro "
+                                        "× reuse_model (peak_over_setup), so with Keras 2 in its place the change is "
+                                        "gone.")
+    found = answer(50, 1)
+    assert found.kind == "none" and found.text == (
+        "Answer: not decided across the Keras 3 switch in repro × reuse_model (peak_over_setup): bad with tf_keras "
+        "2.16.0 behaves between the good end and the bad end (50 % of the way, ±2 %).")
+
+
 def test_a_change_tensorflow_carries_is_said_so(monkeypatch):
     code, out = _bridged(monkeypatch, carried_by_keras3=False)
     assert code == 0, out

@@ -701,3 +701,19 @@ def test_records_of_two_protocols_are_refused_or_judged_again_when_asked(tmp_pat
     assert {s.get("rejudged_from") for s in summaries} == {"7 or older", None}
     code, out = call(["compare", old, new, "--rejudge", "--format", "csv"])
     assert code == 0 and out.startswith("loop,")
+
+
+def test_each_sides_uncertainty_on_its_metrics_own_scale():
+    """What triage and attribute place a middle build with (rule.place): a slope's CI half-width over its z, a
+    magnitude's noise, a count exact; nothing for seconds, or for counts over runs of different lengths."""
+    slope = {"value": 100.0, "low": 80.0, "high": 120.0, "alpha": 0.05}
+    assert compare.uncertain_value("growth_per_iter", slope) == (100.0, pytest.approx(20 / 1.95996, rel=1e-4))
+    looked = dict(slope, alpha=0.05 / 17)  # a look's level: a wider CI for the same uncertainty
+    assert compare.uncertain_value("growth_per_iter", looked)[1] == pytest.approx(20 / 2.9728, rel=1e-3)
+    assert compare.uncertain_value("peak_over_setup", {"value": 5.0, "noise": 2.0}) == (5.0, 2.0)
+    assert compare.uncertain_value("peak_over_setup", {"value": 5.0, "noise": float("nan")}) is None  # unknown noise
+    assert compare.uncertain_value("objects_per_iter", {"value": 5.0, "noise": float("nan")}) == (5.0, 0.0)
+    count = {"value": 3, "per_repeat": [3, 3], "lengths": [20, 20]}
+    assert compare.uncertain_value("train_traces", count) == (3.0, 0.0)
+    assert compare.uncertain_values("train_traces", [count, dict(count, lengths=[12, 12])]) is None
+    assert compare.uncertain_value("seconds_per_iter", {"value": 0.5}) is None

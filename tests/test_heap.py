@@ -210,6 +210,38 @@ def test_run_table_names_what_grew():
     assert "what grew" in table and "retention" in table and "heap KiB/iter" in table
 
 
+def test_the_run_tables_first_verdict_is_the_pairs_with_rss_and_heap_beside_it():
+    """A heap that leaks under a flat RSS: the pair's one verdict (rule.pair_verdict, Results.verdicts()) grows, and
+    that is the table's first verdict column and the first word of the progress line; RSS's and the heap's are
+    beside it, named."""
+    import io
+
+    from kerasbench import console
+    from kerasbench.api import Results
+
+    summary = _summary(rss_slope=0, heap_slope=64 * KIB)
+    assert (summary["verdict"], summary["heap_verdict"], summary["growth_kind"]) == ("flat", "grows", "leak")
+    record = {"loop": "control", "strategy": "noop", "status": "ok", "reason": None, "summary": summary,
+              "spec": {"device": "cpu"}, "environment": None, "repeats": [{"result": {"series": {"rss": [1, 2, 3]}}}]}
+    header, _, row = console.run_table([record]).splitlines()[:3]
+    assert header.split()[:6] == ["loop", "strategy", "verdict", "RSS", "heap", "what"]
+    assert row.split()[:6] == ["control", "noop", "grows", "flat", "grows", "leak"]
+    assert Results([record]).verdicts() == {("control", "noop"): "grows"}
+    stream = io.StringIO()
+    progress = console.Progress(stream, 1, 0)
+    progress.start(1, "control", "noop", 40)
+    progress.done(record)
+    assert stream.getvalue().startswith("[1/1] control × noop: grows (RSS flat, heap grows; leak), RSS +")
+    # no heap reader: the pair's verdict is RSS's, the heap n/a
+    alone = {**record, "summary": _summary(rss_slope=0, heap_slope=0, heap=False)}
+    row = console.run_table([alone]).splitlines()[2]
+    assert row.split()[:6] == ["control", "noop", "flat", "flat", "n/a", "n/a"]
+    assert console.verdict_text(alone["summary"]) == "flat (RSS flat, heap n/a)"
+    # a pair that did not run: its status where the verdict would be, the verdicts beside it empty
+    skipped = {**record, "status": "skipped", "reason": "needs a GPU"}
+    assert console.run_table([skipped]).splitlines()[2].split()[:3] == ["control", "noop", "skipped"]
+
+
 def test_the_run_table_says_why_a_pair_is_not_decided():
     """A verdict that the data could not decide (a step, settling, repeats that disagree) says why under the table;
     a decided one says nothing."""

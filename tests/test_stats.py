@@ -206,3 +206,45 @@ def test_a_given_limit_is_judged_by_the_whole_interval():
     judged = rule.judge(near, limit)
     if judged.fit.low < limit:
         assert judged.verdict == "grows" and rule.judge(near, limit, limit=True).verdict == "inconclusive"
+
+
+# ---------------------------------------------------------------- a middle placed on the scale of a change
+
+
+MIB = 1024**2
+
+
+def test_a_bridge_3_percent_of_a_2_6_gb_change_from_the_good_end_is_the_good_end():
+    """attribute 2.15.1 -> 2.16.1 (cnn_forward, peak_over_setup): the bridge -83.9 MiB from the good end, many times
+    compare's noise (5.9 MiB), on a change of +2.6 GB: like the good end, with where it lies said."""
+    good, bad = (396.1 * MIB, 4.2 * MIB), (2995.8 * MIB, 20 * MIB)
+    where = rule.place(good, bad, (good[0] - 83.9 * MIB, 4.2 * MIB))
+    assert where.kind == "good" and where.position == pytest.approx(-0.0323, abs=1e-3)
+    assert where.low < where.position < where.high < 0
+    assert where.text("2.15.1", "2.16.1") == "like 2.15.1 (-3.2 % of the way to 2.16.1, ±0.5 %)"
+
+
+@pytest.mark.parametrize("middle, noise, kind, text", [
+    (50, 1, "between", "between A and B (50 % of the way, ±2 %)"),
+    (98, 2, "bad", "like B (98 % of the way from A, ±4 %)"),
+    (180, 2, "bad", "like B (beyond it: 180 % of the way from A, ±6 %)"),  # the change, larger: on the bad side
+    (-60, 2, "good", "like A (beyond it: -60 % of the way to B, ±5 %)"),
+    (50, 30, "undecided", "neither like A nor like B for certain (50 % of the way from A to B, ±59 %"),
+    (20, 5, "undecided", "neither like A nor like B for certain (20 % of the way from A to B, ±10 %"),  # 10-30 %
+])
+def test_a_middle_is_like_an_end_only_when_its_whole_interval_is_near_it(middle, noise, kind, text):
+    where = rule.place((0.0, 1.0), (100.0, 1.0), (float(middle), float(noise)))
+    assert where.kind == kind and where.text("A", "B").startswith(text)
+
+
+def test_the_position_interval_is_the_first_order_propagation_of_each_sides_uncertainty():
+    # var = (s_m² + (1 - p)² s_g² + p² s_b²) / (b - g)²: p = 0.4, (9 + 0.36 · 16 + 0.16 · 25) / 100² → sd 0.0433
+    where = rule.place((10.0, 4.0), (110.0, 5.0), (50.0, 3.0))
+    assert where.position == pytest.approx(0.4)
+    assert (where.high - where.low) / 2 == pytest.approx(1.96 * (9 + 0.36 * 16 + 0.16 * 25) ** 0.5 / 100)
+
+
+def test_ends_within_their_own_uncertainty_or_unknown_place_nothing():
+    assert rule.place((0.0, 10.0), (20.0, 10.0), (0.0, 0.0)).kind == "undecided"  # 20 < 2 × 1.96 × 14.1
+    assert "do not differ" in rule.place((0.0, 10.0), (20.0, 10.0), (0.0, 0.0)).text()
+    assert rule.place((0.0, float("nan")), (100.0, 1.0), (0.0, 1.0)).kind == "undecided"

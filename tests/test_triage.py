@@ -89,21 +89,59 @@ def test_classify_by_growth():
     assert triage.ends_differ("growth_per_iter", good, bad)[0]
     assert triage.classify("growth_per_iter", good, bad, record("2.15.1", 0, seed=3))[0] == "good"
     assert triage.classify("growth_per_iter", good, bad, record("2.16.2", 512 * KIB, seed=4))[0] == "bad"
-    # the same regression, larger or smaller than at the bad end, is still the regression
-    assert triage.classify("growth_per_iter", good, bad, record("2.16.1", 768 * KIB, seed=5))[0] == "bad"
-    assert triage.classify("growth_per_iter", good, bad, record("2.17.1", 256 * KIB, seed=6))[0] == "bad"
-    # the opposite change, or one compare cannot call, is neither
-    assert triage.classify("growth_per_iter", bad, good, record("2.18.1", 1024 * KIB, seed=7))[0] == "unclear"
+    # past the bad end, the regression larger, is on its side of the change (the bisection goes on), and says so
+    cls, why = triage.classify("growth_per_iter", good, bad, record("2.16.1", 768 * KIB, seed=5))
+    assert cls == "bad" and why.startswith("like the bad end (beyond it: 15") and "of the way from the good end" in why
+    # half of it lies between the ends: neither, where it lies said (the bisection stops: the change has two steps)
+    cls, why = triage.classify("growth_per_iter", good, bad, record("2.17.1", 256 * KIB, seed=6), ("2.12.1", "2.21.0"))
+    assert cls == "unclear" and why.startswith("between 2.12.1 and 2.21.0 (5") and "% of the way, ±" in why
+    # the ends' names and the other direction: flat where the good end grows 512 is the bad end's
+    assert triage.classify("growth_per_iter", bad, good, record("2.18.1", 0, seed=7))[0] == "bad"
 
 
-def test_a_version_that_undoes_nearly_all_of_the_change_is_good_and_one_halfway_unclear():
+def test_a_version_that_undoes_nearly_all_of_the_change_is_good_and_one_in_the_middle_unclear():
     good, bad = record("2.15.1", 0), record("2.16.1", 2400 * KIB, seed=1)
-    near, half, most = (record("2.16.1", slope, seed=seed) for slope, seed in
-                        ((150 * KIB, 2), (800 * KIB, 3), (1600 * KIB, 4)))
-    cls, why = triage.classify("growth_per_iter", good, bad, near)
-    assert cls == "good" and "nearly all of it undone" in why and "% of the ends' difference" in why
-    assert triage.classify("growth_per_iter", good, bad, half)[0] == "unclear"
-    assert triage.classify("growth_per_iter", good, bad, most)[0] == "bad"
+    near, third, two_thirds = (record("2.16.1", slope, seed=seed) for slope, seed in
+                               ((150 * KIB, 2), (800 * KIB, 3), (1600 * KIB, 4)))
+    cls, why = triage.classify("growth_per_iter", good, bad, near, ("TF 2.15.1", "TF 2.16.1"))
+    assert cls == "good" and why.startswith("like TF 2.15.1 (") and "% of the way to TF 2.16.1, ±" in why
+    assert triage.classify("growth_per_iter", good, bad, third)[0] == "unclear"
+    assert triage.classify("growth_per_iter", good, bad, two_thirds)[0] == "unclear"  # 67 ± 1 %: between, not bad
+
+
+def peak_record(version, over_setup, seed):
+    """A record of 8 iterations, 2 repeats, whose peak over setup is `over_setup` (plus a few MiB between repeats)."""
+    import numpy as np
+
+    from kerasbench.protocol import spec_floors
+    from kerasbench.runner import RunSpec
+    from kerasbench.summary import summarize
+
+    r = synthetic(version, 0, repeats=2, n=8, seed=seed)["records"][0]
+    rng = np.random.default_rng(seed)
+    for rep in r["repeats"]:
+        result = rep["result"]
+        result["setup_rss"] = result["peak_loop_rss"] - int(over_setup + rng.normal(0, 3 * 1024**2))
+    spec = RunSpec(**r["spec"])
+    r["summary"] = summarize(r["repeats"], spec, spec_floors(spec))
+    return r
+
+
+def test_a_bridge_a_few_percent_of_a_large_change_away_from_the_good_end_is_the_good_end():
+    """The bridge of attribute 2.15.1 -> 2.16.1 (cnn_forward, peak_over_setup): -84 MiB from the good end, 'improved'
+    against it beyond compare's noise, on a change of +2.6 GB: the good end's (3 % of the change), not 'neither'."""
+    mib = 1024**2
+    good, bad = peak_record("2.15.1", 396 * mib, 1), peak_record("2.16.1", 2996 * mib, 2)
+    bridge = peak_record("2.16.1", 312 * mib, 3)
+    from kerasbench import compare
+
+    assert compare.judge("peak_over_setup", compare.cell_side(good, "peak_over_setup"),
+                         compare.cell_side(bridge, "peak_over_setup"))[0] == "improved"
+    cls, why = triage.classify("peak_over_setup", good, bad, bridge, ("2.15.1", "2.16.1"))
+    assert cls == "good" and why.startswith("like 2.15.1 (-3") and "% of the way to 2.16.1, ±" in why
+    middle = peak_record("2.16.1", 1700 * mib, 4)
+    cls, why = triage.classify("peak_over_setup", good, bad, middle, ("2.15.1", "2.16.1"))
+    assert cls == "unclear" and why.startswith("between 2.15.1 and 2.16.1 (50")
 
 
 def test_equal_ends_do_not_differ():
@@ -190,9 +228,12 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
         progress("creating asv environment (fake)")
         return f"python-{version}", f"env-{version}"
 
+    specs = []
+
     def measure(spec, progress=None):
         version = spec.python.split("-", 1)[1]
         measured.append(version)
+        specs.append(spec)
         slope = 400 * KIB if releases.version_key(version) < (2, 16, 1) else 0
         return record(version, slope, seed=len(measured))
 
@@ -212,6 +253,19 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
     assert "[step 1/" in err and "TF 2.12.1" in err
     saved = json.loads(out_json.read_text())
     assert saved["triage"]["first_bad"] == "2.16.1" and len(saved["records"]) == len(measured)
+    # each release measured as `run` measures a pair: the default profile's budget, looks that stop it once decided
+    from kerasbench.profiles import get_profile
+
+    default = get_profile("default")
+    assert {(s.profile, s.sequential, s.budget, s.min_iterations, s.iterations, s.warmup, s.repeats) for s in specs} \
+        == {("default", True, default.budget, default.min_iterations, default.max_iterations, default.warmup, 1)}
+    assert "--profile default --device cpu --tf 2.15.1" in out and "--iterations" not in out
+    # --iterations N: exactly N (no looks), said in the command that reproduces it
+    specs.clear()
+    code, out = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep",
+                      "--strategy", "reuse_model", "--profile", "quick", "--iterations", "12", "--repeats", "2"])
+    assert code == 0 and {(s.profile, s.budgeted, s.iterations, s.repeats) for s in specs} == {("quick", False, 12, 2)}
+    assert "--profile quick --iterations 12 --repeats 2 --device cpu --tf 2.15.1" in out
 
 
 @pytest.mark.parametrize("config", ["asv.matrix.json", "asv.gpu.json"])
@@ -389,8 +443,30 @@ def test_a_regression_names_the_first_bad_release_and_a_fix_the_release_that_fix
     assert triage.answer(regression, what) == (f"Answer: TF 2.18.0 is the first release where {what} behaves like "
                                                "2.18.1; the last like 2.16.2 is 2.17.1.")
     fix = _outcome("2.18.1", "2.16.2", "2.18.1", "2.18.0", {})  # the good end is the newer one: an improvement
-    assert triage.answer(fix, what) == (f"Answer: fixed in TF 2.18.1: it is the first release where {what} behaves "
-                                        "like 2.18.1 (the good end); the last like 2.16.2 (the bad end) is 2.18.0.")
+    assert triage.answer(fix, what, later="flat") == (
+        f"Answer: fixed in TF 2.18.1: it is the first release where {what} behaves like 2.18.1 (the good end); the "
+        "last like 2.16.2 (the bad end) is 2.18.0.")
+
+
+def test_an_improvement_is_worded_fixed_only_where_the_release_found_is_flat():
+    """Growing less is not fixed: a release that still grows (or is undecided) is 'improved, not fixed'."""
+    what = "batch_stream × stable_batch_shapes (growth_per_iter)"
+    fix = _outcome("2.18.1", "2.16.2", "2.18.1", "2.18.0", {})
+    still = triage.answer(fix, what, later="grows")
+    assert still.startswith("Answer: improved in TF 2.18.1, not fixed (TF 2.18.1 still grows): it is the first "
+                            f"release where {what} behaves like 2.18.1") and "fixed in" not in still
+    assert "not fixed (TF 2.18.1 is not decided flat (inconclusive))" in triage.answer(fix, what, later="inconclusive")
+    assert "fixed in" not in triage.answer(fix, what)  # not known: not claimed
+    # the release found grows less than the bad end but still grows: the rendered answer reads the record's verdicts
+    grows_less, grows_more = record("2.18.1", 512 * KIB, seed=1), record("2.18.0", 2048 * KIB, seed=2)
+    assert grows_less["summary"]["verdict"] == "grows"
+    text = triage.render(fix, {"2.18.1": grows_less, "2.18.0": grows_more, "2.16.2": grows_more}, "growth_per_iter",
+                         "batch_stream", "stable_batch_shapes", [], 60.0, 0)
+    assert text.startswith("Answer: improved in TF 2.18.1, not fixed (TF 2.18.1 still grows)")
+    flat = record("2.18.1", 0, seed=3)
+    text = triage.render(fix, {"2.18.1": flat, "2.18.0": grows_more, "2.16.2": grows_more}, "growth_per_iter",
+                         "batch_stream", "stable_batch_shapes", [], 60.0, 0)
+    assert text.startswith("Answer: fixed in TF 2.18.1:")
 
 
 def test_a_bracket_that_differs_in_more_than_tf_says_so_and_offers_the_attribution():

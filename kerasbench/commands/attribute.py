@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "pins) or an asv environment (name or folder) with the behaviour you expect")
     p.add_argument("--bad", required=True, metavar="ENV_OR_RELEASE", help="the one whose behaviour changed")
     options.bisected_pair(p)
-    options.fixed_counts(p, "environment")
+    options.counts(p, "environment")
     options.bisect_environments(p, "the environments on this Python (default: the config's)")
     p.add_argument("--jobs", type=options.integer("jobs", 1), default=2,
                    help="environments measured at once (default 2; seconds_per_iter "

@@ -2,7 +2,7 @@
 gets the same name, type, default and help as every other command that takes it (and the same checks).
 
 The groups: the measured pair of a run (`pairs`) or of a bisection (`bisected_pair`), the counts of a profile
-(`counts`) or of a bisection (`fixed_counts`), the release and environment (`release`, `matrix_config`), the
+(`counts`: run, ablate, triage, attribute), the release and environment (`release`, `matrix_config`), the
 limits of a worker (`limits`, `allocator`), the outputs (`json_output`) and the records read (`records`).
 The argparse types check values with units.check_number, RunSpec's own checker, and whole numbers (`integer`)
 against their range: a value out of range is one line naming the option at parse time, before any work.
@@ -168,14 +168,6 @@ def counts(p: argparse.ArgumentParser, what: str = "pair") -> None:
                    help=f"fresh processes per {what} (overrides the profile; 2+ to trust a verdict)")
 
 
-def fixed_counts(p: argparse.ArgumentParser, what: str) -> None:
-    """--iterations, --warmup, --repeats of a bisection or an attribution: one fixed count for every side."""
-    p.add_argument("--iterations", type=integer("iterations", 1), default=20,
-                   help=f"measured iterations per {what} (default 20)")
-    p.add_argument("--warmup", type=integer("warmup", 0), default=3, help="warm-up iterations (default 3)")
-    p.add_argument("--repeats", type=integer("repeats", 1), default=1, help=f"fresh workers per {what} (default 1)")
-
-
 def matrix_config(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="asv config whose environments --tf uses (default: asv.matrix.json in "
                    "$KERASBENCH_CONFIG, the current folder or the clone kerasbench was imported from; on a GPU "
@@ -291,22 +283,30 @@ def max_envs(p: argparse.ArgumentParser, text: str) -> None:
 
 
 def template(args: argparse.Namespace, loop: str):
-    """The validated RunSpec of triage's and attribute's pair (their --iterations, --warmup, --repeats…), and the
-    machine name its records will say (a bad $KERASBENCH_MACHINE: one line before any environment is made)."""
+    """The validated RunSpec of triage's and attribute's pair: the profile's budgeted sequential protocol (`--profile`,
+    default $KERASBENCH_PROFILE or 'default': each side measured until its verdicts are decided or its budget spent,
+    as `run` measures), or exactly `--iterations N`; `--warmup`, `--repeats` over the profile's. Also the machine name
+    its records will say (a bad $KERASBENCH_MACHINE: one line before any environment is made)."""
     from ..machine import name as machine_name
-    from ..spec import RunSpec
+    from ..profiles import get_profile
+    from ..session import base_spec
 
     machine_name()
-    return RunSpec(loop, args.strategy, iterations=args.iterations, warmup=args.warmup, repeats=args.repeats,
-                   repro=args.repro or "", allocator=args.allocator, device=args.device).validate()
+    return base_spec(get_profile(args.profile), [(loop, args.strategy)], args.iterations, args.warmup, args.repeats,
+                     repro=args.repro or "", allocator=args.allocator, device=args.device)
 
 
 def reproduce(args: argparse.Namespace, loop: str) -> List[str]:
-    """The `kerasbench run` command line (no --tf yet) that measures triage's or attribute's pair again."""
+    """The `kerasbench run` command line (no --tf yet) that measures triage's or attribute's pair again: its profile,
+    and the counts given over it."""
+    from ..profiles import get_profile
+
+    given = [(f"--{name}", getattr(args, name)) for name in ("iterations", "warmup", "repeats")]
     line = ["kerasbench", "run", "--config", args.config] + \
         (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
-        ["--strategy", args.strategy, "--iterations", str(args.iterations), "--warmup", str(args.warmup),
-         "--repeats", str(args.repeats), "--device", args.device]
+        ["--strategy", args.strategy, "--profile", get_profile(args.profile).name] + \
+        [text for option, value in given if value is not None for text in (option, str(value))] + \
+        ["--device", args.device]
     return line + (["--python", args.python] if args.python else [])
 
 

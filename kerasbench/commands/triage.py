@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "throughout; the commits between the two it ends on are printed); with --package keras: "
                    "keras-nightly builds at --tf")
     options.bisected_pair(p)
-    options.fixed_counts(p, "version")
+    options.counts(p, "version")
     options.bisect_environments(p, "bisect on this Python (default: the config's, 3.11); only releases with a wheel "
                                    "for it")
     p.add_argument("--jobs", type=options.integer("jobs", 1), default=2, help="2 (default): both ends measured at "
@@ -260,12 +260,12 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
             if version == versions[-1]:
                 return "bad" if differ else "unclear"
             record = records.get(version) or measure_version(version)
-            verdict, reason = classify(metric, good_end, bad_end, record) if record["status"] == "ok" \
-                else ("unclear", f"{record['status']}: {record['reason']}")
+            ends = (f"{name} {versions[0]}", f"{name} {versions[-1]}")
+            verdict, reason = classify(metric, good_end, bad_end, record, ends) if record["status"] == "ok" \
+                else ("unclear", f"like neither end: {record['status']}: {record['reason']}")
             record["triage"] = {"class": verdict, "why": reason}
-            said = {"good": "like the good end", "bad": "like the bad end", "unclear": "like neither end"}[verdict]
-            status_line(err, f"triage: {name} {version} behaves {said}: {reason}", final=True)
-            return verdict
+            status_line(err, f"triage: {name} {version}: {reason}", final=True)
+            return verdict, reason
 
         outcome = bisect(versions, classify_version, ahead=envs.want if differ else None)
     finally:

@@ -8,6 +8,7 @@ said it. Everything a change of the rule touches is here (docs/layout.md, "Chang
   looks.py     a budgeted run's looks, their plan and level, the runner's Decider and the one stop rule
   floors.py    the floor at the count judged and where it came from (given, calibrated, TF's settling, default)
   settling.py  TF's own heap settling: derived from the references, read, doubled on another TF/Keras
+  scale.py     a middle build placed on the scale of a change (triage's and attribute's classes)
   version.py   the rule's version (PROTOCOL_VERSION) and the stamp a record, calibration or atlas carries
 
 The estimators it stands on are kerasbench.stats'; the records and metrics stand below it (they import nothing
@@ -31,6 +32,7 @@ _NAMES = {
                "GIVEN_FLOOR", "SERIES", "spec_floors",),
     "looks": ("Decider", "early_stop", "held_flat", "LookPlan", "PLAN_SLACK", "StopRule",),
     "pair": ("judge_results", "Judged",),
+    "scale": ("place", "Position", "SCALE_NEAR", "SCALE_Z",),
 }
 
 
@@ -58,6 +60,8 @@ def __getattr__(name: str):
             from . import looks as found
         elif module == "pair":
             from . import pair as found
+        elif module == "scale":
+            from . import scale as found
         else:
             from . import settling as found
     finally:
