@@ -42,7 +42,7 @@ DETECT = 0.95  # share of runs that must say `grows` for a rate to count as dete
 # The level a run's looks are judged at (the default profile's plan: Bonferroni over its looks), so that a floor is
 # what a budgeted run can detect; a fixed count (one look at 0.05) detects at least as much.
 ALPHA = rule.alpha_for(rule.planned_looks(PROFILES["default"].min_iterations, PROFILES["default"].max_iterations,
-                                           PROFILES["default"].sequential))
+                                          PROFILES["default"].sequential))
 FALSE_POSITIVE = 0.05  # largest share of control_noop runs allowed to say `grows`
 HEAPS = {"native": "control_leak_native", "python": "control_leak_python"}
 TF_CONTROL = ("inference", "reuse_model")  # the TF negative control: one model, one input, predict; must read flat

@@ -25,12 +25,10 @@ def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt
     rule.fixed_floors kerasbench score's): the summary reads no calibration itself."""
     from . import stats
 
-    from .rule import PROTOCOL_VERSION
-
     results = [r["result"] for r in repeats if r.get("result")]
     summary = dict.fromkeys(METRICS)
     level = min((rule.alpha(spec, r) for r in results), default=rule.alpha(spec))  # each repeat's plan's
-    summary.update(protocol=PROTOCOL_VERSION, verdict=None, p_trend=None, repeats=len(results), alpha=level)
+    summary.update(protocol=rule.PROTOCOL_VERSION, verdict=None, p_trend=None, repeats=len(results), alpha=level)
     if not results:
         floor, floor_source = floors["rss"](spec.iterations)
         summary.update(floor=floor, floor_source=floor_source)
@@ -58,7 +56,7 @@ def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt
         p_trend=fit.p_trend, verdict=verdict, heap_verdict=heap.verdict if heap else None,
         rss_shape=rss.shape if rss else "inconclusive", heap_shape=heap.shape if heap else None,
         growth_kind=rule.growth_kind(verdict, heap.verdict if heap else None, rss.shape if rss else "",
-                                      heap.shape if heap else "", fit.slope, summary.get("py_blocks_per_iter")),
+                                     heap.shape if heap else "", fit.slope, summary.get("py_blocks_per_iter")),
         why="; ".join(why),
         measured=[r.get("iterations_done") for r in results],
         stopped=[r.get("stop_reason") or "count" for r in results],

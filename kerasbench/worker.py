@@ -324,8 +324,8 @@ def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, 
             last_emit = now
         if tracer:
             tracer.after_iteration(k - 1)
-        growth = series["rss"][-1] - rss_probe.baseline if rss_probe is not None else None
-        stop = rule_.after(k, now - start - paused, growth, new_readings)
+        rss = series.get("rss") if rss_probe is not None else None
+        stop = rule_.after(k, now - start - paused, rss[-1] - rss_probe.baseline if rss else None, new_readings)
         if stop:
             break
     return rule_.reason(stop), rule_.looks, k, first_peak, rule_.fields()

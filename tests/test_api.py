@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kerasbench
-from kerasbench import UsageError, api
+from kerasbench import UsageError, api, rule
 from kerasbench.console import SPARKS
 from kerasbench.units import KIB
 
@@ -59,7 +59,9 @@ def test_html_repr_is_a_table_with_every_record_escaped():
 
 def test_measure_body_and_repro_file(tmp_path):
     results = kerasbench.measure(body=keep_megabyte, iterations=8, warmup=3)
-    assert [(r["loop"], r["strategy"], r["summary"]["verdict"]) for r in results] == [("repro", "reuse_model", "grows")]
+    # the pair's one verdict: RSS may hold 1 MiB a call for the first iterations (freed pages take it), the heap not
+    assert [(r["loop"], r["strategy"], rule.pair_verdict(r["summary"])) for r in results] == \
+        [("repro", "reuse_model", "grows")]
     assert not os.path.exists(results[0]["spec"]["repro"])  # the generated file is gone with its folder
     saved = results.save(str(tmp_path / "out.json"))
     from kerasbench.loading import load_records

@@ -147,7 +147,7 @@ def test_the_deciders_arrays_judge_as_the_lists_did():
             values = series[name][:k]
             teeth = stats.gc_teeth(series["heap"][:k])
             assert decider.last[name] == rule.judge(values, decider.at[name], decider.level, teeth,
-                                                     limit=True), (name, k)  # a given floor: a limit
+                                                    limit=True), (name, k)  # a given floor: a limit
 
 
 def test_a_heap_reader_that_failed_leaves_the_decider_judging_rss_alone():

@@ -248,7 +248,7 @@ def test_pair_verdict_is_rss_and_heap_together():
 
 def _decider():
     return rule.Decider(RunSpec("control", "control_noop", iterations=1000, min_iterations=8, budget=10,
-                                    sequential=True, floor=64 * KIB))
+                                sequential=True, floor=64 * KIB))
 
 
 def test_the_decider_stops_only_when_both_series_are_decided():

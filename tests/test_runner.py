@@ -30,7 +30,9 @@ def test_python_heap_leak_is_measured_within_10_percent():
     record = run("control_leak_python", leak_bytes=256 * KIB)
     s = record["summary"]
     assert abs(s["growth_per_iter"] - 256 * KIB) <= 0.10 * 256 * KIB
-    assert abs(s["objects_per_iter"] - 256 * KIB // 136) <= 3  # each kept tuple, seen by the GC
+    # each kept tuple, seen by the GC: within 0.5 % (the young collection before each reading, protocol 8, changes
+    # which tuples CPython untracks when it examines them: +1933 an iteration where 1929 were counted before)
+    assert abs(s["objects_per_iter"] - 256 * KIB // 136) <= 0.005 * 256 * KIB // 136
 
 
 def test_empty_loop_is_flat_and_retains_nothing():

@@ -206,3 +206,7 @@ def test_the_shipped_references_load_and_say_how_they_were_made():
         assert all(r["spec"]["iterations"] >= 150 and r["spec"]["repeats"] == 2 for r in records
                    if r["strategy"] != "process_isolation" and r["status"] == "ok"), path.name  # the reference profile
         assert path.name in readme and "kerasbench run" in readme, path.name  # the command that made it
+    for path in sorted((folder / "protocol8").glob("*.json")):  # re-made under protocol 8: stamped so, and said
+        records = [r for r, _, _ in load_records([str(path)])]
+        assert records and {r["summary"]["protocol"] for r in records} == {8}, path.name
+        assert f"protocol8/{path.name}" in readme, path.name

@@ -116,7 +116,7 @@ def test_a_bad_settling_file_is_one_line_naming_it(tmp_path, monkeypatch):
 
 
 def test_the_shipped_settling_floor_is_what_the_shipped_references_give(monkeypatch):
-    """docs/calibration/tf-rule.settling.json is remade by `kerasbench calibrate --settling docs/reference/*.json`."""
+    """docs/calibration/tf-settling.json is remade by `kerasbench calibrate --settling docs/reference/*.json`."""
     import os
 
     from kerasbench import floors

@@ -37,7 +37,8 @@ def floor_for(allocator: str, iterations: int, default: float = DEFAULT_FLOOR,
               why: str = "", series: str = "rss") -> Tuple[float, str]:
     """(floor in bytes/iteration, where it came from and why) for a run of `iterations` on `allocator`.
 
-    Uses the best fitting calibration's floor at its largest count <= `iterations`; the default when none
+    Uses the best fitting calibration's floors around `iterations` (floor_between: from its largest count <=
+    `iterations` falling geometrically to the next); the default when none
     fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
     nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration).
     """
