@@ -116,7 +116,8 @@ def test_a_bad_settling_file_is_one_line_naming_it(tmp_path, monkeypatch):
 
 
 def test_the_shipped_settling_floor_is_what_the_shipped_references_give(monkeypatch):
-    """docs/calibration/tf-settling.json is remade by `kerasbench calibrate --settling docs/reference/*.json`."""
+    """docs/calibration/tf-settling.json is remade by `kerasbench calibrate --settling
+    docs/reference/protocol8/*.json` (the references measured by the protocol it judges)."""
     import os
 
     from kerasbench import floors
@@ -124,14 +125,16 @@ def test_the_shipped_settling_floor_is_what_the_shipped_references_give(monkeypa
 
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "docs")
     monkeypatch.setattr("kerasbench.floors.SHIPPED", os.path.join(root, "calibration"))  # the conftest hides it
-    refs = sorted(os.path.join(root, "reference", n) for n in os.listdir(os.path.join(root, "reference"))
+    refs = sorted(os.path.join(root, "reference", "protocol8", n)
+                  for n in os.listdir(os.path.join(root, "reference", "protocol8"))
                   if n.endswith(".json"))
     with open(os.path.join(floors.SHIPPED, rule.settling.NAME)) as f:
         shipped = json.load(f)
     again = rule.settling.derive([r for r, _, _ in load_records(refs)],
-                            lambda r: (lambda n: rule.floor_for("glibc", n, series="heap")),
-                            sources=[os.path.basename(p) for p in refs])
+                                 lambda r: (lambda n: rule.floor_for("glibc", n, series="heap")),
+                                 sources=[os.path.basename(p) for p in refs])
     assert again["floors"] == shipped["floors"] and again["negatives"] == shipped["negatives"]
+    assert shipped["protocol"] == again["protocol"] == 8  # measured by protocol 8, as it judges
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))

@@ -31,8 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show", action="store_true", help="print the stored calibrations, measure nothing")
     p.add_argument("--settling", nargs="+", metavar="REFERENCE", default=None,
                    help="measure nothing: derive the floor of TF's own heap settling per count from reference records "
-                   "(e.g. docs/reference/*.json: their TF pairs whose long runs are flat) and store it beside the "
-                   "calibrations (docs/protocol.md)")
+                   "(e.g. docs/reference/protocol8/*.json: their TF pairs whose long runs are flat) and store it "
+                   "beside the calibrations (docs/protocol.md)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:

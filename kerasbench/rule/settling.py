@@ -130,13 +130,13 @@ def _read(path: str) -> Optional[Dict[str, Any]]:
         floors = {int(n): float(v) for n, v in data["floors"].items()}
     except ReadError as e:
         raise UsageError(f"Bad settling calibration {path}: {e.problem}. Delete it or run "
-                         "`kerasbench calibrate --settling docs/reference/*.json`.") from None
+                         "`kerasbench calibrate --settling docs/reference/protocol8/*.json`.") from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UsageError(f"Bad settling calibration {path}: {e}. Delete it or run "
-                         "`kerasbench calibrate --settling docs/reference/*.json`.") from None
+                         "`kerasbench calibrate --settling docs/reference/protocol8/*.json`.") from None
     if data.get("schema") != SCHEMA or not floors or not all(math.isfinite(v) and v >= 0 for v in floors.values()):
         raise UsageError(f"Bad settling calibration {path}: expected schema {SCHEMA} with finite floors >= 0. "
-                         "Delete it or run `kerasbench calibrate --settling docs/reference/*.json`.")
+                         "Delete it or run `kerasbench calibrate --settling docs/reference/protocol8/*.json`.")
     made_on = [(e.get("tensorflow"), e.get("keras")) for e in data.get("made_on") or () if isinstance(e, dict)]
     return {"floors": floors, "negatives": len(data.get("negatives") or ()), "made_on": made_on,
             "protocol": data.get("protocol"), "path": path}
