@@ -54,6 +54,7 @@ from . import machine as machines, rule, stats
 from .console import markdown_table, text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, headline_metrics
+from .rule import DEFAULT_FLOOR
 from .record import SCHEMA_VERSION, Record
 from .tree import place_of
 from .loading import load_records
@@ -205,34 +206,34 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
     side = {"value": value, "repeats": len(results)}
     if value is None:
         return side
-    spec, rule = METRICS[metric], METRICS[metric].compare
+    spec, how = METRICS[metric], METRICS[metric].compare
     n = min(r.get("iterations_done") or record["spec"]["iterations"] for r in results)
     side["per_repeat"] = ([spec.per_repeat(r, r.get("iterations_done") or n) for r in results]
                           if spec.per_repeat else None)
-    floor = record["summary"].get("floor") or rule.DEFAULT_FLOOR
-    if isinstance(rule, SlopeCI) and rule.series == "heap":  # the heap's own floor (records before it: the RSS one)
+    floor = record["summary"].get("floor") or DEFAULT_FLOOR
+    if isinstance(how, SlopeCI) and how.series == "heap":  # the heap's own floor (records before it: the RSS one)
         floor = record["summary"].get("heap_floor") or floor
-    if isinstance(rule, SlopeCI):  # the record's own judgement (kerasbench.rule), never fitted again here
+    if isinstance(how, SlopeCI):  # the record's own judgement (kerasbench.rule), never fitted again here
         s = record["summary"]
-        prefix, verdict = ("heap_growth", s.get("heap_verdict")) if rule.series == "heap" else ("growth", s["verdict"])
+        prefix, verdict = ("heap_growth", s.get("heap_verdict")) if how.series == "heap" else ("growth", s["verdict"])
         low, high = (s.get(f"{prefix}_ci_{end}") for end in ("low", "high"))
         kind = s.get("growth_kind")  # what grew (rule.growth_kind), named beside the verdict
         side.update(low=float("nan") if low is None else low, high=float("nan") if high is None else high,
                     verdict=f"{verdict} ({kind})" if kind else str(verdict), bare=str(verdict), floor=floor,
                     alpha=s.get("alpha") or ALPHA)
-    elif isinstance(rule, Magnitude):
+    elif isinstance(how, Magnitude):
         noise = _spread(side["per_repeat"])
-        if rule.series_noise:
+        if how.series_noise:
             scatter = [residual_noise(r["series"]["rss"]) for r in results]
             scatter = [v for v in scatter if np.isfinite(v)]
             noise = _nanmax(noise, float(np.median(scatter)) if scatter else float("nan"))
         side.update(noise=noise, iterations=n)
-    elif isinstance(rule, ExactCount):
+    elif isinstance(how, ExactCount):
         side["functions"] = results[0].get("functions")  # which tf.functions, for the why of a changed count
         warmup = record["spec"].get("warmup") or 0
         side["lengths"] = [warmup + (r.get("iterations_done") or n) for r in results]  # iterations the count spans
         side["rates"] = [loop_rate(r, metric) for r in results]
-    elif isinstance(rule, TimingBand):
+    elif isinstance(how, TimingBand):
         side.update(seconds=[s for r in results for s in r["series"].get("seconds") or []],
                     jobs=record["spec"].get("jobs") or 1, load=load_per_cpu(record))
     return side
@@ -260,20 +261,20 @@ def uncertain_value(metric: str, side: Side) -> Optional[Tuple[float, float]]:
     """
     from statistics import NormalDist
 
-    value, rule = side.get("value"), METRICS[metric].compare if metric in METRICS else None
+    value, how = side.get("value"), METRICS[metric].compare if metric in METRICS else None
     if value is None or not math.isfinite(value):
         return None
-    if isinstance(rule, SlopeCI):
+    if isinstance(how, SlopeCI):
         low, high, alpha = side.get("low", float("nan")), side.get("high", float("nan")), side.get("alpha") or ALPHA
         if not (math.isfinite(low) and math.isfinite(high)):
             return None
         return float(value), (high - low) / 2 / NormalDist().inv_cdf(1 - alpha / 2)
-    if isinstance(rule, Magnitude):
+    if isinstance(how, Magnitude):
         noise = side.get("noise", float("nan"))
         if not math.isfinite(noise) or noise <= 0:  # as _magnitude: unknown, unless taken at face value
-            return (float(value), 0.0) if rule.face_value_alone else None
+            return (float(value), 0.0) if how.face_value_alone else None
         return float(value), float(noise)
-    if isinstance(rule, ExactCount):
+    if isinstance(how, ExactCount):
         if len(set(side.get("lengths") or ())) > 1:
             return None
         spread = _spread(side.get("per_repeat") or [])
@@ -438,15 +439,15 @@ def judge(metric: str, base: Side, new: Side) -> Tuple[str, str]:
     """(verdict, why) for one cell, from the two versions' sides (see cell_side), by the metric's compare rule."""
     if base["value"] is None or new["value"] is None:
         return "n/a", "no value" + (" for the baseline" if base["value"] is None else "")
-    rule = METRICS[metric].compare if metric in METRICS else None
-    if isinstance(rule, SlopeCI):
+    how = METRICS[metric].compare if metric in METRICS else None
+    if isinstance(how, SlopeCI):
         return _slope_ci(base, new)
-    if isinstance(rule, Magnitude):
-        return _magnitude(base, new, rule)
-    if isinstance(rule, ExactCount):
+    if isinstance(how, Magnitude):
+        return _magnitude(base, new, how)
+    if isinstance(how, ExactCount):
         return _exact_count(base, new, METRICS[metric].unit)
-    if isinstance(rule, TimingBand):
-        return _timing_band(base, new, rule)
+    if isinstance(how, TimingBand):
+        return _timing_band(base, new, how)
     raise ValueError(metric)
 
 
@@ -576,9 +577,9 @@ COLUMNS = ("loop", "strategy", "metric", "baseline", "value", "ratio", "verdict"
 
 def difference_text(metric: str, diff: float) -> str:
     """A signed difference of `metric` as people read it (the ratio column where a ratio would mislead)."""
-    rule = METRICS[metric].compare
-    if isinstance(rule, Magnitude):
-        return rule.difference(diff)
+    how = METRICS[metric].compare
+    if isinstance(how, Magnitude):
+        return how.difference(diff)
     text = METRICS[metric].show(diff)
     return text if text.startswith(("+", "-")) else f"{'+' if diff >= 0 else ''}{text}"
 

@@ -13,8 +13,10 @@ def run(strategy, **kwargs):
 
 
 # Below glibc's mmap threshold (128 KiB) a leak first fills the holes that imports left in the
-# heap, and RSS does not move until they are used up: 64 KiB needs 60 iterations to be seen whole.
-@pytest.mark.parametrize("kib,iterations", [(64, 60), (256, 30), (1024, 30)])
+# heap, and RSS does not move until they are used up: 64 KiB needed 60 iterations to be seen whole, and on this VM
+# on 2026-12-04 (protocol 7's code too) RSS stayed flat for ~35 iterations (2.2 MiB of holes): +25.5 over 60,
+# +64.1 over 120.
+@pytest.mark.parametrize("kib,iterations", [(64, 120), (256, 30), (1024, 30)])
 def test_native_leak_of_known_size_is_measured_within_10_percent(kib, iterations):
     record = run("control_leak_native", leak_bytes=kib * KIB, iterations=iterations)
     assert record["status"] == "ok"

@@ -113,7 +113,7 @@ def peak_record(version, over_setup, seed):
     """A record of 8 iterations, 2 repeats, whose peak over setup is `over_setup` (plus a few MiB between repeats)."""
     import numpy as np
 
-    from kerasbench.protocol import spec_floors
+    from kerasbench.rule import spec_floors
     from kerasbench.runner import RunSpec
     from kerasbench.summary import summarize
 
