@@ -126,3 +126,36 @@ def test_the_graph_counts_every_import_form(tmp_path):
     assert find_cycle(graph) == ["pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.sub.e", "pkg.a"]
     graph["pkg.sub.e"].discard("pkg.a")
     assert find_cycle(graph) is None
+
+
+def test_the_rules_names_load_from_many_threads_at_once():
+    """The runner watches its workers from threads, each asking the rule's lazy namespace for the Decider: a name
+    being loaded by one thread must not read as missing in another (CI saw `cannot import name 'Decider'`)."""
+    import subprocess
+    import sys
+
+    script = textwrap.dedent("""
+        import threading
+        import kerasbench.rule as rule
+
+        names = ["Decider", "judge", "look_points", "floor_at", "judge_results", "place", "settling", "StopRule"]
+        start, errors = threading.Barrier(16), []
+
+        def ask(k):
+            start.wait()
+            for i in range(300):
+                try:
+                    getattr(rule, names[(k + i) % len(names)])
+                except Exception as e:
+                    errors.append(repr(e))
+
+        threads = [threading.Thread(target=ask, args=(k,)) for k in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(len(errors), errors[:1])
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("0 "), out.stdout

@@ -20,6 +20,8 @@ on first use (`rule.judge`, `from kerasbench.rule import Decider`), from the mod
 
 from __future__ import annotations
 
+import threading
+
 from .version import PROTOCOL_VERSION as PROTOCOL_VERSION, one_version as one_version  # noqa: F401 (the namespace)
 from .version import version_of as version_of, version_text as version_text  # noqa: F401
 
@@ -36,7 +38,9 @@ _NAMES = {
 }
 
 
-_LOADING: set = set()  # modules being imported now: `from . import x` asks hasattr first, which must say no
+# (thread, module) being imported now: `from . import x` asks hasattr first, which must say no in that thread only
+# (the runner watches its workers from threads; another thread asking meanwhile waits on the import's own lock).
+_LOADING: set = set()
 
 
 def __getattr__(name: str):
@@ -46,9 +50,10 @@ def __getattr__(name: str):
         return ALPHA
     module = name if name in _NAMES or name == "settling" else \
         next((m for m, names in _NAMES.items() if name in names), None)
-    if module is None or module in _LOADING:
+    loading = (threading.get_ident(), module)
+    if module is None or loading in _LOADING:
         raise AttributeError(f"module 'kerasbench.rule' has no attribute {name!r}")
-    _LOADING.add(module)
+    _LOADING.add(loading)
     try:
         if module == "series":
             from . import series as found
@@ -65,8 +70,10 @@ def __getattr__(name: str):
         else:
             from . import settling as found
     finally:
-        _LOADING.discard(module)
-    return found if name == module else getattr(found, name)
+        _LOADING.discard(loading)
+    value = found if name == module else getattr(found, name)
+    globals()[name] = value  # asked once: later reads do not come here
+    return value
 
 
 __all__ = sorted(["ALPHA", "settling", "PROTOCOL_VERSION", "one_version", "version_of", "version_text",
