@@ -34,7 +34,7 @@ def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt
         summary.update(floor=floor, floor_source=floor_source)
         partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
         if partial:  # a stopped worker: its growth until the stop is still worth showing
-            judged = rule.judge(partial[0], floors["rss"], summary["alpha"])
+            judged = rule.judge(partial[0], floors["rss"], summary["alpha"], period=rule.period_of(spec))
             summary.update({m.name: getattr(judged.fit, m.rss_fit) for m in METRICS.values() if m.rss_fit})
             summary.update(p_trend=judged.fit.p_trend, verdict=judged.verdict, floor=judged.floor,
                            floor_source=judged.floor_source)

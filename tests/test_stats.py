@@ -248,3 +248,32 @@ def test_ends_within_their_own_uncertainty_or_unknown_place_nothing():
     assert rule.place((0.0, 10.0), (20.0, 10.0), (0.0, 0.0)).kind == "undecided"  # 20 < 2 × 1.96 × 14.1
     assert "do not differ" in rule.place((0.0, 10.0), (20.0, 10.0), (0.0, 0.0)).text()
     assert rule.place((0.0, float("nan")), (100.0, 1.0), (0.0, 1.0)).kind == "undecided"
+
+
+def _periodic(rates, period=120, seed=11, noise=2 * KIB):
+    """A heap of varying inputs: per period `rates[k]` bytes/iteration (the first one TF's new traces)."""
+    steps = np.concatenate([np.full(period, float(rate)) for rate in rates])
+    return 100 * MIB + np.cumsum(steps) + np.random.default_rng(seed).normal(0, noise, steps.size)
+
+
+def test_a_heap_still_settling_period_after_period_is_settling_not_a_leak():
+    # TF 2.12.1's batch_stream × varying_batch_shapes (docs/reference): +550 KiB/iteration while 120 batch sizes
+    # trace, +16 through the second period, +2 through the third; a reference 1,837 iterations long reads +0.3, flat.
+    heap = _periodic([550 * KIB, 16 * KIB, 2 * KIB, 2 * KIB])[:3 * 120 + 5]
+    assert rule.judge(heap, 800.0).verdict == "grows"  # blind to the period: the halves' test passes
+    judged = rule.judge(heap, 800.0, period=120)
+    assert (judged.verdict, judged.shape) == ("inconclusive", "settling")
+    assert "between the last two periods of its 120 inputs" in judged.why
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_leak_over_varying_inputs_still_grows_period_after_period(seed):
+    heap = _periodic([550 * KIB, 4 * KIB, 4 * KIB, 4 * KIB], seed=seed)[:3 * 120 + 5]
+    judged = rule.judge(heap, 800.0, period=120)
+    assert (judged.verdict, judged.shape) == ("grows", "grows")
+    assert judged.fit.low <= 4 * KIB <= judged.fit.high * 1.05
+
+
+def test_under_three_periods_the_period_cannot_be_judged():
+    heap = _periodic([550 * KIB, 16 * KIB, 2 * KIB])[:2 * 120 + 60]
+    assert rule.judge(heap, 800.0, period=120).verdict == rule.judge(heap, 800.0).verdict

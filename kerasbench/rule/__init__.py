@@ -33,7 +33,7 @@ _NAMES = {
     "floors": ("calibration_stamp", "DEFAULT_FLOOR", "fixed_floors", "floor_at", "floor_for", "floor_stamp", "FloorAt",
                "GIVEN_FLOOR", "SERIES", "spec_floors",),
     "looks": ("Decider", "early_stop", "held_flat", "LookPlan", "PLAN_SLACK", "StopRule",),
-    "pair": ("judge_results", "Judged",),
+    "pair": ("judge_results", "Judged", "period_of",),
     "scale": ("place", "Position", "SCALE_NEAR", "SCALE_Z",),
 }
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional
 from .. import stats
 from .counts import alpha, alpha_for, look_points
 from .floors import SERIES, floor_at, spec_floors
+from .pair import period_of
 from .series import Judgement, judge
 
 PLAN_SLACK = 1.5  # a run plans its looks up to 1.5× the count its first look's speed projects for the budget
@@ -94,6 +95,7 @@ class Decider:
         self.series: Dict[str, array] = {name: array("d") for name in SERIES}
         self.gaps: set = set()  # series a None came in (a reader that failed): never judged again, nor kept
         self.level = alpha(spec)
+        self.period = period_of(spec)
         self.at = spec_floors(spec)
         self.best = {name: self.at[name](spec.iterations)[0] for name in SERIES}
         self.last: Dict[str, Judgement] = {}
@@ -127,7 +129,7 @@ class Decider:
                 continue  # no heap reader: RSS alone decides
             heap = self.series["heap"]
             teeth = stats.gc_teeth(heap) if heap and len(heap) == len(values) and "heap" not in self.gaps else None
-            judgement = judge(values, self.at[name], self.level, teeth, self.spec.floor is not None)
+            judgement = judge(values, self.at[name], self.level, teeth, self.spec.floor is not None, self.period)
             previous, self.last[name] = self.last.get(name), judgement
             now[name] = judgement
             decided = decided and early_stop(judgement, self.best[name], previous)

@@ -23,6 +23,17 @@ def _teeth(result: dict) -> Optional[Any]:
     return stats.gc_teeth(heap) if heap else None
 
 
+def period_of(spec: Any) -> int:
+    """Iterations before `spec`'s inputs repeat (its strategy's period; 1 for a strategy this kerasbench lacks)."""
+    from ..errors import UsageError
+    from ..strategies import get_strategy
+
+    try:
+        return get_strategy(getattr(spec, "strategy", None)).period
+    except UsageError:
+        return 1
+
+
 @dataclass(frozen=True)
 class Judged:
     """One series over a pair's repeats: each repeat's judgement and what they say together."""
@@ -55,6 +66,7 @@ def judge_results(results: Sequence[dict], spec: Any, series: str, at: FloorAt) 
         return at(min(n, count))
 
     limit = getattr(spec, "floor", None) is not None  # a given floor is the user's threshold (series.verdict)
-    judgements = [judge(v, common, alpha(spec, r), t, limit) for v, r, t in zip(values, results, teeth)]
+    period = period_of(spec)
+    judgements = [judge(v, common, alpha(spec, r), t, limit, period) for v, r, t in zip(values, results, teeth)]
     fit, verdict, shape, why = combine(judgements)
     return Judged(judgements, fit, verdict, shape, why, count)

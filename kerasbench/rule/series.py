@@ -94,7 +94,7 @@ def _floor_at(floor: Floor, n: int) -> Tuple[float, str]:
 
 
 def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = ALPHA,
-          teeth: Optional[np.ndarray] = None, limit: bool = False) -> Judgement:
+          teeth: Optional[np.ndarray] = None, limit: bool = False, period: int = 1) -> Judgement:
     """The verdict of one series: its warm-up cut (steady_start), the rest fitted and judged at `floor`.
 
     `floor` is bytes/iteration, or a function of the measured count giving (floor, where it came from): floors
@@ -108,6 +108,9 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     floor) is inconclusive, a growth that starts late (glibc's free heap pages absorb a leak until they are used up).
     `teeth` (gc_teeth of the pair's heap, a bool per difference) marks the GC's falls: the halves' rates for the
     persistence test are taken between them (between_teeth). `limit`: the floor is a user's threshold (verdict's).
+    `period`: iterations before the inputs repeat (a varying strategy's batch sizes); from three periods measured,
+    growth persists only if the last period's rate is not under half the one before it (period_slows): TF 2.12's
+    heap still settles through the second period of 120 batch sizes, after the halves' test has passed.
     """
     y = np.asarray(values, dtype=float)
     start, unsettled = steady_start(y)
@@ -144,6 +147,9 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     # phase of the teeth, not a slowing (a settling heap reads +1112, +346 and +539: still settling).
     persists = (not unsettled and min(early, late) >= PERSIST_SHARE * floor_value
                 and (late * DECELERATION >= early or late >= LATE_OF_WINDOW * fit.slope or late_fit is not None))
+    by_period = period_slows(y, period) if found == "grows" and persists else None
+    if by_period is not None:
+        persists = False
     if found == "grows" and persists:
         return Judgement(fit, found, "grows", start, floor_value, source)
     starts_late = _starts_late(late_fit, len(window) - len(window) // 2) if found != "grows" else ""
@@ -157,6 +163,10 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
         shape = "step"
         why = (f"one step of {rise / KIB:+.0f} KiB at iteration {start + jump + 1}, flat around it: measure longer "
                "to see whether it repeats")
+    elif by_period is not None:
+        shape, why = "settling", (f"growth slows from {by_period[0] / KIB:+.1f} to {by_period[1] / KIB:+.1f} "
+                                  f"KiB/iteration between the last two periods of its {period} inputs: still "
+                                  "settling, measure longer")
     elif slows and early > max(late, 0) * DECELERATION and early >= PERSIST_SHARE * floor_value:
         shape, why = "settling", (f"growth slows from {early / KIB:+.1f} to {late / KIB:+.1f} KiB/iteration "
                                   "between the halves: still settling, measure longer")
@@ -181,6 +191,20 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
 
 
 _BETWEEN = " between the GC's teeth"
+
+
+def period_slows(values: np.ndarray, period: int) -> Optional[Tuple[float, float]]:
+    """(the previous period's rate, the last one's) when the last `period` iterations grow at under half the rate of
+    the `period` before them, their intervals apart; None when not, or when fewer than three periods were measured
+    (the one before the last would hold the first period's new inputs: a slowing any series of new shapes shows)."""
+    n = len(values)
+    if period <= 1 or n < 3 * period + 1:
+        return None
+    before = fit_growth(values[n - 1 - 2 * period:n - period], 1 - ALPHA)
+    last = fit_growth(values[n - 1 - period:], 1 - ALPHA)
+    if before.low > last.high and before.slope > max(last.slope, 0.0) * DECELERATION:
+        return before.slope, last.slope
+    return None
 
 
 def _late_fit(window: np.ndarray, floor: Floor, alpha: float, limit: bool = False) -> Optional[Fit]:
