@@ -23,6 +23,7 @@ import functools
 import gc
 import linecache
 import os
+import re
 import sys
 import sysconfig
 import tempfile
@@ -570,7 +571,8 @@ def text(records: Sequence[Dict[str, Any]]) -> str:
             continue
         out.append(f"  Python heap growth {_kib(trace['python_bytes_per_iter'])}/iteration; trace cost "
                    f"{trace['seconds_in_loop']:.2f} s in the loop, {trace['seconds_after']:.2f} s after it")
-        out += _user_text(trace) + _holders_text(trace)
+        kept = _kept_names(trace)
+        out += _lead_text(trace, kept) + _holders_text(trace) + _user_text(trace, kept)
         out.append("  Python allocation sites that grow (per iteration):")
         for s in trace["python_sites"]:
             out.append(f"    {_kib(s['bytes_per_iter']):>14} {s['count_per_iter']:+9.1f} blocks  {_short(s['site'])}")
@@ -588,22 +590,93 @@ def text(records: Sequence[Dict[str, Any]]) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
-def _user_text(trace: Trace) -> List[str]:
-    """The user's lines first: each with its source (where the file is readable here), the library call it made
-    and where that path allocated."""
+_NAMED = re.compile(r"`([^`]+)`")
+# A line that puts an object into a container it names: `kept.append(x)`, `kept[k] = x`, `kept += [x]`, ...
+_KEEPS = r"\b{name}\s*(?:\.\s*(?:append|extend|insert|add|update|setdefault|appendleft)\s*\(|\[[^\]]*\]\s*=[^=]|\+=)"
+
+
+def _kept_names(trace: Trace) -> List[Tuple[str, str, Dict[str, Any]]]:
+    """(name, the file it lives in or '', holder) of each rooted chain's names that a line of code can use to keep
+    an object: the module global (`histories`), the attributes and keys on the way; the type that grows most first."""
+    names = []
+    for h in trace.get("holders") or ():
+        if not h.get("rooted"):
+            continue
+        for link in h.get("held_by") or ():
+            found = _NAMED.search(link)
+            if found:
+                where = link.rsplit(" in ", 1)[1] if link.startswith("module global ") and " in " in link else ""
+                names.append((found.group(1).rsplit(".", 1)[-1], where, h))
+    return names
+
+
+def _source(site: str) -> str:
+    path, _, line = site.rpartition(":")
+    return linecache.getline(path, int(line)).strip() if line.isdigit() else ""
+
+
+def _names_in(source: str, kept: List[Tuple[str, str, Dict[str, Any]]]) -> Optional[Tuple[str, str, Dict[str, Any]]]:
+    """The first of `kept` whose name `source` uses as a word."""
+    return next((k for k in kept if re.search(rf"\b{re.escape(k[0])}\b", source)), None)
+
+
+def _keeping_lines(trace: Trace, kept: List[Tuple[str, str, Dict[str, Any]]]) -> List[Tuple[str, str, str]]:
+    """(file:line, source, name) of the lines of the user's files that put an object into a container a holder chain
+    names (`histories.append(...)`): the user sites' files, searched; at most three."""
+    files = []
+    for s in trace.get("user_sites") or ():
+        path = s["site"].rpartition(":")[0]
+        if path not in files:
+            files.append(path)
+    found = []
+    for name, where, _ in kept:
+        pattern = re.compile(_KEEPS.format(name=re.escape(name)))
+        for path in files:
+            if where and os.path.basename(path) != where:
+                continue
+            for n, text in enumerate(linecache.getlines(path), 1):
+                match = pattern.search(text.split("#", 1)[0])
+                before = text[:match.start()] if match else ""
+                if match and before.count('"') % 2 == 0 and before.count("'") % 2 == 0:  # code, not a string's text
+                    found.append((f"{path}:{n}", text.strip(), name))
+        if found:
+            break
+    return found[:3]
+
+
+def _lead_text(trace: Trace, kept: List[Tuple[str, str, Dict[str, Any]]]) -> List[str]:
+    """One line to act on first: what holds a type that grows (the one that grows most, of those a line of the
+    user's files adds to its holder) and that line; nothing when no such line is found."""
+    lines = _keeping_lines(trace, kept)
+    if not lines:  # a chain no line of the user's adds to (a class attribute of a library) is not where to look
+        return []
+    name = lines[0][2]
+    holder = next(h for n, _, h in kept if n == name)
+    kind = holder["type"].rsplit(".", 1)[-1]
+    where = "; ".join(f"{_short(site)} `{source if len(source) <= 60 else source[:59] + '…'}`"
+                      for site, source, _ in lines)
+    return [f"  look first: {kind} ×{holder['alive']} ({holder['per_iter']:+.1f}/iteration) kept in `{name}`, by "
+            f"{where}"]
+
+
+def _user_text(trace: Trace, kept: Optional[List[Tuple[str, str, Dict[str, Any]]]] = None) -> List[str]:
+    """The user's lines: those that name what holds the growing objects first, then by growth; each with its source
+    (where the file is readable here), the library call it made and where that path allocated."""
     if "user_sites" not in trace:
         return []
     if not trace["user_sites"]:
         return [f"  your code: none of the growth goes through it (within the {trace.get('frames', '?')} frames kept "
                 "per allocation)"]
     out = ["  your code that the growth goes through (each allocation at its innermost line in your files, per "
-           "iteration):"]
-    for s in trace["user_sites"]:
+           "iteration; lines that name what holds them first):"]
+    sites = sorted(trace["user_sites"], key=lambda s: _names_in(_source(s["site"]), kept or []) is None)
+    for s in sites:
         out.append(f"    {_kib(s['bytes_per_iter']):>14} {s['count_per_iter']:+9.1f} blocks  {_short(s['site'])}")
-        path, _, line = s["site"].rpartition(":")
-        source = linecache.getline(path, int(line)).strip() if line.isdigit() else ""
+        source = _source(s["site"])
         if source:
-            out.append(f"    {'':>14} {'':>16}    {source if len(source) <= 90 else source[:89] + '…'}")
+            named = _names_in(source, kept or [])
+            tail = f"   ← names `{named[0]}`, which holds them" if named else ""
+            out.append(f"    {'':>14} {'':>16}    {source if len(source) <= 90 else source[:89] + '…'}{tail}")
         calls = s["stack"][1:]
         for i, frame in enumerate(calls):
             how = "calls" if i == 0 and len(calls) == 2 else "allocates at"

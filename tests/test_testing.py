@@ -32,6 +32,20 @@ def leak_into(ctx):
     ctx.append(np.ones(LEAK // 8))
 
 
+class Box:
+    """A GC-tracked object holding a buffer (a numpy array alone is not tracked: nothing could say what holds it)."""
+
+    def __init__(self):
+        self.data = np.ones(LEAK // 8)
+
+
+BOXES = []
+
+
+def boxing_body():
+    BOXES.append(Box())  # the line that keeps them
+
+
 def raising_body():
     raise ValueError("the body's own error")
 
@@ -106,3 +120,19 @@ def test_tf_predict_body_flat_and_leaking():
     assert assert_no_growth(tf_bodies.predict, **settings)["summary"]["verdict"] == "flat"
     with pytest.raises(AssertionError, match="verdict grows"):
         assert_no_growth(tf_bodies.predict_leaking, **settings)
+
+
+def test_a_failure_says_how_to_find_where_and_a_traced_one_says_where():
+    with pytest.raises(AssertionError) as failed:
+        assert_no_growth(leak_body, **QUICK)
+    assert str(failed.value).splitlines()[-1].startswith("  where: run it again with trace=10")
+    with pytest.raises(AssertionError) as failed:
+        assert_no_growth(boxing_body, trace=5, **QUICK)
+    text = str(failed.value)
+    assert "where: run it again" not in text
+    lead = next(line for line in text.splitlines() if line.startswith("  look first"))
+    line = next(n for n, text in enumerate(open(__file__), 1) if "# the line that keeps them" in text)
+    assert lead.startswith("  look first: Box ×") and "(+1.0/iteration) kept in `BOXES`, by " in lead, lead
+    assert lead.endswith(f"test_testing.py:{line} `BOXES.append(Box())  # the line that keeps them`"), lead
+    assert "held by list (len " in text and "module global `BOXES` in test_testing.py" in text
+    assert "Python allocation sites" not in text  # the trace's own tail stays in the record

@@ -201,7 +201,8 @@ def test_the_users_line_comes_first_and_the_list_and_global_that_hold_its_object
     first = lines.index(next(line for line in lines if line.startswith("  your code")))
     assert lines[first + 1].endswith(f"my_repro.py:{MY_LINE}") and first < lines.index("  Python allocation sites "
                                                                                        "that grow (per iteration):")
-    assert lines[first + 2].strip() == "blobs.append(Blob(copy.deepcopy(TEMPLATE)))  # the user's line"  # its source
+    assert lines[first + 2].strip() == ("blobs.append(Blob(copy.deepcopy(TEMPLATE)))  # the user's line   ← names "
+                                        "`blobs`, which holds them")  # its source, and what it names
     assert "    Blob ×6 (+1.0/iteration) held by list (len 6) ← module global `blobs` in my_repro.py\n" in text
 
 
@@ -261,8 +262,51 @@ def test_run_trace_names_the_repro_line_and_the_global_that_holds_its_objects(tm
     assert all(s["site"].startswith(str(tmp_path)) for s in t["user_sites"])  # the worker's frames are kerasbench's
     assert t["holders"][0]["held_by"][1:] == ["module global `blobs` in my_repro.py"]
     text = out.getvalue()
-    assert text.index("your code") < text.index("what holds") < text.index("Python allocation sites")
+    assert text.index("look first") < text.index("what holds") < text.index("your code") \
+        < text.index("Python allocation sites")
     assert "held by list (len 5) ← module global `blobs` in my_repro.py" in text
+
+
+KEPT_REPRO = '''"""The issue's shape: a large object made on one line (a fit), kept by another (an append)."""
+runs = []
+
+
+class Run:
+    def __init__(self):
+        self.weights = [[0.0] * 256 for _ in range(16)]
+
+
+def fit():
+    return Run()
+
+
+def iteration(ctx, model):
+    run = fit()  # where it is allocated
+    runs.append(run)  # what keeps it
+'''
+
+
+def test_the_trace_leads_with_the_line_that_keeps_what_grows_not_the_one_that_allocates_most(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace, "_memray", lambda: None)
+    path = tmp_path / "kept_repro.py"
+    path.write_text(KEPT_REPRO)
+    code, tracer = repro.ReproFile(str(path)), trace.Tracer(top=5, iterations=6)
+    tracer.start()
+    for k in range(6):
+        code.iteration(None)
+        tracer.after_iteration(k)
+    t = tracer.result()
+    line = {key: n for n, text in enumerate(KEPT_REPRO.splitlines(), 1) for key in ("allocated", "keeps")
+            if f"# where it is {key}" in text or f"# what {key}" in text}
+    assert t["user_sites"][0]["bytes_per_iter"] > 10 * max([s["bytes_per_iter"] for s in t["user_sites"][1:]] or [0])
+    text = trace.text([{"loop": "repro", "strategy": "reuse_model", "repeats": [{"result": {"trace": t}}]}])
+    lines = text.splitlines()
+    assert lines[2].startswith("  Python heap growth")  # the trace's heading, then the line to act on
+    assert lines[3] == (f"  look first: Run ×6 (+1.0/iteration) kept in `runs`, by {path}:{line['keeps']} "
+                        "`runs.append(run)  # what keeps it`"), text
+    assert text.index("what holds") < text.index("your code") < text.index("Python allocation sites")
+    shown = [s for s in lines if s.strip().startswith(("runs.append", "run = fit()"))]
+    assert shown[0].strip().startswith("runs.append") or len(shown) == 1  # the keeping line first where it grew
 
 
 HISTORY_REPRO = '''"""Every Keras History kept: each holds its model."""
@@ -303,3 +347,6 @@ def test_run_trace_on_kept_keras_histories_names_the_fit_line_and_the_list(tmp_p
     history = t["holders"][0]
     assert history["type"].endswith(".History") and history["alive"] == 4
     assert history["held_by"] == ["list (len 4)", "module global `histories` in history_repro.py"]
+    text = out.getvalue()
+    lead = next(line for line in text.splitlines() if line.startswith("  look first"))
+    assert lead.startswith(f"  look first: History ×4 (+1.0/iteration) kept in `histories`, by {path}:{fit} "), lead
