@@ -195,6 +195,20 @@ def test_triggers_jobs_and_gates(workflow):
     assert 'asv machine --yes --machine "$KERASBENCH_MACHINE"' in cpu_steps and "gha-ubuntu-" in cpu_steps
 
 
+def test_measured_results_are_uploaded_even_when_a_step_fails_and_tf_threads_are_pinned(workflow):
+    """A failed step (the gate, the base's run) must not lose what was measured before it; the gated timings are
+    measured with TF's pools pinned on the shared runners."""
+    measuring = [name for name in ("cpu", "gpu") if name in workflow["jobs"]]
+    assert measuring
+    for name in measuring:
+        job = workflow["jobs"][name]
+        uploads = [step for step in job["steps"] if str(step.get("uses", "")).startswith("actions/upload-artifact")
+                   and str(step["with"]["name"]).startswith("results-")]
+        assert uploads and all("always()" in str(step.get("if", "")) for step in uploads), name
+    env = workflow["jobs"]["cpu"]["env"]
+    assert int(env["TF_NUM_INTRAOP_THREADS"]) > 0 and int(env["TF_NUM_INTEROP_THREADS"]) > 0
+
+
 def test_job_list_comes_from_envs_json(workflow):
     jobs = workflow["jobs"]
     for kind in ("cpu", "gpu"):
