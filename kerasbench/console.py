@@ -5,6 +5,7 @@ One text-table renderer (`text_table`, tabulate's) serves the run table, compare
 
 import re
 import threading
+import time
 from typing import Iterable, List, Sequence, TextIO
 
 import tabulate as _tabulate_module
@@ -89,18 +90,31 @@ class Progress:
     so two pairs never overwrite each other's line), through one lock.
     """
 
-    def __init__(self, stream: TextIO, total_pairs: int, warmup: int, concurrent: bool = False):
+    def __init__(self, stream: TextIO, total_pairs: int, warmup: int, concurrent: bool = False,
+                 clock=time.monotonic):
         self.stream, self.total, self.warmup, self.concurrent = stream, total_pairs, warmup, concurrent
         self.label = ""
         self.iterations = 0
         self._lock = threading.Lock()
+        self._clock, self._root = clock, self  # the run's Progress counts the pairs done and the time since it began
+        self.started, self.finished = clock(), 0
 
     def pair(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0) -> "Progress":
         """The Progress of one of several pairs measured at once: the same stream, whole lines only."""
-        mine = Progress(self.stream, self.total, self.warmup, concurrent=True)
-        mine._lock = self._lock
+        mine = Progress(self.stream, self.total, self.warmup, concurrent=True, clock=self._clock)
+        mine._lock, mine._root = self._lock, self._root
         mine.start(index, loop, strategy, iterations, budget)
         return mine
+
+    def status(self) -> str:
+        """'2 of 58 done, 0:45 elapsed, ~21:30 left': the run's pairs done (the label's [i/N] is a pair's place in the
+        run, not a count), its time, and the rest at the pace of the pairs done so far (none before the first)."""
+        root = self._root
+        elapsed = self._clock() - root.started
+        text = f"{root.finished} of {root.total} done, {clock_text(elapsed)} elapsed"
+        if 0 < root.finished < root.total:
+            text += f", ~{clock_text(elapsed / root.finished * (root.total - root.finished))} left"
+        return text
 
     def _show(self, text: str, final: bool = False, milestone: bool = False) -> None:
         with self._lock:
@@ -122,7 +136,7 @@ class Progress:
         kind = ev["event"]
         if kind == "start":
             repeat = f" r{ev['repeat'] + 1}" if ev["repeat"] else ""
-            self._show(f"{self.label}{repeat}: starting a fresh worker", milestone=True)
+            self._show(f"{self.label}{repeat}: starting a fresh worker ({self.status()})", milestone=True)
         elif kind == "warmup":
             text = f"{self.label} r{ev['repeat'] + 1}: warm-up {ev['iteration'] + 1}/{self.warmup}"
             self._show(text, milestone=ev["iteration"] == 0)
@@ -142,12 +156,21 @@ class Progress:
         """The pair's outcome, on a line of its own: its one verdict (then RSS's and the heap's, what grew) and RSS's
         growth, or why it did not run."""
         s = record["summary"]
+        with self._lock:
+            self._root.finished += 1
         if record["status"] == "ok":
             text = (f"{self.label}: {verdict_text(s)}, RSS {kib_text(s['growth_per_iter'])} KiB/iteration, "
                     f"{_measured(record) or 'no'} iterations")
         else:
             text = f"{self.label}: {record['status']}: {record['reason']}"
-        self._show(text, final=True)
+        self._show(f"{text} ({self.status()})", final=True)
+
+
+def clock_text(seconds: float) -> str:
+    """'0:45', '12:05', '1:02:09': a duration as a clock reads it."""
+    seconds = int(round(max(0.0, seconds)))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
 def verdict_text(summary: dict) -> str:
