@@ -631,8 +631,9 @@ def counts(cells: Sequence[Cell]) -> str:
     return ", ".join(f"{n} {v}" for v, n in found.items() if n)
 
 
-def render_table(cells: Sequence[Cell], context: str) -> str:
-    return "\n".join(text_table(COLUMNS, _rows(cells)) + ["", context, counts(cells)]) + "\n"
+def render_table(cells: Sequence[Cell], context: str, width: Optional[int] = None) -> str:
+    """The table, its `why` column wrapped to fit `width` characters (None: one line a cell)."""
+    return "\n".join(text_table(COLUMNS, _rows(cells), width) + ["", context, counts(cells)]) + "\n"
 
 
 def render_markdown(cells: Sequence[Cell], context: str) -> str:
@@ -706,11 +707,11 @@ def build_text(env: Dict[str, Any]) -> str:
     return f", {name}{f' ({git})' if git else ''}" if name else ""
 
 
-def render(cells: Sequence[Cell], groups: Groups, fmt: str) -> str:
-    """The comparison as text in `fmt` (one of FORMATS)."""
+def render(cells: Sequence[Cell], groups: Groups, fmt: str, width: Optional[int] = None) -> str:
+    """The comparison as text in `fmt` (one of FORMATS); a table fits `width` characters where one is given."""
     context = describe(groups)
     if fmt == "table":
-        return render_table(cells, context)
+        return render_table(cells, context, width)
     if fmt == "markdown":
         return render_markdown(cells, context)
     if fmt == "json":

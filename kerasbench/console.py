@@ -3,10 +3,12 @@
 One text-table renderer (`text_table`, tabulate's) serves the run table, compare and triage.
 """
 
+import os
 import re
+import textwrap
 import threading
 import time
-from typing import Iterable, List, Sequence, TextIO
+from typing import Iterable, List, Optional, Sequence, TextIO
 
 import tabulate as _tabulate_module
 
@@ -32,8 +34,20 @@ def _cells(header: Sequence[str], rows: Iterable[Sequence[str]]) -> tuple:
 _PADDING = threading.Lock()
 
 
-def _tabulate(header: Sequence[str], rows: Iterable[Sequence[str]], fmt: str) -> list:
+def _tabulate(header: Sequence[str], rows: Iterable[Sequence[str]], fmt: str, width: Optional[int] = None) -> list:
     header, rows, align = _cells(header, rows)
+    if width and rows:
+        over = max(len(line) for line in _tabulate(header, rows, fmt)) - width
+        if over > 0:  # the widest columns wrap onto lines of their own, each no narrower than MIN_WRAP
+            widths = [max(len(str(cell)) for cell in [name] + [row[i] for row in rows]) for i, name in enumerate(header)]
+            for i in sorted(range(len(widths)), key=lambda i: -widths[i]):
+                cut = min(over, widths[i] - max(MIN_WRAP, len(header[i])))
+                if cut > 0:
+                    widths[i] -= cut
+                    over -= cut
+            rows = [[_wrap(str(cell), w) if len(str(cell)) > w else cell for cell, w in zip(row, widths)]
+                    for row in rows]
+            return _tabulate(header, rows, fmt)
     with _PADDING:  # tabulate widens a column whose header is its widest cell by MIN_PADDING (a module setting, 2):
         # the run table's 25 columns came out ~40 characters wider than the cells need; 0 while drawing ours
         padding, _tabulate_module.MIN_PADDING = _tabulate_module.MIN_PADDING, 0
@@ -45,9 +59,31 @@ def _tabulate(header: Sequence[str], rows: Iterable[Sequence[str]], fmt: str) ->
     return [line.rstrip() for line in text.split("\n")]
 
 
-def text_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list:
-    """Lines of a plain-text table (tabulate's "simple"): a dashed rule under the header, numbers right-aligned."""
-    return _tabulate(header, rows, "simple")
+MIN_WRAP = 16  # the narrowest a wrapped column is made, whatever the terminal
+
+
+def _wrap(text: str, width: int) -> str:
+    return "\n".join(textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False)) or text
+
+
+def text_table(header: Sequence[str], rows: Iterable[Sequence[str]], width: Optional[int] = None) -> list:
+    """Lines of a plain-text table (tabulate's "simple"): a dashed rule under the header, numbers right-aligned.
+    `width`: the characters a line may take (terminal_width); a wider table wraps its widest columns."""
+    return _tabulate(header, rows, "simple", width)
+
+
+def terminal_width(stream: TextIO, wide: bool = False) -> Optional[int]:
+    """The width a table printed on `stream` must fit: $COLUMNS when set, else the terminal's when `stream` is one;
+    None (any width) for a pipe or file without $COLUMNS, or when `wide` (--wide)."""
+    if wide:
+        return None
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
+    except (AttributeError, OSError, ValueError):  # a StringIO, a closed or redirected stream
+        return None
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list:

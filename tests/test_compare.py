@@ -717,3 +717,22 @@ def test_each_sides_uncertainty_on_its_metrics_own_scale():
     assert compare.uncertain_value("train_traces", count) == (3.0, 0.0)
     assert compare.uncertain_values("train_traces", [count, dict(count, lengths=[12, 12])]) is None
     assert compare.uncertain_value("seconds_per_iter", {"value": 0.5}) is None
+
+
+def test_the_table_fits_columns_and_wide_keeps_one_line_a_cell(monkeypatch):
+    paths = [str(FIXTURES / "tf212.json"), str(FIXTURES / "tf221.json")]
+    monkeypatch.delenv("COLUMNS", raising=False)
+    piped = io.StringIO()
+    assert main(["compare", *paths], out=piped) == 0  # a pipe without $COLUMNS: any width, as before
+    natural = max(len(line) for line in piped.getvalue().splitlines())
+    monkeypatch.setenv("COLUMNS", "150")
+    fitted = io.StringIO()
+    assert main(["compare", *paths], out=fitted) == 0
+    table = fitted.getvalue().split("\n\n")[0].splitlines()
+    assert natural > 150 and max(len(line) for line in table) <= 150
+    words = lambda text: sorted(w for w in text.split() if set(w) != {"-"})  # noqa: E731 -- the same cells, wrapped
+    assert words(fitted.getvalue()) == words(piped.getvalue()) and len(table) > len(piped.getvalue().split("\n\n")[0]
+                                                                                  .splitlines())
+    wide = io.StringIO()
+    assert main(["compare", *paths, "--wide"], out=wide) == 0
+    assert wide.getvalue() == piped.getvalue()

@@ -29,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "verdicts: a comma list of regressed, improved, inconclusive, not comparable, n/a "
                    "(e.g. regressed,inconclusive)")
     p.add_argument("--output", metavar="PATH", type=options.path, help="write to PATH (atomically) instead of stdout")
+    p.add_argument("--wide", action="store_true", help="one line a cell, whatever the terminal's width (a table "
+                   "otherwise fits $COLUMNS or the terminal, its why column wrapped)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -42,7 +44,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     cells = compare.compare(groups, baseline=args.baseline)
     if args.changes_only:
         cells = compare.changes(cells)
-    text = compare.render(cells, groups, args.format)
+    from ..console import terminal_width
+
+    width = None if args.output else terminal_width(out, args.wide)
+    text = compare.render(cells, groups, args.format, width)
     if args.output:
         write_text(args.output, text)
         out.write(f"wrote {len(cells)} cells ({compare.counts(cells)}) to {args.output}\n")
