@@ -280,7 +280,7 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
             setup: Optional[Callable] = None, strategies: Union[str, Sequence[str], None] = None,
             tf: Optional[str] = None, iterations: Optional[int] = None, warmup: Optional[int] = None,
             repeats: Optional[int] = None, profile: Optional[str] = None, floor_kib: Optional[float] = None,
-            allocator: Optional[str] = None, config: Optional[str] = None, progress: Any = False,
+            allocator: Optional[str] = None, config: Optional[str] = None, progress: Any = None,
             **spec: Any) -> Any:
     """Measure a loop shape, a repro file or a function under each strategy, each pair in fresh workers.
 
@@ -289,7 +289,8 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     `strategies`: names or a comma list; default every applicable one for a loop or file, `reuse_model` (the body
     as written) for a body. `tf`: a TF release, run in its asv environment of `config` (asv.matrix.json, found as
     `run --tf` finds it). Counts default to the profile's time budget (measured until both verdicts are decided; a
-    body: 5 warm-up); `iterations` fixes the count exactly. `progress` prints the progress lines on stderr. Other
+    body: 5 warm-up); `iterations` fixes the count exactly. `progress` prints the progress lines on stderr (default:
+    in a Jupyter notebook, where a silent cell would run for minutes, not elsewhere). Other
     RunSpec fields (device, batch_size, memory_cap, time_limit, leak_bytes...) pass through `spec`. Returns a
     Results (a list of records).
 
@@ -306,6 +307,8 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
         from . import runner
 
         return runner.measure(loop, progress=progress if callable(progress) else None)
+    if progress is None:
+        progress = in_notebook()
 
     if sum(x is not None for x in (loop, repro, body)) != 1:
         raise UsageError("Measure what? Give exactly one of loop=NAME, repro=FILE or body=FUNCTION.")
@@ -343,6 +346,14 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
         finally:
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (IPython's ZMQ shell): a cell's output is the only progress a user
+    sees there."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 def importable(fn: Callable) -> bool:

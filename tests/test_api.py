@@ -106,3 +106,19 @@ def test_measure_tf_finds_the_config_from_a_notebooks_folder(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     kerasbench.measure("control", strategies="control_noop", iterations=3, warmup=0, tf="2.21.0", floor_kib=64)
     assert asked == [os.path.join(asvconf.clone_dir(), "asv.matrix.json")]
+
+
+def test_progress_is_shown_by_default_in_a_notebook_only(monkeypatch, capsys):
+    kwargs = dict(strategies="control_noop", iterations=3, warmup=0)
+    kerasbench.measure("control", **kwargs)
+    assert "starting a fresh worker" not in capsys.readouterr().err  # a script or a test: silent
+    ZMQInteractiveShell = type("ZMQInteractiveShell", (), {})  # Jupyter's kernel shell, as IPython names it
+    fake = type(sys)("IPython")
+    fake.get_ipython = lambda: ZMQInteractiveShell()
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    assert api.in_notebook()
+    kerasbench.measure("control", **kwargs)
+    err = capsys.readouterr().err
+    assert "[1/1] control × control_noop: starting a fresh worker (0 of 1 done" in err and "(1 of 1 done" in err
+    kerasbench.measure("control", progress=False, **kwargs)
+    assert capsys.readouterr().err == ""
