@@ -278,9 +278,23 @@ def _pair_verdict(record: dict, summary: dict) -> str:
 # The record's own columns; each metric with a run column in kerasbench.metrics follows, in registry order. The first
 # verdict is the pair's one verdict (rule.pair_verdict: RSS and heap together, what Results.verdicts(), ablate and
 # assert_no_growth go by); the RSS and heap verdicts it comes from stand beside it, named.
+def loop_label(record: dict) -> str:
+    """The loop column: a body measured by kerasbench.measure or assert_no_growth reads 'body NAME' (the repro loop
+    running the user's function), anything else its loop shape."""
+    body = (record.get("spec") or {}).get("body")
+    return f"body {body.rsplit(':', 1)[-1]}" if body and record["loop"] == "repro" else record["loop"]
+
+
+def strategy_label(record: dict) -> str:
+    """The strategy column: a body's reuse_model reads 'as written' (kerasbench builds nothing and adds nothing
+    between iterations: the body runs as the user wrote it, a new model each time if it builds one)."""
+    body = (record.get("spec") or {}).get("body")
+    return "as written" if body and record["strategy"] == "reuse_model" else record["strategy"]
+
+
 COLUMNS: tuple = (
-    ("loop", lambda r, s: r["loop"]),
-    ("strategy", lambda r, s: r["strategy"]),
+    ("loop", lambda r, s: loop_label(r)),
+    ("strategy", lambda r, s: strategy_label(r)),
     ("verdict", _pair_verdict),
     ("RSS", lambda r, s: (s.get("verdict") or "n/a") if r["status"] == "ok" else ""),
     ("heap", lambda r, s: (s.get("heap_verdict") or "n/a") if r["status"] == "ok" else ""),

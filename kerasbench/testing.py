@@ -35,8 +35,10 @@ def failure_message(record: dict) -> str:
     from .console import sparkline
     from .units import KIB, kib_text, mib_text
 
+    from .console import loop_label, strategy_label
+
     s = record["summary"]
-    what = f"{record['loop']} × {record['strategy']}"
+    what = f"{loop_label(record)} × {strategy_label(record)}"
     if record["status"] != "ok":
         head = f"{what}: {record['status']}: {record['reason']}"
     else:

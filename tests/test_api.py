@@ -122,3 +122,11 @@ def test_progress_is_shown_by_default_in_a_notebook_only(monkeypatch, capsys):
     assert "[1/1] control × control_noop: starting a fresh worker (0 of 1 done" in err and "(1 of 1 done" in err
     kerasbench.measure("control", progress=False, **kwargs)
     assert capsys.readouterr().err == ""
+
+
+def test_a_body_s_rows_say_what_ran_not_reuse_model():
+    results = kerasbench.measure(body=keep_megabyte, strategies="reuse_model,gc_collect_only", iterations=4, warmup=1)
+    lines = repr(results).splitlines()
+    assert lines[2].split()[:4] == ["body", "keep_megabyte", "as", "written"]
+    assert lines[3].split()[:3] == ["body", "keep_megabyte", "gc_collect_only"]
+    assert set(results.verdicts()) == {("repro", "reuse_model"), ("repro", "gc_collect_only")}  # the names stay
