@@ -262,4 +262,31 @@ def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: Tex
     from .report import write_beside_dashboard  # asv publish emptied html: write the report again
 
     write_beside_dashboard(records_root(os.path.dirname(os.path.abspath(config))), html, out)
+    linked = link_pages(html)
+    if linked:
+        out.write(f"the dashboard's menu links {' and '.join(linked)}\n")
     return html
+
+
+# kerasbench's pages beside the dashboard (report.write_beside_dashboard), as the dashboard's menu names them
+PAGES = (("kerasbench-report.html", "kerasbench report"), ("atlas/index.html", "atlas"))
+_MENU_END = '<li id="nav-li-regressions">'
+
+
+def link_pages(html_dir: str) -> list:
+    """Add a menu item to asv's index.html for each of PAGES that was written beside it (a visitor of the published
+    site finds them from the dashboard); returns the pages linked. Nothing when asv's menu is not where asv 0.6 puts
+    it (the dashboard stays as asv wrote it)."""
+    index = os.path.join(html_dir, "index.html")
+    found = [(page, name) for page, name in PAGES if os.path.isfile(os.path.join(html_dir, page))]
+    if not found or not os.path.isfile(index):
+        return []
+    text = read_text(index, "dashboard page", DATA_LIMIT)
+    at = text.find(_MENU_END)
+    if at < 0 or 'id="nav-li-kerasbench' in text:
+        return []
+    end = text.find("</li>", at) + len("</li>")
+    items = "".join(f'\n\t<li id="nav-li-kerasbench-{i}"><a href="{page}">{name}</a></li>'
+                    for i, (page, name) in enumerate(found))
+    write_text(index, text[:end] + items + text[end:], "the dashboard")
+    return [page for page, _ in found]
