@@ -128,11 +128,16 @@ def _graph_ops_per_iter(result: Result, iterations: int) -> Optional[float]:
     return stats.fit_growth(result["series"]["graph_ops"]).slope if "graph_ops" in result["series"] else None
 
 
-def _seconds_per_iter(result: Result, iterations: int) -> float:
+def _seconds_per_iter(result: Result, iterations: int) -> Optional[float]:
+    """The median iteration's seconds; the loop's seconds over its iterations without the series (probes off); None
+    where a record has neither (a record from elsewhere, edited: the metric is missing, not a traceback)."""
     import numpy as np
 
-    seconds = result["series"]["seconds"]
-    return float(np.median(seconds)) if seconds else result["loop_seconds"] / iterations
+    seconds = (result.get("series") or {}).get("seconds")
+    if seconds and all(isinstance(v, (int, float)) for v in seconds):
+        return float(np.median(seconds))
+    loop = result.get("loop_seconds")
+    return loop / iterations if isinstance(loop, (int, float)) and iterations else None
 
 
 # ---------------------------------------------------------------- how it is shown

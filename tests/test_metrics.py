@@ -136,3 +136,23 @@ def test_a_metric_without_a_compare_rule_is_shown_but_not_judged(monkeypatch):
     with pytest.raises(ValueError):
         compare.judge("final_rss", {"value": 1.0}, {"value": 2.0})
     assert report.shown([])[-1].name == "final_rss"
+
+
+def test_a_record_without_its_seconds_reads_the_metric_missing_not_a_traceback(tmp_path, capsys):
+    """A record from elsewhere without series.seconds (or without loop_seconds too): compare and score run."""
+    from kerasbench.cli import main
+
+    fixtures = pathlib.Path(__file__).resolve().parent / "fixtures" / "compare"
+    data = json.loads((fixtures / "tf221.json").read_text())
+    for r in data["records"]:
+        for repeat in r.get("repeats") or ():
+            if repeat.get("result"):
+                repeat["result"]["series"].pop("seconds", None)
+                repeat["result"].pop("loop_seconds", None)
+    edited = tmp_path / "tf221.json"
+    edited.write_text(json.dumps(data))
+    result = data["records"][0]["repeats"][0]["result"]
+    assert metrics._seconds_per_iter(result, 10) is None
+    assert main(["compare", str(fixtures / "tf212.json"), str(edited)]) == 0
+    assert main(["score", str(edited), "--reference", str(fixtures / "tf221.json")]) == 0
+    assert "Traceback" not in capsys.readouterr().err
