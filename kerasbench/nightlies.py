@@ -67,6 +67,18 @@ class Nightly:
         return f"{self.package} {self.version} (uploaded {self.uploaded[:10]}{build})"
 
 
+def _built(version: str) -> Optional[datetime.datetime]:
+    """The build hour a nightly's version carries (.devYYYYMMDD[HH]); None when it carries none or an impossible one
+    (.dev20261399): that is no nightly's."""
+    found = _DEV.search(version)
+    if not found:
+        return None
+    try:
+        return datetime.datetime.strptime(found[1] + (found[2] or "00"), "%Y%m%d%H")
+    except ValueError:
+        return None
+
+
 def is_nightly(text: Optional[str]) -> bool:
     """Whether a --tf/--keras/--good/--bad value names a nightly ('nightly', 'nightly:DATE') or a nightly version."""
     return bool(text) and (text == WORD or text.startswith(WORD + ":") or bool(_DEV.search(text.replace("-", "."))))
@@ -90,20 +102,27 @@ def listing(package: str, python: str = "3.11", doc: Optional[Dict[str, Any]] = 
     from packaging.version import InvalidVersion
 
     doc = doc if doc is not None else _index(package)
+    files = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(files, list):
+        raise UsageError(f"The package index's answer for {package} is not a project page (a JSON object with a "
+                         f"'files' list): got {type(files if isinstance(doc, dict) else doc).__name__}.")
     supported = releases.supported_tags(python)
     found: Dict[str, Nightly] = {}
-    for f in doc.get("files", []):
-        if not f.get("filename", "").endswith(".whl") or f.get("yanked"):
+    for f in files:  # an entry of another shape is not a wheel this can install: left out, as a yanked one
+        name = f.get("filename") if isinstance(f, dict) else None
+        if not isinstance(name, str) or not name.endswith(".whl") or f.get("yanked"):
             continue
         try:
-            _, version, _, tags = parse_wheel_filename(f["filename"])
+            _, version, _, tags = parse_wheel_filename(name)
         except (InvalidWheelFilename, InvalidVersion):
             continue
-        if not (tags & supported) or not _DEV.search(str(version)):
+        uploaded, size = f.get("upload-time") or "", f.get("size") or 0
+        if not (tags & supported) or _built(str(version)) is None or not isinstance(uploaded, str) \
+                or not isinstance(size, int) or isinstance(size, bool):
             continue
-        key, uploaded = str(version), f.get("upload-time") or ""
+        key = str(version)
         if key not in found or uploaded < found[key].uploaded:
-            found[key] = Nightly(package, key, uploaded, int(f.get("size") or 0))
+            found[key] = Nightly(package, key, uploaded, size)
     return sorted(found.values(), key=lambda n: releases.version_key(n.version))
 
 

@@ -287,3 +287,18 @@ def test_compare_names_each_sides_build_and_says_when_they_differ(tmp_path):
 def test_a_tensorflow_pin_gives_the_releases_full_build():
     reqs, _ = environment.requirements_with(MATRIX, "2.21.0", pins={"tensorflow": "2.21.0"})
     assert reqs["tensorflow"] == "2.21.0" and "tensorflow-cpu" not in reqs and reqs["keras"] == "3.13.2"
+
+
+def test_an_index_answer_of_another_shape_is_one_line_and_odd_entries_are_left_out():
+    from kerasbench.errors import UsageError
+
+    for doc in ([], {"files": {"a": 1}}, {"files": None}, "text"):
+        with pytest.raises(UsageError, match="is not a project page"):
+            nightlies.listing("tf-nightly-cpu", doc=doc)
+    wheel = "tf_nightly_cpu-2.22.0.dev{day}-cp311-cp311-manylinux_2_17_x86_64.whl"
+    doc = {"files": [None, 7, {"filename": 5}, {"filename": wheel.format(day="20261399")},  # no such day
+                     {"filename": wheel.format(day="20260101"), "upload-time": 5},
+                     {"filename": wheel.format(day="20260102"), "upload-time": "2026-01-02T00:00:00Z", "size": "x"},
+                     {"filename": wheel.format(day="20260103"), "upload-time": "2026-01-03T00:00:00Z", "size": 9}]}
+    found = nightlies.listing("tf-nightly-cpu", doc=doc)
+    assert [(n.version, n.day) for n in found] == [("2.22.0.dev20260103", datetime.date(2026, 1, 3))]
