@@ -289,12 +289,12 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     `strategies`: names or a comma list; default every applicable one for a loop or file, `reuse_model` (the body
     as written: its row reads 'as written') for a body. A body takes the repro loop's strategies (`kerasbench list`
     shows them: clear_session_del_gc, gc_collect_only or malloc_trim add their cleanup after each call, keep_outputs
-    keeps what it returns, process_isolation runs each call in a child, …). `tf`: a TF release, run in its asv environment of `config` (asv.matrix.json, found as
-    `run --tf` finds it). Counts default to the profile's time budget (measured until both verdicts are decided; a
-    body: 5 warm-up); `iterations` fixes the count exactly. `progress` prints the progress lines on stderr (default:
-    in a Jupyter notebook, where a silent cell would run for minutes, not elsewhere). Other
-    RunSpec fields (device, batch_size, memory_cap, time_limit, leak_bytes...) pass through `spec`. Returns a
-    Results (a list of records).
+    keeps what it returns, process_isolation runs each call in a child, …). `tf`: a TF release, run in its asv
+    environment of `config` (asv.matrix.json, found as `run --tf` finds it). Counts default to the profile's time
+    budget (measured until both verdicts are decided; a body: 5 warm-up); `iterations` fixes the count exactly.
+    `progress` prints the progress lines on stderr (default: in a Jupyter notebook, where a silent cell would run for
+    minutes, not elsewhere). Other RunSpec fields (device, batch_size, memory_cap, time_limit, leak_bytes...) pass
+    through `spec`. Returns a Results (a list of records).
 
     Given a runner.RunSpec as `loop` (the API before this one), measures that one spec and returns its record.
     """

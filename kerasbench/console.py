@@ -39,7 +39,8 @@ def _tabulate(header: Sequence[str], rows: Iterable[Sequence[str]], fmt: str, wi
     if width and rows:
         over = max(len(line) for line in _tabulate(header, rows, fmt)) - width
         if over > 0:  # the widest columns wrap onto lines of their own, each no narrower than MIN_WRAP
-            widths = [max(len(str(cell)) for cell in [name] + [row[i] for row in rows]) for i, name in enumerate(header)]
+            widths = [max(len(str(cell)) for cell in [name] + [row[i] for row in rows])
+                      for i, name in enumerate(header)]
             for i in sorted(range(len(widths)), key=lambda i: -widths[i]):
                 cut = min(over, widths[i] - max(MIN_WRAP, len(header[i])))
                 if cut > 0:
