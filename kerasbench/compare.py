@@ -58,7 +58,7 @@ from .rule import DEFAULT_FLOOR
 from .record import SCHEMA_VERSION, Record
 from .tree import place_of
 from .loading import load_records
-from .releases import version_key
+from .versions import version_key
 from .trace import traced
 from .units import KIB
 

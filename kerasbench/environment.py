@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import sys
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from . import releases
-from .asvconf import (INSTALLER_ONLY, LEGACY_KERAS_VAR, TF_KERAS_PIN, canonical, includes, load_config, matrix_entries,
-                      package_of, read_config, split_pin)
+from .asvconf import (INSTALLER_ONLY, LEGACY_KERAS_VAR, REASON_PATTERNS, TF_KERAS_PIN, canonical, includes, load_config,
+                      matrix_entries, package_of, read_config, split_pin)
 from .errors import UsageError
 from .files import read_json
 
@@ -272,14 +271,6 @@ def _create_with_uv(uv: str, conf: object, env, reqs: dict, forced: Sequence[str
 
 FORCED_FILE = "kerasbench-forced.json"  # in a forced environment's folder: what was forced, and why
 
-
-_DEPENDS_ON = re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)")  # in uv's reason: the dependency
-
-
-_DEPENDENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on")  # ... and the pin that requires it
-
-
-REASON_PATTERNS = (_DEPENDS_ON, _DEPENDENT)  # the package names uv's reason gives (forced_pins, attribute's groups)
 
 
 def resolves(uv: str, reqs: dict, python: str) -> Tuple[bool, str]:

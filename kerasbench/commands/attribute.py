@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shlex
 import sys
 import time
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from .. import environment
-from .. import attribute as analysis
-from ..attribute import (MAX_ENVS, Row, TooManyEnvironments, _classify, _same, bridges, check_max_envs, conclude,
-                         differing, needs_leave_one_out, plan, render, reproduce_args, summary)
+from .. import asvconf, environment
+from ..asvconf import INSTALLER_ONLY
+from ..attribute import (MAX_ENVS, Row, TooManyEnvironments, bridge_rows, check_max_envs, classify_rows, conclude,
+                         differing, needs_leave_one_out, plan, render, same_pins, summary)
 from ..errors import UsageError
 from . import options
 
@@ -65,8 +66,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.max_envs < 3:
         raise UsageError(f"Invalid value for argument `max_envs`. Received: max_envs={args.max_envs!r}. Expected 3 "
                          "or more (the two ends and one package moved).")
-    good = analysis.side_pins(args.config, args.good, args.python)
-    bad = analysis.side_pins(args.config, args.bad, args.python)
+    good = side_pins(args.config, args.good, args.python)
+    bad = side_pins(args.config, args.bad, args.python)
     text, rows = attribute(args.config, good, bad, spec, metric, options.reproduce(args, loop), sys.stderr,
                            args.python, args.jobs, max_envs=args.max_envs)
     out.write(text)
@@ -77,6 +78,63 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         write_json(args.json, records_payload(kept, attribution=summary(rows, metric, good, bad)))
         out.write(f"wrote {len(kept)} record(s) to {args.json}\n")
     return 0
+
+
+def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str, str]:
+    """The pins of --good/--bad `side`: a TF release (its asv environment's pins), or an asv environment's name or
+    folder (its asv-env-info.json)."""
+    from .. import releases
+    from ..files import read_json
+
+    folder = side if os.path.isdir(side) else os.path.join(
+        os.path.dirname(os.path.abspath(config)), asvconf.read_config(config).get("env_dir", "env"), side)
+    info = os.path.join(folder, "asv-env-info.json")
+    if os.path.isfile(info):
+        try:
+            return dict(read_json(info, "asv environment info")["requirements"])
+        except (ValueError, KeyError, TypeError):
+            raise UsageError(f"Cannot read the pins of environment {side}: {info} has no 'requirements'.") from None
+    if all(part.isdigit() for part in side.split(".")) and side.count(".") >= 1:
+        return releases.requirements_for(side, asvconf.includes(config), python=python)
+    raise UsageError(f"Unknown environment. Received: {side!r}. Expected a TF release (e.g. 2.13.1) or an asv "
+                     f"environment of {config} (`kerasbench envs`) or its folder.")
+
+
+def reproduce_args(config: str, pins: Dict[str, str], python: Optional[str] = None) -> List[str]:
+    """`--tf VERSION [--pin NAME==VERSION ...]`: the `kerasbench run` options that make the environment of `pins`."""
+    from .. import releases
+
+    entries = asvconf.includes(config)
+    package = asvconf.tf_package(entries)
+    tf = pins.get(package)
+    nightly = next((name for name in ("tf-nightly-cpu", "tf-nightly") if name in pins), None)
+    if tf is None and nightly:  # a nightly's environment: `run --tf <its version>` with the rest pinned as it was
+        return ["--tf", pins[nightly]] + ["--pin={}=={}".format(*asvconf.split_pin(name, value)[:2])
+                                          for name, value in pins.items() if name not in INSTALLER_ONLY + (nightly,)]
+    if tf is None:
+        return [f"--pin={name}=={version}" for name, version in pins.items() if name not in INSTALLER_ONLY]
+    try:
+        default = releases.requirements_for(tf, entries, python=python)
+    except UsageError:
+        default = {}
+    args = ["--tf", tf]
+    for name, value in pins.items():
+        if name != package and name not in INSTALLER_ONLY and default.get(name) != value:
+            if asvconf.package_of(name) == "tf-keras":  # the matrix's tf_keras entries, as `run` makes them
+                args += ["--keras", "tf_keras"]
+            else:
+                args.append("--pin={}=={}".format(*asvconf.split_pin(name, value)[:2]))
+    return args
+
+
+def bridges(config: str, good: Dict[str, str], bad: Dict[str, str], python: Optional[str] = None) -> List[Row]:
+    """The bridges across the Keras 2 -> 3 switch (attribute.bridge_rows) of `config`'s TF package, each with the
+    tf_keras release the package index has for its TF on Python `python` (default the config's)."""
+    from .. import releases
+
+    includes = asvconf.includes(config)
+    here = python or asvconf.config_python(includes)
+    return bridge_rows(good, bad, asvconf.tf_package(includes), lambda tf: releases.tf_keras_for(tf, here))
 
 
 def resolver(config: str, pins: Dict[str, str], python: Optional[str] = None
@@ -155,7 +213,7 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
                    "leave-one-out, before any group")
     planned = plan(good, bad, resolver(config, good, python) if n > 2 else None)  # 2: their group is the bad end
     planned.rows += [row for row in bridges(config, good, bad, python)
-                     if not any(_same(row.pins, r.pins) for r in planned.rows)]
+                     if not any(same_pins(row.pins, r.pins) for r in planned.rows)]
     check_max_envs(planned.count(), max_envs, planned.describe())
     rows = planned.rows
     known = known or {}
@@ -175,13 +233,13 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
     status_line(err, f"attribute: bad vs good: {why}", final=True)
     rows[0].cls, rows[1].cls = ("good", "bad") if differ else ("unclear", "unclear")
     rows[0].reason = rows[1].reason = why
-    _classify(rows, ends, metric, err)
+    classify_rows(rows, ends, metric, err)
     if differ and planned.leave_one_out and needs_leave_one_out(rows):
         status_line(err, f"attribute: no single package carries it: {len(planned.leave_one_out)} leave-one-out "
                          "environment(s), the bad one with each package put back", final=True)
         rows = rows + planned.leave_one_out
         _measure(config, planned.leave_one_out, template, metric, err, python, jobs)
-        _classify(planned.leave_one_out, ends, metric, err)
+        classify_rows(planned.leave_one_out, ends, metric, err)
     conclusion = conclude(rows, good, bad, differ, why, what)
     commands = [shlex.join(reproduce + reproduce_args(config, row.pins, python)) for row in rows]
     text = render(rows, good, bad, metric, conclusion.text, commands, time.monotonic() - started)
