@@ -153,6 +153,15 @@ def test_an_import_chain_is_found_at_any_depth():
     assert import_chain(graph, "c", {"x"}) is None
 
 
+def test_every_command_is_imported_plainly():
+    """No command is loaded by name (importlib): the graph sees each one's edge, and through it its imports."""
+    from kerasbench.commands import COMMANDS, module_name
+
+    graph = import_graph(ROOT / "kerasbench")
+    assert {module_name(name) for name in COMMANDS} == graph["kerasbench.commands"]
+    assert "importlib" not in (ROOT / "kerasbench" / "commands" / "__init__.py").read_text()
+
+
 def test_the_graph_counts_every_import_form(tmp_path):
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)
