@@ -720,7 +720,8 @@ def test_a_bad_machine_name_is_refused_by_the_api_and_the_runner(monkeypatch):
     spec = RunSpec("control", "control_noop", iterations=3, warmup=0, floor=0.0)
     for measure in (lambda: kerasbench.measure("control", strategies="control_noop", iterations=3, floor_kib=64),
                     lambda: runner.measure(spec), lambda: runner.measure_at_once([spec, spec], 2, None, None),
-                    lambda: runner.measure_pairs(spec, [("control", "control_noop")], lambda strategy: 3)):
+                    lambda: runner.measure_pairs(spec, [("control", "control_noop")], lambda strategy: 3),
+                    lambda: runner.measure_specs([spec, spec], 2)):
         with pytest.raises(UsageError, match=r"Invalid machine name from \$KERASBENCH_MACHINE"):
             measure()
 

@@ -1,8 +1,9 @@
 """`kerasbench attribute`: which package(s) carry a change, each environment of the plan made and measured.
 
 The plan, the classes and the conclusion are kerasbench.attribute's (pure: pins in, rows and words out); this is
-the session that makes the environments (asvconf), measures them in fresh workers (runner.measure_at_once) and
-prints the answer. `bracket` is `triage --attribute`'s: the bracket triage found, its two ends reused.
+the session that reads the two sides' pins (an asv environment's, or a TF release's from the package index), makes
+the environments (environment.Ahead), measures them in fresh workers (runner.measure_specs) and prints the answer.
+`bracket` is `triage --attribute`'s: the bracket triage found, its two ends reused.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Text
 
 from .. import asvconf, environment
 from ..asvconf import INSTALLER_ONLY
-from ..attribute import (MAX_ENVS, Row, TooManyEnvironments, bridge_rows, check_max_envs, classify_rows, conclude,
+from ..attribute import (MAX_ENVS, Plan, Row, TooManyEnvironments, bridge_rows, check_max_envs, classify_rows, conclude,
                          differing, needs_leave_one_out, plan, render, same_pins, summary)
 from ..errors import UsageError
 from . import options
@@ -147,41 +148,32 @@ def resolver(config: str, pins: Dict[str, str], python: Optional[str] = None
     return lambda reqs: environment.resolves(uv, reqs, env._python)
 
 
-def _measure(config: str, rows: Sequence[Row], template: RunSpec, metric: str, err: TextIO,
-             python: Optional[str], jobs: int) -> None:
-    """Make each row's environment (a row the installer cannot make is unclear, an end raises) and measure the ones
-    without a record, `jobs` at a time, each in fresh workers."""
+def _measure(envs: environment.Ahead, rows: Sequence[Row], template: RunSpec, metric: str, err: TextIO,
+             jobs: int) -> None:
+    """Make each row's environment (`envs`, one at a time: a row the installer cannot make is unclear, an end
+    raises) and measure the ones without a record, `jobs` at once (runner.measure_specs), each in fresh workers."""
     from .. import runner
     from ..console import Labelled, Progress, status_line
-    from ..spec import shared_memory_cap
 
     for row in rows:
         if row.record is not None:
             continue
-
-        def note(text, label=row.label):
-            status_line(err, f"attribute: {label}: {text}", final=True)
-
         try:
-            row.python, row.env_name = environment.python_for(config, row.pins, note, python)
+            row.python, row.env_name = envs.get(row.label)
         except UsageError as e:
             if row.kind == "end":
                 raise
             row.cls, row.reason = "unclear", f"not installable: {e}"
-            note(row.reason)
+            status_line(err, f"attribute: {row.label}: {row.reason}", final=True)
             continue
         installed = environment.install_note(row.python)
         row.forced, row.why = list(installed.get("forced") or []), installed.get("why") or ""
     todo = [row for row in rows if row.record is None and row.python]
     if not todo:
         return
-    at_once = 1 if metric == "seconds_per_iter" else max(1, min(jobs, len(todo)))
-    specs = []
-    for row in todo:
-        specs.append(dataclasses.replace(template, python=row.python, jobs=at_once,
-                                         memory_cap=shared_memory_cap(at_once)))  # shared by the workers at once
+    specs = [dataclasses.replace(template, python=row.python) for row in todo]
     progress = Labelled(Progress(err, len(todo), template.warmup), [row.label for row in todo])
-    measured = runner.measure_at_once(specs, at_once, progress, None)
+    measured = runner.measure_specs(specs, jobs, progress, metric=metric)
     # in the order given; when an interrupt left some out, each record's spec names its interpreter
     by_python = {r["spec"].get("python"): r for r in measured} if len(measured) < len(specs) else \
         {spec.python: r for spec, r in zip(specs, measured)}
@@ -203,7 +195,6 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
     (triage's bracket): not measured again. `max_envs`: a UsageError, before anything is made, when the plan
     could need more environments. Progress goes to `err`.
     """
-    from .. import triage
     from ..console import status_line
 
     started = time.monotonic()
@@ -217,13 +208,27 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
     check_max_envs(planned.count(), max_envs, planned.describe())
     rows = planned.rows
     known = known or {}
-    what = f"{template.loop} × {template.strategy} ({metric})"
     status_line(err, f"attribute: {len(names)} package(s) differ: "
                      f"{', '.join(f'{n} {good.get(n, chr(8212))} → {bad[n]}' for n in names)}", final=True)
     status_line(err, f"attribute: plan: {planned.describe()}", final=True)
     for row in rows:
         row.record = known.get(row.label) if row.kind == "end" else None
-    _measure(config, rows, template, metric, err, python, jobs)
+    pins = {row.label: row.pins for row in rows + planned.leave_one_out}
+    note = lambda label, text: status_line(err, f"attribute: {label}: {text}", final=True)  # noqa: E731
+    with environment.Ahead(config, pins.__getitem__, note, python) as envs:  # made as each is needed
+        return _measured(envs, planned, template, metric, reproduce, err, jobs, config, python, started)
+
+
+def _measured(envs: environment.Ahead, planned: Plan, template: RunSpec, metric: str, reproduce: List[str],
+              err: TextIO, jobs: int, config: str, python: Optional[str], started: float) -> Tuple[str, List[Row]]:
+    """`attribute` once planned: the rows measured (leave-one-out too when no single package carries it),
+    classified and concluded; (the answer and table, the rows)."""
+    from .. import triage
+    from ..console import status_line
+
+    rows, good, bad = planned.rows, planned.rows[0].pins, planned.rows[1].pins
+    what = f"{template.loop} × {template.strategy} ({metric})"
+    _measure(envs, rows, template, metric, err, jobs)
     ends = rows[0].record, rows[1].record
     if ends[0] is None or ends[1] is None:
         raise UsageError("attribute: an end was not measured (interrupted)")
@@ -238,7 +243,7 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
         status_line(err, f"attribute: no single package carries it: {len(planned.leave_one_out)} leave-one-out "
                          "environment(s), the bad one with each package put back", final=True)
         rows = rows + planned.leave_one_out
-        _measure(config, planned.leave_one_out, template, metric, err, python, jobs)
+        _measure(envs, planned.leave_one_out, template, metric, err, jobs)
         classify_rows(planned.leave_one_out, ends, metric, err)
     conclusion = conclude(rows, good, bad, differ, why, what)
     commands = [shlex.join(reproduce + reproduce_args(config, row.pins, python)) for row in rows]
