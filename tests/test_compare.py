@@ -717,3 +717,17 @@ def test_each_sides_uncertainty_on_its_metrics_own_scale():
     assert compare.uncertain_value("train_traces", count) == (3.0, 0.0)
     assert compare.uncertain_values("train_traces", [count, dict(count, lengths=[12, 12])]) is None
     assert compare.uncertain_value("seconds_per_iter", {"value": 0.5}) is None
+
+
+def test_every_kind_of_compare_rule_has_its_judging():
+    """compare picks what a side reads, the judgement and the uncertainty from one table by the rule's kind (no
+    isinstance chains): every kind metrics declares, and every rule a metric uses, has its row."""
+    import typing
+
+    from kerasbench.compare import JUDGING
+    from kerasbench.metrics import METRICS, CompareRule
+
+    assert set(typing.get_args(CompareRule)) == set(JUDGING)
+    assert {type(m.compare) for m in METRICS.values() if m.compare is not None} <= set(JUDGING)
+    assert [kind.__name__ for kind, j in JUDGING.items() if j.totals] == ["ExactCount"]
+    assert [kind.__name__ for kind in JUDGING if kind.alone] == ["TimingBand"]  # the runner's "a time alone"
