@@ -170,6 +170,8 @@ WRONG_TYPES = [
     (lambda r: r["environment"].update(tensorflow=2.21), "environment.tensorflow is a number"),
     (lambda r: r["environment"].update(env={"TF_X": 1}), "environment.env.TF_X is an integer"),
     (lambda r: r["spec"].update(iterations="30"), "spec.iterations is a string"),
+    (lambda r: r["repeats"][0]["result"]["series"]["rss"].append("x"), "result.series.rss[4] is a string, expected "
+                                                                        "integer"),  # a series: checked at once
 ]
 
 
