@@ -1,4 +1,5 @@
-"""Reading kerasbench's asv configurations: where they are, a matrix's entries, the names of pins.
+"""Reading kerasbench's asv configurations: where they are, a matrix's entries (the TF package and the Python they
+name), the names of pins.
 
 Naming and making the environment of a set of pins is kerasbench.environment's."""
 
@@ -7,15 +8,28 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from . import releases
 from .errors import UsageError
 from .files import CONFIG_LIMIT, clone_dir, read_json
 
 
 CONFIG_VAR = "KERASBENCH_CONFIG"  # an asv config file, or a folder holding kerasbench's configs (a clone)
 MATRIX, DEFAULT_CONFIG = "asv.matrix.json", "asv.conf.json"
+
+
+def tf_package(includes: List[Dict[str, Any]]) -> str:
+    """'tensorflow-cpu' or 'tensorflow': the TF distribution an asv config's matrix installs."""
+    for include in includes:
+        for name in include.get("req", {}):
+            if name in ("tensorflow-cpu", "tensorflow"):
+                return name
+    raise UsageError("The asv config pins no tensorflow or tensorflow-cpu in its matrix 'include' entries.")
+
+
+def config_python(includes: List[Dict[str, Any]]) -> str:
+    """The Python an asv config's matrix entries are for (their `python`; 3.11 when unsaid)."""
+    return str(includes[0].get("python") or "3.11") if includes else "3.11"
 
 
 def find_config(given: Optional[str], default: str = MATRIX) -> str:
@@ -153,7 +167,7 @@ def matrix_entries(config: str) -> List[dict]:
     """
     from asv import environment
 
-    home = releases.config_python(read_config(config).get("include") or [])  # a readable error first
+    home = config_python(read_config(config).get("include") or [])  # a readable error first
     conf = load_config(config)
     found = []
     for combo in environment.iter_matrix(conf.environment_type, conf.pythons, conf):
@@ -206,7 +220,7 @@ def includes(config: str) -> list:
     (`run --tf V --keras tf_keras`, `--python 3.12`), so both use the same environment.
     """
     every = read_config(config).get("include") or []
-    home = releases.config_python(every)
+    home = config_python(every)
     entries = [entry for entry in every if not axis_of(entry, home)]
     if not entries:
         raise UsageError(f"The asv config {config} has no matrix 'include' entries: "
@@ -238,5 +252,11 @@ def package_of(name: str) -> str:
 
 TF_KERAS_PIN = "pip+tf-keras"  # the req key of tf-keras: its value says --no-deps (asv's pip, kerasbench's uv)
 LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"  # "1": tf.keras is the tf-keras package (Keras 2) on TF >= 2.16
+
+
+# The package names in the installer's (uv's) reason for refusing a set of pins: the dependency, and the pin that
+# requires it (environment.forced_pins forces them; attribute's groups move them together).
+REASON_PATTERNS = (re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)"),
+                   re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on"))
 
 

@@ -7,30 +7,26 @@ bad side's version (a single); where the installer refuses a single (TF 2.14.0 r
 good environment with that package and the ones uv's reason names, moved together until they resolve (a
 group: what pip would install); and the bad environment with each package put back (leave-one-out),
 measured only when no single move carries the change. A pin set is planned once; --max-envs bounds the plan.
-Each environment is made as environment.python_for makes any (uv, one resolve; a single uv refuses is forced:
-the excluded pins installed with --no-deps after the rest, then an import check, and marked forced), measured
-in fresh workers (runner.measure_at_once) and classified against the two ends as triage classifies a release
+Each environment is made and measured by the command (commands/attribute.py: made as environment.python_for
+makes any, measured in fresh workers) and classified here against the two ends as triage classifies a release
 (triage.classify). The conclusion (conclude) says it in words: carried by X (X alone behaves like the bad
 end), by X with Y (only the group does), by X and Y together (no single does; putting back either makes the
 bad end good), or nothing reproduces it. Across the Keras 2 -> 3 switch (TF 2.15 -> 2.16), where no single move
-installs, the Keras 3 end is measured with tf_keras in Keras 3's place (bridges): "carried by Keras 3" when it
-then behaves like the Keras 2 end, "by TensorFlow" when it does not.
+installs, the Keras 3 end is measured with tf_keras in Keras 3's place (bridge_rows): "carried by Keras 3" when it
+then behaves like the Keras 2 end, "by TensorFlow" when it does not. Pure: pins and records in, rows and words
+out (nothing made, measured or asked of the package index; tests/test_imports.py checks what it imports).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from . import asvconf, environment
-from .asvconf import INSTALLER_ONLY, package_of
+from .asvconf import INSTALLER_ONLY, REASON_PATTERNS, TF_KERAS_PIN, package_of
 from .console import text_table
 from .errors import UsageError
 from .record import Record
-
-if TYPE_CHECKING:
-    pass
+from .versions import version_key
 
 @dataclasses.dataclass
 class Row:
@@ -38,7 +34,7 @@ class Row:
 
     `kind` is 'end' (good, bad), 'single' (the good pins with one package moved), 'group' (with a package and the
     ones it needs to install unforced), 'leave-one-out' (the bad pins with `moved` put back to the good side) or
-    'bridge' (across the Keras 2 -> 3 switch: an end with tf_keras in Keras 3's place; see bridges).
+    'bridge' (across the Keras 2 -> 3 switch: an end with tf_keras in Keras 3's place; see bridge_rows).
     """
 
     label: str
@@ -101,7 +97,7 @@ def swapped(good: Dict[str, str], bad: Dict[str, str], names: Sequence[str]) -> 
     return out
 
 
-def _same(a: Dict[str, str], b: Dict[str, str]) -> bool:
+def same_pins(a: Dict[str, str], b: Dict[str, str]) -> bool:
     """Whether two pin sets are one environment (names compared as the registry does)."""
     return {package_of(k): v for k, v in a.items()} == {package_of(k): v for k, v in b.items()}
 
@@ -118,7 +114,7 @@ def group_for(name: str, good: Dict[str, str], bad: Dict[str, str], names: Seque
         if ok:
             return (tuple(group) if len(group) > 1 else ()), first
         first = first or reason
-        said = [n for pattern in environment.REASON_PATTERNS for n in pattern.findall(reason)]
+        said = [n for pattern in REASON_PATTERNS for n in pattern.findall(reason)]
         named = [known[package_of(n)] for n in said if package_of(n) in known]
         named = [n for n in dict.fromkeys(named) if n not in group]
         if not named:
@@ -143,7 +139,7 @@ def plan(good: Dict[str, str], bad: Dict[str, str],
     rows = [Row("good", dict(good)), Row("bad", dict(bad), tuple(names))]
 
     def add(into: List[Row], row: Row) -> None:
-        same = next((r for r in rows + into if _same(row.pins, r.pins)), None)
+        same = next((r for r in rows + into if same_pins(row.pins, r.pins)), None)
         if same is None:
             into.append(row)
         elif row.kind == "leave-one-out":  # that environment is also this return: the table says so
@@ -176,80 +172,32 @@ def keras_major(pins: Dict[str, str]) -> Optional[int]:
         return None
 
 
-def bridges(config: str, good: Dict[str, str], bad: Dict[str, str], python: Optional[str] = None) -> List[Row]:
+def bridge_rows(good: Dict[str, str], bad: Dict[str, str], tf_name: str,
+                tf_keras_for: Callable[[str], str]) -> List[Row]:
     """Across the Keras 2 -> 3 switch (TF 2.16), where no single move installs (TF 2.16 needs Keras 3, TF 2.15's
     tf.keras cannot import it): the Keras 3 end with tf_keras (the Keras 2 of its TF minor, TF_USE_LEGACY_KERAS=1)
     in Keras 3's place, and the Keras 2 end's other packages with that TF and tf_keras (TF moved, Keras 2 kept).
-    [] when the ends' Keras majors are the same, or the Keras 3 end's TF has no tf_keras."""
-    from . import releases
-
+    `tf_name` is the TF package the pins name; `tf_keras_for(tf)` the tf_keras release of a TF release (a
+    UsageError when it has none). [] when the ends' Keras majors are the same, or the Keras 3 end's TF has no
+    tf_keras."""
     majors = keras_major(good), keras_major(bad)
     if None in majors or (majors[0] >= 3) == (majors[1] >= 3):
         return []
     k3_side, k2_side = ("bad", "good") if majors[1] >= 3 else ("good", "bad")
     k3, k2 = (bad, good) if k3_side == "bad" else (good, bad)
-    includes = asvconf.includes(config)
-    tf_name = releases.tf_package(includes)
     tf3 = next((v for k, v in k3.items() if package_of(k) == package_of(tf_name)), None)
-    if not tf3 or releases.version_key(tf3)[:2] < (2, 16):
+    if not tf3 or version_key(tf3)[:2] < (2, 16):
         return []
     try:
-        tf_keras = releases.tf_keras_for(tf3, python or releases.config_python(includes))
+        tf_keras = tf_keras_for(tf3)
     except UsageError:
         return []
-    pin = {asvconf.TF_KERAS_PIN: f"--no-deps {tf_keras}"}
+    pin = {TF_KERAS_PIN: f"--no-deps {tf_keras}"}
     names = [k for k in k3 if package_of(k) in (package_of(tf_name), "keras")]
     found = [Row(f"{k3_side} with tf_keras {tf_keras}", {**k3, **pin}, ("keras",), "bridge"),
              Row(f"{k2_side} with {tf_name} {tf3} and tf_keras {tf_keras}", {**swapped(k2, k3, names), **pin},
                  (tf_name, "keras"), "bridge")]
-    return [row for i, row in enumerate(found) if not any(_same(row.pins, r.pins) for r in found[:i])]
-
-
-def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str, str]:
-    """The pins of --good/--bad `side`: a TF release (its asv environment's pins), or an asv environment's name or
-    folder (its asv-env-info.json)."""
-    from . import releases
-    from .files import read_json
-
-    folder = side if os.path.isdir(side) else os.path.join(
-        os.path.dirname(os.path.abspath(config)), asvconf.read_config(config).get("env_dir", "env"), side)
-    info = os.path.join(folder, "asv-env-info.json")
-    if os.path.isfile(info):
-        try:
-            return dict(read_json(info, "asv environment info")["requirements"])
-        except (ValueError, KeyError, TypeError):
-            raise UsageError(f"Cannot read the pins of environment {side}: {info} has no 'requirements'.") from None
-    if all(part.isdigit() for part in side.split(".")) and side.count(".") >= 1:
-        return releases.requirements_for(side, asvconf.includes(config), python=python)
-    raise UsageError(f"Unknown environment. Received: {side!r}. Expected a TF release (e.g. 2.13.1) or an asv "
-                     f"environment of {config} (`kerasbench envs`) or its folder.")
-
-
-def reproduce_args(config: str, pins: Dict[str, str], python: Optional[str] = None) -> List[str]:
-    """`--tf VERSION [--pin NAME==VERSION ...]`: the `kerasbench run` options that make the environment of `pins`."""
-    from . import releases
-
-    entries = asvconf.includes(config)
-    package = releases.tf_package(entries)
-    tf = pins.get(package)
-    nightly = next((name for name in ("tf-nightly-cpu", "tf-nightly") if name in pins), None)
-    if tf is None and nightly:  # a nightly's environment: `run --tf <its version>` with the rest pinned as it was
-        return ["--tf", pins[nightly]] + ["--pin={}=={}".format(*asvconf.split_pin(name, value)[:2])
-                                          for name, value in pins.items() if name not in INSTALLER_ONLY + (nightly,)]
-    if tf is None:
-        return [f"--pin={name}=={version}" for name, version in pins.items() if name not in INSTALLER_ONLY]
-    try:
-        default = releases.requirements_for(tf, entries, python=python)
-    except UsageError:
-        default = {}
-    args = ["--tf", tf]
-    for name, value in pins.items():
-        if name != package and name not in INSTALLER_ONLY and default.get(name) != value:
-            if asvconf.package_of(name) == "tf-keras":  # the matrix's tf_keras entries, as `run` makes them
-                args += ["--keras", "tf_keras"]
-            else:
-                args.append("--pin={}=={}".format(*asvconf.split_pin(name, value)[:2]))
-    return args
+    return [row for i, row in enumerate(found) if not any(same_pins(row.pins, r.pins) for r in found[:i])]
 
 
 def _describe(row: Row, good: Dict[str, str], bad: Dict[str, str]) -> str:
@@ -264,7 +212,7 @@ def _describe(row: Row, good: Dict[str, str], bad: Dict[str, str]) -> str:
 
 def _find(rows: Sequence[Row], pins: Dict[str, str]) -> Optional[Row]:
     """The row of that environment, if it was planned."""
-    return next((r for r in rows if _same(r.pins, pins)), None)
+    return next((r for r in rows if same_pins(r.pins, pins)), None)
 
 
 def needs_leave_one_out(rows: Sequence[Row]) -> bool:
@@ -411,7 +359,7 @@ def render(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], metri
     return "\n".join(lines) + "\n"
 
 
-def _classify(rows: Sequence[Row], ends: Tuple[Record, Record], metric: str, err: TextIO) -> None:
+def classify_rows(rows: Sequence[Row], ends: Tuple[Record, Record], metric: str, err: TextIO) -> None:
     """Each measured row (not an end) against the two ends, as triage classifies a release."""
     from . import triage
     from .console import status_line

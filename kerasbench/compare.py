@@ -46,7 +46,8 @@ import json
 import math
 import os
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -58,7 +59,7 @@ from .rule import DEFAULT_FLOOR
 from .record import SCHEMA_VERSION, Record
 from .tree import place_of
 from .loading import load_records
-from .releases import version_key
+from .versions import version_key
 from .trace import traced
 from .units import KIB
 
@@ -210,40 +211,55 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
     n = min(r.get("iterations_done") or record["spec"]["iterations"] for r in results)
     side["per_repeat"] = ([spec.per_repeat(r, r.get("iterations_done") or n) for r in results]
                           if spec.per_repeat else None)
-    floor = record["summary"].get("floor") or DEFAULT_FLOOR
-    if isinstance(how, SlopeCI) and how.series == "heap":  # the heap's own floor (records before it: the RSS one)
-        floor = record["summary"].get("heap_floor") or floor
-    if isinstance(how, SlopeCI):  # the record's own judgement (kerasbench.rule), never fitted again here
-        s = record["summary"]
-        prefix, verdict = ("heap_growth", s.get("heap_verdict")) if how.series == "heap" else ("growth", s["verdict"])
-        low, high = (s.get(f"{prefix}_ci_{end}") for end in ("low", "high"))
-        kind = s.get("growth_kind")  # what grew (rule.growth_kind), named beside the verdict
-        side.update(low=float("nan") if low is None else low, high=float("nan") if high is None else high,
-                    verdict=f"{verdict} ({kind})" if kind else str(verdict), bare=str(verdict), floor=floor,
-                    alpha=s.get("alpha") or ALPHA)
-    elif isinstance(how, Magnitude):
-        noise = _spread(side["per_repeat"])
-        if how.series_noise:
-            scatter = [residual_noise(r["series"]["rss"]) for r in results]
-            scatter = [v for v in scatter if np.isfinite(v)]
-            noise = _nanmax(noise, float(np.median(scatter)) if scatter else float("nan"))
-        side.update(noise=noise, iterations=n)
-    elif isinstance(how, ExactCount):
-        side["functions"] = results[0].get("functions")  # which tf.functions, for the why of a changed count
-        warmup = record["spec"].get("warmup") or 0
-        side["lengths"] = [warmup + (r.get("iterations_done") or n) for r in results]  # iterations the count spans
-        side["rates"] = [loop_rate(r, metric) for r in results]
-    elif isinstance(how, TimingBand):
-        side.update(seconds=[s for r in results for s in r["series"].get("seconds") or []],
-                    jobs=record["spec"].get("jobs") or 1, load=load_per_cpu(record))
+    if how is not None:
+        JUDGING[type(how)].side(side, record, results, n, how, metric)
     return side
+
+
+def _slope_side(side: Side, record: Record, results: list, n: int, how: SlopeCI, metric: str) -> None:
+    """The record's own judgement (kerasbench.rule), never fitted again here: its CI, verdict, floor and level."""
+    s = record["summary"]
+    floor = s.get("floor") or DEFAULT_FLOOR
+    if how.series == "heap":  # the heap's own floor (records before it: the RSS one)
+        floor = s.get("heap_floor") or floor
+    prefix, verdict = ("heap_growth", s.get("heap_verdict")) if how.series == "heap" else ("growth", s["verdict"])
+    low, high = (s.get(f"{prefix}_ci_{end}") for end in ("low", "high"))
+    kind = s.get("growth_kind")  # what grew (rule.growth_kind), named beside the verdict
+    side.update(low=float("nan") if low is None else low, high=float("nan") if high is None else high,
+                verdict=f"{verdict} ({kind})" if kind else str(verdict), bare=str(verdict), floor=floor,
+                alpha=s.get("alpha") or ALPHA)
+
+
+def _magnitude_side(side: Side, record: Record, results: list, n: int, how: Magnitude, metric: str) -> None:
+    """The noise: the repeats' spread (and the RSS series' scatter around its line, where the rule counts it)."""
+    noise = _spread(side["per_repeat"])
+    if how.series_noise:
+        scatter = [residual_noise(r["series"]["rss"]) for r in results]
+        scatter = [v for v in scatter if np.isfinite(v)]
+        noise = _nanmax(noise, float(np.median(scatter)) if scatter else float("nan"))
+    side.update(noise=noise, iterations=n)
+
+
+def _count_side(side: Side, record: Record, results: list, n: int, how: ExactCount, metric: str) -> None:
+    """Which tf.functions (the why of a changed count), the iterations each repeat's count spans, its rate."""
+    side["functions"] = results[0].get("functions")
+    warmup = record["spec"].get("warmup") or 0
+    side["lengths"] = [warmup + (r.get("iterations_done") or n) for r in results]
+    side["rates"] = [loop_rate(r, metric) for r in results]
+
+
+def _timing_side(side: Side, record: Record, results: list, n: int, how: TimingBand, metric: str) -> None:
+    """The per-iteration times and the conditions they were measured in (jobs, load per CPU)."""
+    side.update(seconds=[s for r in results for s in r["series"].get("seconds") or []],
+                jobs=record["spec"].get("jobs") or 1, load=load_per_cpu(record))
 
 
 def uncertain_values(metric: str, sides: Sequence[Side]) -> Optional[List[Tuple[float, float]]]:
     """(value, standard uncertainty) of each side (uncertain_value), or None when any has none, or when the sides
     are counts over runs of different lengths (a budgeted run stops when it is decided: totals are not one scale)."""
-    if isinstance(METRICS[metric].compare if metric in METRICS else None, ExactCount) and \
-            len({n for side in sides for n in side.get("lengths") or ()}) > 1:
+    how = METRICS[metric].compare if metric in METRICS else None
+    lengths = {n for side in sides for n in side.get("lengths") or ()}
+    if how is not None and JUDGING[type(how)].totals and len(lengths) > 1:
         return None
     found = [uncertain_value(metric, side) for side in sides]
     return None if None in found else found  # type: ignore[return-value]
@@ -259,27 +275,33 @@ def uncertain_value(metric: str, side: Side) -> Optional[Tuple[float, float]]:
     repeat at face value. A count: exact (the spread of its repeats where they disagree); None over runs of different
     lengths, whose totals are not on one scale. Seconds: None (compare judges them by a ratio and a rank test).
     """
+    value, how = side.get("value"), METRICS[metric].compare if metric in METRICS else None
+    if value is None or not math.isfinite(value) or how is None:
+        return None
+    return JUDGING[type(how)].uncertainty(float(value), side, how)
+
+
+def _slope_uncertainty(value: float, side: Side, how: SlopeCI) -> Optional[Tuple[float, float]]:
     from statistics import NormalDist
 
-    value, how = side.get("value"), METRICS[metric].compare if metric in METRICS else None
-    if value is None or not math.isfinite(value):
+    low, high, alpha = side.get("low", float("nan")), side.get("high", float("nan")), side.get("alpha") or ALPHA
+    if not (math.isfinite(low) and math.isfinite(high)):
         return None
-    if isinstance(how, SlopeCI):
-        low, high, alpha = side.get("low", float("nan")), side.get("high", float("nan")), side.get("alpha") or ALPHA
-        if not (math.isfinite(low) and math.isfinite(high)):
-            return None
-        return float(value), (high - low) / 2 / NormalDist().inv_cdf(1 - alpha / 2)
-    if isinstance(how, Magnitude):
-        noise = side.get("noise", float("nan"))
-        if not math.isfinite(noise) or noise <= 0:  # as _magnitude: unknown, unless taken at face value
-            return (float(value), 0.0) if how.face_value_alone else None
-        return float(value), float(noise)
-    if isinstance(how, ExactCount):
-        if len(set(side.get("lengths") or ())) > 1:
-            return None
-        spread = _spread(side.get("per_repeat") or [])
-        return float(value), spread if math.isfinite(spread) else 0.0
-    return None
+    return value, (high - low) / 2 / NormalDist().inv_cdf(1 - alpha / 2)
+
+
+def _magnitude_uncertainty(value: float, side: Side, how: Magnitude) -> Optional[Tuple[float, float]]:
+    noise = side.get("noise", float("nan"))
+    if not math.isfinite(noise) or noise <= 0:  # as _magnitude: unknown, unless taken at face value
+        return (value, 0.0) if how.face_value_alone else None
+    return value, float(noise)
+
+
+def _count_uncertainty(value: float, side: Side, how: ExactCount) -> Optional[Tuple[float, float]]:
+    if len(set(side.get("lengths") or ())) > 1:
+        return None
+    spread = _spread(side.get("per_repeat") or [])
+    return value, spread if math.isfinite(spread) else 0.0
 
 
 def load_per_cpu(record: Record) -> Optional[float]:
@@ -440,15 +462,32 @@ def judge(metric: str, base: Side, new: Side) -> Tuple[str, str]:
     if base["value"] is None or new["value"] is None:
         return "n/a", "no value" + (" for the baseline" if base["value"] is None else "")
     how = METRICS[metric].compare if metric in METRICS else None
-    if isinstance(how, SlopeCI):
-        return _slope_ci(base, new)
-    if isinstance(how, Magnitude):
-        return _magnitude(base, new, how)
-    if isinstance(how, ExactCount):
-        return _exact_count(base, new, METRICS[metric].unit)
-    if isinstance(how, TimingBand):
-        return _timing_band(base, new, how)
-    raise ValueError(metric)
+    if how is None:
+        raise ValueError(metric)
+    return JUDGING[type(how)].judge(base, new, how, metric)
+
+
+@dataclass(frozen=True)
+class Judging:
+    """What compare does for one kind of compare rule (metrics.CompareRule): what a version's side reads from its
+    record (cell_side), how two sides are judged (judge), a side's value and standard uncertainty (uncertain_value;
+    None where the rule gives none), and whether its values are totals over the run (runs of different lengths are
+    then not on one scale). A new kind of rule is one class in metrics.py and one entry of JUDGING."""
+
+    side: Callable[..., None]
+    judge: Callable[[Side, Side, Any, str], Tuple[str, str]]
+    uncertainty: Callable[[float, Side, Any], Optional[Tuple[float, float]]] = lambda value, side, how: None
+    totals: bool = False
+
+
+JUDGING = {
+    SlopeCI: Judging(_slope_side, lambda base, new, how, metric: _slope_ci(base, new), _slope_uncertainty),
+    Magnitude: Judging(_magnitude_side, lambda base, new, how, metric: _magnitude(base, new, how),
+                       _magnitude_uncertainty),
+    ExactCount: Judging(_count_side, lambda base, new, how, metric: _exact_count(base, new, METRICS[metric].unit),
+                        _count_uncertainty, totals=True),
+    TimingBand: Judging(_timing_side, lambda base, new, how, metric: _timing_band(base, new, how)),
+}
 
 
 def _finite(v):
@@ -578,7 +617,7 @@ COLUMNS = ("loop", "strategy", "metric", "baseline", "value", "ratio", "verdict"
 def difference_text(metric: str, diff: float) -> str:
     """A signed difference of `metric` as people read it (the ratio column where a ratio would mislead)."""
     how = METRICS[metric].compare
-    if isinstance(how, Magnitude):
+    if getattr(how, "difference", None):  # a rule that says how its differences read (Magnitude's)
         return how.difference(diff)
     text = METRICS[metric].show(diff)
     return text if text.startswith(("+", "-")) else f"{'+' if diff >= 0 else ''}{text}"

@@ -221,7 +221,7 @@ def verdict_text(summary: dict) -> str:
 
 
 class Labelled:
-    """A Progress whose pairs measured at once are labelled with their TF version."""
+    """A Progress whose pairs (measured at once or one at a time) are labelled: with their TF version, their row."""
 
     def __init__(self, progress, labels: List[str]):
         self.progress, self.labels = progress, labels
@@ -230,6 +230,17 @@ class Labelled:
         mine = self.progress.pair(index, loop, strategy, iterations, budget)
         mine.label = f"{self.labels[index - 1]}: {loop} × {strategy}"
         return mine
+
+    def start(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0) -> None:
+        """One pair at a time (the runner's sequential way): the Progress's own line, labelled."""
+        self.progress.start(index, loop, strategy, iterations, budget)
+        self.progress.label = f"{self.labels[index - 1]}: {loop} × {strategy}"
+
+    def __call__(self, ev: dict) -> None:
+        self.progress(ev)
+
+    def done(self, record: dict) -> None:
+        self.progress.done(record)
 
 
 def status_line(stream: TextIO, text: str, final: bool = False, milestone: bool = False) -> None:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import sys
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from . import releases
-from .asvconf import (INSTALLER_ONLY, LEGACY_KERAS_VAR, TF_KERAS_PIN, canonical, includes, load_config, matrix_entries,
-                      package_of, read_config, split_pin)
+from .asvconf import (INSTALLER_ONLY, LEGACY_KERAS_VAR, REASON_PATTERNS, TF_KERAS_PIN, canonical, includes, load_config,
+                      matrix_entries, package_of, read_config, split_pin)
 from .errors import UsageError
 from .files import read_json
 
@@ -273,14 +272,6 @@ def _create_with_uv(uv: str, conf: object, env, reqs: dict, forced: Sequence[str
 FORCED_FILE = "kerasbench-forced.json"  # in a forced environment's folder: what was forced, and why
 
 
-_DEPENDS_ON = re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)")  # in uv's reason: the dependency
-
-
-_DEPENDENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on")  # ... and the pin that requires it
-
-
-REASON_PATTERNS = (_DEPENDS_ON, _DEPENDENT)  # the package names uv's reason gives (forced_pins, attribute's groups)
-
 
 def resolves(uv: str, reqs: dict, python: str) -> Tuple[bool, str]:
     """(True, '') when uv resolves `reqs` together for CPython `python` on this platform, else (False, its reason)."""
@@ -482,3 +473,63 @@ def gpu_extras(conf: object, reqs: dict) -> list:
     if "[gpu]" not in " ".join(getattr(conf, "install_command", None) or []):
         return []
     return [f"tensorflow[and-cuda]=={reqs['tensorflow']}", "nvidia-ml-py"] if "tensorflow" in reqs else []
+
+
+class Ahead:
+    """Environments made one at a time in a background thread, ahead of the step that needs them: triage queues the
+    next bisection step's while this one measures; attribute asks for each of its rows' in turn. Keys name them
+    (a version, a row's label): `pins(key)` gives a key's pins (asked in that thread: it may read the package index),
+    `note(key, text)` hears its creation's progress.
+
+    `want(keys)` queues them; `get(key)` waits for one, (interpreter, environment name), queued first if it was not;
+    a creation that failed raises its error there, only when that key is needed. `stop()` ends a creation under
+    way (its folder is removed, as after any interrupted one) and drops the queued ones (so does leaving a `with`
+    block); `made()` is {key: interpreter} of the ones made.
+    """
+
+    def __init__(self, config: str, pins: Callable[[str], dict], note: Callable[[str, str], None],
+                 python: Optional[str] = None):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.config, self.pins, self.note, self.python = config, pins, note, python
+        self.futures: dict = {}
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasbench-env")
+
+    def _make(self, key: str) -> Tuple[str, str]:
+        return python_for(self.config, self.pins(key), lambda text: self.note(key, text), self.python)
+
+    def want(self, keys: Sequence[str]) -> None:
+        """Queue the environments of `keys` (those not queued yet)."""
+        for key in keys:
+            if key not in self.futures:
+                self.futures[key] = self.pool.submit(self._make, key)
+
+    def get(self, key: str) -> Tuple[str, str]:
+        """(interpreter, environment name) of `key`, made now if it was not queued."""
+        from concurrent.futures import TimeoutError as Pending
+
+        self.want([key])
+        while True:
+            try:
+                return self.futures[key].result(timeout=0.2)  # short waits: the main thread takes Ctrl-C in between
+            except Pending:
+                continue
+
+    def made(self) -> dict:
+        """{key: interpreter} of the environments made (not cancelled, not failed)."""
+        return {key: f.result()[0] for key, f in self.futures.items()
+                if f.done() and not f.cancelled() and f.exception() is None}
+
+    def __enter__(self) -> "Ahead":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Drop the queued creations and end the one under way (asvconf removes its half-made folder)."""
+        for future in self.futures.values():
+            future.cancel()
+        if not all(f.done() for f in self.futures.values()):
+            end_creations()
+        self.pool.shutdown(wait=True, cancel_futures=True)

@@ -43,7 +43,7 @@ class LoopRuntime:
     `spec` is the run's RunSpec (batch size, leak size, repro file); `strategy` the Strategy it runs under.
     """
 
-    def __init__(self, spec: Any, strategy: Any):
+    def __init__(self, spec: Any, strategy: Any):  # a RunSpec and a Strategy (spec.py imports this module)
         self.spec = spec
         self.strategy = strategy
 

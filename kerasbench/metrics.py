@@ -13,7 +13,7 @@ numpy and the statistics load when a value is derived.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Union
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, List, Optional, Sequence, Union
 
 from .units import KIB, MIB, kib_text, mib_text, number_text
 
@@ -147,6 +147,7 @@ def _seconds_per_iter(result: Result, iterations: int) -> Optional[float]:
 class SlopeCI:
     """compare: regressed when the new slope's CI lies above the baseline's, by more than the floor."""
 
+    alone: ClassVar[bool] = False  # a value compare judges only of pairs measured one at a time (TimingBand's)
     series: str = "rss"  # the series whose fit the slope and CI are: "rss" or "heap"
 
 
@@ -154,6 +155,7 @@ class SlopeCI:
 class Magnitude:
     """compare: regressed / improved when the difference is at least `minimum` and at least NOISE_K times the noise."""
 
+    alone: ClassVar[bool] = False
     minimum: float
     difference: Callable[[float], str]  # a signed difference, for the why text
     series_noise: bool = False  # the RSS series' scatter around its line counts as noise too (robust: MAD)
@@ -163,6 +165,8 @@ class Magnitude:
 @dataclass(frozen=True)
 class ExactCount:
     """compare: any change is regressed (more) or improved (fewer); inconclusive when the repeats disagree."""
+
+    alone: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,7 @@ class TimingBand:
     repeat on a machine loaded beyond `loaded` per CPU or whose load was not recorded).
     """
 
+    alone: ClassVar[bool] = True  # timings of pairs measured at once share the CPUs: the runner measures them alone
     band: float
     load_difference: float = 0.5  # runnable threads per CPU
     loaded: float = 1.0  # more runnable threads than CPUs
@@ -257,6 +262,11 @@ class Metric:
     report: Optional[ReportView] = None
     column: Optional[RunColumn] = None
     beside: str = ""  # another metric compare shows beside this one's values (e.g. the absolute peak)
+
+    @property
+    def measured_alone(self) -> bool:
+        """Whether its pairs are measured one at a time (runner.measure_specs): a time, which pairs at once share."""
+        return bool(self.compare is not None and self.compare.alone)
 
     def show(self, value: float) -> str:
         """`value` as people read it, with its unit."""

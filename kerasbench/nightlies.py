@@ -26,14 +26,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import releases
 from ._compat import NIGHTLY_NOTE, read_note  # noqa: F401 (read_note: the note is read where the worker runs)
 from .errors import UsageError
+from .versions import NIGHTLY_DEV as _DEV, NIGHTLY_WORD as WORD, is_nightly  # noqa: F401  (nightlies.is_nightly too)
 
-WORD = "nightly"
 FLAVOURS = {"cpu": "tf-nightly-cpu", "cuda": "tf-nightly"}  # build flavour -> its package
 KERAS, TENSORBOARD = "keras-nightly", "tb-nightly"
 NOTE_FILE = NIGHTLY_NOTE  # in a nightly environment's folder: which nightly, uploaded when, build (worker reads it)
 TF_REPO, KERAS_REPO = "https://github.com/tensorflow/tensorflow", "https://github.com/keras-team/keras"
 GAP_DAYS = 4  # days between two nightlies from which a window says where its gap is (a weekend: 3)
-_DEV = re.compile(r"(?:\.dev|a)(\d{8})(\d{2})?$")  # TF's and Keras' .devYYYYMMDD[HH], TensorBoard's aYYYYMMDD
 
 
 @dataclass(frozen=True)
@@ -77,11 +76,6 @@ def _built(version: str) -> Optional[datetime.datetime]:
         return datetime.datetime.strptime(found[1] + (found[2] or "00"), "%Y%m%d%H")
     except ValueError:
         return None
-
-
-def is_nightly(text: Optional[str]) -> bool:
-    """Whether a --tf/--keras/--good/--bad value names a nightly ('nightly', 'nightly:DATE') or a nightly version."""
-    return bool(text) and (text == WORD or text.startswith(WORD + ":") or bool(_DEV.search(text.replace("-", "."))))
 
 
 def requested_day(text: str) -> Optional[datetime.date]:

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
-import re
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional
 import urllib.error
 import urllib.request
 
+from .asvconf import config_python, tf_package  # noqa: F401  (pure: read from a config's entries)
 from .errors import UsageError
+from .versions import version_key  # noqa: F401  (its home is kerasbench.versions: releases.version_key still works)
 
 PYPI = "https://pypi.org/simple"
 ACCEPT = "application/vnd.pypi.simple.v1+json"
@@ -42,26 +42,6 @@ OLDER_MINORS = ((2, 8), (2, 9), (2, 10), (2, 11))
 # the aliases they still use (np.bool in Keras 2.8-2.11's conv_utils, np.object in TF 2.8's ragged_tensor, np.float
 # in their TensorBoard); 1.23.5 is the last numpy before 1.24.
 OLDER_PINS = {"numpy": "1.23.5"}
-
-
-def version_key(version: str) -> tuple:
-    """The one sort key of TF (and Keras) versions and of compare's sides: (major, minor, micro, stage, number,
-    label), by PEP 440 (packaging): a nightly (2.22.0-dev20260905) before the release candidates of its release
-    (2.15.0rc1), those before the release, a side's label (2.16.2+tf_keras) right after its release. [:2] is
-    (major, minor). A string that is no version sorts by its numeric parts, other parts last."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        v = Version(str(version))
-    except InvalidVersion:
-        return tuple(int(p) if p.isdigit() else math.inf for p in re.split(r"[.+-]", str(version)))
-    if v.pre is not None:
-        stage = (1, {"a": 0, "b": 1, "rc": 2}[v.pre[0]] * 1_000_000 + v.pre[1])  # a < b < rc, then their number
-    elif v.dev is not None:
-        stage = (0, v.dev)
-    else:
-        stage = (2, v.post or 0)
-    return (*(v.release + (0, 0, 0))[:3], *stage, 1 if v.local else 0)
 
 
 def index(package: str) -> Dict[str, Any]:
@@ -157,20 +137,6 @@ def keras_for(tf_version: str, tf_uploaded: str, keras_doc: Dict[str, Any], pyth
     if not pool:
         raise UsageError(f"No Keras {line}x release found for TF {tf_version} on the package index.")
     return max(pool, key=version_key) if before else min(pool, key=version_key)
-
-
-def tf_package(includes: List[Dict[str, Any]]) -> str:
-    """'tensorflow-cpu' or 'tensorflow': the TF distribution an asv config's matrix installs."""
-    for include in includes:
-        for name in include.get("req", {}):
-            if name in ("tensorflow-cpu", "tensorflow"):
-                return name
-    raise UsageError("The asv config pins no tensorflow or tensorflow-cpu in its matrix 'include' entries.")
-
-
-def config_python(includes: List[Dict[str, Any]]) -> str:
-    """The Python an asv config's matrix entries are for (their `python`; 3.11 when unsaid)."""
-    return str(includes[0].get("python") or "3.11") if includes else "3.11"
 
 
 def older_minors(includes: List[Dict[str, Any]], package: Optional[str] = None) -> List[tuple]:

@@ -337,48 +337,54 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
                   finished: Optional[Callable[[record.Record], None]] = None) -> List[record.Record]:
     """Measure each (loop, strategy) of `pairs` with `base`'s settings, `base.jobs` at once; their records, in order.
 
-    At once means at most the pairs that start a worker: the records say that many jobs, and a default memory cap
-    (base's, resolved for base.jobs) becomes half the RAM shared between those (spec.shared_memory_cap).
-
     `iterations(strategy)` is a pair's count: an int (exactly that many), or the RunSpec count fields of a
-    profile's budget (Profile.counts_for: process_isolation gets fewer); `progress`, a
-    console.Progress or None, is told when a pair starts and ends and sees its workers' events; `finished` gets
-    each record as its pair ends (so a caller keeps them through an interrupt or a later error). A repro file
-    that raises in the worker stops the run with that error (after `finished` got its record): the next pair
-    would raise it again.
+    profile's budget (Profile.counts_for: process_isolation gets fewer). The rest is measure_specs'.
     """
-    machines.name()  # the name the records will say, checked before any worker (not after the first pair)
-    with procs.terminations():  # the API's SIGTERM or SIGHUP ends the workers (and a caller's `finally` runs)
-        return _measure_pairs(base, pairs, iterations, progress, finished)
-
-
-def _measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: Callable[[Strategy], Any],
-                   progress: Optional[Any], finished: Optional[Callable[[record.Record], None]]) -> List[record.Record]:
     specs = [dataclasses.replace(base, loop=loop, strategy=strategy, **count_fields(iterations(get_strategy(strategy))))
              for loop, strategy in pairs]
-    # What the records say: the pairs that run at once (one pair alone ran at jobs 1, whatever was asked), and the
-    # default memory cap shared between those, not between the jobs asked for (--jobs defaults to the cores).
-    jobs = max(1, min(base.jobs, sum(_skipped(spec) is None for spec in specs)))
-    cap = base.memory_cap
-    if jobs != base.jobs and cap and cap == shared_memory_cap(base.jobs):  # the default cap, resolved for base.jobs
-        cap = shared_memory_cap(jobs)
-    specs = [dataclasses.replace(spec, jobs=jobs, memory_cap=cap) for spec in specs]
-    if jobs > 1:
-        return measure_at_once(specs, jobs, progress, finished)
-    records = []
-    for index, spec in enumerate(specs, 1):
-        loop, strategy = spec.loop, spec.strategy
-        if progress is not None:
-            progress.start(index, loop, strategy, spec.iterations, spec.budget)
-        result = measure(spec, progress=progress)
-        if progress is not None:
-            progress.done(result)
-        records.append(result)
-        if finished is not None:
-            finished(result)
-        if spec.repro and result["status"] == "failed":
-            raise repro_failed(spec.repro, result)
-    return records
+    return measure_specs(specs, base.jobs, progress, finished)
+
+
+def measure_specs(specs: Sequence[RunSpec], jobs: int, progress: Optional[Any] = None,
+                  finished: Optional[Callable[[record.Record], None]] = None,
+                  metric: str = "") -> List[record.Record]:
+    """Measure `specs` (each complete but for how many run at once: its interpreter, pair, counts), at most `jobs` at
+    once; their records, in the order given. The one place that decides how many run at once:
+
+    - no more than the specs that start a worker (one alone runs at jobs 1, whatever was asked), and one at a time
+      when `metric` is a time (metrics.Metric.measured_alone: compare judges timings only of pairs measured alone);
+    - the records say that many jobs, and a default memory cap (0, or the one resolved for a spec's own jobs)
+      becomes half the RAM shared between those (spec.shared_memory_cap); a cap given stays.
+
+    `progress`, a console.Progress (or console.Labelled) or None, is told when a pair starts and ends and sees its
+    workers' events; `finished` gets each record as its pair ends (so a caller keeps them through an interrupt or
+    a later error). A repro file that raises in the worker stops the run with that error (after `finished` got its
+    record): the next pair would raise it again.
+    """
+    from .metrics import METRICS
+
+    machines.name()  # the name the records will say, checked before any worker (not after the first pair)
+    alone = metric in METRICS and METRICS[metric].measured_alone
+    at_once = 1 if alone else max(1, min(jobs, sum(_skipped(spec) is None for spec in specs)))
+    specs = [dataclasses.replace(spec, jobs=at_once, memory_cap=shared_memory_cap(at_once)
+                                 if spec.memory_cap in (0, shared_memory_cap(spec.jobs)) else spec.memory_cap)
+             for spec in specs]
+    with procs.terminations():  # the API's SIGTERM or SIGHUP ends the workers (and a caller's `finally` runs)
+        if at_once > 1:
+            return measure_at_once(specs, at_once, progress, finished)
+        records = []
+        for index, spec in enumerate(specs, 1):
+            if progress is not None:
+                progress.start(index, spec.loop, spec.strategy, spec.iterations, spec.budget)
+            result = measure(spec, progress=progress)
+            if progress is not None:
+                progress.done(result)
+            records.append(result)
+            if finished is not None:
+                finished(result)
+            if spec.repro and result["status"] == "failed":
+                raise repro_failed(spec.repro, result)
+        return records
 
 
 class MemoryGate:
@@ -436,8 +442,8 @@ def measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
                      finished: Optional[Callable[[record.Record], None]]) -> List[record.Record]:
     """Measure `specs` (each complete: its own interpreter, counts, jobs), `jobs` at once; their records, in order.
 
-    A thread per running pair, each pair still in its own workers (measure_pairs uses it for one base spec's
-    pairs; triage for its two ends, each in its release's interpreter). A pair starts only when the memory gate
+    A thread per running pair, each pair still in its own workers (measure_specs' way for more than one at once: the
+    jobs and memory caps are set there). A pair starts only when the memory gate
     admits it (MemoryGate). An interrupt (or any error in this thread) ends every running worker at once (procs),
     so the threads return within moments; a pair cut short that way is not a measurement and reaches neither
     `finished` nor the result.
@@ -446,7 +452,7 @@ def measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
 
     from . import procs
 
-    machines.name()  # the records' machine name, checked before any worker (measure_pairs')
+    machines.name()  # the records' machine name, checked before any worker (measure_specs')
     records: List[Optional[record.Record]] = [None] * len(specs)
     lock, stop, raised = threading.Lock(), threading.Event(), []
     gate = MemoryGate(_free_memory())

@@ -23,8 +23,7 @@ calls `grows` or a leak is a false alarm; one flat at the scored floors but not 
 from __future__ import annotations
 
 import copy
-import types
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from . import rule
 from .console import text_table
@@ -33,6 +32,9 @@ from . import summary
 from .loading import load_records
 from .rule import GROWTH_KINDS, VERDICTS
 from .units import KIB
+
+if TYPE_CHECKING:  # the type only: the spec module loads the loop shapes (numpy)
+    from .spec import RunSpec
 
 KINDS = tuple(GROWTH_KINDS) + ("n/a",)
 
@@ -181,7 +183,7 @@ def load(paths: Sequence[str], reference: Sequence[str]) -> Tuple[Loaded, Loaded
 # ---------------------------------------------------------------- replays: a profile's rules on the reference's series
 
 
-def replay_result(result: dict, spec: Any) -> dict:
+def replay_result(result: dict, spec: RunSpec) -> dict:
     """A reference repeat's result cut where a run of `spec` (a profile's counts) would have stopped on the same
     readings: the worker's loop (min_iterations, min_seconds, the looks rule.LookPlan plans from the
     reference's own seconds per iteration, the budget in seconds of loop, the growth cap, the most iterations) with
@@ -218,6 +220,7 @@ def replay(reference: Loaded, profile: str, repeat: int) -> Loaded:
     the profile's rules would have said on the reference's own readings. A rules-only check: the measurement is
     the reference's (its warm-up, its speed), not a run of the profile."""
     from .profiles import get_profile
+    from .spec import RunSpec
     from .strategies import get_strategy
 
     chosen = get_profile(profile)
@@ -232,6 +235,6 @@ def replay(reference: Loaded, profile: str, repeat: int) -> Loaded:
         replayed = copy.deepcopy(record)
         replayed["spec"] = spec
         replayed["repeats"] = [dict(repeats[repeat], result=replay_result(repeats[repeat]["result"],
-                                                                          types.SimpleNamespace(**spec)))]
+                                                                          RunSpec.of_record(spec)))]
         out.append((replayed, path, version))
     return out

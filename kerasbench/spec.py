@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from . import allocators, floors
 from .errors import UsageError, unknown
@@ -66,6 +66,13 @@ class RunSpec:
     min_seconds: float = 0.0  # no look stops the loop before this many seconds of it
     sequential: bool = False
     max_growth: int = 0  # bytes of RSS over the baseline that end the loop; 0: none (the memory cap still applies)
+
+    @classmethod
+    def of_record(cls, spec: Mapping[str, Any]) -> "RunSpec":
+        """The spec a record says it was measured with (its "spec"), not checked again: fields this kerasbench does
+        not know are left out, ones the record lacks take their defaults (score's replays, a record judged again)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{name: value for name, value in spec.items() if name in known})
 
     @property
     def budgeted(self) -> bool:

@@ -9,15 +9,18 @@ Every derived number comes from kerasbench.metrics, so the runner and compare de
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence
 
 from . import allocators, machine as machines, rule
 from .metrics import METRICS
 from .rule import FloorAt
 from .record import SCHEMA_VERSION, AllocatorCheck, Environment, Record, Repeat, Summary
 
+if TYPE_CHECKING:  # the type only: the runner gives it (the spec module loads the loop shapes)
+    from .spec import RunSpec
 
-def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt]) -> Summary:
+
+def summarize(repeats: Sequence[Repeat], spec: RunSpec, floors: Mapping[str, FloorAt]) -> Summary:
     """Every metric of METRICS over the repeats with a result, plus the verdicts, the floors they were judged with
     and how each repeat's series was judged (kerasbench.rule: the same judgement as a sequential run's looks).
 
@@ -66,14 +69,14 @@ def summarize(repeats: Sequence[Repeat], spec: Any, floors: Mapping[str, FloorAt
     return summary
 
 
-def allocator_check(spec: Any, environment: Optional[Environment]) -> AllocatorCheck:
+def allocator_check(spec: RunSpec, environment: Optional[Environment]) -> AllocatorCheck:
     """The allocator requested and the one the worker found in /proc/self/maps, and whether they agree."""
     detected = environment.get("allocator") if environment else None
     expected = allocators.get_allocator(spec.allocator).detects
     return {"requested": spec.allocator, "detected": detected, "matches": detected in (None, expected)}
 
 
-def make_record(spec: Any, repeats: List[Repeat], floors: Mapping[str, FloorAt]) -> Record:
+def make_record(spec: RunSpec, repeats: List[Repeat], floors: Mapping[str, FloorAt]) -> Record:
     """The record of a runner.RunSpec's repeats: the worst status, the first environment, the summary (judged at
     `floors`, as summarize's)."""
     statuses = [r["status"] for r in repeats]
@@ -103,14 +106,13 @@ def rejudged(record: Record, floors: Optional[Mapping[str, float]] = None) -> Re
     floor when that was given, else at the calibrations here, by count. What it cannot change: the readings (a
     record of protocol 7 or older read the heap without the young-generation collection) and where each repeat
     stopped (its own protocol's looks). The summary's `rejudged_from` names the protocol that judged it before."""
-    import types
-
+    from .spec import RunSpec
 
     spec = dict(record["spec"])
     if not str(spec.get("floor_source") or "").startswith("given"):
         spec["floor"] = None  # resolved when measured: resolve it again, at each repeat's count
     spec.setdefault("allocator", "glibc")
-    spec = types.SimpleNamespace(**spec)
+    spec = RunSpec.of_record(spec)
     at = {**rule.spec_floors(spec, record.get("environment")),
           **rule.fixed_floors(dict(floors or {}), "the scored record's")}
     before = rule.version_of(record.get("summary"))

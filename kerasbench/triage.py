@@ -20,7 +20,7 @@ from .console import text_table, verdict_text
 from .errors import UsageError
 from .metrics import judged_metrics
 from .record import Record
-from .releases import version_key
+from .versions import version_key
 from .rule import pair_verdict
 from .units import KIB, MIB
 
@@ -189,7 +189,7 @@ def answer(outcome: Outcome, what: str, name: str = "TF", later: Optional[str] =
     `later` is the pair's one verdict (rule.pair_verdict) at the release the improvement is found in: it is worded
     "fixed" only when that is `flat`; a change from growing to growing less (or to undecided) is "improved, not
     fixed", saying so."""
-    from .nightlies import is_nightly
+    from .versions import is_nightly
 
     good, bad = outcome.versions[0], outcome.versions[-1]
     if not outcome.first_bad:

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from kerasbench import attribute, environment, releases
+from kerasbench.commands import attribute as command  # the session: the sides' pins, the index, the environments
 from kerasbench.errors import UsageError
 
 from test_compare import synthetic
@@ -168,20 +169,20 @@ def test_leave_one_out_is_measured_when_no_single_move_carries_it_or_several_are
 
 
 def test_side_pins_of_a_release_an_environment_folder_and_an_unknown_name(tmp_path):
-    assert attribute.side_pins(MATRIX, "2.13.1") == GOOD  # the matrix's own entry
-    derived = attribute.side_pins(MATRIX, "2.14.0")  # a patch release: pins derived from the index
+    assert command.side_pins(MATRIX, "2.13.1") == GOOD  # the matrix's own entry
+    derived = command.side_pins(MATRIX, "2.14.0")  # a patch release: pins derived from the index
     assert derived["tensorflow-cpu"] == "2.14.0" and derived["keras"] == "2.14.0"
     env = tmp_path / "some-env"
     env.mkdir()
     (env / "asv-env-info.json").write_text(json.dumps({"python": "3.11", "requirements": BAD}))
-    assert attribute.side_pins(MATRIX, str(env)) == BAD
+    assert command.side_pins(MATRIX, str(env)) == BAD
     with pytest.raises(UsageError, match="Expected a TF release"):
-        attribute.side_pins(MATRIX, "no-such-env")
+        command.side_pins(MATRIX, "no-such-env")
 
 
 def test_reproduce_args_name_the_release_and_only_the_pins_it_does_not_have():
-    assert attribute.reproduce_args(MATRIX, GOOD) == ["--tf", "2.13.1"]
-    assert attribute.reproduce_args(MATRIX, attribute.swapped(GOOD, BAD, ["keras"])) == \
+    assert command.reproduce_args(MATRIX, GOOD) == ["--tf", "2.13.1"]
+    assert command.reproduce_args(MATRIX, attribute.swapped(GOOD, BAD, ["keras"])) == \
         ["--tf", "2.13.1", "--pin=keras==2.14.0"]
 
 
@@ -193,7 +194,7 @@ def test_reproduce_args_of_a_nightly_environment_are_a_command_run_takes(capsys)
 
     pins = {"tf-nightly-cpu": "2.22.0.dev20260727", "keras-nightly": "3.16.0.dev2026073104", "numpy": "2.4.6",
             "pip+asv_runner": "0.3.2"}
-    args = attribute.reproduce_args(MATRIX, pins)
+    args = command.reproduce_args(MATRIX, pins)
     assert args == ["--tf", "2.22.0.dev20260727", "--pin=keras-nightly==3.16.0.dev2026073104", "--pin=numpy==2.4.6"]
     parsed = build_parser().parse_args(["run", "--loop", "sweep", *args])
     assert parsed.tf == "2.22.0.dev20260727" and options.parse_pins(parsed.pin) == {
@@ -343,8 +344,6 @@ def fake_environments(monkeypatch, carrier, forced=(), refuses=lambda pins: ""):
                         if made[python].get("tensorflow-cpu") == "2.14.0" and made[python]["keras"] == "2.13.1"
                         and forced else {})
     monkeypatch.setattr(runner, "measure_at_once", measure_at_once)
-    from kerasbench.commands import attribute as command  # the session that makes and measures the environments
-
     monkeypatch.setattr(command, "resolver", lambda config, pins, python=None: fake_resolves())
     return made
 
@@ -542,22 +541,22 @@ K3 = {"tensorflow-cpu": "2.16.1", "keras": "3.3.3", "numpy": "1.26.4", "scipy": 
 
 def test_across_the_keras_3_switch_the_keras_3_end_is_tried_with_tf_keras(monkeypatch):
     monkeypatch.setattr(releases, "tf_keras_for", lambda tf, python="3.11", doc=None: "2.16.0")
-    [bridge] = attribute.bridges(MATRIX, K2, K3)  # the other bridge has the same pins here: planned once
+    [bridge] = command.bridges(MATRIX, K2, K3)  # the other bridge has the same pins here: planned once
     assert bridge.label == "bad with tf_keras 2.16.0" and bridge.kind == "bridge"
     assert bridge.pins == {**K3, "pip+tf-keras": "--no-deps 2.16.0"}
     k2_numpy = {**K2, "numpy": "1.24.3"}
-    first, second = attribute.bridges(MATRIX, k2_numpy, K3)
+    first, second = command.bridges(MATRIX, k2_numpy, K3)
     assert second.label == "good with tensorflow-cpu 2.16.1 and tf_keras 2.16.0"
     assert second.pins == {**K3, "numpy": "1.24.3", "pip+tf-keras": "--no-deps 2.16.0"}  # the Keras 2 end's numpy
-    assert attribute.bridges(MATRIX, K3, {**K3, "numpy": "2.0.2"}) == []  # one Keras major: no bridge
-    assert [r.label for r in attribute.bridges(MATRIX, K3, K2)] == ["good with tf_keras 2.16.0"]  # a fix: either way
+    assert command.bridges(MATRIX, K3, {**K3, "numpy": "2.0.2"}) == []  # one Keras major: no bridge
+    assert [r.label for r in command.bridges(MATRIX, K3, K2)] == ["good with tf_keras 2.16.0"]  # a fix: either way
 
 
 def _bridged(monkeypatch, carried_by_keras3):
     """attribute 2.15.1 -> 2.16.1 on fakes: single moves do not install (TF 2.16 needs Keras 3, TF 2.15's tf.keras
     cannot import it); the environments that grow are Keras 3 ones (carried_by_keras3) or TF 2.16 ones."""
     monkeypatch.setattr(releases, "tf_keras_for", lambda tf, python="3.11", doc=None: "2.16.0")
-    monkeypatch.setattr(attribute, "side_pins", lambda config, side, python=None: dict(K2 if side == "2.15.1" else K3))
+    monkeypatch.setattr(command, "side_pins", lambda config, side, python=None: dict(K2 if side == "2.15.1" else K3))
 
     def keras2(pins):
         return "pip+tf-keras" in pins or attribute.keras_major(pins) == 2

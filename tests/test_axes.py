@@ -139,7 +139,7 @@ def test_compare_makes_one_side_per_python_of_a_release_measured_on_several(tmp_
 
 
 def test_attributes_reproduce_command_makes_a_tf_keras_environment_with_keras_tf_keras():
-    from kerasbench import attribute
+    from kerasbench.commands import attribute
 
     reqs, _ = environment.requirements_with(MATRIX, "2.21.0", keras="tf_keras")
     assert attribute.reproduce_args(MATRIX, reqs) == ["--tf", "2.21.0", "--keras", "tf_keras"]

@@ -358,8 +358,8 @@ def test_record_shows_requested_and_detected_allocator(name):
 
 @pytest.mark.parametrize("argv,needle", [
     (["calibrate", "--runs", "0"], "runs"),
-    (["calibrate", "--iterations", "many"], "iterations"),
-    (["calibrate", "--iterations", "2"], "iterations"),
+    (["calibrate", "--counts", "many"], "counts"),
+    (["calibrate", "--counts", "2"], "counts"),
     (["calibrate", "--rates-kib", "-4"], "rates-kib"),
     (["calibrate", "--allocator", "mimalloc"], "Unknown allocator"),
     (["calibrate", "--heaps", "gpu"], "Unknown heap"),
@@ -372,9 +372,27 @@ def test_calibrate_bad_input_is_one_line_exit_2(argv, needle, capsys):
     assert "Traceback" not in err and err.count("\n") == 1
 
 
+def test_calibrate_iterations_is_the_old_spelling_of_counts(monkeypatch, capsys):
+    """`--counts 5,8` was `--iterations 5,8` (every other command's --iterations is one count): it still works, with
+    one line saying the new name; its errors name the spelling given."""
+    from kerasbench import session
+
+    asked = []
+    monkeypatch.setattr(session, "calibrate", lambda names, runs, iterations, *rest, **kw: asked.append(iterations)
+                        or [])
+    monkeypatch.setattr("kerasbench.calibration.render", lambda cals: "")
+    assert call(["calibrate", "--iterations", "5,8"])[0] == 0
+    assert call(["calibrate", "--counts", "5,8"])[0] == 0
+    assert asked == [[5, 8], [5, 8]]
+    err = capsys.readouterr().err
+    assert err.count("--iterations is now --counts") == 1 and err.count("\n") == 1
+    code, _ = call(["calibrate", "--iterations", "2"])
+    assert code == 2 and "argument `iterations`" in capsys.readouterr().err
+
+
 def test_calibrate_measures_stores_and_shows(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    code, text = call(["calibrate", "--runs", "2", "--iterations", "5,8", "--rates-kib", "512", "--heaps", "native",
+    code, text = call(["calibrate", "--runs", "2", "--counts", "5,8", "--rates-kib", "512", "--heaps", "native",
                        "--jobs", "2"])
     assert code == 0 and has_row(text, "glibc", "8", "512")
     err = capsys.readouterr().err
@@ -511,7 +529,7 @@ def test_calibrate_renders_the_tf_control(monkeypatch, tmp_path, capsys):
 
     monkeypatch.setattr(session, "run_controls", fake_measure)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: object())
-    code, text = call(["calibrate", "--runs", "3", "--iterations", "30", "--tf-control"])
+    code, text = call(["calibrate", "--runs", "3", "--counts", "30", "--tf-control"])
     assert code == 0 and "TF negative control" in text
     assert has_row(text, "glibc", "30", "3")
     assert floors.load("glibc")["report"]["by_iterations"]["30"]["tf_control"]["runs"] == 3
@@ -520,7 +538,7 @@ def test_calibrate_renders_the_tf_control(monkeypatch, tmp_path, capsys):
 @pytest.mark.tf
 def test_calibrate_runs_the_tf_control_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    code, text = call(["calibrate", "--runs", "1", "--iterations", "4", "--rates-kib", "1024", "--heaps", "native",
+    code, text = call(["calibrate", "--runs", "1", "--counts", "4", "--rates-kib", "1024", "--heaps", "native",
                        "--warmup", "1", "--tf-control"])
     assert code == 0, text
     t = floors.load("glibc")["report"]["by_iterations"]["4"]["tf_control"]

@@ -736,3 +736,17 @@ def test_the_table_fits_columns_and_wide_keeps_one_line_a_cell(monkeypatch):
     wide = io.StringIO()
     assert main(["compare", *paths, "--wide"], out=wide) == 0
     assert wide.getvalue() == piped.getvalue()
+
+
+def test_every_kind_of_compare_rule_has_its_judging():
+    """compare picks what a side reads, the judgement and the uncertainty from one table by the rule's kind (no
+    isinstance chains): every kind metrics declares, and every rule a metric uses, has its row."""
+    import typing
+
+    from kerasbench.compare import JUDGING
+    from kerasbench.metrics import METRICS, CompareRule
+
+    assert set(typing.get_args(CompareRule)) == set(JUDGING)
+    assert {type(m.compare) for m in METRICS.values() if m.compare is not None} <= set(JUDGING)
+    assert [kind.__name__ for kind, j in JUDGING.items() if j.totals] == ["ExactCount"]
+    assert [kind.__name__ for kind in JUDGING if kind.alone] == ["TimingBand"]  # the runner's "a time alone"

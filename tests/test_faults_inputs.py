@@ -170,6 +170,8 @@ WRONG_TYPES = [
     (lambda r: r["environment"].update(tensorflow=2.21), "environment.tensorflow is a number"),
     (lambda r: r["environment"].update(env={"TF_X": 1}), "environment.env.TF_X is an integer"),
     (lambda r: r["spec"].update(iterations="30"), "spec.iterations is a string"),
+    (lambda r: r["repeats"][0]["result"]["series"]["rss"].append("x"), "result.series.rss[4] is a string, expected "
+                                                                        "integer"),  # a series: checked at once
 ]
 
 
@@ -720,7 +722,8 @@ def test_a_bad_machine_name_is_refused_by_the_api_and_the_runner(monkeypatch):
     spec = RunSpec("control", "control_noop", iterations=3, warmup=0, floor=0.0)
     for measure in (lambda: kerasbench.measure("control", strategies="control_noop", iterations=3, floor_kib=64),
                     lambda: runner.measure(spec), lambda: runner.measure_at_once([spec, spec], 2, None, None),
-                    lambda: runner.measure_pairs(spec, [("control", "control_noop")], lambda strategy: 3)):
+                    lambda: runner.measure_pairs(spec, [("control", "control_noop")], lambda strategy: 3),
+                    lambda: runner.measure_specs([spec, spec], 2)):
         with pytest.raises(UsageError, match=r"Invalid machine name from \$KERASBENCH_MACHINE"):
             measure()
 

@@ -106,6 +106,62 @@ def test_only_the_cli_imports_the_commands():
     assert importers == {"kerasbench.cli"}
 
 
+# The analyses are pure: records, pins or series in, data or text out. Whatever they import, at any depth, never
+# starts a worker (runner, worker), runs a session (session), makes an environment (environment), owns processes
+# (procs) or asks the package index (releases, nightlies); their commands (kerasbench/commands/) do those.
+ANALYSES = ("compare", "triage", "attribute", "ablate", "calibration", "overhead", "score", "stats", "rule", "versions")
+MACHINERY = ("runner", "worker", "session", "environment", "procs", "releases", "nightlies")
+
+
+def import_chain(graph: dict, start: str, targets: set) -> Optional[list]:
+    """The shortest chain of imports [start, ..., target] from `start` to any of `targets`, or None."""
+    came_from, queue = {start: None}, [start]
+    for module in queue:  # breadth first: the first target reached is reached by a shortest chain
+        if module in targets and module != start:
+            chain = [module]
+            while came_from[chain[-1]] is not None:
+                chain.append(came_from[chain[-1]])
+            return chain[::-1]
+        for nxt in sorted(graph.get(module, ())):
+            if nxt not in came_from:
+                came_from[nxt] = module
+                queue.append(nxt)
+    return None
+
+
+def _of(graph: dict, names: tuple) -> set:
+    """The modules of `graph` that are kerasbench.<name> or inside the package of that name."""
+    return {m for m in graph for n in names if m == f"kerasbench.{n}" or m.startswith(f"kerasbench.{n}.")}
+
+
+def test_the_analyses_never_import_the_runner_sessions_environments_or_processes():
+    graph = import_graph(ROOT / "kerasbench")
+    analyses, machinery = _of(graph, ANALYSES), _of(graph, MACHINERY)
+    assert {f"kerasbench.{n}" for n in ANALYSES + MACHINERY} <= set(graph)  # a module renamed: this list follows
+    assert "kerasbench.rule.looks" in analyses  # the rule's package, every module of it
+    found = [" -> ".join(chain) for chain in (import_chain(graph, m, machinery) for m in sorted(analyses)) if chain]
+    assert not found, "an analysis imports the machinery:\n  " + "\n  ".join(found)
+    # ... and the check sees such a chain where one is: the attribute command makes environments through it
+    assert import_chain(graph, "kerasbench.commands.attribute", machinery)[:2] == [
+        "kerasbench.commands.attribute", "kerasbench.environment"]
+
+
+def test_an_import_chain_is_found_at_any_depth():
+    graph = {"a": {"b"}, "b": {"c", "x"}, "c": {"d"}, "d": set(), "x": set()}
+    assert import_chain(graph, "a", {"d"}) == ["a", "b", "c", "d"]
+    assert import_chain(graph, "a", {"d", "x"}) == ["a", "b", "x"]  # the shortest
+    assert import_chain(graph, "c", {"x"}) is None
+
+
+def test_every_command_is_imported_plainly():
+    """No command is loaded by name (importlib): the graph sees each one's edge, and through it its imports."""
+    from kerasbench.commands import COMMANDS, module_name
+
+    graph = import_graph(ROOT / "kerasbench")
+    assert {module_name(name) for name in COMMANDS} == graph["kerasbench.commands"]
+    assert "importlib" not in (ROOT / "kerasbench" / "commands" / "__init__.py").read_text()
+
+
 def test_the_graph_counts_every_import_form(tmp_path):
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)

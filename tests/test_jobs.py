@@ -116,3 +116,34 @@ def test_one_pair_alone_is_recorded_at_jobs_1():
     base = RunSpec("control", "control_noop", iterations=5, warmup=1, jobs=2).validate()
     (record,) = measure_pairs(base, [("control", "control_noop")], lambda strategy: 5)
     assert record["spec"]["jobs"] == 1
+
+
+@pytest.mark.parametrize("metric, given_cap, at_once", [("growth_per_iter", 0, 2), ("seconds_per_iter", 0, 1),
+                                                         ("growth_per_iter", 3 << 30, 2)])
+def test_measure_specs_decides_how_many_at_once_the_records_jobs_and_the_shared_cap(monkeypatch, metric, given_cap,
+                                                                                      at_once):
+    """The one runner call triage, attribute, run and ablate measure through: at most the specs that start a worker
+    at once, a time measured alone; the records say that many jobs, the default memory cap shared between them."""
+    from kerasbench import runner
+    from kerasbench.spec import shared_memory_cap
+
+    monkeypatch.delenv("KERASBENCH_MEMORY_CAP", raising=False)
+    seen = []
+
+    def fake_measure(spec, progress=None):
+        seen.append(spec)
+        return {"loop": spec.loop, "strategy": spec.strategy, "status": "ok", "repeats": [],
+                "spec": {"jobs": spec.jobs}}
+
+    at_once_calls = []
+    real_at_once = runner.measure_at_once
+    monkeypatch.setattr(runner, "measure", fake_measure)
+    monkeypatch.setattr(runner, "measure_at_once", lambda specs, jobs, progress, finished:
+                        at_once_calls.append(jobs) or real_at_once(specs, jobs, progress, finished))
+    template = RunSpec("sweep", "reuse_model", iterations=5, memory_cap=given_cap).validate()  # jobs 1, its cap
+    skipped = dataclasses.replace(template, loop="control", strategy="reuse_model")  # does not apply: no worker
+    specs = [template, dataclasses.replace(template, strategy="clear_session"), skipped]
+    records = runner.measure_specs(specs, 4, metric=metric)
+    assert len(records) == 3 and at_once_calls == ([2] if at_once > 1 else [])
+    assert {s.jobs for s in seen} == {at_once}  # 4 asked, 2 start a worker; a time: one at a time
+    assert {s.memory_cap for s in seen} == {given_cap or shared_memory_cap(at_once)}

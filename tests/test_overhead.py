@@ -115,6 +115,18 @@ def test_overhead_bad_input_is_one_line_exit_2(argv, capsys):
     assert "Invalid value" in err and err.count("\n") == 1
 
 
+def test_overhead_tf_is_the_old_spelling_of_tf_pair(capsys):
+    """`--tf-pair` (a switch) was `--tf`, which every other command gives a TF release: it still works, saying so."""
+    from kerasbench.cli import build_parser
+
+    assert build_parser().parse_args(["overhead", "--tf-pair"]).tf_pair is True
+    assert capsys.readouterr().err == ""
+    assert build_parser().parse_args(["overhead", "--tf"]).tf_pair is True
+    err = capsys.readouterr().err
+    assert "--tf is now --tf-pair" in err and err.count("\n") == 1
+    assert build_parser().parse_args(["overhead"]).tf_pair is False
+
+
 def test_limit_is_setup_and_bare_work_over_the_cores():
     """Two workers of known parts on 2 cores: limit = Σ (setup + warm-up + bodies) / 2; the rest is accounted for."""
     records = [{"loop": "control", "strategy": s, "spec": {"jobs": 2}, "repeats": [outcome(setup=setup)]}

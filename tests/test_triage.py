@@ -383,7 +383,6 @@ LOOK_AHEAD = """
 import os, subprocess, sys, time
 sys.path.insert(0, {root!r})
 from kerasbench import asvconf, environment
-from kerasbench.commands import triage  # the session: its environments are made there
 from kerasbench.errors import UsageError
 
 pid_file = {pid_file!r}
@@ -396,7 +395,7 @@ def python_for(config, reqs, progress=None, python=None):
     raise UsageError("could not create environment (ended)")
 
 environment.python_for = python_for
-envs = triage.Environments({matrix!r}, None, lambda version, text: None)
+envs = environment.Ahead({matrix!r}, lambda version: {{"tensorflow-cpu": version}}, lambda version, text: None)
 envs.want(["2.15.1", "2.16.2"])
 for _ in range(200):
     if os.path.exists(pid_file):
@@ -409,7 +408,7 @@ print(time.monotonic() - started, envs.futures["2.16.2"].cancelled())
 
 
 def test_a_look_ahead_creation_is_ended_when_triage_stops(tmp_path):
-    """Environments.stop() ends the installer a background creation started (asvconf removes its folder).
+    """environment.Ahead.stop() ends the installer a background creation started (asvconf removes its folder).
 
     In a fresh interpreter: what earlier tests left in this one (signal handlers, reaped children) must not decide it.
     """

@@ -4,12 +4,17 @@ The analysis (variants, necessary and sufficient, the conclusion, the tables) is
 session that measures the variants (runner.measure_pairs, records kept as they end) and writes the HTML report.
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import sys
-from typing import Any, Callable, List, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, TextIO
 
 from . import options
+
+if TYPE_CHECKING:  # the type only: the runner loads the loop shapes (numpy) when a command measures
+    from ..spec import RunSpec
 
 NAME = "ablate"
 HELP = ("which cleanup steps are necessary and which suffice: the full cleanup, each step alone, and all but each "
@@ -74,7 +79,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if kept.failed() else 0
 
 
-def measure(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str, progress: Optional[Any] = None,
+def measure(spec: RunSpec, loops: Sequence[str], steps: Sequence[str], base: str, progress: Optional[Any] = None,
             finished: Optional[Callable[[Any], None]] = None) -> List[Any]:
     """Measure every variant of each of `loops` with `spec`'s settings (runner.measure_pairs: fresh workers, one
     progress count over all of them); the records."""
@@ -85,7 +90,7 @@ def measure(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str, pr
     return measure_pairs(spec, todo, lambda strategy: spec, progress, finished)  # spec's own counts for every one
 
 
-def measure_and_show(spec: Any, loops: Sequence[str], steps: Sequence[str], base: str, out: TextIO, err: TextIO,
+def measure_and_show(spec: RunSpec, loops: Sequence[str], steps: Sequence[str], base: str, out: TextIO, err: TextIO,
                      json_path: Optional[str] = None, metric: str = "growth_per_iter") -> Any:
     """The session: measure every variant of each loop, print the tables, the wall and the file.
 

@@ -1,23 +1,25 @@
 """`kerasbench attribute`: which package(s) carry a change, each environment of the plan made and measured.
 
 The plan, the classes and the conclusion are kerasbench.attribute's (pure: pins in, rows and words out); this is
-the session that makes the environments (asvconf), measures them in fresh workers (runner.measure_at_once) and
-prints the answer. `bracket` is `triage --attribute`'s: the bracket triage found, its two ends reused.
+the session that reads the two sides' pins (an asv environment's, or a TF release's from the package index), makes
+the environments (environment.Ahead), measures them in fresh workers (runner.measure_specs) and prints the answer.
+`bracket` is `triage --attribute`'s: the bracket triage found, its two ends reused.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shlex
 import sys
 import time
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from .. import environment
-from .. import attribute as analysis
-from ..attribute import (MAX_ENVS, Row, TooManyEnvironments, _classify, _same, bridges, check_max_envs, conclude,
-                         differing, needs_leave_one_out, plan, render, reproduce_args, summary)
+from .. import asvconf, environment
+from ..asvconf import INSTALLER_ONLY
+from ..attribute import (MAX_ENVS, Plan, Row, TooManyEnvironments, bridge_rows, check_max_envs, classify_rows, conclude,
+                         differing, needs_leave_one_out, plan, render, same_pins, summary)
 from ..errors import UsageError
 from . import options
 
@@ -65,8 +67,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.max_envs < 3:
         raise UsageError(f"Invalid value for argument `max_envs`. Received: max_envs={args.max_envs!r}. Expected 3 "
                          "or more (the two ends and one package moved).")
-    good = analysis.side_pins(args.config, args.good, args.python)
-    bad = analysis.side_pins(args.config, args.bad, args.python)
+    good = side_pins(args.config, args.good, args.python)
+    bad = side_pins(args.config, args.bad, args.python)
     text, rows = attribute(args.config, good, bad, spec, metric, options.reproduce(args, loop), sys.stderr,
                            args.python, args.jobs, max_envs=args.max_envs)
     out.write(text)
@@ -79,6 +81,63 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str, str]:
+    """The pins of --good/--bad `side`: a TF release (its asv environment's pins), or an asv environment's name or
+    folder (its asv-env-info.json)."""
+    from .. import releases
+    from ..files import read_json
+
+    folder = side if os.path.isdir(side) else os.path.join(
+        os.path.dirname(os.path.abspath(config)), asvconf.read_config(config).get("env_dir", "env"), side)
+    info = os.path.join(folder, "asv-env-info.json")
+    if os.path.isfile(info):
+        try:
+            return dict(read_json(info, "asv environment info")["requirements"])
+        except (ValueError, KeyError, TypeError):
+            raise UsageError(f"Cannot read the pins of environment {side}: {info} has no 'requirements'.") from None
+    if all(part.isdigit() for part in side.split(".")) and side.count(".") >= 1:
+        return releases.requirements_for(side, asvconf.includes(config), python=python)
+    raise UsageError(f"Unknown environment. Received: {side!r}. Expected a TF release (e.g. 2.13.1) or an asv "
+                     f"environment of {config} (`kerasbench envs`) or its folder.")
+
+
+def reproduce_args(config: str, pins: Dict[str, str], python: Optional[str] = None) -> List[str]:
+    """`--tf VERSION [--pin NAME==VERSION ...]`: the `kerasbench run` options that make the environment of `pins`."""
+    from .. import releases
+
+    entries = asvconf.includes(config)
+    package = asvconf.tf_package(entries)
+    tf = pins.get(package)
+    nightly = next((name for name in ("tf-nightly-cpu", "tf-nightly") if name in pins), None)
+    if tf is None and nightly:  # a nightly's environment: `run --tf <its version>` with the rest pinned as it was
+        return ["--tf", pins[nightly]] + ["--pin={}=={}".format(*asvconf.split_pin(name, value)[:2])
+                                          for name, value in pins.items() if name not in INSTALLER_ONLY + (nightly,)]
+    if tf is None:
+        return [f"--pin={name}=={version}" for name, version in pins.items() if name not in INSTALLER_ONLY]
+    try:
+        default = releases.requirements_for(tf, entries, python=python)
+    except UsageError:
+        default = {}
+    args = ["--tf", tf]
+    for name, value in pins.items():
+        if name != package and name not in INSTALLER_ONLY and default.get(name) != value:
+            if asvconf.package_of(name) == "tf-keras":  # the matrix's tf_keras entries, as `run` makes them
+                args += ["--keras", "tf_keras"]
+            else:
+                args.append("--pin={}=={}".format(*asvconf.split_pin(name, value)[:2]))
+    return args
+
+
+def bridges(config: str, good: Dict[str, str], bad: Dict[str, str], python: Optional[str] = None) -> List[Row]:
+    """The bridges across the Keras 2 -> 3 switch (attribute.bridge_rows) of `config`'s TF package, each with the
+    tf_keras release the package index has for its TF on Python `python` (default the config's)."""
+    from .. import releases
+
+    includes = asvconf.includes(config)
+    here = python or asvconf.config_python(includes)
+    return bridge_rows(good, bad, asvconf.tf_package(includes), lambda tf: releases.tf_keras_for(tf, here))
+
+
 def resolver(config: str, pins: Dict[str, str], python: Optional[str] = None
              ) -> Optional[Callable[[Dict[str, str]], Tuple[bool, str]]]:
     """environment.resolves with the uv and Python an environment of `config` would be made with (None without uv)."""
@@ -89,41 +148,32 @@ def resolver(config: str, pins: Dict[str, str], python: Optional[str] = None
     return lambda reqs: environment.resolves(uv, reqs, env._python)
 
 
-def _measure(config: str, rows: Sequence[Row], template: RunSpec, metric: str, err: TextIO,
-             python: Optional[str], jobs: int) -> None:
-    """Make each row's environment (a row the installer cannot make is unclear, an end raises) and measure the ones
-    without a record, `jobs` at a time, each in fresh workers."""
+def _measure(envs: environment.Ahead, rows: Sequence[Row], template: RunSpec, metric: str, err: TextIO,
+             jobs: int) -> None:
+    """Make each row's environment (`envs`, one at a time: a row the installer cannot make is unclear, an end
+    raises) and measure the ones without a record, `jobs` at once (runner.measure_specs), each in fresh workers."""
     from .. import runner
     from ..console import Labelled, Progress, status_line
-    from ..spec import shared_memory_cap
 
     for row in rows:
         if row.record is not None:
             continue
-
-        def note(text, label=row.label):
-            status_line(err, f"attribute: {label}: {text}", final=True)
-
         try:
-            row.python, row.env_name = environment.python_for(config, row.pins, note, python)
+            row.python, row.env_name = envs.get(row.label)
         except UsageError as e:
             if row.kind == "end":
                 raise
             row.cls, row.reason = "unclear", f"not installable: {e}"
-            note(row.reason)
+            status_line(err, f"attribute: {row.label}: {row.reason}", final=True)
             continue
         installed = environment.install_note(row.python)
         row.forced, row.why = list(installed.get("forced") or []), installed.get("why") or ""
     todo = [row for row in rows if row.record is None and row.python]
     if not todo:
         return
-    at_once = 1 if metric == "seconds_per_iter" else max(1, min(jobs, len(todo)))
-    specs = []
-    for row in todo:
-        specs.append(dataclasses.replace(template, python=row.python, jobs=at_once,
-                                         memory_cap=shared_memory_cap(at_once)))  # shared by the workers at once
+    specs = [dataclasses.replace(template, python=row.python) for row in todo]
     progress = Labelled(Progress(err, len(todo), template.warmup), [row.label for row in todo])
-    measured = runner.measure_at_once(specs, at_once, progress, None)
+    measured = runner.measure_specs(specs, jobs, progress, metric=metric)
     # in the order given; when an interrupt left some out, each record's spec names its interpreter
     by_python = {r["spec"].get("python"): r for r in measured} if len(measured) < len(specs) else \
         {spec.python: r for spec, r in zip(specs, measured)}
@@ -145,7 +195,6 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
     (triage's bracket): not measured again. `max_envs`: a UsageError, before anything is made, when the plan
     could need more environments. Progress goes to `err`.
     """
-    from .. import triage
     from ..console import status_line
 
     started = time.monotonic()
@@ -155,17 +204,31 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
                    "leave-one-out, before any group")
     planned = plan(good, bad, resolver(config, good, python) if n > 2 else None)  # 2: their group is the bad end
     planned.rows += [row for row in bridges(config, good, bad, python)
-                     if not any(_same(row.pins, r.pins) for r in planned.rows)]
+                     if not any(same_pins(row.pins, r.pins) for r in planned.rows)]
     check_max_envs(planned.count(), max_envs, planned.describe())
     rows = planned.rows
     known = known or {}
-    what = f"{template.loop} × {template.strategy} ({metric})"
     status_line(err, f"attribute: {len(names)} package(s) differ: "
                      f"{', '.join(f'{n} {good.get(n, chr(8212))} → {bad[n]}' for n in names)}", final=True)
     status_line(err, f"attribute: plan: {planned.describe()}", final=True)
     for row in rows:
         row.record = known.get(row.label) if row.kind == "end" else None
-    _measure(config, rows, template, metric, err, python, jobs)
+    pins = {row.label: row.pins for row in rows + planned.leave_one_out}
+    note = lambda label, text: status_line(err, f"attribute: {label}: {text}", final=True)  # noqa: E731
+    with environment.Ahead(config, pins.__getitem__, note, python) as envs:  # made as each is needed
+        return _measured(envs, planned, template, metric, reproduce, err, jobs, config, python, started)
+
+
+def _measured(envs: environment.Ahead, planned: Plan, template: RunSpec, metric: str, reproduce: List[str],
+              err: TextIO, jobs: int, config: str, python: Optional[str], started: float) -> Tuple[str, List[Row]]:
+    """`attribute` once planned: the rows measured (leave-one-out too when no single package carries it),
+    classified and concluded; (the answer and table, the rows)."""
+    from .. import triage
+    from ..console import status_line
+
+    rows, good, bad = planned.rows, planned.rows[0].pins, planned.rows[1].pins
+    what = f"{template.loop} × {template.strategy} ({metric})"
+    _measure(envs, rows, template, metric, err, jobs)
     ends = rows[0].record, rows[1].record
     if ends[0] is None or ends[1] is None:
         raise UsageError("attribute: an end was not measured (interrupted)")
@@ -175,13 +238,13 @@ def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: 
     status_line(err, f"attribute: bad vs good: {why}", final=True)
     rows[0].cls, rows[1].cls = ("good", "bad") if differ else ("unclear", "unclear")
     rows[0].reason = rows[1].reason = why
-    _classify(rows, ends, metric, err)
+    classify_rows(rows, ends, metric, err)
     if differ and planned.leave_one_out and needs_leave_one_out(rows):
         status_line(err, f"attribute: no single package carries it: {len(planned.leave_one_out)} leave-one-out "
                          "environment(s), the bad one with each package put back", final=True)
         rows = rows + planned.leave_one_out
-        _measure(config, planned.leave_one_out, template, metric, err, python, jobs)
-        _classify(planned.leave_one_out, ends, metric, err)
+        _measure(envs, planned.leave_one_out, template, metric, err, jobs)
+        classify_rows(planned.leave_one_out, ends, metric, err)
     conclusion = conclude(rows, good, bad, differ, why, what)
     commands = [shlex.join(reproduce + reproduce_args(config, row.pins, python)) for row in rows]
     text = render(rows, good, bad, metric, conclusion.text, commands, time.monotonic() - started)

@@ -16,9 +16,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allocator", default=DEFAULT, help=f"comma list of: {', '.join(ALLOCATORS)} (default glibc)")
     p.add_argument("--runs", type=options.integer("runs", 1), default=20,
                    help="fresh workers per control and rate (default 20)")
-    p.add_argument("--iterations", default=None,
+    p.add_argument("--counts", default=None, metavar="N,N,...",
                    help="comma list of iteration counts (default: 4, 2000 and every count a budgeted run looks at, "
                    "8, 12, 18 … 1598; shorter counts read the first points of the longest, at no cost)")
+    p.add_argument("--iterations", dest="counts", action=options.Renamed, new="--counts",
+                   why="a comma list of counts; every other --iterations is one count")
     p.add_argument("--rates-kib", default="4,16,64,256", help="leak rates, KiB/iteration (default 4,16,64,256)")
     p.add_argument("--jobs", type=options.integer("jobs", 1), default=None,
                    help="control workers at once (default: $KERASBENCH_JOBS, else the usable cores)")
@@ -51,8 +53,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     for name in names:
         require(name)
-    iterations = options.ints(args.iterations or ",".join(map(str, calibration.DEFAULT_COUNTS)), "iterations",
-                              minimum=3)
+    iterations = options.ints(args.counts or ",".join(map(str, calibration.DEFAULT_COUNTS)),
+                              getattr(args, "_counts_spelled", "counts"), minimum=3)
     rates = [r * KIB for r in options.ints(args.rates_kib, "rates-kib")]
     heaps = selection.names(args.heaps, calibration.HEAPS, "heaps")
     for h in heaps:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any, List, Mapping, Optional
 
 from ..allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
@@ -72,6 +73,22 @@ class Joined(argparse.Action):
         joined = f"{getattr(namespace, self.dest)},{values}" if getattr(namespace, given, False) else values
         setattr(namespace, self.dest, joined)
         setattr(namespace, given, True)
+
+
+class Renamed(argparse.Action):
+    """An option's old spelling: it still works (its value, or True for a switch, goes to the new option's `dest`),
+    and says the new name on stderr, one line. Hidden from --help."""
+
+    def __init__(self, option_strings, dest, new: str = "", why: str = "", **kwargs):
+        kwargs.setdefault("help", argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+        self.new, self.why = new, why
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        sys.stderr.write(f"{parser.prog}: {option_string} is now {self.new} ({self.why}); {option_string} still works "
+                         "for now.\n")
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+        setattr(namespace, f"_{self.dest}_spelled", option_string.lstrip("-"))
 
 
 def size(minimum: int):

@@ -29,8 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fresh workers per probe setting, passes over the scaling grid (default 3)")
     p.add_argument("--iterations", type=options.integer("iterations", 3), default=300,
                    help="control-loop iterations per probes on/off worker (default 300)")
-    p.add_argument("--tf", action="store_true",
+    p.add_argument("--tf-pair", action="store_true",
                    help="also time one TF pair (inference × reuse_model) through the runner")
+    p.add_argument("--tf", dest="tf_pair", nargs=0, action=options.Renamed, new="--tf-pair",
+                   why="every other --tf takes a TF release")
     p.add_argument("--asv", action="store_true",
                    help="also time `asv run --python=same` of the Control class (a temporary clone)")
     p.add_argument("--scale-iterations", default="10,20,40",
@@ -63,9 +65,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     scale_iterations = options.ints(args.scale_iterations, "scale-iterations", minimum=3)
     scale_strategies = options.ints(args.scale_strategies, "scale-strategies")
-    check_prerequisites(tf=args.tf, asv=args.asv)
+    check_prerequisites(tf=args.tf_pair, asv=args.asv)
     text, report = measure_harness(args.runs, args.iterations, scale_iterations, scale_strategies,
-                                   tf=args.tf, asv=args.asv, err=sys.stderr)
+                                   tf=args.tf_pair, asv=args.asv, err=sys.stderr)
     out.write(text)
     if args.json:
         write_json(args.json, report)
@@ -203,7 +205,7 @@ def check_prerequisites(tf: bool, asv: bool) -> None:
     from ..files import clone_dir
 
     if tf and importlib.util.find_spec("tensorflow") is None:
-        raise UsageError("--tf needs TensorFlow: pip install -e '.[cpu]'.")
+        raise UsageError("--tf-pair needs TensorFlow: pip install -e '.[cpu]'.")
     if asv:
         root = clone_dir()
         if importlib.util.find_spec("asv") is None:

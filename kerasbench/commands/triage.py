@@ -2,16 +2,17 @@
 behaviour differs, each release's asv environment made and its pair measured.
 
 The bisection, the classes and the answer are kerasbench.triage's (pure); this is the session that makes the
-environments (one at a time, ahead of the step that needs them), measures each step and, with --attribute,
-attributes the bracket (commands.attribute.bracket).
+environments (environment.Ahead: one at a time, ahead of the step that needs them), measures the ends and each step
+(runner.measure_specs) and, with --attribute, attributes the bracket (commands.attribute.bracket).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..errors import UsageError
 from ..triage import Outcome, bisect, classify, ends_differ, render, steps_needed
@@ -81,73 +82,51 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-class Environments:
-    """The asv environments of the versions triage measures, made one at a time in a background thread.
+def version_pins(config: str, version: str, python: Optional[str] = None, tf: Optional[str] = None,
+                 flavour: str = "") -> Dict[str, str]:
+    """The pins of `version`'s environment: a TF release's (its full build when compared with full-build nightlies:
+    `flavour` 'cuda'), a TF nightly's, or TF `tf`'s with that Keras (`--package keras`)."""
+    from .. import asvconf, environment, nightlies
 
-    `want(versions)` queues them (the next bisection step's, while this one measures); `get(version)`
-    waits for one (queued first if it was not). A creation that fails is said only when that version is
-    needed. `stop()` ends a creation under way (its folder is removed, as after any interrupted one) and
-    drops the queued ones.
-    """
+    if tf:
+        return environment.requirements_with(config, tf, python, keras=version)[0]
+    includes = asvconf.includes(config)
+    here = python or asvconf.config_python(includes)
+    if nightlies.is_nightly(version):
+        return nightlies.tf_requirements(nightlies.resolve_tf(version, here, flavour)[0], includes, here)
+    # like with like: a release compared with full-build nightlies in its full build (run --pin tensorflow==V)
+    full = {"tensorflow": version} if flavour == "cuda" else None
+    return environment.requirements_with(config, version, python, full)[0]
 
-    def __init__(self, config: str, python: Optional[str], note: Callable[[str, str], None], tf: Optional[str] = None,
-                 flavour: str = ""):
-        from concurrent.futures import ThreadPoolExecutor
 
-        from .. import asvconf
+def versions_between(config: str, good: str, bad: str, latest_patches: bool, python: Optional[str],
+                     tf: Optional[str]) -> Tuple[List[str], str, List[str]]:
+    """(the versions from `good` to `bad` triage may measure, the nightlies' build flavour or '', the window's
+    notes): TF releases (every patch, or the config's own with `latest_patches`), Keras releases at TF `tf`, or the
+    nightlies after the good end's branch cut."""
+    from .. import asvconf, nightlies, releases
 
-        self.config, self.python, self.note, self.tf, self.flavour = config, python, note, tf, flavour
-        self.includes = asvconf.includes(config)
-        self.futures: Dict[str, object] = {}
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasbench-env")
+    includes = asvconf.includes(config)
+    here = python or asvconf.config_python(includes)
+    if nightlies.is_nightly(good) or nightlies.is_nightly(bad):
+        if tf:
+            versions, notes = nightlies.keras_window(good, bad, here)
+            return versions, "", notes
+        return nightlies.tf_window(good, bad, here)
+    if tf:
+        return releases.package_versions("keras", good, bad, here), "", []
+    return releases.candidates(good, bad, includes, patches=not latest_patches, python=python), "", []
 
-    def _make(self, version: str) -> Tuple[str, str]:
-        from .. import environment
 
-        return environment.python_for(self.config, self.pins(version), lambda text: self.note(version, text),
-                                      self.python)
+def run_options(version: str, tf: Optional[str] = None, flavour: str = "") -> List[str]:
+    """The `kerasbench run` options of `version`'s environment: `--tf V`, the full build's pin where nightlies of
+    the full build were compared, or `--tf TF --keras V` for a Keras release at TF `tf`."""
+    from ..versions import is_nightly
 
-    def pins(self, version: str) -> Dict[str, str]:
-        """The pins of `version`'s environment: a TF release's, or TF `tf`'s with that Keras (`--package keras`)."""
-        from .. import environment, nightlies, releases
-
-        if self.tf:
-            return environment.requirements_with(self.config, self.tf, self.python, keras=version)[0]
-        python = self.python or releases.config_python(self.includes)
-        if nightlies.is_nightly(version):
-            return nightlies.tf_requirements(nightlies.resolve_tf(version, python, self.flavour)[0], self.includes,
-                                             python)
-        # like with like: a release compared with full-build nightlies in its full build (run --pin tensorflow==V)
-        full = {"tensorflow": version} if self.flavour == "cuda" else None
-        return environment.requirements_with(self.config, version, self.python, full)[0]
-
-    def want(self, versions: Sequence[str]) -> None:
-        """Queue the environments of `versions` (those not queued yet)."""
-        for version in versions:
-            if version not in self.futures:
-                self.futures[version] = self.pool.submit(self._make, version)
-
-    def get(self, version: str) -> Tuple[str, str]:
-        """(interpreter, environment name) of `version`, made now if it was not queued."""
-        from concurrent.futures import TimeoutError as Pending
-
-        self.want([version])
-        future = self.futures[version]
-        while True:
-            try:
-                return future.result(timeout=0.2)  # short waits: the main thread takes Ctrl-C in between
-            except Pending:
-                continue
-
-    def stop(self) -> None:
-        """Drop the queued creations and end the one under way (asvconf removes its half-made folder)."""
-        from .. import environment
-
-        for future in self.futures.values():
-            future.cancel()
-        if not all(f.done() for f in self.futures.values()):
-            environment.end_creations()
-        self.pool.shutdown(wait=True, cancel_futures=True)
+    if tf:
+        return ["--tf", tf, "--keras", version]
+    full = flavour == "cuda" and not is_nightly(version)
+    return ["--tf", version] + (["--pin", f"tensorflow=={version}"] if full else [])
 
 
 def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric: str, latest_patches: bool,
@@ -158,39 +137,26 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
 
     `template` is the validated runner.RunSpec of the pair (each version gets its asv environment's python,
     on Python `python`, default the config's); `reproduce` is the `kerasbench run` command line that the
-    answer ends with, each bracketing release's `--tf` appended. With jobs 2 both ends are measured at once
-    (memory figures are per process; their seconds per iteration under contention, and the records' spec
-    says jobs 2); the environments of the next step are made while the current one measures. Progress goes
+    answer ends with, each bracketing release's `--tf` appended. The two ends are measured together, `jobs` at once
+    (runner.measure_specs: memory figures are per process; a time is measured alone), then one version a step;
+    the environments of the next step are made while the current one measures (environment.Ahead). Progress goes
     to `err`. With `tf`, the Keras releases from `good` to `bad` are bisected at TF release `tf` (each its
     environment's pins with that Keras; forced with --no-deps where TF's requirements exclude it) and
     each reproduce command gets `--tf tf --keras VERSION`. Returns (the answer as text, the Outcome,
     {version: record}).
     """
-    import dataclasses
     import shlex
     import threading
     import time
 
-    from .. import asvconf, releases, runner
+    from .. import asvconf, environment, nightlies, runner
     from ..console import Labelled, Progress, status_line
-    from ..errors import repro_failed
-    from ..spec import shared_memory_cap
-
-    from .. import nightlies
 
     started = time.monotonic()
     loop, strategy = template.loop, template.strategy
-    includes = asvconf.includes(config)
-    here = python or releases.config_python(includes)
-    nightly, flavour, notes = nightlies.is_nightly(good) or nightlies.is_nightly(bad), "", []
-    if nightly and tf:
-        versions, notes = nightlies.keras_window(good, bad, here)
-    elif nightly:
-        versions, flavour, notes = nightlies.tf_window(good, bad, here)
-    elif tf:
-        versions = releases.package_versions("keras", good, bad, here)
-    else:
-        versions = releases.candidates(good, bad, includes, patches=not latest_patches, python=python)
+    here = python or asvconf.config_python(asvconf.includes(config))
+    versions, flavour, notes = versions_between(config, good, bad, latest_patches, python, tf)
+    nightly = nightlies.is_nightly(good) or nightlies.is_nightly(bad)
     expected = steps_needed(len(versions))
     name = "Keras" if tf else "TF"
     for line in notes:
@@ -209,57 +175,32 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
                 created.append(version)
             status_line(err, f"{name} {version}: {text}", final=True)
 
-    envs = Environments(config, python, note, tf, flavour)
+    envs = environment.Ahead(config, lambda v: version_pins(config, v, python, tf, flavour), note, python)
 
-    def spec_for(version, at_once=1):
-        path, env_name = envs.get(version)
-        spec = dataclasses.replace(template, python=path)
-        if at_once > 1:  # the default memory cap shared between the workers running at once
-            spec = dataclasses.replace(spec, jobs=at_once, memory_cap=shared_memory_cap(at_once))
-        return spec, env_name
-
-    def keep(version, record, env_name):
-        record["asv_env"] = env_name
-        if template.repro and record["status"] == "failed":
-            raise repro_failed(template.repro, record)
-        records[version] = record
-        return record
-
-    def measure_version(version):
-        spec, env_name = spec_for(version)
-        step = len(records) + 1
-        progress = Progress(err, expected, spec.warmup)
-        progress.start(step, loop, strategy, spec.iterations, spec.budget)
-        progress.label = f"[step {step}/≤{expected}] {name} {version}: {loop} × {strategy}"
-        record = runner.measure(spec, progress=progress)
-        progress.done(record)
-        return keep(version, record, env_name)
+    def measure(chosen):  # the versions' records (each with its asv environment's name), kept
+        made = [envs.get(v) for v in chosen]
+        labels = [f"[step {len(records) + i + 1}/≤{expected}] {name} {v}" for i, v in enumerate(chosen)]
+        specs = [dataclasses.replace(template, python=path) for path, _ in made]
+        measured = runner.measure_specs(specs, jobs, Labelled(Progress(err, expected, template.warmup), labels),
+                                        metric=metric)
+        if len(measured) < len(chosen):  # measure_specs keeps only finished pairs; a repro failure raised already
+            raise UsageError("triage: an end of the bisection was not measured")
+        for version, record, (_, env_name) in zip(chosen, measured, made):
+            record["asv_env"] = env_name
+            records[version] = record
+        return measured
 
     try:
         ends = [versions[0], versions[-1]]
         envs.want(ends + ([versions[(len(versions) - 1) // 2]] if len(versions) > 2 else []))
-        at_once = 1 if metric == "seconds_per_iter" else min(jobs, 2)  # a time compared alone, never under contention
-        if at_once > 1:
-            made = [spec_for(v, at_once) for v in ends]
-            labels = [f"[step {i + 1}/≤{expected}] {name} {v}" for i, v in enumerate(ends)]
-            measured = runner.measure_at_once([s for s, _ in made], at_once,
-                                               Labelled(Progress(err, expected, template.warmup), labels), None)
-            if len(measured) < 2:  # measure_at_once keeps only finished pairs; a repro failure raised already
-                raise UsageError("triage: an end of the bisection was not measured")
-            for version, record, (_, env_name) in zip(ends, measured, made):
-                keep(version, record, env_name)
-            good_end, bad_end = records[ends[0]], records[ends[1]]
-        else:
-            good_end, bad_end = measure_version(ends[0]), measure_version(ends[1])
+        good_end, bad_end = measure(ends)
         differ, why = ends_differ(metric, good_end, bad_end)
         status_line(err, f"triage: {versions[-1]} vs {versions[0]}: {why}", final=True)
 
         def classify_version(version):
-            if version == versions[0]:
-                return "good" if differ else "unclear"
-            if version == versions[-1]:
-                return "bad" if differ else "unclear"
-            record = records.get(version) or measure_version(version)
+            if version in (versions[0], versions[-1]):
+                return ("good" if version == versions[0] else "bad") if differ else "unclear"
+            record = records.get(version) or measure([version])[0]
             ends = (f"{name} {versions[0]}", f"{name} {versions[-1]}")
             verdict, reason = classify(metric, good_end, bad_end, record, ends) if record["status"] == "ok" \
                 else ("unclear", f"like neither end: {record['status']}: {record['reason']}")
@@ -270,19 +211,13 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         outcome = bisect(versions, classify_version, ahead=envs.want if differ else None)
     finally:
         envs.stop()  # a look-ahead creation no step needs any more: ended, its folder removed
-    def where(v):  # a release compared with full-build nightlies: its full build
-        if tf:
-            return ["--tf", tf, "--keras", v]
-        full = flavour == "cuda" and not nightlies.is_nightly(v)
-        return ["--tf", v] + (["--pin", f"tensorflow=={v}"] if full else [])
 
-    commands = [shlex.join(reproduce + where(version)) for version in outcome.bracket]
+    commands = [shlex.join(reproduce + run_options(version, tf, flavour)) for version in outcome.bracket]
     outcome.pins = {version: envs.pins(version) for version in outcome.bracket}
     text = render(outcome, records, metric, loop, strategy, commands, time.monotonic() - started, len(set(created)),
                   name, attributing)
     if nightly:  # the environments it created (looked-ahead ones too): all but the bracket's are removed
-        made = {v: envs.futures[v].result()[0] for v in set(created)
-                if envs.futures[v].done() and not envs.futures[v].cancelled() and not envs.futures[v].exception()}
+        made = {v: path for v, path in envs.made().items() if v in created}
         text += nightly_epilogue(outcome, records, tf, here, notes, made, flavour)
     return text, outcome, records
 

@@ -4,9 +4,12 @@ the planned looks), and the floor between two calibrated counts."""
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from ..stats import ALPHA
+
+if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
+    from ..spec import RunSpec
 
 # The sequential protocol (docs/protocol.md): a budgeted run looks at its series at these counts and stops once
 # both verdicts are decided. Each look is a test, so each is made at ALPHA / (planned looks): a union bound keeps
@@ -62,7 +65,7 @@ def floor_between(points: Sequence[Tuple[int, float]], n: int) -> Optional[Tuple
     return f0 * (f1 / f0) ** share, c0, c1
 
 
-def alpha(spec: Any, result: Optional[dict] = None) -> float:
+def alpha(spec: RunSpec, result: Optional[dict] = None) -> float:
     """The level each of the spec's planned looks is tested at (one look, ALPHA, for a fixed count): the plan a
     result recorded (LookPlan) where it has one, else the plan a spec makes without knowing its speed (its first
     count to its most iterations: what records before protocol 5, and a run stopped before its first look, used).

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 from .. import floors as stored
 from . import settling
 from .counts import floor_between
 from .series import DEFAULT_FLOOR
+
+if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
+    from ..spec import RunSpec
 
 SERIES = ("rss", "heap")
 GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
@@ -67,7 +70,7 @@ def floor_for(allocator: str, iterations: int, default: float = DEFAULT_FLOOR,
                           f"{counts}{ahead})")
 
 
-def floor_at(spec: Any, series: str = "rss", versions: Optional[Dict[str, Any]] = None) -> FloorAt:
+def floor_at(spec: RunSpec, series: str = "rss", versions: Optional[Dict[str, Any]] = None) -> FloorAt:
     """(floor, where it came from) of `series` ("rss" or "heap") for a window of n iterations, as a function of n.
 
     As given (spec.floor: both series), else the allocator's calibration of that series at n (between two
@@ -101,7 +104,7 @@ def floor_at(spec: Any, series: str = "rss", versions: Optional[Dict[str, Any]] 
     return at
 
 
-def spec_floors(spec: Any, environment: Optional[Dict[str, Any]] = None) -> Dict[str, FloorAt]:
+def spec_floors(spec: RunSpec, environment: Optional[Dict[str, Any]] = None) -> Dict[str, FloorAt]:
     """The floors a spec's series are judged at, by series name (floor_at of each; a calibration is read lazily,
     once per count), for a worker whose environment (a record's) is `environment` when known. The runner resolves
     them; kerasbench.summary is given them."""

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 from .. import stats
 from .counts import alpha, alpha_for, look_points
 from .floors import SERIES, floor_at, spec_floors
 from .pair import period_of
 from .series import Judgement, judge
+
+if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
+    from ..spec import RunSpec
 
 PLAN_SLACK = 1.5  # a run plans its looks up to 1.5× the count its first look's speed projects for the budget
 
@@ -31,7 +34,7 @@ class LookPlan:
     outlasts its projection takes no more looks: it runs on to its budget and is judged at its end.
     """
 
-    def __init__(self, spec: Any):
+    def __init__(self, spec: RunSpec):
         self.spec = spec
         self.points: Optional[frozenset] = None
         self.looks: Optional[int] = None  # planned, its end included; None until the first look
@@ -88,7 +91,7 @@ class Decider:
     still reach (its largest count's): measuring longer could not then turn it into `grows` (early_stop).
     """
 
-    def __init__(self, spec: Any):
+    def __init__(self, spec: RunSpec):
         self.spec = spec
         # Every reading the looks sent, 8 bytes each (a budget of microsecond iterations sends millions); judged as
         # stats reads any series, through numpy.asarray(values, dtype=float): the numbers of the lists they were.
@@ -151,7 +154,7 @@ class StopRule:
     "count" (a fixed count): `reason`. `elapsed` is the loop's own seconds: time spent waiting on a look is not.
     """
 
-    def __init__(self, spec: Any, ask: Optional[Callable[[int, dict, Optional[dict]], bool]]):
+    def __init__(self, spec: RunSpec, ask: Optional[Callable[[int, dict, Optional[dict]], bool]]):
         self.spec = spec
         self.ask = ask
         self.first = getattr(spec, "first_count", None) or spec.min_iterations

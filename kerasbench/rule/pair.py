@@ -5,12 +5,15 @@ level, the GC's teeth found in its heap; what the record's summary and kerasbenc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 from .. import stats
 from .floors import FloorAt
 from .counts import alpha
 from .series import Fit, Judgement, combine, judge
+
+if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
+    from ..spec import RunSpec
 
 
 def _complete(result: dict, series: str) -> Optional[List[float]]:
@@ -52,7 +55,7 @@ class Judged:
         return worst.floor, worst.floor_source
 
 
-def judge_results(results: Sequence[dict], spec: Any, series: str, at: FloorAt) -> Optional[Judged]:
+def judge_results(results: Sequence[dict], spec: RunSpec, series: str, at: FloorAt) -> Optional[Judged]:
     """The judgement of `series` over the repeats' results at the floors `at` gives; None when a repeat lacks the
     series or has a gap in it."""
     values = [_complete(r, series) for r in results]

@@ -19,8 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from types import SimpleNamespace
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .. import stats
 from ..errors import UsageError
@@ -28,6 +27,9 @@ from ..files import CONFIG_LIMIT, ReadError, read_json
 from .counts import alpha_for, floor_between, look_points, planned_looks
 from .series import Floor, judge
 from .version import PROTOCOL_VERSION, version_of
+
+if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
+    from ..spec import RunSpec
 
 NAME = "tf-settling.json"
 SCHEMA = 1
@@ -38,14 +40,19 @@ MIN_NEGATIVES = 5  # a count judged on fewer negatives gets no floor of its own 
 PLAN = (8, 20000)
 
 
-def applies(spec: Any) -> bool:
+def applies(spec: RunSpec) -> bool:
     """Whether the measured process of `spec` runs TensorFlow (its heap settles as TF's does): a TF loop shape, in
     process (process_isolation's parent never imports TF)."""
+    return applies_to(spec.loop, spec.strategy)
+
+
+def applies_to(loop: str, strategy: str) -> bool:
+    """applies, of a (loop, strategy) pair by name."""
     from ..loops import get_loop
     from ..strategies import get_strategy
 
     try:
-        return get_loop(spec.loop).needs_tf and not get_strategy(spec.strategy).isolate
+        return get_loop(loop).needs_tf and not get_strategy(strategy).isolate
     except UsageError:  # a record of a loop or strategy this kerasbench no longer has
         return False
 
@@ -60,7 +67,7 @@ def negative(record: dict, values: List[float], control_at: Floor) -> bool:
         periodic = get_strategy(record.get("strategy")).period > 1
     except UsageError:
         return False
-    if periodic or not applies(SimpleNamespace(loop=record.get("loop"), strategy=record.get("strategy"))) \
+    if periodic or not applies_to(record.get("loop"), record.get("strategy")) \
             or len(values) < MIN_LENGTH:
         return False
     if spec.get("device", "cpu") != "cpu":
