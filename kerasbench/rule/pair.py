@@ -31,8 +31,9 @@ def period_of(spec: Any) -> int:
     from ..errors import UsageError
     from ..strategies import get_strategy
 
+    name = getattr(spec, "strategy", None)
     try:
-        return get_strategy(getattr(spec, "strategy", None)).period
+        return get_strategy(name).period if isinstance(name, str) else 1
     except UsageError:
         return 1
 
