@@ -303,7 +303,7 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     from .runner import measure_pairs
     from .spec import RunSpec
     from .selection import pairs_for
-    from .units import KIB, check_number
+    from .units import KIB, check_growth
 
     if isinstance(loop, RunSpec):
         from . import runner
@@ -334,7 +334,7 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
             if body is not None:  # what the records measured: compare pairs only records of one body
                 spec["body"], spec["body_sha256"] = identity(body)
             base = session.base_spec(chosen, pairs, iterations, warmup, repeats,
-                                     floor=None if floor_kib is None else check_number(floor_kib, "floor_kib") * KIB,
+                                     floor=None if floor_kib is None else check_growth(floor_kib, "floor_kib", KIB),
                                      allocator=allocator or allocators_module.DEFAULT, repro=repro or "", **spec)
             if tf:  # found as `run --tf` finds it: a notebook's folder is seldom the clone
                 base = session.use_release(base, config, tf, sys.stderr if progress else io.StringIO())

@@ -25,6 +25,7 @@ from typing import Any, List, Optional, Tuple
 
 from .errors import UsageError
 from .files import CONFIG_LIMIT, ReadError, clone_dir, make_folder, read_json, write_json
+from .units import max_growth_bytes, size_text
 
 ENV_VAR = "KERASBENCH_CALIBRATION"  # the user's folder of calibrations (read first, and written)
 NO_CALIBRATE_VAR = "KERASBENCH_NO_CALIBRATE"  # set (to anything but 0/empty): never calibrate on the fly
@@ -164,7 +165,8 @@ def _problem(data: Any, allocator: str) -> Optional[str]:
     floors = data.get("floors")
     if not isinstance(floors, dict) or not floors:
         return "no floors"
-    for name in ("floors", "heap_floors"):  # every floor a finite number of bytes (Infinity would pass any leak flat)
+    top = max_growth_bytes()  # every floor a finite number of bytes up to the machine's memory: Infinity, or 1e280,
+    for name in ("floors", "heap_floors"):  # would pass any leak flat
         table = data.get(name)
         if table is None and name != "floors":
             continue
@@ -175,6 +177,9 @@ def _problem(data: Any, allocator: str) -> Optional[str]:
                                                              and not isinstance(floor, bool)
                                                              and math.isfinite(floor) and floor >= 0)):
                 return f"bad {'heap ' if name == 'heap_floors' else ''}floor {n!r}: {floor!r}"
+            if floor is not None and floor > top:
+                return (f"bad {'heap ' if name == 'heap_floors' else ''}floor {n!r}: {floor!r} bytes/iteration, above "
+                        f"this machine's memory ({size_text(top)}): no floor, every leak would read flat under it")
     return None
 
 
