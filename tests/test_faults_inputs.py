@@ -1181,3 +1181,27 @@ def test_a_verdict_at_a_given_floor_says_so_on_its_line():
     progress.done(record)
     assert "given" not in out.getvalue()
 
+
+# -- class S: a strategy composed with cleanup steps is a strategy of run, as docs/commands.md says
+
+
+@pytest.mark.parametrize("strategy", ["rebuild_no_clear+del_model+gc_collect", "reuse_model+gc_collect"])
+def test_run_accepts_a_composed_strategy(strategy, monkeypatch):
+    """Before: `run --loop inference --strategy rebuild_no_clear+del_model+gc_collect` → "Unknown strategy for loop
+    inference … Did you mean rebuild_no_clear?", rc 2 (the did-you-mean check ran before composing)."""
+    from kerasbench import session
+
+    seen = []
+    monkeypatch.setattr(session, "run", lambda base, pairs, *args: seen.append(list(pairs)) or 0)
+    code, _ = call(["run", "--loop", "inference", "--strategy", strategy, "--iterations", "3", "--floor-kib", "64"])
+    assert code == 0 and seen == [[("inference", strategy)]]
+
+
+@pytest.mark.parametrize("strategy,needle", [
+    ("rebuild_no_clr+del_model", "Received: strategy='rebuild_no_clr'. Did you mean rebuild_no_clear?"),
+    ("rebuild_no_clear+del_modl", "Unknown cleanup step. Received: cleanup='del_modl'. Did you mean del_model?"),
+    ("control_noop+gc_collect", "Strategy control_noop+gc_collect does not apply to loop inference"),
+])
+def test_a_bad_composed_strategy_names_the_part_that_is_wrong(strategy, needle, capsys):
+    one_line_exit_2(["run", "--loop", "inference", "--strategy", strategy, "--iterations", "3"], capsys, needle)
+
