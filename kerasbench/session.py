@@ -64,6 +64,9 @@ def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: Te
     if machine:  # the records' machine name (kerasbench.machine), for the workers too
         os.environ[MACHINE_VAR] = check_name(machine)
     machine_name()  # the name the records will say: a bad $KERASBENCH_MACHINE is one line now, before any work
+    if tf is not None and not (isinstance(tf, str) and tf.strip()):  # '' is not "not given": refused, not ignored
+        raise UsageError(f"Invalid --tf. Received: {tf!r}. Expected a TF release, e.g. 2.16.1 (`kerasbench envs` "
+                         "lists them).")
     if python and not tf:
         raise UsageError("--python picks the Python of a --tf release's environment: give --tf VERSION too.")
     if (pins or keras) and not tf:

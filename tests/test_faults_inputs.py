@@ -1205,3 +1205,83 @@ def test_run_accepts_a_composed_strategy(strategy, monkeypatch):
 def test_a_bad_composed_strategy_names_the_part_that_is_wrong(strategy, needle, capsys):
     one_line_exit_2(["run", "--loop", "inference", "--strategy", strategy, "--iterations", "3"], capsys, needle)
 
+
+# -- class B: a body is a plain function; measure's keywords are its own; an empty value is not "not given"
+
+
+def _yields():
+    yield 1
+
+
+async def _awaits():
+    return 1
+
+
+class _MakesGenerators:
+    def __call__(self):
+        return _yields()
+
+
+@pytest.mark.parametrize("body,kind", [(_yields, "a generator function"), (_awaits, "a coroutine function")])
+@pytest.mark.parametrize("role", ["body", "setup"])
+def test_a_generator_or_coroutine_function_is_refused_as_a_body(body, kind, role, monkeypatch):
+    """Before: measure(body=gen) made a generator each iteration and never ran its code: `flat`, rc 0."""
+    import kerasbench
+
+    _no_worker(monkeypatch)
+    functions = {"body": body} if role == "body" else {"body": lambda ctx: None, "setup": body}
+    with pytest.raises(UsageError, match=f"The {role} '{body.__name__}' is {kind}") as raised:
+        kerasbench.measure(**functions, iterations=3)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_callable_that_returns_a_generator_fails_in_the_worker(tmp_path):
+    """What the static check cannot see (a callable object) the generated repro refuses when it runs."""
+    import importlib.util
+
+    from kerasbench.api import repro_for
+
+    path = repro_for(_MakesGenerators(), folder=str(tmp_path))
+    spec = importlib.util.spec_from_file_location("kerasbench_body_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(TypeError, match="the body returned a generator: none of its code ran"):
+        module.iteration(None, None)
+
+
+def test_an_unknown_measure_keyword_is_a_usage_error_naming_the_valid_ones(monkeypatch):
+    """Before: measure(body=f, bogus=1) → TypeError: RunSpec.__init__() got an unexpected keyword argument 'bogus'."""
+    import kerasbench
+
+    _no_worker(monkeypatch)
+    with pytest.raises(UsageError, match=r"^Unknown argument of kerasbench.measure: bogus\. Expected some of: loop, "
+                                         r"repro, body, .*time_limit"):
+        kerasbench.measure(body=lambda: None, bogus=1)
+
+
+@pytest.mark.parametrize("argument", ["tf", "profile", "allocator", "config"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_measure_argument_is_refused_not_ignored(argument, value, monkeypatch):
+    """Before: measure(tf='') measured in this environment, as if no tf were given."""
+    import kerasbench
+
+    _no_worker(monkeypatch)
+    with pytest.raises(UsageError, match=f"Invalid value for argument `{argument}`. Received: {argument}={value!r}"):
+        kerasbench.measure("control", strategies="control_noop", iterations=3, floor_kib=64, **{argument: value})
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3", "--tf", ""], "Invalid --tf."),
+    (["ablate", "--loop", "sweep", "--iterations", "3", "--tf", " "], "Invalid --tf."),
+    (["envs", "--create", "", "--config", MATRIX], "Invalid --create. Received: ''."),
+    (["envs", "--create", ",", "--config", MATRIX], "Invalid --create. Received: ','."),
+    (["calibrate", "--iterations", "", "--runs", "1"], "Invalid value for argument `iterations`. Received: ''."),
+])
+def test_an_empty_option_value_is_refused_not_read_as_not_given(argv, needle, monkeypatch, capsys):
+    """Before: `run --tf ''` measured here; `envs --create ''` said "0 environment(s) ready", rc 0; `calibrate
+    --iterations ''` calibrated at the default counts (2000 iterations)."""
+    _no_worker(monkeypatch)
+    from kerasbench import session
+
+    monkeypatch.setattr(session, "run_controls", lambda *a, **k: pytest.fail("calibrated"))
+    one_line_exit_2(argv, capsys, needle)

@@ -51,8 +51,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     for name in names:
         require(name)
-    iterations = options.ints(args.iterations or ",".join(map(str, calibration.DEFAULT_COUNTS)), "iterations",
-                              minimum=3)
+    given = args.iterations is not None  # '' is refused by ints, not read as "not given" (the default counts)
+    iterations = options.ints(args.iterations if given else ",".join(map(str, calibration.DEFAULT_COUNTS)),
+                              "iterations", minimum=3)
     rates = [r * KIB for r in options.ints(args.rates_kib, "rates-kib")]
     heaps = selection.names(args.heaps, calibration.HEAPS, "heaps")
     for h in heaps:
