@@ -176,6 +176,19 @@ def _pickled(functions: dict, labels: List[str]) -> bytes:
                          f"it ({type(e).__name__}: {error}); make what it uses in setup= instead, or {SEE}.") from None
 
 
+BODY_PREFIX = "kerasbench-body-"
+
+
+def body_folder() -> str:
+    """A new folder for a body's generated repro, in this user's private temporary folder (files.private_temp_dir),
+    named with this process's id: those a killed process left (kill -9 cannot be caught) go now."""
+    from .files import clean_stale_folders, private_temp_dir
+
+    private = private_temp_dir()
+    clean_stale_folders(private, BODY_PREFIX)
+    return tempfile.mkdtemp(prefix=f"{BODY_PREFIX}{os.getpid()}-", dir=private)
+
+
 def repro_for(body: Callable, setup: Optional[Callable] = None, folder: Optional[str] = None) -> str:
     """Write a repro file that runs `body()` (or `body(setup())` when `setup` is given); returns its path.
 
@@ -196,7 +209,7 @@ def repro_for(body: Callable, setup: Optional[Callable] = None, folder: Optional
             root = _module_root(fn)  # the functions of its module it calls are pickled by name: imported there
         if root and root not in roots:
             roots.append(root)
-    folder = folder or tempfile.mkdtemp(prefix="kerasbench-body-")
+    folder = folder or body_folder()
     if by_value:
         write_text(os.path.join(folder, BY_VALUE), _pickled(by_value, labels), "the body's pickle")
     text = _TEMPLATE.format(what=identity(body)[0], roots=roots, python="%d.%d" % sys.version_info[:2],
@@ -364,7 +377,7 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     with procs.terminations():  # SIGTERM/SIGHUP raise here, so the workers end and the folder goes (not orphaned)
         try:
             if body is not None:
-                folder = tempfile.mkdtemp(prefix="kerasbench-body-")
+                folder = body_folder()
                 repro = repro_for(body, setup, folder)
             named = _names(strategies)
             if named is None:
