@@ -139,6 +139,35 @@ def save(calibration: dict, path: str) -> str:
     return write_json(path, calibration, "calibration")
 
 
+def merged(existing: dict, made: dict) -> dict:
+    """`made` (a calibration just measured on the fly) added to `existing` (the file it would have replaced): every
+    count of `existing` kept as it is (a fuller calibration, `kerasbench calibrate`'s 20 runs, is not replaced by a
+    one-off's 10), the counts only `made` has added (floors, heap floors and their reports); `added` lists what was
+    added, when and with how many runs. The other fields are `existing`'s."""
+    out = dict(existing)
+
+    def union(old: Optional[dict], new: Optional[dict]) -> dict:
+        both = {**(new or {}), **(old or {})}
+        return dict(sorted(both.items(), key=lambda item: int(item[0])))
+
+    for table in ("floors", "heap_floors"):
+        if table in existing or table in made:
+            out[table] = union(existing.get(table), made.get(table))
+    for name in ("report", "heap_report"):
+        old, new = existing.get(name), made.get(name)
+        if isinstance(old, dict) and isinstance(new, dict):
+            out[name] = {**old, "by_iterations": union(old.get("by_iterations"), new.get("by_iterations")),
+                         "iterations": sorted({*map(int, old.get("iterations") or ()),
+                                               *map(int, new.get("iterations") or ())})}
+        elif isinstance(new, dict):
+            out[name] = new
+    counts = sorted(set(made.get("floors") or {}) - set(existing.get("floors") or {}), key=int)
+    out["added"] = list(existing.get("added") or []) + [
+        {"counts": [int(n) for n in counts], "runs": made.get("runs"), "created": made.get("created"),
+         "protocol": made.get("protocol")}]
+    return out
+
+
 def read(path: str, allocator: str) -> Optional[dict]:
     """The calibration of `allocator` in the file `path`, None if there is no such file; UsageError if it is bad."""
     try:  # a regular file of at most CONFIG_LIMIT: a FIFO would hang every run
