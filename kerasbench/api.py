@@ -41,6 +41,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import types
 
 sys.path[:0] = {roots!r}
 
@@ -89,8 +90,14 @@ def setup():
     return _setup() if _setup is not None else None
 
 
+_LAZY = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+
+
 def iteration(ctx, model):
-    return _body(ctx) if _setup is not None else _body()
+    result = _body(ctx) if _setup is not None else _body()
+    if isinstance(result, _LAZY):  # a callable object whose call makes a generator: none of its code ran
+        raise TypeError("the body returned a %s: none of its code ran; give a plain function" % type(result).__name__)
+    return result
 '''
 
 Location = Tuple[str, str, str, str]  # (module, name, file, sys.path root) by which a fresh process imports one
@@ -135,9 +142,19 @@ def _module_root(fn: Callable) -> Optional[str]:
     return _root(module.__name__, path)[1] if path and module.__name__ != "__main__" else None
 
 
-def _check_callable(fn: Callable, role: str) -> None:
+def check_function(fn: Callable, role: str) -> None:
+    """A UsageError unless `fn` is a plain function the worker can call each iteration: not a generator or coroutine
+    function (calling one makes a generator or coroutine and runs none of its code: the body would read flat)."""
     if not callable(fn):
-        raise UsageError(f"The {role} must be a function. Received: {role}={fn!r}.")
+        shown = repr(fn) if len(repr(fn)) <= 60 else repr(fn)[:57] + "..."
+        raise UsageError(f"The {role} must be a function. Received: {role}={shown}.")
+    kind = ("a coroutine function (async def)" if inspect.iscoroutinefunction(fn) else
+            "an async generator function" if inspect.isasyncgenfunction(fn) else
+            "a generator function (it yields)" if inspect.isgeneratorfunction(fn) else "")
+    if kind:
+        raise UsageError(f"The {role} {getattr(fn, '__name__', '?')!r} is {kind}: calling it runs none of its code, so "
+                         f"nothing would be measured. Expected a plain function (def without yield or async).")
+
 
 
 def _label(fn: Callable, role: str, kind: str) -> str:
@@ -159,6 +176,19 @@ def _pickled(functions: dict, labels: List[str]) -> bytes:
                          f"it ({type(e).__name__}: {error}); make what it uses in setup= instead, or {SEE}.") from None
 
 
+BODY_PREFIX = "kerasbench-body-"
+
+
+def body_folder() -> str:
+    """A new folder for a body's generated repro, in this user's private temporary folder (files.private_temp_dir),
+    named with this process's id: those a killed process left (kill -9 cannot be caught) go now."""
+    from .files import clean_stale_folders, private_temp_dir
+
+    private = private_temp_dir()
+    clean_stale_folders(private, BODY_PREFIX)
+    return tempfile.mkdtemp(prefix=f"{BODY_PREFIX}{os.getpid()}-", dir=private)
+
+
 def repro_for(body: Callable, setup: Optional[Callable] = None, folder: Optional[str] = None) -> str:
     """Write a repro file that runs `body()` (or `body(setup())` when `setup` is given); returns its path.
 
@@ -167,7 +197,7 @@ def repro_for(body: Callable, setup: Optional[Callable] = None, folder: Optional
     """
     loads, roots, by_value, labels = {"setup": "None"}, [], {}, []
     for role, fn in {"body": body, **({"setup": setup} if setup is not None else {})}.items():
-        _check_callable(fn, role)
+        check_function(fn, role)
         where, kind = _where(fn)
         if where:
             module, name, path, root = where
@@ -179,7 +209,7 @@ def repro_for(body: Callable, setup: Optional[Callable] = None, folder: Optional
             root = _module_root(fn)  # the functions of its module it calls are pickled by name: imported there
         if root and root not in roots:
             roots.append(root)
-    folder = folder or tempfile.mkdtemp(prefix="kerasbench-body-")
+    folder = folder or body_folder()
     if by_value:
         write_text(os.path.join(folder, BY_VALUE), _pickled(by_value, labels), "the body's pickle")
     text = _TEMPLATE.format(what=identity(body)[0], roots=roots, python="%d.%d" % sys.version_info[:2],
@@ -276,6 +306,21 @@ def _names(value: Union[str, Iterable[str], None]) -> Optional[List[str]]:
     return named
 
 
+def _spec_keywords() -> Tuple[str, ...]:
+    """The RunSpec fields measure(**spec) passes through: every field but those measure names itself or sets from the
+    profile (a loop, counts, floor_kib, the body's identity)."""
+    import dataclasses
+
+    from .spec import COUNT_FIELDS, RunSpec
+
+    own = {"loop", "strategy", "repro", "body", "body_sha256", "profile", "floor", "allocator", "warmup", "repeats"}
+    return tuple(f.name for f in dataclasses.fields(RunSpec) if f.name not in own and f.name not in COUNT_FIELDS)
+
+
+MEASURE_KEYWORDS = ("loop", "repro", "body", "setup", "strategies", "tf", "iterations", "warmup", "repeats", "profile",
+                    "floor_kib", "allocator", "config", "progress")
+
+
 def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, body: Optional[Callable] = None,
             setup: Optional[Callable] = None, strategies: Union[str, Sequence[str], None] = None,
             tf: Optional[str] = None, iterations: Optional[int] = None, warmup: Optional[int] = None,
@@ -303,7 +348,7 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     from .runner import measure_pairs
     from .spec import RunSpec
     from .selection import pairs_for
-    from .units import KIB, check_number
+    from .units import KIB, check_growth
 
     if isinstance(loop, RunSpec):
         from . import runner
@@ -312,6 +357,16 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     if progress is None:
         progress = in_notebook()
 
+    unknown_keywords = sorted(set(spec) - set(_spec_keywords()))
+    if unknown_keywords:  # before, RunSpec's constructor raised a TypeError
+        raise UsageError(f"Unknown argument{'s' * (len(unknown_keywords) > 1)} of kerasbench.measure: "
+                         f"{', '.join(unknown_keywords)}. Expected some of: {', '.join(MEASURE_KEYWORDS)}, and of "
+                         f"RunSpec: {', '.join(_spec_keywords())}.")
+    for name, value in (("tf", tf), ("profile", profile), ("allocator", allocator), ("config", config)):
+        if value is not None and not (isinstance(value, str) and value.strip()):  # '' is not "not given"
+            example = ", e.g. tf='2.16.1'" if name == "tf" else ""
+            raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. Expected a non-empty "
+                             f"name{example}, or None for the default.")
     if sum(x is not None for x in (loop, repro, body)) != 1:
         raise UsageError("Measure what? Give exactly one of loop=NAME, repro=FILE or body=FUNCTION.")
     if setup is not None and body is None:
@@ -322,7 +377,7 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     with procs.terminations():  # SIGTERM/SIGHUP raise here, so the workers end and the folder goes (not orphaned)
         try:
             if body is not None:
-                folder = tempfile.mkdtemp(prefix="kerasbench-body-")
+                folder = body_folder()
                 repro = repro_for(body, setup, folder)
             named = _names(strategies)
             if named is None:
@@ -334,9 +389,9 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
             if body is not None:  # what the records measured: compare pairs only records of one body
                 spec["body"], spec["body_sha256"] = identity(body)
             base = session.base_spec(chosen, pairs, iterations, warmup, repeats,
-                                     floor=None if floor_kib is None else check_number(floor_kib, "floor_kib") * KIB,
+                                     floor=None if floor_kib is None else check_growth(floor_kib, "floor_kib", KIB),
                                      allocator=allocator or allocators_module.DEFAULT, repro=repro or "", **spec)
-            if tf:  # found as `run --tf` finds it: a notebook's folder is seldom the clone
+            if tf is not None:  # found as `run --tf` finds it: a notebook's folder is seldom the clone
                 base = session.use_release(base, config, tf, sys.stderr if progress else io.StringIO())
             count = session.counts(chosen, iterations)
             shown = None

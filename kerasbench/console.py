@@ -197,7 +197,7 @@ class Progress:
             self._root.finished += 1
         if record["status"] == "ok":
             text = (f"{self.label}: {verdict_text(s)}, RSS {kib_text(s['growth_per_iter'])} KiB/iteration, "
-                    f"{_measured(record) or 'no'} iterations")
+                    f"{_measured(record) or 'no'} iterations{given_floor_text(s)}")
         else:
             text = f"{self.label}: {record['status']}: {record['reason']}"
         self._show(f"{text} ({self.status()})", final=True)
@@ -208,6 +208,17 @@ def clock_text(seconds: float) -> str:
     seconds = int(round(max(0.0, seconds)))
     hours, rest = divmod(seconds, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def given_floor_text(summary: dict) -> str:
+    """', judged at the given floor of 64 KiB/iteration (not calibrated)' where the verdict's floor was given
+    (--floor-kib, floor_kib=, the marker's max_growth) rather than calibrated: a verdict is a claim relative to its
+    floor, and a given one is the user's, said on the line that prints the verdict; '' otherwise."""
+    stamp = (summary.get("floors_from") or {}).get("rss") or {}
+    given = stamp.get("kind") == "given" or str(summary.get("floor_source") or "").startswith("given")
+    if not given or summary.get("floor") is None:
+        return ""
+    return f", judged at the given floor of {summary['floor'] / KIB:g} KiB/iteration (not calibrated)"
 
 
 def verdict_text(summary: dict) -> str:

@@ -17,6 +17,7 @@ input folder, is a stored calibration, or is another output of the same command,
 
 import json
 import os
+import re
 import stat
 import tempfile
 from typing import IO, Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -187,10 +188,37 @@ def _refuse_special(path: str, what: str) -> None:
         raise UsageError(f"Cannot write {what} to {path}: it exists and is {what_it_is(mode)}, not a regular file.")
 
 
+def _immutable(path: str) -> bool:
+    """Whether the file `path` is immutable or append-only (chattr +i / +a): no rename can replace it, root's neither.
+    False where the file system does not say (the ioctl is Linux's)."""
+    try:
+        import fcntl
+        import struct
+
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except (ImportError, OSError):
+        return False
+    try:
+        flags = struct.unpack("l", fcntl.ioctl(fd, 0x80086601, struct.pack("l", 0)))[0]  # FS_IOC_GETFLAGS
+    except OSError:  # ENOTTY: a file system without the flags
+        return False
+    finally:
+        os.close(fd)
+    return bool(flags & (0x10 | 0x20))  # FS_IMMUTABLE_FL, FS_APPEND_FL
+
+
 def check_writable(path: str, what: str = "results") -> None:
-    """Fail now, with a one-line UsageError, if `path` cannot be written."""
+    """Fail now, with a one-line UsageError, if `path` cannot be written: a folder (named with a trailing /, made or
+    not), a special file, a missing or unwritable folder, an immutable file."""
+    if (path.endswith(os.sep) or os.path.basename(path) in (".", "..")) and not os.path.isdir(path):
+        # a folder to be: before, found after measuring (an existing one is "a directory", below)
+        raise UsageError(f"Cannot write {what} to {path}: it names a folder, not a file; give a file name, e.g. "
+                         f"{os.path.join(path, 'records.json')}.")
     target = _target(path)
     _refuse_special(target, what)
+    if os.path.isfile(target) and _immutable(target):
+        raise UsageError(f"Cannot write {what} to {path}: it is immutable or append-only (chattr +i or +a), so it "
+                         "cannot be replaced; give another file, or chattr -i it.")
     directory = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(directory):
         raise UsageError(f"Cannot write {what} to {path}: folder {directory} does not exist.")
@@ -304,13 +332,97 @@ def _umask() -> int:
     return mask
 
 
+TEMP_PREFIX = ".kerasbench-"  # a write's temporary file beside its target: the prefix, the writer's pid, '-', random
+_TEMP = re.compile(r"\.kerasbench-(\d+)-[A-Za-z0-9_]+(\.[A-Za-z0-9]+)?")
+_OLD_TEMP = re.compile(r"\.kerasbench-[A-Za-z0-9_]{8}(\.[A-Za-z0-9]+)?")  # before the pid was in the name
+OLD_TEMP_AGE = 24 * 3600.0  # seconds: an old-style temporary file this old is no write in progress
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists (another user's too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, not ours
+        return True
+    return True
+
+
+def clean_stale_temporaries(directory: str) -> List[str]:
+    """Remove the temporary files writes that were killed (kill -9, a power cut) left in `directory`: those of a
+    writer no longer running, and old-style ones (no pid in the name) over a day old. Returns the names removed."""
+    import time
+
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return []
+    removed = []
+    for entry in entries:
+        found = _TEMP.fullmatch(entry.name)
+        try:
+            if not (found or _OLD_TEMP.fullmatch(entry.name)) or not entry.is_file(follow_symlinks=False):
+                continue
+            if (not pid_alive(int(found[1])) if found
+                    else time.time() - entry.stat(follow_symlinks=False).st_mtime > OLD_TEMP_AGE):
+                os.unlink(entry.path)
+                removed.append(entry.name)
+        except OSError:  # gone already, or not ours to remove
+            continue
+    return removed
+
+
+def private_temp_dir() -> str:
+    """$TMPDIR/kerasbench-<uid>, this user's private temporary folder (made with mode 0700; one of ours with other
+    bits set is made private): where kerasbench.measure's body folders go, so that another user on the machine
+    neither reads a body's pickle nor puts one there. Not a folder of ours (a link, another user's): a UsageError."""
+    base = os.path.join(tempfile.gettempdir(), f"kerasbench-{os.getuid()}")
+    try:
+        os.mkdir(base, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise UsageError(f"Cannot make the temporary folder {base}: {e.strerror}; set TMPDIR to a folder of "
+                         "yours.") from None
+    st = os.lstat(base)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        what = "not a folder" if not stat.S_ISDIR(st.st_mode) else "not yours"
+        raise UsageError(f"Cannot use the temporary folder {base}: it is {what}; remove it, or set TMPDIR to a folder "
+                         "of yours.")
+    if st.st_mode & 0o077:
+        os.chmod(base, 0o700)
+    return base
+
+
+def clean_stale_folders(folder: str, prefix: str) -> List[str]:
+    """Remove the folders `prefix`<pid>-* in `folder` whose process is gone (a kill -9 left them); their names."""
+    import shutil
+
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        pid = name[len(prefix):].split("-", 1)[0]
+        path = os.path.join(folder, name)
+        if name.startswith(prefix) and pid.isdigit() and not pid_alive(int(pid)) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
 def write_text(path: str, text: Union[str, bytes, Callable[[IO], None]], what: str = "results") -> str:
     """Write `text` (or bytes: a pickle; or what a function writes into the open text file) to `path` atomically;
-    returns `path`. An existing file keeps its mode."""
+    returns `path`. An existing file keeps its mode. The temporary files killed writes left in that folder go first
+    (clean_stale_temporaries)."""
     target = _target(path)
     _refuse_special(target, what)
     directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".kerasbench-", suffix=os.path.splitext(target)[1] or ".tmp")
+    clean_stale_temporaries(directory)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"{TEMP_PREFIX}{os.getpid()}-",
+                               suffix=os.path.splitext(target)[1] or ".tmp")
     try:
         with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
             text(f) if callable(text) else f.write(text)

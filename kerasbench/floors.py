@@ -25,6 +25,7 @@ from typing import Any, List, Optional, Tuple
 
 from .errors import UsageError
 from .files import CONFIG_LIMIT, ReadError, clone_dir, make_folder, read_json, write_json
+from .units import max_growth_bytes, size_text
 
 ENV_VAR = "KERASBENCH_CALIBRATION"  # the user's folder of calibrations (read first, and written)
 NO_CALIBRATE_VAR = "KERASBENCH_NO_CALIBRATE"  # set (to anything but 0/empty): never calibrate on the fly
@@ -138,6 +139,35 @@ def save(calibration: dict, path: str) -> str:
     return write_json(path, calibration, "calibration")
 
 
+def merged(existing: dict, made: dict) -> dict:
+    """`made` (a calibration just measured on the fly) added to `existing` (the file it would have replaced): every
+    count of `existing` kept as it is (a fuller calibration, `kerasbench calibrate`'s 20 runs, is not replaced by a
+    one-off's 10), the counts only `made` has added (floors, heap floors and their reports); `added` lists what was
+    added, when and with how many runs. The other fields are `existing`'s."""
+    out = dict(existing)
+
+    def union(old: Optional[dict], new: Optional[dict]) -> dict:
+        both = {**(new or {}), **(old or {})}
+        return dict(sorted(both.items(), key=lambda item: int(item[0])))
+
+    for table in ("floors", "heap_floors"):
+        if table in existing or table in made:
+            out[table] = union(existing.get(table), made.get(table))
+    for name in ("report", "heap_report"):
+        old, new = existing.get(name), made.get(name)
+        if isinstance(old, dict) and isinstance(new, dict):
+            out[name] = {**old, "by_iterations": union(old.get("by_iterations"), new.get("by_iterations")),
+                         "iterations": sorted({*map(int, old.get("iterations") or ()),
+                                               *map(int, new.get("iterations") or ())})}
+        elif isinstance(new, dict):
+            out[name] = new
+    counts = sorted(set(made.get("floors") or {}) - set(existing.get("floors") or {}), key=int)
+    out["added"] = list(existing.get("added") or []) + [
+        {"counts": [int(n) for n in counts], "runs": made.get("runs"), "created": made.get("created"),
+         "protocol": made.get("protocol")}]
+    return out
+
+
 def read(path: str, allocator: str) -> Optional[dict]:
     """The calibration of `allocator` in the file `path`, None if there is no such file; UsageError if it is bad."""
     try:  # a regular file of at most CONFIG_LIMIT: a FIFO would hang every run
@@ -164,7 +194,8 @@ def _problem(data: Any, allocator: str) -> Optional[str]:
     floors = data.get("floors")
     if not isinstance(floors, dict) or not floors:
         return "no floors"
-    for name in ("floors", "heap_floors"):  # every floor a finite number of bytes (Infinity would pass any leak flat)
+    top = max_growth_bytes()  # every floor a finite number of bytes up to the machine's memory: Infinity, or 1e280,
+    for name in ("floors", "heap_floors"):  # would pass any leak flat
         table = data.get(name)
         if table is None and name != "floors":
             continue
@@ -175,6 +206,9 @@ def _problem(data: Any, allocator: str) -> Optional[str]:
                                                              and not isinstance(floor, bool)
                                                              and math.isfinite(floor) and floor >= 0)):
                 return f"bad {'heap ' if name == 'heap_floors' else ''}floor {n!r}: {floor!r}"
+            if floor is not None and floor > top:
+                return (f"bad {'heap ' if name == 'heap_floors' else ''}floor {n!r}: {floor!r} bytes/iteration, above "
+                        f"this machine's memory ({size_text(top)}): no floor, every leak would read flat under it")
     return None
 
 

@@ -5,6 +5,7 @@ measured several), from one schema version and one commit.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import Any, Dict, List, Sequence, Tuple
@@ -13,6 +14,7 @@ from .errors import UsageError
 from .files import DATA_LIMIT, check_readable, read_json, records_name
 from .record import SCHEMA_VERSION, Record, check_record
 from .tree import place_of
+from .units import MAX_GROWTH, size_text
 
 _ENV_TF = re.compile(r"tensorflow(?:-cpu)?(\d+\.\d+(?:\.\d+)?)")
 _KERAS_NIGHTLY = re.compile(r"\.dev\d{10}$")  # keras-nightly's version: the build hour (3.16.0.dev2026102704)
@@ -62,6 +64,11 @@ def check_loadable(record: Record, path: str, index: int) -> Record:
     for key, least in _COUNTS.items():
         if key in spec and spec[key] < least:
             raise refuse(f"{where}.spec.{key} is {spec[key]}, expected {least} or more")
+    for part, key in (("spec", "floor"), ("summary", "floor"), ("summary", "heap_floor")):
+        floor = (record.get(part) or {}).get(key)  # what a reader judges at again (score re-judges at a given floor)
+        if floor is not None and not (math.isfinite(floor) and 0 <= floor <= MAX_GROWTH):
+            raise refuse(f"{where}.{part}.{key} is {floor!r}, expected a growth per iteration from 0 to "
+                         f"{MAX_GROWTH} bytes ({size_text(MAX_GROWTH)}): no floor is NaN, negative or larger")
     for i, repeat in enumerate(record["repeats"]):
         result = repeat.get("result")
         if result is None:

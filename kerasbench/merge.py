@@ -9,17 +9,26 @@ alone, so merging twice changes nothing; the same results or records file with d
 conflict: the merge stops with one line naming it and writes nothing. Two files asv rewrites on every
 run are not results: a machine's `machine.json` (the newest copy is kept) and `results/benchmarks.json`
 (the union of the benchmarks, the newest file's entry where they differ); the summary says which.
+
+Nothing outside a source is copied: a link in a source is followed only where it stays inside that source (as tar's
+`data` filter extracts), else the merge stops naming it, before anything is written (DEST is what gets committed to
+the history branch and published: a link to a file of the user's would publish it). DEST is written whole or not at
+all: every file first into a hidden folder in DEST (`.kerasbench-merge-*`), then renamed into place; a failure (a full
+disk) removes what was written and restores what was replaced, and is one line. A hidden folder a killed merge left
+is removed by the next merge into that DEST.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
 from .asvconf import json_kind
 from .errors import UsageError
-from .files import DATA_LIMIT, inside, make_folder, parse_json, read_text, write_text
+from .files import DATA_LIMIT, _umask, clean_stale_folders, inside, parse_json, read_text
 
 TREES = ("results", "records")  # what is merged; html is made again by `kerasbench publish`
 REWRITTEN = ("machine.json", "benchmarks.json")  # asv writes these on every run: newest (or union), not a conflict
@@ -54,9 +63,14 @@ def _files(folder: str) -> List[str]:
     return found
 
 
-def _read(path: str) -> Tuple[str, Any]:
+def _read(path: str, source: Optional[str] = None) -> Tuple[str, Any]:
     """(text, parsed JSON or None) of a file (files.read_text: a regular file of at most DATA_LIMIT, so a link to
-    /dev/zero or a FIFO in a source is refused, not read); a one-line UsageError when it cannot be read."""
+    /dev/zero or a FIFO in a source is refused, not read); a one-line UsageError when it cannot be read. A file of
+    a `source` must lie inside it, links resolved: a link out of it is refused, not followed."""
+    if source is not None and not inside(path, source):
+        raise UsageError(f"Cannot merge {path}: it links outside its source {source} (to {os.path.realpath(path)}); "
+                         "merge copies only what lies inside its sources: replace the link by the file, or remove it. "
+                         "Nothing written.")
     text = read_text(path, "file to merge", DATA_LIMIT)
     return text, parse_json(text, "file to merge", path, invalid=None)
 
@@ -103,7 +117,7 @@ def plan(sources: List[str], dest: str) -> Tuple[Dict[str, Write], List[str]]:
     for label, folder in [(dest, target)] + list(zip(sources, folders)):
         for rel in (_files(folder) if os.path.isdir(folder) else []):
             path = os.path.join(folder, rel)
-            read = _read(path)
+            read = _read(path, None if folder == target else folder)
             if folder != target and rel.startswith("results" + os.sep) and os.path.basename(rel) in REWRITTEN:
                 check_rewritten(path, read[1])  # what asv reads of a source (the destination's is the user's own)
             versions.setdefault(rel, []).append((label, os.path.getmtime(path), read))
@@ -168,9 +182,86 @@ def merge(sources: List[str], dest: str) -> Tuple[int, int, List[str]]:
     writes, notes = plan(sources, dest)
     target = asv_folder(dest, dest=True)
     given = {rel for folder in [asv_folder(s) for s in sources] for rel in _files(folder)}
-    for rel, (text, mtime) in writes.items():
-        path = os.path.join(target, rel)
-        make_folder(os.path.dirname(path), "merged results")
-        write_text(path, text, "merged results")
-        os.utime(path, (mtime, mtime))  # its age travels with it: the newest machine.json, the newest run
+    if writes:
+        _write_all(target, writes, dest)
     return len(writes), len(given - set(writes)), notes
+
+
+STAGING = ".kerasbench-merge-"  # the hidden folder in DEST a merge writes into before renaming: pid, then random
+
+
+def _place(target: str, rel: str) -> str:
+    """Where `rel` is written in `target`: a link there is written through only where it stays inside DEST."""
+    path = os.path.join(target, rel)
+    real = os.path.realpath(path)
+    if not inside(real, target):
+        raise UsageError(f"Cannot merge into {path}: it links outside the destination {target} (to {real}); "
+                         "nothing written.")
+    return real
+
+
+def _write_all(target: str, writes: Dict[str, Write], dest: str) -> None:
+    """Write every file of `writes` into `target`, all or none: each into a hidden staging folder in `target` first
+    (the one step that needs space), then the folders made and each file renamed into place, a replaced file kept
+    (a hard link) until all are in. On any OSError what was made is removed and what was replaced put back: a
+    one-line UsageError, `target` as it was."""
+    made_target = not os.path.isdir(target)
+    made: List[str] = []  # folders made, outermost first
+    moved: List[Tuple[str, Optional[str]]] = []  # (final path, its previous version kept in staging, or None)
+    staging = None
+    try:
+        if made_target:
+            _make_dirs(target, made)
+        clean_stale_folders(target, STAGING)  # what merges killed before their end left
+        places = {rel: _place(target, rel) for rel in writes}
+        staging = tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-", dir=target)
+        staged = {}
+        for i, (rel, (text, mtime)) in enumerate(sorted(writes.items())):
+            path = os.path.join(staging, str(i))
+            try:
+                mode = os.stat(places[rel]).st_mode & 0o7777
+            except FileNotFoundError:
+                mode = 0o666 & ~_umask()
+            with open(path, "w") as f:  # a full disk fails here (write or close), before any rename
+                f.write(text)
+            os.chmod(path, mode)
+            os.utime(path, (mtime, mtime))  # its age travels with it: the newest machine.json, the newest run
+            staged[rel] = path
+        for rel in sorted(writes):
+            _make_dirs(os.path.dirname(places[rel]), made)
+        for rel in sorted(writes):
+            place, old = places[rel], None
+            if os.path.lexists(place):
+                old = staged[rel] + ".old"
+                os.link(place, old)
+            os.replace(staged[rel], place)
+            moved.append((place, old))
+    except (OSError, UsageError) as e:
+        for place, old in reversed(moved):
+            try:
+                os.rename(old, place) if old else os.unlink(place)  # rename: replaces on POSIX, as os.replace
+            except OSError:
+                pass
+        if staging:
+            shutil.rmtree(staging, ignore_errors=True)
+        for folder in reversed(made):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+        if isinstance(e, UsageError):
+            raise
+        raise UsageError(f"Cannot merge into {dest}: {e.strerror or e}; nothing written, the destination left as "
+                         "it was.") from None
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _make_dirs(folder: str, made: List[str]) -> None:
+    """os.makedirs, noting each folder it makes (in `made`, outermost first) so that a failed merge removes them."""
+    missing = []
+    while folder and not os.path.isdir(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for path in reversed(missing):
+        os.mkdir(path)
+        made.append(path)

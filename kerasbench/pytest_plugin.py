@@ -55,21 +55,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def max_growth_kib(value: Any, name: str = "max_growth") -> float:
-    """A growth per iteration as KiB (what floor_kib takes): a size with a unit, or a number meaning KiB (as
-    --floor-kib does). UsageError otherwise; a size without a unit is not bytes here, unlike --memory-cap."""
+    """A growth per iteration as KiB (what floor_kib takes): a size with a unit (units.parse_bytes' grammar: KiB is
+    1024 bytes, kB 1000, a bare K refused), or a number meaning KiB (as --floor-kib does), from 0 to this machine's
+    memory (units.check_growth: 0, -0.0, '0' and '0 KiB' alike are a floor of 0). UsageError otherwise, naming the
+    value and why; a size without a unit is not bytes here, unlike --memory-cap."""
     from .errors import UsageError
-    from .units import KIB, check_number, parse_bytes
+    from .units import KIB, UNITS_TEXT, check_growth, max_growth_bytes, parse_bytes, size_text
 
+    top = max_growth_bytes()
     try:
-        float(value if not isinstance(value, str) else value.strip())
-        is_number = not isinstance(value, bool)
-    except (TypeError, ValueError):
-        is_number = False
-    try:
-        return check_number(value, name) if is_number else parse_bytes(value, name) / KIB
-    except UsageError:
-        raise UsageError(f"Invalid {name}. Received: {value!r}. Expected a growth per iteration: a size such as "
-                         "'16 KiB', '1 MiB' or '512 B', or a number of KiB.") from None
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                return parse_bytes(value, name, 0, top) / KIB
+            return check_growth(number, name, KIB) / KIB
+        return check_growth(value, name, KIB) / KIB
+    except UsageError as e:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        if "ambiguous" in str(e):  # '16k': KiB or kB? said, not guessed
+            raise UsageError(f"Invalid {name}. Received: {shown}. Expected a growth per iteration with "
+                             f"{str(e).split(' Expected ', 1)[1]}") from None
+        raise UsageError(f"Invalid {name}. Received: {shown}. Expected a growth per iteration from 0 to "
+                         f"{size_text(top)} (this machine's memory; more is no floor, every leak would read flat "
+                         f"under it): a size such as '16 KiB', '1 MiB' or '512 B' ({UNITS_TEXT}), or a number of "
+                         "KiB.") from None
 
 
 def _check_profile(name: Optional[str]) -> Optional[str]:
@@ -120,7 +130,7 @@ def settings_for(item: pytest.Item, defaults: Dict[str, Any]) -> Dict[str, Any]:
     if not isinstance(item, pytest.Function) or getattr(item, "cls", None) is not None:
         raise UsageError(f"@pytest.mark.{MARKER} marks a module-level test function, which the worker imports by "
                          "name and calls as the loop body; move it out of its class.")
-    if inspect.iscoroutinefunction(function):
+    if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
         raise UsageError(f"@pytest.mark.{MARKER} runs the test function as a plain loop body: it cannot be async.")
     required = [p.name for p in inspect.signature(function).parameters.values()
                 if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
@@ -133,10 +143,33 @@ def settings_for(item: pytest.Item, defaults: Dict[str, Any]) -> Dict[str, Any]:
 
 def _merged(defaults: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]:
     """`options` over `defaults`, max_growth read as floor_kib; an option given as None is the default, as the
-    marker's help shows it (it does not undo --kerasbench-profile)."""
+    marker's help shows it (it does not undo --kerasbench-profile). Every marker option is checked here, at
+    collection, as the run would check it (a count a whole number in range, setup a plain function, strategy one of
+    the repro loop's): a UsageError naming the value, before any worker."""
+    from .api import check_function
+    from .selection import pairs_for
+    from .spec import check_count
+
     options = {name: value for name, value in options.items() if value is not None}
     if "max_growth" in options:
         options["floor_kib"] = max_growth_kib(options.pop("max_growth"))
+    for name in ("iterations", "warmup", "repeats"):
+        if name in options:
+            check_count(name, options[name])
+    if "setup" in options:
+        check_function(options["setup"], "setup")
+    if "strategy" in options:
+        pairs_for("repro", options["strategy"])  # an unknown one names the repro loop's
+        if "," in options["strategy"] or options["strategy"] == "all":
+            from .errors import UsageError
+
+            raise UsageError(f"Invalid value for argument `strategy`. Received: strategy={options['strategy']!r}. "
+                             "Expected one strategy of the repro loop (`kerasbench list`).")
+    if "profile" in options and not isinstance(options["profile"], str):
+        from .errors import UsageError
+
+        raise UsageError(f"Invalid value for argument `profile`. Received: profile={options['profile']!r}. "
+                         "Expected a profile's name.")
     _check_profile(options.get("profile"))
     return {**defaults, **options}
 

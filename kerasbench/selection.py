@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 
 from .errors import UsageError, unknown
 from .loops import LOOPS, builtin_loops, get_loop
-from .strategies import STRATEGIES, get_strategy, strategies_for
+from .strategies import STRATEGIES, get_strategy, split, strategies_for
 
 
 def names(text: str, registry: dict, kind: str) -> list:
@@ -54,12 +54,11 @@ def pairs_for(loops_arg: str, strategies_arg: str, device: Optional[str] = None)
             pairs += [(loop, s) for s in strategies_for(loop)]
     else:
         named = names(strategies_arg, STRATEGIES, "strategy")
-        applicable = {s for loop in loops for s in strategies_for(loop)}
         for s in named:
-            if s not in STRATEGIES and len(loops) == 1:  # the loop's own strategies, and the nearest names
-                raise unknown(f"strategy for loop {loops[0]}", s, strategies_for(loops[0]))
-            get_strategy(s)
-            if s not in applicable:  # a user's mistake, not a pair to skip (a GPU one on a CPU machine skips)
+            base, steps = split(s)  # a name composed with cleanup steps (as ablate names them) is its base's
+            if base not in STRATEGIES and len(loops) == 1:  # the loop's own strategies, and the nearest names
+                raise unknown(f"strategy for loop {loops[0]}", base if steps else s, strategies_for(loops[0]))
+            if not get_strategy(s).applies_to & set(loops):  # a user's mistake, not a pair to skip (a GPU one skips)
                 shown = ", ".join(strategies_for(loops[0])) if len(loops) == 1 else "see `kerasbench list`"
                 raise UsageError(f"Strategy {s} does not apply to loop{'s' * (len(loops) > 1)} {', '.join(loops)}. "
                                  f"Expected one of: {shown}.")

@@ -64,6 +64,9 @@ def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: Te
     if machine:  # the records' machine name (kerasbench.machine), for the workers too
         os.environ[MACHINE_VAR] = check_name(machine)
     machine_name()  # the name the records will say: a bad $KERASBENCH_MACHINE is one line now, before any work
+    if tf is not None and not (isinstance(tf, str) and tf.strip()):  # '' is not "not given": refused, not ignored
+        raise UsageError(f"Invalid --tf. Received: {tf!r}. Expected a TF release, e.g. 2.16.1 (`kerasbench envs` "
+                         "lists them).")
     if python and not tf:
         raise UsageError("--python picks the Python of a --tf release's environment: give --tf VERSION too.")
     if (pins or keras) and not tf:
@@ -294,8 +297,10 @@ def run_controls(allocator: str, runs: int, iterations: Sequence[int], rates: Se
 
 def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequence[int], heaps: Sequence[str],
                   warmup: int, tf_control: bool, err: TextIO, jobs: int = 1, python: str = "",
-                  label: str = "calibrate") -> dict:
-    """Measure, analyze and store one allocator's calibration (in floors.path_for), progress on `err`."""
+                  label: str = "calibrate", merge: bool = False) -> dict:
+    """Measure, analyze and store one allocator's calibration (in floors.path_for), progress on `err`. With `merge`
+    (a calibration made on the fly) it is added to the file there (floors.merged: the counts it did not measure are
+    kept), never replacing it; without, it replaces it (`kerasbench calibrate`, asked for)."""
     import time
 
     from . import floors
@@ -318,8 +323,12 @@ def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequen
                                     jobs=jobs, python=python)
     report, heap_report = analyze_series(series, iterations, rates)
     cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started, jobs, heap_report)
-    path = floors.save(cal, floors.path_for(name))
-    status_line(err, f"{label} {name}: wrote {path} ({cal['seconds']:.0f} s)", final=True)
+    path, seconds, how = floors.path_for(name), cal["seconds"], "wrote"
+    existing = floors.read(path, name) if merge else None
+    if existing and existing.get("schema", 0) >= 2 and existing.get("key") == cal["key"]:
+        cal, how = floors.merged(existing, cal), "added its counts to"  # before: replaced the fuller one there
+    floors.save(cal, path)
+    status_line(err, f"{label} {name}: {how} {path} ({seconds:.0f} s)", final=True)
     return cal
 
 
@@ -379,7 +388,7 @@ def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bo
                 "--no-calibrate skips it)", final=True)
     try:
         calibrate_one(allocator, AUTO_RUNS, counts, [r * KIB for r in DEFAULT_RATES_KIB], tuple(HEAPS), 2, False,
-                      err, jobs or default_jobs(), python, label="calibrating")
+                      err, jobs or default_jobs(), python, label="calibrating", merge=True)
     except RuntimeError as e:
         return f"not calibrated: {e}"
     return None

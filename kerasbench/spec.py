@@ -17,9 +17,23 @@ from . import allocators, floors
 from .errors import UsageError, unknown
 from .loops import get_loop
 from .strategies import get_strategy
-from .units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
+from .units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_growth, check_number, parse_bytes
 
 DEVICES = ("cpu", "gpu")
+MAX_COUNT = 10**9  # the most iterations, warm-up iterations or repeats: more would run until the time limit stops it
+COUNTS = {"iterations": 1, "repeats": 1, "warmup": 0, "batch_size": 1, "jobs": 1}  # each count's least
+
+
+def check_count(name: str, value: Any, minimum: Optional[int] = None) -> int:
+    """A count (iterations, warmup, repeats, ...) as an int from its least (COUNTS) to MAX_COUNT: a bool, a float, a
+    string or a number out of range is a UsageError naming the argument and the value (the marker's options at
+    collection and RunSpec.validate alike)."""
+    least = COUNTS.get(name, 0) if minimum is None else minimum
+    if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= MAX_COUNT:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={shown}. Expected "
+                         f"{'a positive integer' if least == 1 else f'an integer >= {least}'} and <= {MAX_COUNT:.0e}.")
+    return value
 
 
 def shared_memory_cap(jobs: int = 1) -> int:
@@ -108,11 +122,8 @@ class RunSpec:
                              f"Received: repro={self.repro!r}.")
         if self.python and not os.access(self.python, os.X_OK):
             raise UsageError(f"Cannot run the worker interpreter {self.python}: not an executable file.")
-        for name in ("iterations", "repeats", "batch_size", "jobs"):  # a bool is an int to Python, not a count
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise UsageError(f"Invalid value for argument `{name}`. Received: {name}={value!r}. "
-                                 "Expected a positive integer.")
+        for name in ("iterations", "repeats", "batch_size", "jobs", "warmup"):  # a bool is an int, not a count
+            check_count(name, getattr(self, name))
         if not isinstance(self.trace, int) or isinstance(self.trace, bool) or self.trace < 0:
             raise UsageError(f"Invalid value for argument `trace`. Received: trace={self.trace!r}. "
                              "Expected 0 (off) or the number of sites to show.")
@@ -125,15 +136,12 @@ class RunSpec:
         if (self.sequential or resolved["budget"] or resolved["min_seconds"]) and not self.budgeted:
             raise UsageError("A budget, min_seconds or sequential looks need min_iterations > 0 (a budgeted run); "
                              f"a fixed count is exactly iterations={self.iterations}.")
-        if not isinstance(self.warmup, int) or isinstance(self.warmup, bool) or self.warmup < 0:
-            raise UsageError(f"Invalid value for argument `warmup`. Received: warmup={self.warmup!r}. "
-                             "Expected 0 or more.")
         resolved["time_limit"] = check_number(self.time_limit, "time_limit (--time-limit, seconds)", MIN_TIME_LIMIT)
         if self.device not in DEVICES:
             raise unknown("device", self.device, DEVICES)
         allocators.require(self.allocator)
         if self.floor is not None:
-            resolved["floor"] = check_number(self.floor, "floor (--floor-kib, bytes)")
+            resolved["floor"] = check_growth(self.floor, "floor (--floor-kib, bytes)")
         else:
             floors.load(self.allocator)  # a bad calibration file fails now; the record resolves the floor
         if self.memory_cap:

@@ -32,7 +32,7 @@ PASSES = ("flat",)  # the verdicts that pass: inconclusive means "not shown flat
 
 def failure_message(record: dict) -> str:
     """Why a record does not pass: its verdict or stop, slope and CI, the floor and where it came from, the curve."""
-    from .console import sparkline
+    from .console import given_floor_text, sparkline
     from .units import KIB, kib_text, mib_text
 
     from .console import loop_label, strategy_label
@@ -43,7 +43,7 @@ def failure_message(record: dict) -> str:
         head = f"{what}: {record['status']}: {record['reason']}"
     else:
         head = (f"{what}: verdict {pair_verdict(s)} (RSS {s['verdict']}, heap {s.get('heap_verdict') or 'n/a'}, "
-                f"what grew: {s.get('growth_kind') or 'n/a'}; passes only when flat)")
+                f"what grew: {s.get('growth_kind') or 'n/a'}; passes only when flat){given_floor_text(s)}")
     series = next((r["result"]["series"]["rss"] if r.get("result") else r.get("partial_rss")
                    for r in record["repeats"] if r.get("result") or r.get("partial_rss")), None) or []
     lines = [head]

@@ -6,9 +6,14 @@ from typing import Any, Optional
 
 from .errors import UsageError
 
-KIB, MIB, GIB = 1024, 1024**2, 1024**3
-_UNITS = {"": 1, "B": 1, "K": KIB, "KB": KIB, "KIB": KIB, "M": MIB, "MB": MIB, "MIB": MIB,
-          "G": GIB, "GB": GIB, "GIB": GIB}
+KIB, MIB, GIB, TIB = 1024, 1024**2, 1024**3, 1024**4
+# The one unit grammar of a size (case aside): B; KiB, MiB, GiB, TiB, powers of 1024 (IEC); kB, MB, GB, TB, powers of
+# 1000 (SI), as the IEC and SI define them. A bare K, M, G or T is refused, not guessed: '16k' read as 16 KiB before,
+# '16KB' too (16,384 bytes where SI's is 16,000). No unit: bytes (a growth per iteration: KiB, said where it applies).
+_UNITS = {"": 1, "B": 1, "KIB": KIB, "MIB": MIB, "GIB": GIB, "TIB": TIB,
+          "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4}
+_AMBIGUOUS = {"K": "K", "M": "M", "G": "G", "T": "T", "KI": "K", "MI": "M", "GI": "G", "TI": "T"}
+UNITS_TEXT = "B, KiB, MiB, GiB, TiB (powers of 1024) or kB, MB, GB, TB (powers of 1000)"
 # The bounds of a run's numbers (RunSpec.validate and the CLI's types check against the same ones).
 MIN_MEMORY_CAP = 64 * MIB  # below this a worker cannot even import numpy: every pair would be "stopped"
 MIN_TIME_LIMIT = 1.0  # seconds per worker
@@ -16,6 +21,10 @@ MAX_LEAK_BYTES = GIB  # per iteration of control_leak_*: more would only measure
 # The largest number any check takes: times a unit (up to TiB) it stays finite. A larger one (--floor-kib 1e308) would
 # pass as finite and become infinity in bytes, refused later as "Received: inf", not as what was typed.
 MAX_NUMBER = 1e290
+# The largest growth per iteration a floor or a tolerated growth may be, wherever it comes from (an option, the
+# marker, the API, a calibration file, a record): more than any machine holds (a growth of 1e280 bytes per iteration
+# is no floor: every leak would read flat under it). On this machine the bound is its memory (max_growth_bytes).
+MAX_GROWTH = TIB
 
 
 def _invalid(name: str, value: Any, expected: str, kind: str = "value") -> UsageError:
@@ -43,29 +52,64 @@ def check_number(value: Any, name: str, minimum: float = 0.0, maximum: float = m
     return number
 
 
-def parse_bytes(text: Any, name: str = "the size", minimum: int = 1) -> int:
-    """'4GiB', '512MiB', '1.5G' or a plain number of bytes -> int bytes >= minimum; UsageError otherwise."""
+def parse_bytes(text: Any, name: str = "the size", minimum: int = 1, maximum: Optional[float] = None,
+                default_unit: int = 1) -> int:
+    """'4GiB', '512MiB', '4GB' (4e9) or a plain number of `default_unit`s (bytes) -> int bytes in [minimum, maximum];
+    UsageError otherwise, naming the unit grammar (UNITS_TEXT). A bare K, M or G is refused as ambiguous."""
     s = str(text).strip().upper().replace(" ", "")
-    number = s.rstrip("KMGIB")
+    number = s.rstrip("KMGTIB")
     unit = s[len(number):]
-    expected = "a size with an optional unit, e.g. 4GiB, 512MiB" + \
-        (f", of at least {size_text(minimum)}" if minimum > 1 else "")
-    if unit not in _UNITS or isinstance(text, bool):
+    bound = ([f"at least {size_text(minimum)}"] if minimum > 1 else []) + \
+        ([f"at most {size_text(maximum)}"] if maximum is not None else [])
+    expected = f"a size with a unit of {UNITS_TEXT}, e.g. 4GiB" + (f", {' and '.join(bound)}" if bound else "")
+    if unit in _AMBIGUOUS and not isinstance(text, bool):
+        letter = _AMBIGUOUS[unit]
+        raise _invalid(name, text, f"a unit that says its base: {letter}iB ({_UNITS[letter + 'IB']:,} bytes) "
+                       f"or {letter if letter != 'K' else 'k'}B ({_UNITS[letter + 'B']:,} bytes); {letter} alone is "
+                       "ambiguous", "size")
+    if unit not in _UNITS or isinstance(text, bool) or not number.strip(".+-eE0123456789") == "":
         raise _invalid(name, text, expected, "size")
     try:
-        value = float(number) * _UNITS[unit]
-    except ValueError:
+        value = float(number) * (_UNITS[unit] if unit else default_unit)
+    except (ValueError, OverflowError):
         raise _invalid(name, text, expected, "size") from None
-    if not math.isfinite(value) or value < max(minimum, 1):
+    if not math.isfinite(value) or value < minimum or (maximum is not None and value > maximum) or value < 0:
         raise _invalid(name, text, expected, "size")
-    return int(value)
+    return int(value) + 0  # -0.0 is 0
+
+
+def max_growth_bytes() -> float:
+    """The largest growth per iteration a floor may be on this machine: its memory (no iteration can keep more),
+    never above MAX_GROWTH; MAX_GROWTH where the memory cannot be read."""
+    try:
+        import psutil
+
+        total = float(psutil.virtual_memory().total)
+    except Exception:  # noqa: BLE001 -- no psutil, no /proc: the fixed bound alone
+        return float(MAX_GROWTH)
+    return min(float(MAX_GROWTH), total) if total > 0 else float(MAX_GROWTH)
+
+
+def check_growth(value: Any, name: str, unit: int = 1, maximum: Optional[float] = None) -> float:
+    """A floor or a tolerated growth per iteration (`value` in `unit`s: 1 bytes, KIB KiB) as bytes: a finite number
+    from 0 to `maximum` bytes (default max_growth_bytes(): this machine's memory). Else a UsageError naming `name`,
+    the value and why: NaN, infinity and negative values are no growth, and one above the machine's memory no floor
+    (every leak would read flat under it). -0.0 is 0."""
+    top = max_growth_bytes() if maximum is None else maximum
+    said = "KiB" if unit == KIB else "bytes" if unit == 1 else f"units of {unit} bytes"
+    where = "this machine's memory" if maximum is None else "the largest growth per iteration any machine holds"
+    number = check_number(value, name)  # NaN, infinity, negative, above MAX_NUMBER: refused as typed
+    if number * unit > top:
+        raise _invalid(name, value, f"a growth per iteration from 0 to {top / unit:.6g} {said} ({size_text(top)}, "
+                       f"{where}): more is no floor, every leak would read flat under it")
+    return number * unit + 0.0
 
 
 def size_text(n: Optional[float]) -> str:
     """Bytes in the largest whole unit, e.g. '64 MiB'; 'n/a' for None."""
     if n is None:
         return "n/a"
-    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+    for unit, size in (("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if n >= size:
             return f"{n / size:g} {unit}"
     return f"{n:g} B"

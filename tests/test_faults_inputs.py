@@ -1049,3 +1049,242 @@ def test_what_makes_an_event():
                  '{"event": "iteration", "iteration": 1, "rss_since": [1, "2"]}', '{"event": "done", "result": []}',
                  '{"event": "skip", "reason": "x"}', "[" * 10_000 + "]" * 10_000]:
         assert _event(line) is None, line
+
+
+# ---------------------------------------------------------------- issue #40 round three: a number judges only where it
+# can mean something. Each case was run on the code before its fix; what it did then is noted as "before:".
+
+
+# -- class P: floors and tolerated growths are bounded by the machine's memory; one unit grammar
+
+
+@pytest.mark.parametrize("text,size", [("16KiB", 16 * KIB), ("16 kib", 16 * KIB), ("16KB", 16000), ("16 kB", 16000),
+                                       ("1.5GiB", int(1.5 * 1024**3)), ("4GB", 4 * 10**9), ("2 TiB", 2 * 1024**4),
+                                       ("512", 512), ("512 B", 512)])
+def test_sizes_have_one_unit_grammar_kb_is_1000_kib_1024(text, size):
+    """Before: '16KB' read as 16 KiB (16,384 bytes), as KiB did; now KB is SI's 1000, KiB IEC's 1024."""
+    assert parse_bytes(text) == size
+
+
+@pytest.mark.parametrize("text", ["16k", "16K", "1.5G", "4 M", "2T", "16Ki"])
+def test_a_bare_k_m_or_g_is_refused_as_ambiguous_naming_both_readings(text):
+    """Before: '16k' and '1.5G' read as KiB and GiB, silently."""
+    with pytest.raises(UsageError, match=r"Received: '.*'\. Expected a unit that says its base: .iB \([0-9,]+ bytes\) "
+                                         r"or .B \([0-9,]+ bytes\); . alone is ambiguous\.$"):
+        parse_bytes(text, "--memory-cap", 0)
+
+
+def test_a_memory_cap_of_a_bare_g_is_one_line(capsys):
+    one_line_exit_2(["run", "--loop", "control", "--strategy", "control_noop", "--memory-cap", "4G"], capsys,
+                    "G alone is ambiguous")
+
+
+@pytest.mark.parametrize("value", [0, -0.0, "0", 0.0])
+def test_a_floor_of_zero_is_zero_however_written(value):
+    from kerasbench.units import check_growth
+
+    got = check_growth(value, "floor_kib", KIB)
+    assert got == 0.0 and math.copysign(1, got) == 1.0  # -0.0 is 0
+
+
+@pytest.mark.parametrize("kib", [1e280, 1e290, 2 * 1024**3, math.nan, -1, -1e9, 10**400])
+def test_a_floor_beyond_the_machines_memory_or_not_a_growth_is_refused(kib, monkeypatch):
+    """Before: floor_kib=1e280 (or 2 TiB on a smaller machine) judged a 260 KiB/iteration leak `flat`, rc 0; -1e9
+    was refused by check_number, 10**400 as 'inf'."""
+    import kerasbench
+    from kerasbench import units
+
+    monkeypatch.setattr(units, "max_growth_bytes", lambda: float(64 * 1024**3))  # a machine of 64 GiB
+    _no_worker(monkeypatch)
+    with pytest.raises(UsageError, match="Invalid value for floor_kib") as raised:
+        kerasbench.measure("control", strategies="control_noop", iterations=3, floor_kib=kib)
+    assert "\n" not in str(raised.value)
+    if kib in (1e280, 1e290, 2 * 1024**3):  # a finite growth: why it is no floor
+        assert "this machine's memory" in str(raised.value) and "64 GiB" in str(raised.value)
+
+
+def test_floor_kib_beyond_the_machines_memory_is_one_line_exit_2(capsys):
+    """Before: `run --floor-kib 1e280` measured and printed `flat` for a native leak, rc 0."""
+    one_line_exit_2(["run", "--loop", "control", "--strategy", "control_leak_native", "--iterations", "3",
+                     "--floor-kib", "1e280"], capsys, "this machine's memory")
+
+
+def _calibration(tmp_path, floors_table, heap_table=None):
+    from kerasbench import floors
+
+    data = {"schema": 2, "allocator": "glibc", "key": floors.environment_key("glibc"), "host": "h",
+            "allocator_detected": "glibc", "created": "2026-01-01T00:00:00Z", "runs": 10, "warmup": 2,
+            "floors": floors_table, "report": {"by_iterations": {}}}
+    if heap_table is not None:
+        data["heap_floors"] = heap_table
+    path = tmp_path / os.path.basename(floors.path_for("glibc"))
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize("table,heap", [({"4": 1e280, "8": 65536.0}, None), ({"4": 65536.0}, {"4": 1e20})])
+def test_a_calibration_whose_floor_is_beyond_the_machines_memory_is_a_bad_file(table, heap, tmp_path, monkeypatch,
+                                                                                capsys):
+    """Before: a calibration in the user's folder with floors of 1e280 turned a 260 KiB/iteration native leak into
+    `flat (leak)`, rc 0."""
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    path = _calibration(tmp_path, table, heap)
+    _no_worker(monkeypatch)
+    err = one_line_exit_2(["run", "--loop", "control", "--strategy", "control_leak_native", "--iterations", "4"],
+                          capsys, f"Bad calibration file {path}: bad {'heap ' if heap else ''}floor '4'")
+    assert "above this machine's memory" in err
+
+
+def test_a_settling_calibration_beyond_the_machines_memory_is_refused(tmp_path, monkeypatch):
+    from kerasbench.rule import settling
+
+    path = tmp_path / "settling.json"
+    path.write_text(json.dumps({"schema": settling.SCHEMA, "floors": {"8": 1e280}}))
+    with pytest.raises(UsageError, match="Bad settling calibration .*this machine's memory"):
+        settling._read(str(path))
+
+
+@pytest.mark.parametrize("part,key,value", [("spec", "floor", math.nan), ("spec", "floor", 1e280),
+                                            ("spec", "floor", -1e9), ("summary", "floor", 1e300),
+                                            ("summary", "heap_floor", -1.0)])
+@pytest.mark.parametrize("command", ["compare", "score"])
+def test_a_record_whose_floor_is_no_floor_is_refused_at_load(part, key, value, command, tmp_path, capsys):
+    """Before: a scored record whose given floor was NaN or 1e280 made score re-judge the reference at it
+    ("agreement 100 %", rc 0); a summary floor of 1e300 made compare call any change `unchanged`."""
+    def mutate(r):
+        r[part][key] = value
+        if part == "spec":
+            r["spec"]["floor_source"] = "given (--floor-kib or RunSpec.floor)"
+
+    path = _records_with(tmp_path, mutate)
+    argv = {"compare": ["compare", str(FIXTURES / "tf212.json"), path],
+            "score": ["score", path, "--reference", str(FIXTURES / "tf221.json")]}[command]
+    one_line_exit_2(argv, capsys, f"Not a kerasbench record in {path}: records[0].{part}.{key} is ")
+
+
+def test_a_verdict_at_a_given_floor_says_so_on_its_line():
+    """Before: `[1/1] control × control_leak_native: flat (RSS flat, heap flat; flat), RSS +256.0 KiB/iteration, 12
+    iterations`, at --floor-kib 1e6: nothing on the line said the floor was the user's."""
+    from kerasbench.console import Progress
+    from kerasbench.testing import failure_message
+
+    record = json.loads((FIXTURES / "tf221.json").read_text())["records"][0]
+    s = record["summary"]
+    s.update(floor=1024.0 * KIB, floor_source="given (--floor-kib or RunSpec.floor)",
+             floors_from={"rss": {"kind": "given", "source": "x"}})
+    out = io.StringIO()
+    progress = Progress(out, 1, 1)
+    progress.start(1, record["loop"], record["strategy"], 10)
+    progress.done(record)
+    assert ", judged at the given floor of 1024 KiB/iteration (not calibrated)" in out.getvalue()
+    assert "judged at the given floor of 1024 KiB/iteration" in failure_message(record).splitlines()[0]
+    s.update(floor_source="calibration x", floors_from={"rss": {"kind": "calibration"}})
+    out = io.StringIO()
+    progress.stream = out
+    progress.done(record)
+    assert "given" not in out.getvalue()
+
+
+# -- class S: a strategy composed with cleanup steps is a strategy of run, as docs/commands.md says
+
+
+@pytest.mark.parametrize("strategy", ["rebuild_no_clear+del_model+gc_collect", "reuse_model+gc_collect"])
+def test_run_accepts_a_composed_strategy(strategy, monkeypatch):
+    """Before: `run --loop inference --strategy rebuild_no_clear+del_model+gc_collect` → "Unknown strategy for loop
+    inference … Did you mean rebuild_no_clear?", rc 2 (the did-you-mean check ran before composing)."""
+    from kerasbench import session
+
+    seen = []
+    monkeypatch.setattr(session, "run", lambda base, pairs, *args: seen.append(list(pairs)) or 0)
+    code, _ = call(["run", "--loop", "inference", "--strategy", strategy, "--iterations", "3", "--floor-kib", "64"])
+    assert code == 0 and seen == [[("inference", strategy)]]
+
+
+@pytest.mark.parametrize("strategy,needle", [
+    ("rebuild_no_clr+del_model", "Received: strategy='rebuild_no_clr'. Did you mean rebuild_no_clear?"),
+    ("rebuild_no_clear+del_modl", "Unknown cleanup step. Received: cleanup='del_modl'. Did you mean del_model?"),
+    ("control_noop+gc_collect", "Strategy control_noop+gc_collect does not apply to loop inference"),
+])
+def test_a_bad_composed_strategy_names_the_part_that_is_wrong(strategy, needle, capsys):
+    one_line_exit_2(["run", "--loop", "inference", "--strategy", strategy, "--iterations", "3"], capsys, needle)
+
+
+# -- class B: a body is a plain function; measure's keywords are its own; an empty value is not "not given"
+
+
+def _yields():
+    yield 1
+
+
+async def _awaits():
+    return 1
+
+
+class _MakesGenerators:
+    def __call__(self):
+        return _yields()
+
+
+@pytest.mark.parametrize("body,kind", [(_yields, "a generator function"), (_awaits, "a coroutine function")])
+@pytest.mark.parametrize("role", ["body", "setup"])
+def test_a_generator_or_coroutine_function_is_refused_as_a_body(body, kind, role, monkeypatch):
+    """Before: measure(body=gen) made a generator each iteration and never ran its code: `flat`, rc 0."""
+    import kerasbench
+
+    _no_worker(monkeypatch)
+    functions = {"body": body} if role == "body" else {"body": lambda ctx: None, "setup": body}
+    with pytest.raises(UsageError, match=f"The {role} '{body.__name__}' is {kind}") as raised:
+        kerasbench.measure(**functions, iterations=3)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_callable_that_returns_a_generator_fails_in_the_worker(tmp_path):
+    """What the static check cannot see (a callable object) the generated repro refuses when it runs."""
+    import importlib.util
+
+    from kerasbench.api import repro_for
+
+    path = repro_for(_MakesGenerators(), folder=str(tmp_path))
+    spec = importlib.util.spec_from_file_location("kerasbench_body_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(TypeError, match="the body returned a generator: none of its code ran"):
+        module.iteration(None, None)
+
+
+def test_an_unknown_measure_keyword_is_a_usage_error_naming_the_valid_ones(monkeypatch):
+    """Before: measure(body=f, bogus=1) → TypeError: RunSpec.__init__() got an unexpected keyword argument 'bogus'."""
+    import kerasbench
+
+    _no_worker(monkeypatch)
+    with pytest.raises(UsageError, match=r"^Unknown argument of kerasbench.measure: bogus\. Expected some of: loop, "
+                                         r"repro, body, .*time_limit"):
+        kerasbench.measure(body=lambda: None, bogus=1)
+
+
+@pytest.mark.parametrize("argument", ["tf", "profile", "allocator", "config"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_measure_argument_is_refused_not_ignored(argument, value, monkeypatch):
+    """Before: measure(tf='') measured in this environment, as if no tf were given."""
+    import kerasbench
+
+    _no_worker(monkeypatch)
+    with pytest.raises(UsageError, match=f"Invalid value for argument `{argument}`. Received: {argument}={value!r}"):
+        kerasbench.measure("control", strategies="control_noop", iterations=3, floor_kib=64, **{argument: value})
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3", "--tf", ""], "Invalid --tf."),
+    (["ablate", "--loop", "sweep", "--iterations", "3", "--tf", " "], "Invalid --tf."),
+    (["envs", "--create", "", "--config", MATRIX], "Invalid --create. Received: ''."),
+    (["envs", "--create", ",", "--config", MATRIX], "Invalid --create. Received: ','."),
+    (["calibrate", "--iterations", "", "--runs", "1"], "Invalid value for argument `iterations`. Received: ''."),
+])
+def test_an_empty_option_value_is_refused_not_read_as_not_given(argv, needle, monkeypatch, capsys):
+    """Before: `run --tf ''` measured here; `envs --create ''` said "0 environment(s) ready", rc 0; `calibrate
+    --iterations ''` calibrated at the default counts (2000 iterations)."""
+    _no_worker(monkeypatch)
+    from kerasbench import session
+
+    monkeypatch.setattr(session, "run_controls", lambda *a, **k: pytest.fail("calibrated"))
+    one_line_exit_2(argv, capsys, needle)

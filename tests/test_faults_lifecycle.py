@@ -468,7 +468,8 @@ def test_a_program_ended_inside_measure_body_ends_its_worker_and_removes_its_fol
     assert not alive(worker)  # before: a worker orphaned in its first iteration ran on (a TF one holds 0.5 GB)
     if signum != signal.SIGKILL:
         assert proc.returncode != 0 and f"{signal.Signals(signum).name}: kerasbench ended its workers" in err
-        assert list(temp.iterdir()) == []  # before: kerasbench-body-* left behind
+        assert list(temp.rglob("kerasbench-body-*")) == []  # before: kerasbench-body-* left behind (in the
+        # user's private folder, $TMPDIR/kerasbench-<uid>, since #40: it stays, empty)
 
 
 def test_kill_9_of_the_command_takes_its_worker_with_it(fault, tmp_path):
@@ -693,3 +694,49 @@ def test_a_failed_asv_publish_says_its_last_line(monkeypatch):
     # the command as a command line (shlex.join), not a Python list (issue #26, round two)
     command = shlex.join([sys.executable, "-m", "asv", "publish", "--config", config])
     assert str(raised.value) == f"{said} (command: {command})"
+
+
+# ---------------------------------------------------------------- issue #40: nothing a user made is replaced by less
+
+
+def _linear_controls(allocator, runs, iterations, rates, heaps=("native", "python"), warmup=2, progress=None,
+                     tf_control=False, jobs=1, python=""):
+    """run_controls' answer without workers: flat noop, each leak exactly its rate, a little noise."""
+    import random
+
+    rng = random.Random(1)
+    n = max(iterations)
+
+    def line(rate):
+        return [1e8 + rate * i + rng.uniform(-1, 1) for i in range(n)]
+
+    cells = {"noop": {0: [line(0) for _ in range(runs)]}, **{h: {r: [line(r) for _ in range(runs)] for r in rates}
+                                                             for h in heaps}}
+    return {"rss": cells, "heap": cells}, allocator
+
+
+def test_a_calibration_made_on_the_fly_adds_to_the_users_file(tmp_path, monkeypatch):
+    """Before (read in the code): a run below the smallest calibrated count calibrated that count on the fly and
+    saved it over the user's file (floors.save), its `kerasbench calibrate` counts gone."""
+    from kerasbench import calibration, floors, session
+
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    monkeypatch.setattr(session, "run_controls", _linear_controls)
+    report = {"iterations": [8, 2000], "rates": [4096], "by_iterations": {"8": {"floor": 65536.0},
+                                                                          "2000": {"floor": 2048.0}}}
+    mine = {"schema": 2, "protocol": 8, "key": floors.environment_key("glibc"), "host": "h", "allocator": "glibc",
+            "allocator_detected": "glibc", "created": "2026-01-01T00:00:00Z", "runs": 20, "warmup": 2, "jobs": 1,
+            "seconds": 900.0, "load": None, "floors": {"8": 65536.0, "2000": 2048.0},
+            "heap_floors": {"8": 32768.0, "2000": 2048.0}, "report": report, "heap_report": report}
+    path = floors.path_for("glibc")
+    floors.save(mine, path)
+    monkeypatch.setattr(calibration, "AUTO_RUNS", 3)
+    assert session.ensure_calibration("glibc", 5, io.StringIO(), jobs=1) is None
+    saved = json.loads(Path(path).read_text())
+    assert list(saved["floors"]) == ["4", "5", "8", "2000"]  # its own counts added, mine kept
+    assert saved["floors"]["8"] == 65536.0 and saved["floors"]["2000"] == 2048.0
+    assert saved["heap_floors"]["2000"] == 2048.0 and "5" in saved["heap_floors"]
+    assert saved["runs"] == 20 and saved["created"] == mine["created"]  # the file is still mine
+    assert saved["added"][0]["counts"] == [4, 5] and saved["added"][0]["runs"] == 3
+    assert set(saved["report"]["by_iterations"]) == {"4", "5", "8", "2000"}
+    assert floors.find("glibc", 5)[2] == 5 and floors.find("glibc", 10)[2] == 8  # both read back

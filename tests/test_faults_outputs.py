@@ -345,3 +345,111 @@ def test_merge_into_a_folder_inside_a_source_is_refused(tmp_path, capsys):
     dest = src / "results" / "merged"
     one_line_exit_2(["merge", str(tmp_path / "job"), str(dest)], capsys, "is inside the source")
     assert not dest.exists()
+
+
+# ---------------------------------------------------------------- issue #40: outputs checked before the work, leftovers
+
+
+def _dead_pid():
+    import subprocess
+
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def _no_worker(monkeypatch):
+    from kerasbench import runner
+
+    monkeypatch.setattr(runner, "run_worker", lambda *a, **k: pytest.fail("a worker started before --json was checked"))
+
+
+def _chattr(flag, path):
+    import subprocess
+
+    try:
+        return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("name", ["new/", "new/deeper/", "."])
+def test_a_json_path_naming_a_folder_is_refused_before_measuring(name, tmp_path, monkeypatch, capsys):
+    """Before: `run --json outdir/new/` measured every pair, then "cannot write results to outdir/new/: Not a
+    directory", rc 1."""
+    _no_worker(monkeypatch)
+    path = f"{tmp_path}/{name}" if name != "." else f"{tmp_path}/new/."  # (pathlib would drop the trailing /)
+    code = main(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3", "--floor-kib", "64",
+                 "--json", path], out=io.StringIO())
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "it names a folder, not a file; give a file name" in err, err
+
+
+def test_an_immutable_json_file_is_refused_before_measuring(tmp_path, monkeypatch, capsys):
+    """Before: an immutable (chattr +i) --json file was found after measuring: "Operation not permitted", rc 1."""
+    path = tmp_path / "records.json"
+    path.write_text("{}")
+    if not _chattr("+i", path):
+        pytest.skip("chattr +i needs root and a file system with the flag")
+    try:
+        _no_worker(monkeypatch)
+        code = main(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3", "--floor-kib",
+                     "64", "--json", str(path)], out=io.StringIO())
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "it is immutable or append-only" in err, err
+    finally:
+        _chattr("-i", path)
+
+
+def test_a_temporary_file_of_a_killed_write_is_removed_by_the_next_write(tmp_path):
+    """Before: a kill -9 during --json left `.kerasbench-XXXX.json` in the folder for good."""
+    dead = tmp_path / f".kerasbench-{_dead_pid()}-abcd1234.json"
+    live = tmp_path / f".kerasbench-{os.getpid()}-abcd1234.json"  # a write in progress: left alone
+    old = tmp_path / ".kerasbench-abcd1234.json"  # before pids were in the name: removed when over a day old
+    young = tmp_path / ".kerasbench-efgh5678.json"
+    other = tmp_path / ".kerasbench-notes.json"  # not a temporary file's name
+    for path in (dead, live, old, young, other):
+        path.write_text("{")
+    os.utime(old, (1, 1))
+    files.write_json(str(tmp_path / "records.json"), {"records": []})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, young.name, other.name, "records.json"])
+
+
+def test_a_write_names_its_temporary_file_with_its_pid(tmp_path, monkeypatch):
+    seen = []
+    real = os.replace
+    monkeypatch.setattr(files.os, "replace", lambda a, b: seen.append(os.path.basename(a)) or real(a, b))
+    files.write_text(str(tmp_path / "x.json"), "{}")
+    assert seen and seen[0].startswith(f".kerasbench-{os.getpid()}-") and seen[0].endswith(".json")
+
+
+def test_body_folders_are_in_a_private_folder_of_this_user(tmp_path, monkeypatch):
+    """Before: measure's body folders (kerasbench-body-*) went to the shared temp folder, readable by others, and one a
+    kill -9 left stayed there."""
+    import tempfile
+
+    from kerasbench import api
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    private = tmp_path / f"kerasbench-{os.getuid()}"
+    private.mkdir(mode=0o755)
+    os.chmod(private, 0o755)
+    stale = private / f"kerasbench-body-{_dead_pid()}-abc"
+    stale.mkdir()
+    (stale / "kerasbench_body.py").write_text("")
+    folder = api.body_folder()
+    assert os.path.dirname(folder) == str(private) and not stale.exists()
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o700
+    assert os.path.basename(folder).startswith(f"kerasbench-body-{os.getpid()}-")
+    path = api.repro_for(lambda: None)
+    assert os.path.dirname(os.path.dirname(path)) == str(private)
+
+
+def test_a_private_temp_folder_that_is_a_link_is_refused(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / f"kerasbench-{os.getuid()}").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UsageError, match="it is not a folder; remove it, or set TMPDIR"):
+        files.private_temp_dir()

@@ -110,3 +110,125 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, needle):
     code, out, err = call(["merge", *[a.format(tmp=tmp_path / "junk" if a == "{tmp}" else tmp_path) for a in argv]],
                           capsys)
     assert code == 2 and out == "" and needle in err and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------- issue #40: nothing outside a source, all or nothing
+
+
+def _one_line(code, out, err):
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("where", ["results/ci-a/creds.json", "records/ci-a/notes.txt", "results/ci-a/machine.json"])
+def test_a_link_out_of_a_source_is_refused_and_nothing_written(where, tmp_path, capsys):
+    """Before: a source holding results/m1/creds.json -> /any/readable/file merged with rc 0, and DEST held a regular
+    file with that file's content (DEST is committed to the history branch and published)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text('{"token": "s3cr3t"}')
+    a = tree(tmp_path / "job-a", "ci-a")
+    link = a / where
+    if link.exists():
+        link.unlink()
+    link.symlink_to(secret)
+    dest = tree(tmp_path / "dest", "old")
+    before = snapshot(dest)
+    code, out, err = call(["merge", str(a), str(dest)], capsys)
+    _one_line(code, out, err)
+    assert f"Cannot merge {link}: it links outside its source {a} (to {secret})" in err
+    assert snapshot(dest) == before and "s3cr3t" not in json.dumps(snapshot(dest))
+
+
+def test_a_linked_folder_out_of_a_source_is_refused(tmp_path, capsys):
+    outside = tree(tmp_path / "elsewhere", "ci-x")
+    a = tmp_path / "job-a"
+    a.mkdir()
+    (a / "results").symlink_to(outside / "results")  # the source's whole results tree lies elsewhere
+    code, out, err = call(["merge", str(a), str(tmp_path / "dest")], capsys)
+    _one_line(code, out, err)
+    assert "links outside its source" in err and not (tmp_path / "dest").exists()
+
+
+def test_a_link_inside_a_source_is_followed(tmp_path, capsys):
+    a = tree(tmp_path / "job-a", "ci-a")
+    original = a / "records" / "ci-a" / "0123abcd-virtualenv-py3.11-tensorflow-cpu2.12.1" / "control.json"
+    (original.parent / "again.json").symlink_to(original)  # as tar's data filter: a link within the tree is fine
+    dest = tmp_path / "dest"
+    code, out, err = call(["merge", str(a), str(dest)], capsys)
+    assert code == 0, err
+    copy = dest / "records" / "ci-a" / original.parent.name / "again.json"
+    assert not copy.is_symlink() and copy.read_text() == original.read_text()
+
+
+def _fails_at(monkeypatch, name, after):
+    """Make merge's os.<name> raise ENOSPC from its `after`-th call on (0: the first)."""
+    import errno
+
+    from kerasbench import merge
+
+    real, calls = getattr(os, name), []
+
+    def failing(*args, **kwargs):
+        calls.append(args)
+        if len(calls) > after:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(merge.os, name, failing)
+
+
+@pytest.mark.parametrize("name,after", [("replace", 0), ("replace", 3), ("mkdir", 1), ("link", 0), ("utime", 2)])
+def test_a_failed_write_leaves_dest_as_it_was(name, after, tmp_path, monkeypatch, capsys):
+    """Before: a full disk was a traceback (OSError … No space left on device from the writer) and DEST's results
+    left half-written. Simulated at each step: staging, folders, the renames (a replaced benchmarks.json put back)."""
+    a = tree(tmp_path / "job-a", "ci-a", benchmarks={"a": {"version": "1"}, "b": {"version": "1"}, "version": 2})
+    dest = tree(tmp_path / "dest", "old")
+    before = snapshot(dest)
+    _fails_at(monkeypatch, name, after)
+    code, out, err = call(["merge", str(a), str(dest)], capsys)
+    _one_line(code, out, err)
+    assert f"Cannot merge into {dest}: No space left on device; nothing written, the destination left as it was." in err
+    assert snapshot(dest) == before and sorted(os.listdir(dest)) == ["records", "results"]  # no staging left
+
+
+def test_a_new_dest_that_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch, capsys):
+    a = tree(tmp_path / "job-a", "ci-a")
+    _fails_at(monkeypatch, "replace", 2)
+    code, out, err = call(["merge", str(a), str(tmp_path / "new" / "dest")], capsys)
+    _one_line(code, out, err)
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_staging_folder_of_a_killed_merge_is_removed_by_the_next(tmp_path, capsys):
+    import subprocess
+
+    a = tree(tmp_path / "job-a", "ci-a")
+    dest = tree(tmp_path / "dest", "old")
+    dead = subprocess.run(["true"]).args and subprocess.Popen(["true"])
+    dead.wait()
+    stale = dest / f".kerasbench-merge-{dead.pid}-abc"
+    stale.mkdir()
+    (stale / "0").write_text("half")
+    assert call(["merge", str(a), str(dest)], capsys)[0] == 0
+    assert sorted(os.listdir(dest)) == ["records", "results"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_merge_onto_a_full_filesystem_leaves_dest_as_it_was(tmp_path, capsys):
+    """A real full disk: DEST on a 256 KiB tmpfs, a source with a 1 MiB results file."""
+    import subprocess
+
+    fs = tmp_path / "fs"
+    fs.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(fs)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        dest = tree(fs / "dest", "old")
+        before = snapshot(dest)
+        a = tree(tmp_path / "job-a", "ci-a")
+        (a / "results" / "ci-a" / "big.json").write_text(json.dumps({"pad": "x" * 1024 * 1024}))
+        code, out, err = call(["merge", str(a), str(dest)], capsys)
+        _one_line(code, out, err)
+        assert "No space left on device; nothing written, the destination left as it was" in err
+        assert snapshot(dest) == before and sorted(os.listdir(dest)) == ["records", "results"]
+    finally:
+        subprocess.run(["umount", str(fs)])

@@ -173,12 +173,78 @@ def test_plain():
 
 
 @pytest.mark.parametrize("value, kib", [("16 KiB", 16), ("1 MiB", 1024), ("512 B", 0.5), ("2kib", 2), (16, 16),
-                                        ("0.5", 0.5), (0, 0)])
+                                        ("0.5", 0.5), ("16KB", 16000 / 1024), ("16 kB", 16000 / 1024)])
 def test_max_growth_is_a_size_or_kib(value, kib):
     assert max_growth_kib(value) == kib
 
 
-@pytest.mark.parametrize("value", ["lots", "-1", -1, "16 KiBs", True, None, float("nan"), "0 B"])
-def test_bad_max_growth_is_refused(value):
-    with pytest.raises(UsageError, match="Expected a growth per iteration"):
+@pytest.mark.parametrize("value", [0, 0.0, -0.0, "0", "0 KiB", "0 B", "-0"])
+def test_a_max_growth_of_zero_is_zero_however_written(value):
+    """Before: 0 and -0.0 accepted, "0 KiB" and "0 B" refused (parse_bytes' minimum of 1 byte)."""
+    assert max_growth_kib(value) == 0
+
+
+@pytest.mark.parametrize("value", ["lots", "-1", -1, "16 KiBs", True, None, float("nan"), "16k", "1e280 GiB",
+                                   "1024 GiB", 1e280, 1e290, 10**400, "1e400"])
+def test_bad_max_growth_is_refused(value, monkeypatch):
+    """Before: "1e280 GiB", "1024 GiB" and 1e290 passed a body keeping 2 MiB an iteration; "16k" read as 16 KiB;
+    10**400 was pytest's INTERNALERROR (OverflowError)."""
+    from kerasbench import units
+
+    monkeypatch.setattr(units, "max_growth_bytes", lambda: float(512 * 1024**3))  # a machine of 512 GiB
+    with pytest.raises(UsageError, match="Expected a growth per iteration") as raised:
         max_growth_kib(value)
+    assert "\n" not in str(raised.value)
+    if value in ("1e280 GiB", "1024 GiB", 1e280):
+        assert "from 0 to 512 GiB (this machine's memory; more is no floor" in str(raised.value)
+    if value == "16k":
+        assert "KiB (1,024 bytes) or kB (1,000 bytes); K alone is ambiguous" in str(raised.value)
+
+
+@pytest.mark.parametrize("marker, message", [
+    ("iterations=0", "Received: iterations=0. Expected a positive integer"),
+    ("iterations=True", "Received: iterations=True."),
+    ("iterations=1.5", "Received: iterations=1.5."),
+    ('iterations="5"', "Received: iterations='5'."),
+    ("iterations=10**30", "Received: iterations=1000000000000000000000000000000. Expected a positive integer and <= "),
+    ("warmup=-1", "Received: warmup=-1. Expected an integer >= 0"),
+    ("repeats=0", "Received: repeats=0."),
+    ("setup=5", "The setup must be a function. Received: setup=5."),
+    ("setup=make_gen", "The setup 'make_gen' is a generator function"),
+    ('strategy="bogus"', "Unknown strategy for loop repro. Received: strategy='bogus'."),
+    ('strategy="reuse_model,clear_session"', "Expected one strategy of the repro loop"),
+    ("strategy=5", "Received: 5."),
+    ("profile=5", "Received: profile=5."),
+    ("max_growth=10**400", "Invalid max_growth. Received: 1000000000"),
+    ('max_growth="1e280 GiB"', "Invalid max_growth. Received: '1e280 GiB'."),
+    ('max_growth="16k"', "K alone is ambiguous"),
+])
+def test_every_marker_value_is_checked_at_collection(pytester, marker, message):
+    """Before: each collected (rc 0) and failed only when its test ran; max_growth=10**400 was INTERNALERROR."""
+    result = run(pytester, f'''
+def make_gen():
+    yield {{}}
+
+
+@pytest.mark.kerasbench({marker})
+def test_body(ctx=None):
+    flat()
+
+
+def test_plain():
+    pass
+''', "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines([f"ERROR: test_marked.py::test_body: *{message}*"])
+
+
+@pytest.mark.parametrize("marker", ['max_growth="16KB", iterations=3, warmup=0, repeats=2, setup=dict',
+                                    'strategy="reuse_model+gc_collect"', "max_growth=0"])
+def test_good_marker_values_collect(pytester, marker):
+    result = run(pytester, f'''
+@pytest.mark.kerasbench({marker})
+def test_body(ctx=None):
+    flat()
+''', "--co")
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()

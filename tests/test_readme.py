@@ -129,3 +129,16 @@ def test_the_repro_example_meets_the_contract(tmp_path):
     [example] = re.findall(r"```python\n(.*?)```", section, re.S)
     (tmp_path / "my_loop.py").write_text(example)
     assert repro.check(str(tmp_path / "my_loop.py"))
+
+
+def test_every_promise_of_the_guarantees_names_tests_that_exist():
+    """docs/guarantees.md: each promise (a bullet of Bad input, Outputs, Interrupts and faults) names the test that
+    holds it, and every test it names exists (a renamed test would otherwise leave the promise unguarded, unsaid)."""
+    text = (ROOT / "docs" / "guarantees.md").read_text()
+    defined = set(re.findall(r"^def (test_\w+)", "\n".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py")),
+                             re.M))
+    named = set(re.findall(r"`(test_\w+)`", text))
+    assert named and named <= defined, sorted(named - defined)
+    promises = text.split("## Cost as runs grow")[0].split("\n- ")[1:]
+    unguarded = [p.split("\n")[0][:70] for p in promises if not re.search(r"`(test_\w+|one_line_exit_2)`", p)]
+    assert not unguarded, unguarded

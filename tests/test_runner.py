@@ -94,8 +94,9 @@ def test_bad_spec_values_are_usage_errors(field, value):
 def test_parse_bytes():
     assert parse_bytes("4GiB") == 4 * GIB
     assert parse_bytes("512MiB") == 512 * MIB
-    assert parse_bytes("1.5G") == int(1.5 * GIB)
+    assert parse_bytes("1.5GiB") == int(1.5 * GIB)
+    assert parse_bytes("4GB") == 4 * 1000**3  # SI: powers of 1000, as the unit says
     assert parse_bytes("1000") == 1000
-    for bad in ("lots", "-1G", "0"):
+    for bad in ("lots", "-1GiB", "0", "1.5G", "16k"):  # a bare K, M or G is ambiguous: refused, not read as KiB
         with pytest.raises(UsageError):
             parse_bytes(bad)

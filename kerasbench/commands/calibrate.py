@@ -53,7 +53,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     for name in names:
         require(name)
-    iterations = options.ints(args.counts or ",".join(map(str, calibration.DEFAULT_COUNTS)),
+    given = args.counts is not None  # '' is refused by ints, not read as "not given" (the default counts)
+    iterations = options.ints(args.counts if given else ",".join(map(str, calibration.DEFAULT_COUNTS)),
                               getattr(args, "_counts_spelled", "counts"), minimum=3)
     rates = [r * KIB for r in options.ints(args.rates_kib, "rates-kib")]
     heaps = selection.names(args.heaps, calibration.HEAPS, "heaps")

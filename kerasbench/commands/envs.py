@@ -34,6 +34,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         from ..environment import create
 
         names = [n.strip() for value in args.create for n in value.split(",") if n.strip()]
+        empty = next((value for value in args.create if not value.replace(",", "").strip()), None)
+        if empty is not None:  # before, `--create ''` made nothing and said "0 environment(s) ready", exit 0
+            from ..errors import UsageError
+
+            raise UsageError(f"Invalid --create. Received: {empty!r}. Expected an environment's name, a comma list "
+                             "of them or 'all' (`kerasbench envs` lists them).")
         if "all" in names:
             names = [e["name"] for e in matrix_entries(config)]
         started = time.monotonic()

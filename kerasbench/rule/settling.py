@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional,
 from .. import stats
 from ..errors import UsageError
 from ..files import CONFIG_LIMIT, ReadError, read_json
+from ..units import max_growth_bytes, size_text
 from .counts import alpha_for, floor_between, look_points, planned_looks
 from .series import Floor, judge
 from .version import PROTOCOL_VERSION, version_of
@@ -141,8 +142,11 @@ def _read(path: str) -> Optional[Dict[str, Any]]:
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UsageError(f"Bad settling calibration {path}: {e}. Delete it or run "
                          "`kerasbench calibrate --settling docs/reference/protocol8/*.json`.") from None
-    if data.get("schema") != SCHEMA or not floors or not all(math.isfinite(v) and v >= 0 for v in floors.values()):
-        raise UsageError(f"Bad settling calibration {path}: expected schema {SCHEMA} with finite floors >= 0. "
+    top = max_growth_bytes()  # a floor above the machine's memory is no floor: every leak would read flat under it
+    if data.get("schema") != SCHEMA or not floors or not all(math.isfinite(v) and 0 <= v <= top
+                                                             for v in floors.values()):
+        raise UsageError(f"Bad settling calibration {path}: expected schema {SCHEMA} with finite floors from 0 to "
+                         f"{size_text(top)} (this machine's memory). "
                          "Delete it or run `kerasbench calibrate --settling docs/reference/protocol8/*.json`.")
     made_on = [(e.get("tensorflow"), e.get("keras")) for e in data.get("made_on") or () if isinstance(e, dict)]
     return {"floors": floors, "negatives": len(data.get("negatives") or ()), "made_on": made_on,
