@@ -584,7 +584,8 @@ def test_a_fifo_or_dev_zero_inside_a_merge_source_is_refused_and_nothing_written
     zero = _zero_link(src, "abcdef12-env.json")
     dest = tmp_path / "dest"
     argv = ["merge", str(tmp_path / "src"), str(dest)]
-    _one_line_no_hang(argv, capsys, f"Cannot read file to merge {zero}", "a character device")
+    # a link out of its source is refused before it is read (merge copies only what lies inside its sources)
+    _one_line_no_hang(argv, capsys, f"Cannot merge {zero}: it links outside its source", "to /dev/zero")
     os.unlink(zero)
     fifo = _fifo(src, "abcdef12-env.json")
     _one_line_no_hang(argv, capsys, f"Cannot read file to merge {fifo}", "a FIFO")
@@ -1278,7 +1279,7 @@ def test_an_empty_measure_argument_is_refused_not_ignored(argument, value, monke
     (["ablate", "--loop", "sweep", "--iterations", "3", "--tf", " "], "Invalid --tf."),
     (["envs", "--create", "", "--config", MATRIX], "Invalid --create. Received: ''."),
     (["envs", "--create", ",", "--config", MATRIX], "Invalid --create. Received: ','."),
-    (["calibrate", "--iterations", "", "--runs", "1"], "Invalid value for argument `iterations`. Received: ''."),
+    (["calibrate", "--counts", "", "--runs", "1"], "Invalid value for argument `counts`. Received: ''."),
 ])
 def test_an_empty_option_value_is_refused_not_read_as_not_given(argv, needle, monkeypatch, capsys):
     """Before: `run --tf ''` measured here; `envs --create ''` said "0 environment(s) ready", rc 0; `calibrate
