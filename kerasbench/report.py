@@ -1127,10 +1127,50 @@ def write_picture(paths: Sequence[str], svg: Optional[str] = None, png: Optional
 
 
 CHROMIUM_SECONDS = 60
+SCALE = 2  # device pixels per SVG pixel: a sharp picture in an issue
+# Headless chromium (156) paints only the top (height - 87.5) CSS px of a window under 150 px tall, and screenshots
+# the whole window: a 138 px chart came out as its title and legend over blank. Every picture is drawn in a window
+# at least this tall, and the screenshot cut to the picture's own height.
+MIN_WINDOW = 400
+
+
+def crop_png(data: bytes, height: int) -> bytes:
+    """A PNG's top `height` rows (the width kept): its rows' filters read only the row above, so the image data is
+    cut unfiltered and compressed again; the other chunks are kept."""
+    import struct
+    import zlib
+
+    chunks, pos = [], 8
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunks.append((kind, data[pos + 8:pos + 8 + length]))
+        pos += 12 + length
+    width, old, depth, colour, compression, filtering, interlace = struct.unpack(">IIBBBBB", chunks[0][1])
+    if height >= old:
+        return data
+    if interlace or depth != 8 or colour not in (0, 2, 4, 6):
+        raise ValueError(f"cannot cut a PNG of depth {depth}, colour type {colour}, interlace {interlace}")
+    stride = 1 + width * {0: 1, 2: 3, 4: 2, 6: 4}[colour]
+    pixels = zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))[:stride * height]
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    out, placed = [data[:8], chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, depth, colour, compression,
+                                                         filtering, interlace))], False
+    for kind, body in chunks[1:]:
+        if kind == b"IDAT":
+            if not placed:
+                out.append(chunk(b"IDAT", zlib.compress(pixels, 9)))
+                placed = True
+        else:
+            out.append(chunk(kind, body))
+    return b"".join(out)
 
 
 def _png_chromium(chromium: str, svg: str) -> bytes:
-    """The SVG as PNG (twice its size, for a sharp picture in an issue), drawn by headless chromium."""
+    """The SVG as PNG (SCALE times its size), drawn by headless chromium in a window at least MIN_WINDOW tall, cut to
+    the picture's height."""
     import re
     import shutil
     import subprocess
@@ -1147,8 +1187,8 @@ def _png_chromium(chromium: str, svg: str) -> bytes:
                     f"svg{{display:block}}</style></head><body>{svg}</body></html>")
         args = [chromium, "--headless", "--disable-gpu", "--hide-scrollbars", "--no-first-run", "--disable-sync",
                 "--disable-extensions", "--disable-background-networking", "--disable-component-update",
-                f"--user-data-dir={os.path.join(folder, 'profile')}", "--force-device-scale-factor=2",
-                f"--window-size={width},{height}", f"--screenshot={shot}", "file://" + page]
+                f"--user-data-dir={os.path.join(folder, 'profile')}", f"--force-device-scale-factor={SCALE}",
+                f"--window-size={width},{max(height, MIN_WINDOW)}", f"--screenshot={shot}", "file://" + page]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             args.insert(1, "--no-sandbox")  # chromium refuses to run as root with its sandbox
         group = procs.start(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -1164,7 +1204,7 @@ def _png_chromium(chromium: str, svg: str) -> bytes:
             raise UsageError(f"Cannot write a PNG: {chromium} drew nothing ({last}); write --svg, or install "
                              "matplotlib (pip install 'kerasbench[plots]').")
         with open(shot, "rb") as f:
-            return f.read()
+            return crop_png(f.read(), height * SCALE)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
