@@ -9,25 +9,24 @@ of its axis (the previous release with the same label; a labelled column's first
 is marked: a thick left border and ▲ (worse), ▼ (better) or ◆ (different: a side undecided), and below the map the
 commands that bisect (triage), attribute and ablate that change, with only the options those commands have.
 Two selects filter the rows by loop and strategy. Everything is inline (no network); every string from a record
-goes through esc (report.esc's rule).
+goes through the page kit's esc (kerasbench.page), a change's picture is the drawing kit's (kerasbench.draw.spark).
 """
 
 from __future__ import annotations
 
 import collections
-import datetime
-import html
 import json
 import math
 import os
 import re
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import __version__, compare, rule
+from . import __version__, compare, draw, rule
 from .errors import UsageError
 from .machine import FINGERPRINT_KEYS
 from .releases import version_key
 from .rule import DEFAULT_FLOOR
+from .page import esc, finite, floor_kib, frame, kib, made_from, mib
 from .units import KIB, MIB
 
 # Worse and better are claims: only between decided readings (an `inconclusive` side, or a settling or step, is
@@ -37,11 +36,6 @@ VERDICT_RANK = {"flat": 0, "grows": 1}
 KIND_RANK = {"flat": 0, "retention": 1, "leak": 2}
 GLYPHS = {"worse": "▲", "better": "▼", "other": "◆"}
 TRACES = ("train_path_traces", "predict_path_traces", "all_traces", "train_traces", "predict_traces")
-
-
-def esc(value: Any) -> str:
-    """report.esc's rule (report imports this module, so not imported from there): every string from a record."""
-    return html.escape(str(value), quote=True)
 
 
 def _split(version: str) -> Tuple[str, str]:
@@ -124,32 +118,20 @@ def _cli_version(release: str) -> str:
     return f"nightly:{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else release
 
 
-def _kib(v) -> str:
-    return f"{v / KIB:+,.1f}" if _finite(v) else "n/a"
-
-
-def _mib(v) -> str:
-    return f"{v / MIB:,.1f} MiB" if _finite(v) else "n/a"
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _details(record, version) -> List[str]:
     s = record.get("summary") or {}
-    lines = [f"TF {version}: RSS {s.get('verdict')}, slope {_kib(s.get('growth_per_iter'))} KiB/iteration"
-             + (f" (95% CI {_kib(s.get('growth_ci_low'))} … {_kib(s.get('growth_ci_high'))})"
-                if _finite(s.get("growth_ci_low")) else ""),
+    lines = [f"TF {version}: RSS {s.get('verdict')}, slope {kib(s.get('growth_per_iter'))} KiB/iteration"
+             + (f" (95% CI {kib(s.get('growth_ci_low'))} … {kib(s.get('growth_ci_high'))})"
+                if finite(s.get("growth_ci_low")) else ""),
              f"what grew: {s.get('growth_kind') or 'n/a (heap not read)'}",
-             f"peak: {_mib(s.get('peak_loop'))} (over baseline {_mib(s.get('peak_over_baseline'))})",
-             f"heap slope: {_kib(s.get('heap_growth_per_iter'))} KiB/iteration (heap verdict "
+             f"peak: {mib(s.get('peak_loop'))} (over baseline {mib(s.get('peak_over_baseline'))})",
+             f"heap slope: {kib(s.get('heap_growth_per_iter'))} KiB/iteration (heap verdict "
              f"{s.get('heap_verdict') or 'n/a'})"]
-    traces = [f"{k} {s[k]:g}" for k in TRACES if _finite(s.get(k))]
+    traces = [f"{k} {s[k]:g}" for k in TRACES if finite(s.get(k))]
     lines.append("traces: " + (", ".join(traces) if traces else "n/a"))
     if s.get("repeats") is not None:
-        heap = f", heap floor {s['heap_floor'] / KIB:g}" if _finite(s.get("heap_floor")) else ""
-        lines.append(f"repeats: {s.get('repeats')}, floor {(s.get('floor') or 0) / KIB:g}{heap} KiB/iteration")
+        heap = f", heap floor {floor_kib(s['heap_floor'])}" if finite(s.get("heap_floor")) else ""
+        lines.append(f"repeats: {s.get('repeats')}, floor {floor_kib(s.get('floor'))}{heap} KiB/iteration")
     lines.append(f"floors from {floors_text(s.get('floors_from'))}")  # the protocol: once, in the map's line
     if s.get("why"):
         lines.append(f"not decided: {s['why']}")
@@ -208,33 +190,17 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
     kind_html = f'<span class="kind k-{esc(kind)}">{esc(kind)}</span>' if kind else ""
     return (f'<td class="{esc(cls)}" tabindex="0">{glyph}'
             f'<span class="verdict">{esc(verdict)}</span>{kind_html}'
-            f'<span class="slope">{esc(_kib(s.get("growth_per_iter")))} KiB/it</span>'
+            f'<span class="slope">{esc(kib(s.get("growth_per_iter")))} KiB/it</span>'
             f'<ul class="more">{more}</ul></td>'), moved
 
 
 def spark(before, after, p: str, v: str, width: int = 260, height: int = 64) -> str:
-    """A change's picture: the RSS of each side's first repeat after each iteration, MiB over its first reading, on
-    one scale (grey: the previous version, coloured: this one); '' when a side has no series."""
+    """A change's picture (draw.spark): the RSS of each side's first repeat after each iteration, MiB over its first
+    reading, on one scale (grey: the previous version, coloured: this one); '' when a side has no series."""
     sides = [rss_mib(r) for r in (before, after)]
     if not all(sides):
         return ""
-    top = max(max(vals) for _, vals in sides)
-    low = min(min(vals) for _, vals in sides)
-    span = (top - low) or 1.0
-    last = max(every * (len(vals) - 1) for every, vals in sides) or 1
-    pad, lines = 4, []
-    for (every, vals), colour in zip(sides, ("#999", "#c33")):
-        pts = " ".join(f"{pad + (width - 2 * pad) * every * i / last:.1f},"
-                       f"{height - pad - (height - 2 * pad) * (y - low) / span:.1f}" for i, y in enumerate(vals))
-        lines.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{pts}"/>')
-    label = (f"RSS after each iteration, MiB over the first reading: TF {p} (grey) and {v} (red), "
-             f"{low:+.1f} to {top:+.1f} MiB over {last} iterations")
-    return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-            f'aria-label="{esc(label)}"><title>{esc(label)}</title>'
-            f'<rect x="0.5" y="0.5" width="{width - 1}" height="{height - 1}" fill="#fff" stroke="#ddd"/>'
-            f'{"".join(lines)}<text x="{width - 6}" y="14" text-anchor="end" font-size="10" fill="#555">'
-            f'{top:+.1f} MiB</text><text x="{width - 6}" y="{height - 6}" text-anchor="end" font-size="10" '
-            f'fill="#555">{last} it</text></svg>')
+    return draw.spark(sides, ("#999", "#c33"), f"TF {p} (grey) and {v} (red)", width, height)
 
 
 def _keras(column) -> str:
@@ -353,8 +319,8 @@ def section(groups: compare.Groups) -> str:
         items.append(f'<li id="{cid}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" data-ver="{esc(v)}">'
                      f'<span class="glyph {moved}">{GLYPHS[moved]}</span> <b>{esc(loop)} × {esc(strategy)}</b>, '
                      f"TF {esc(p)} → {esc(v)}: {esc(b.get('verdict'))}/{esc(b.get('growth_kind') or '-')} "
-                     f"({esc(_kib(b.get('growth_per_iter')))} KiB/it) → {esc(a.get('verdict'))}/"
-                     f"{esc(a.get('growth_kind') or '-')} ({esc(_kib(a.get('growth_per_iter')))} KiB/it)"
+                     f"({esc(kib(b.get('growth_per_iter')))} KiB/it) → {esc(a.get('verdict'))}/"
+                     f"{esc(a.get('growth_kind') or '-')} ({esc(kib(a.get('growth_per_iter')))} KiB/it)"
                      + (f' <span class="hw">different hardware ({esc(hw)}): measure both on one machine</span>'
                         if (hw := compare.hardware_note(before, after)[1]) else "")
                      + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
@@ -382,18 +348,13 @@ KiB/iteration</span></div>
 
 
 def page(paths: Sequence[str], groups: compare.Groups) -> str:
-    """The atlas alone as one offline page (`report --atlas`)."""
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    """The atlas alone as one offline page (`kerasbench atlas`, `report --atlas`, publish)."""
     versions = sorted(groups, key=version_key)
     body = section(groups) or ("<p>The atlas needs records of at least two TF versions; these hold "
                                f"{esc(', '.join(versions)) or 'none'}.</p>")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>kerasbench atlas: TF {esc(", ".join(versions))}</title><style>{PAGE_CSS}</style></head>
-<body><h1>kerasbench atlas</h1>{body}
-<p class="read">Records: {esc(", ".join(paths))}. Generated {now} by kerasbench {__version__}; `kerasbench report`
-on the same records without --atlas gives the full report (heat-tables, plots, curves).</p></body></html>
-"""
+    return frame(f"kerasbench atlas: TF {', '.join(versions)}", PAGE_CSS, f"""<h1>kerasbench atlas</h1>{body}
+<p class="read">{made_from(paths)}; `kerasbench report`
+on the same records without --atlas gives the full report (heat-tables, plots, curves).</p>""")
 
 
 def build(paths: Sequence[str], rejudge: bool = False) -> str:
@@ -449,7 +410,7 @@ def rss_mib(record) -> Optional[Tuple[int, List[float]]]:
         return int(record.get("rss_every") or 1), record["rss_mib"]
     for rep in record.get("repeats") or []:
         rss = ((rep.get("result") or {}).get("series") or {}).get("rss")
-        if rss is not None and len(rss) >= 2 and all(_finite(v) for v in rss):
+        if rss is not None and len(rss) >= 2 and all(finite(v) for v in rss):
             values = [float(v) for v in rss]
             every = max(1, math.ceil((len(values) - 1) / (SPARK_POINTS - 1)))
             return every, [round((v - values[0]) / MIB, 2) for v in values[::every]]
@@ -525,7 +486,7 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
                           "environments")
             cell = dict(given, environment=column["environments"][env])
             rss = cell.get("rss_mib")
-            if rss is not None and not (isinstance(rss, list) and all(_finite(v) for v in rss)):
+            if rss is not None and not (isinstance(rss, list) and all(finite(v) for v in rss)):
                 raise bad(f"{where}.rss_mib is not a list of numbers")
             every = cell.get("rss_every", 1)
             if not (isinstance(every, int) and not isinstance(every, bool) and every >= 1):

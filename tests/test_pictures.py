@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from kerasbench import METRICS, api, report
+from kerasbench import METRICS, api, draw, pictures, png, report
 from kerasbench.cli import main
 from kerasbench.rule import spec_floors
 from kerasbench.runner import RunSpec
@@ -75,7 +75,7 @@ def frame_height(g):
 
 
 def curve(record):
-    return svg_tree(report.curve_svg(report.curve_data(record, record["loop"], record["strategy"], "2.21.0")))
+    return svg_tree(draw.curve_svg(pictures.curve_data(record, record["loop"], record["strategy"], "2.21.0")))
 
 
 # ---------------------------------------------------------------- the memory curve
@@ -91,7 +91,7 @@ def test_a_flat_series_draws_flat_and_a_leak_climbs():
     assert max(leak_ys) - min(leak_ys) > 0.6 * frame_height(leak_rss) and leak_ys[-1] < leak_ys[0]  # up the page
     # the y axis holds at least 4 MiB: its tick labels span it
     ticks = [float(t.text) for t in flat_rss.iter(f"{SVG}text") if t.get("text-anchor") == "end"]
-    assert max(ticks) - min(ticks) >= report.MIN_CURVE_SPAN / MIB
+    assert max(ticks) - min(ticks) >= pictures.MIN_CURVE_SPAN / MIB
 
 
 def test_the_baseline_and_the_floor_are_marked_and_the_heap_is_drawn_beside_rss():
@@ -129,11 +129,11 @@ def test_a_long_run_draws_at_most_400_points_a_line_and_keeps_its_spikes():
     record = record_with(0, n=5000)
     spike = record["repeats"][0]["result"]["series"]["rss"]
     spike[2345] += 50 * MIB
-    data = report.curve_data(record, "sweep", "x", "2.21.0")
+    data = pictures.curve_data(record, "sweep", "x", "2.21.0")
     [(_, _, points)] = data["panels"][0]["lines"]
-    assert len(points) <= report.CURVE_POINTS and max(v for _, v in points) == spike[2345] / MIB
+    assert len(points) <= pictures.CURVE_POINTS and max(v for _, v in points) == spike[2345] / MIB
     assert [x for x, _ in points] == sorted(x for x, _ in points)
-    assert len(report.curve_svg(data)) < 40_000
+    assert len(draw.curve_svg(data)) < 40_000
 
 
 def test_repeats_overlaid_and_a_stopped_curve_drawn_without_a_baseline():
@@ -184,11 +184,11 @@ def test_one_release_draws_the_strategies_side_by_side_labelled(tmp_path):
 
 
 def test_chart_whiskers_follow_the_ci_on_the_value_axis():
-    data = report.chart_data(METRICS["growth_per_iter"], "sweep", ["a", "b"], ["2.21.0"], {"2.21.0": {
+    data = pictures.chart_data(METRICS["growth_per_iter"], "sweep", ["a", "b"], ["2.21.0"], {"2.21.0": {
         ("sweep", "a"): ({"status": "ok", "summary": {"growth_per_iter": 100 * KIB, "growth_ci_low": 50 * KIB,
                                                        "growth_ci_high": 150 * KIB, "floor": 64 * KIB}}, "p"),
         ("sweep", "b"): ({"status": "skipped", "summary": {}}, "p")}})
-    root = svg_tree(report.chart_svg(data))
+    root = svg_tree(draw.chart_svg(data))
     [a, b] = [g for g in root.iter(f"{SVG}g") if g.get("class") == "row"]
     [whisker] = [g for g in a.iter(f"{SVG}g") if g.get("class") == "whisker"]
     bar = next(whisker.iter(f"{SVG}line"))
@@ -267,14 +267,13 @@ def test_picture_options_without_a_picture_are_refused(tmp_path, capsys):
     assert code == 2 and "--svg FILE or --png FILE" in capsys.readouterr().err and os.listdir(tmp_path) == []
 
 
-def test_png_without_matplotlib_or_chromium_says_what_to_install(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(report, "_has_matplotlib", lambda: False)
-    monkeypatch.setattr(report, "_chromium", lambda: None)
+def test_png_without_chromium_says_what_to_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(png, "_chromium", lambda: None)
     code, _ = call(["report", TF221, "--png", str(tmp_path / "c.png"), "--svg", str(tmp_path / "c.svg"),
                     "--pair", "inference:clear_session"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
-    assert "pip install 'kerasbench[plots]'" in err and "chromium" in err and os.listdir(tmp_path) == []
+    assert "apt-get install chromium" in err and "--svg" in err and os.listdir(tmp_path) == []
 
 
 def chromium_or_skip():
@@ -315,7 +314,7 @@ def test_png_of_a_flat_pair_draws_a_flat_line_and_of_a_leak_a_climb(tmp_path):
         rows, (width, height), root = png_and_svg(tmp_path, [path], "--pair", "sweep:clear_session")
         assert (width, height) == (2 * int(root.get("width")), 2 * int(root.get("height")))  # twice the SVG's size
         top, bottom = rss_frame(root)
-        drawn = band(rows, report.PALETTE[0], top, bottom)  # repeat 1's line inside the RSS panel
+        drawn = band(rows, draw.PALETTE[0], top, bottom)  # repeat 1's line inside the RSS panel
         assert drawn, f"{name}: no pixel of the line inside the RSS panel"
         spans[name] = (drawn[-1] - drawn[0]) / (2 * (bottom - top))
     assert spans["flat"] < 0.25 and spans["leak"] > 0.6  # a 0.8 MiB band on 4 MiB of axis; 40 MiB over the axis
@@ -332,7 +331,7 @@ def test_png_of_a_short_chart_is_drawn_to_its_bottom(tmp_path):
     assert pixels.last_drawn_row(rows) > 2 * bottom + 20  # the axis' numbers and its unit under the frame
     assert pixels.last_drawn_row(rows) > height - 2 * 12
     middle = (top + bottom) / 2
-    for colour in report.PALETTE[:2]:  # each version's dots in both strategies' rows
+    for colour in draw.PALETTE[:2]:  # each version's dots in both strategies' rows
         assert band(rows, colour, top, middle) and band(rows, colour, middle, bottom), colour
 
 

@@ -20,8 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--svg", metavar="FILE", type=options.path,
                    help="write one picture, ready to paste into an issue, as SVG (--pair or --metric chooses it)")
     p.add_argument("--png", metavar="FILE", type=options.path,
-                   help="the same picture as PNG: drawn by matplotlib where it is installed (pip install "
-                   "'kerasbench[plots]'), else by headless chromium")
+                   help="the same picture as PNG, twice its size: the SVG drawn by headless chromium (Debian's "
+                   "chromium on PATH)")
     p.add_argument("--pair", metavar="LOOP:STRATEGY",
                    help="the picture: this pair's RSS and heap after each iteration, with its baseline and floor")
     p.add_argument("--metric", metavar="NAME",
@@ -38,26 +38,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from .. import report
+    from .. import pictures, report
     from ..errors import UsageError
 
-    pictures = {"SVG": args.svg, "PNG": args.png}
+    wanted = {"SVG": args.svg, "PNG": args.png}
     choices = [name for name, value in (("--pair", args.pair), ("--metric", args.metric), ("--loop", args.loop),
                                         ("--tf", args.tf)) if value is not None]
-    if choices and not any(pictures.values()):
+    if choices and not any(wanted.values()):
         raise UsageError(f"{', '.join(choices)} {'chooses' if len(choices) == 1 else 'choose'} the picture of --svg "
                          "or --png: give --svg FILE or --png FILE too.")
-    if args.atlas and (any(pictures.values()) or choices or args.baseline is not None):
+    if args.atlas and (any(wanted.values()) or choices or args.baseline is not None):
         extra = [n for n, v in (("--svg", args.svg), ("--png", args.png), ("--baseline", args.baseline)) if v] + choices
         raise UsageError(f"--atlas writes the atlas page alone, each version read against the previous one: "
                          f"drop {', '.join(extra)} (the full report, without --atlas, takes them).")
     # the default's folder, .asv/html, is made later
     options.check_outputs({"--output": args.output, "--svg": args.svg, "--png": args.png}, {"PATH": args.paths})
-    if any(pictures.values()):
-        what = report.write_picture(args.paths, svg=args.svg, png=args.png, pair=args.pair, metric=args.metric,
+    if any(wanted.values()):
+        what = pictures.write_picture(args.paths, svg=args.svg, png=args.png, pair=args.pair, metric=args.metric,
                                     loop=args.loop, version=args.tf, baseline=args.baseline,
                                     rejudge=args.rejudge)
-        for kind, path in pictures.items():
+        for kind, path in wanted.items():
             if path:
                 out.write(f"wrote the {kind} of {what} to {path}\n")
         if args.output is None:
