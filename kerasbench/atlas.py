@@ -357,11 +357,6 @@ def page(paths: Sequence[str], groups: compare.Groups) -> str:
 on the same records without --atlas gives the full report (heat-tables, plots, curves).</p>""")
 
 
-def build(paths: Sequence[str], rejudge: bool = False) -> str:
-    """The atlas-only page of the records under `paths` (compare's inputs and checks), or of an atlas data file."""
-    return page(paths, load(paths, rejudge))
-
-
 # ---------------------------------------------------------------- the atlas' own data (docs/atlas/atlas.json)
 #
 # What the page reads of each record and nothing more: its status and reason, the summary fields the cells and
@@ -636,20 +631,35 @@ def data_text(payload: dict) -> str:
 PAGE, DATA = "index.html", "atlas.json"
 
 
-def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = None) -> List[str]:
-    """The atlas of `paths` (records, or one atlas data file; `groups`: already loaded from them) into `folder`
-    (made if missing): PAGE and DATA, each atomically; DATA is not written again when it is the input (the page
-    is made again from it). Returns the paths written."""
-    from .files import make_folder, write_text
+def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = None, rejudge: bool = False,
+          page_name: str = PAGE, with_data: bool = True) -> List[str]:
+    """The one writer of the atlas (`kerasbench atlas`, `report --atlas`, publish): the atlas of `paths` (records, or
+    one atlas data file; `groups`: already loaded from them, else loaded here with `rejudge`) into `folder`, made if
+    missing: the page (PAGE, or `page_name`: `report --atlas --output FILE`) and, `with_data`, DATA, each atomically.
+    The inputs' errors come first, then the outputs' (a folder that is a file; an output that is an input; a folder
+    made for outputs then refused is removed again); DATA is not written again when it is the input (the page is made
+    again from it). Returns the paths written, the page last."""
+    from . import files, floors
 
-    groups = load(paths) if groups is None else groups  # every input error raised here, before anything is written
-    text = page(paths, groups)
-    payload = None if is_own_data(paths, folder) else data_text(data(groups))
-    make_folder(folder, "the atlas")
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise UsageError(f"Cannot write the atlas to {folder}: it is not a folder; give a folder (made if missing).")
+    groups = load(paths, rejudge) if groups is None else groups  # the inputs' errors: nothing made for them
+    outputs = {"the atlas page": os.path.join(folder, page_name)}
+    if with_data and not is_own_data(paths, folder):
+        outputs["the atlas data"] = os.path.join(folder, DATA)
+    made = not os.path.isdir(folder)
+    files.make_folder(folder, "the atlas")  # check_outputs checks files in existing folders
+    try:
+        files.check_outputs(outputs, {"PATH": list(paths)}, floors.folders())
+    except UsageError:
+        if made:  # refused: no empty folder left behind (inside an input records folder, say)
+            os.rmdir(folder)
+        raise
+    text, payload = page(paths, groups), data_text(data(groups)) if "the atlas data" in outputs else None
     written = []
     if payload is not None:
-        written.append(write_text(os.path.join(folder, DATA), payload, "the atlas data"))
-    written.append(write_text(os.path.join(folder, PAGE), text, "the atlas"))
+        written.append(files.write_text(outputs["the atlas data"], payload, "the atlas data"))
+    written.append(files.write_text(outputs["the atlas page"], text, "the atlas"))
     return written
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import List, Optional, Sequence, TextIO
+from typing import List, Optional, Sequence
 
 from . import atlas, compare, draw, machine as machines
 from .errors import UsageError
@@ -24,7 +24,7 @@ from .files import check_not_input, write_text
 from .metrics import Metric
 from .page import esc, frame, made_from
 from .pictures import curve_data, record_at, series_of, shown, strategy_chart, version_plot
-from .tree import newest_run, place_of
+from .tree import place_of
 from .trace import record_trace
 from .releases import version_key
 from .units import KIB, MIB
@@ -446,12 +446,10 @@ def _page(paths, groups, versions, baseline, cells, loops, sections):
 
 
 def write(paths: Sequence[str], output: str = DEFAULT_OUTPUT, baseline: Optional[str] = None,
-          atlas_only: bool = False, rejudge: bool = False) -> str:
-    """Build the report (atlas_only: the atlas alone, kerasbench.atlas) and write it atomically to `output` (its
-    folder made if missing)."""
+          rejudge: bool = False) -> str:
+    """Build the report and write it atomically to `output` (its folder made if missing)."""
     check_not_input(output, list(paths), "the report")
-    # input errors raised here, before writing
-    text = atlas.build(paths, rejudge) if atlas_only else build(paths, baseline, rejudge)
+    text = build(paths, baseline, rejudge)  # input errors raised here, before writing
     folder = os.path.dirname(os.path.abspath(output))
     try:
         os.makedirs(folder, exist_ok=True)
@@ -459,31 +457,3 @@ def write(paths: Sequence[str], output: str = DEFAULT_OUTPUT, baseline: Optional
     except OSError as e:
         raise UsageError(f"Cannot write the report to {output}: {e.strerror}.") from None
     return output
-
-
-def write_beside_dashboard(records_dir: str, html_dir: str, out: TextIO) -> Optional[str]:
-    """Refresh the report in asv's html folder from the newest host and commit of a records tree (publish)."""
-    if not os.path.isdir(records_dir):
-        return None
-    (host, commit), folders, others = newest_run(records_dir)
-    if not folders:
-        return None
-    path = os.path.join(html_dir, FILENAME)
-    try:
-        write(folders, path)
-    except UsageError as e:
-        out.write(f"no HTML report: {e}\n")
-        return None
-    left = f"; {others} other host/commit folder(s) left out, see `kerasbench report`" if others else ""
-    out.write(f"report: {path} ({host}, commit {commit}{left}); open it in a browser, it needs no server\n")
-    try:  # the atlas alone, as `kerasbench atlas` writes it (docs/atlas/ is the project's), for two or more versions
-        groups = atlas.load(folders)
-        if len(groups) >= 2:
-            page_path = atlas.write(folders, os.path.join(html_dir, ATLAS_FOLDER), groups)[-1]
-            out.write(f"atlas: {page_path} ({len(groups)} TF versions)\n")
-    except UsageError as e:
-        out.write(f"no atlas: {e}\n")
-    return path
-
-
-ATLAS_FOLDER = "atlas"  # in asv's html folder, beside the report

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from kerasbench import METRICS, report
+from kerasbench import METRICS, dashboard, report
 from kerasbench.cli import main
 from test_compare import TF212, TF221, _tree, as_version, payload, write  # compare's fixture builders
 
@@ -285,22 +285,23 @@ def test_publish_refreshes_the_report_from_the_newest_commit(tmp_path):
     html_dir = tmp_path / "html"
     html_dir.mkdir()
     out = io.StringIO()
-    path = report.write_beside_dashboard(str(tmp_path / "records"), str(html_dir), out)
+    path = dashboard.write_beside_dashboard(str(tmp_path / "records"), str(html_dir), out)
     assert path == str(html_dir / report.FILENAME) and os.path.exists(path)
     assert "box, commit 0123abcd" in out.getvalue() and "1 other host/commit" in out.getvalue()
     assert "0123abcd" in open(path).read()  # the commit, in the environment table
-    atlas_page = html_dir / report.ATLAS_FOLDER / "index.html"  # two versions: the atlas beside it, as `atlas` writes
+    atlas_page = html_dir / dashboard.ATLAS_FOLDER / "index.html"  # two versions: the atlas beside it, as `atlas` does
     assert "atlas: " in out.getvalue() and atlas_page.exists() and (atlas_page.parent / "atlas.json").exists()
     assert 'id="atlas"' in atlas_page.read_text()
 
 
 def test_publish_without_records_or_with_bad_ones_leaves_no_report(tmp_path):
     out = io.StringIO()
-    assert report.write_beside_dashboard(str(tmp_path / "records"), str(tmp_path), out) is None and out.getvalue() == ""
+    assert dashboard.write_beside_dashboard(str(tmp_path / "records"), str(tmp_path), out) is None
+    assert out.getvalue() == ""
     bad = tmp_path / "records" / "box" / "0123abcd-env"
     bad.mkdir(parents=True)
     (bad / "sweep.json").write_text("{")
-    assert report.write_beside_dashboard(str(tmp_path / "records"), str(tmp_path), out) is None
+    assert dashboard.write_beside_dashboard(str(tmp_path / "records"), str(tmp_path), out) is None
     assert out.getvalue().startswith("no HTML report: Cannot parse") and not os.path.exists(tmp_path / report.FILENAME)
 
 

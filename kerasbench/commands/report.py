@@ -7,7 +7,6 @@ from typing import TextIO
 from . import options
 
 NAME = "report"
-ATLAS_OUTPUT = os.path.join(".asv", "html", "kerasbench-atlas.html")
 HELP = "the same records as compare, as one self-contained HTML page (heat-tables, plots, curves) or one picture"
 
 
@@ -33,12 +32,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--atlas", action="store_true",
                    help="write the atlas alone (every loop × strategy against every TF version, the changes from "
                    "one version to the next marked with the commands that explain them); the full report shows it "
-                   "first when the records hold two or more versions (default output: "
-                   ".asv/html/kerasbench-atlas.html)")
+                   "first when the records hold two or more versions; written as `kerasbench atlas` writes it, "
+                   f"into {options.ATLAS_OUTPUT} with its data, or --output FILE: the page alone)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from .. import pictures, report
+    from .. import atlas, pictures, report
     from ..errors import UsageError
 
     wanted = {"SVG": args.svg, "PNG": args.png}
@@ -63,7 +62,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if args.output is None:
             return 0
     if args.atlas:
-        path = report.write(args.paths, args.output or ATLAS_OUTPUT, atlas_only=True, rejudge=args.rejudge)
+        folder, name = ((os.path.dirname(args.output) or ".", os.path.basename(args.output)) if args.output
+                        else (options.ATLAS_OUTPUT, atlas.PAGE))
+        path = atlas.write(args.paths, folder, rejudge=args.rejudge, page_name=name, with_data=not args.output)[-1]
         out.write(f"wrote the atlas to {path} (one file, works offline)\n")
         return 0
     path = report.write(args.paths, args.output or report.DEFAULT_OUTPUT, baseline=args.baseline,
