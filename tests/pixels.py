@@ -53,8 +53,9 @@ def size(data: bytes) -> Tuple[int, int]:
 
 
 def close(pixel: Pixel, colour: str, tolerance: int = 40) -> bool:
-    """Whether a pixel is near a '#rrggbb' colour (antialiasing blends the edges of a line)."""
-    want = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    """Whether a pixel is near a '#rrggbb' or '#rgb' colour (antialiasing blends the edges of a line)."""
+    digits = colour[1:] if len(colour) == 7 else "".join(c * 2 for c in colour[1:])
+    want = tuple(int(digits[i:i + 2], 16) for i in (0, 2, 4))
     return all(abs(p - w) <= tolerance for p, w in zip(pixel, want))
 
 

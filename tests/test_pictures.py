@@ -296,9 +296,11 @@ def png_and_svg(tmp_path, paths, *argv):
     return pixels.read_png(data), pixels.size(data), ET.parse(out_svg).getroot()
 
 
-def band(rows, colour, top, bottom, scale=2):
-    """The device rows of the pixels of `colour` between SVG y `top` and `bottom` (a panel's frame)."""
-    return sorted({y for x, y in pixels.where(rows[int(top * scale):int(bottom * scale) + 1], colour)})
+def band(rows, colour, top, bottom, scale=2, right=None):
+    """The device rows (from `top`'s) of the pixels of `colour` between SVG y `top` and `bottom` (a panel's frame),
+    left of SVG x `right` where given (anti-aliased text has grey edges)."""
+    part = [row[:int(right * scale)] if right else row for row in rows[int(top * scale):int(bottom * scale) + 1]]
+    return sorted({y for x, y in pixels.where(part, colour)})
 
 
 def rss_frame(root):
@@ -341,6 +343,35 @@ def test_png_of_one_release_chart_and_a_tall_picture_are_drawn_whole(tmp_path):
         rows, (width, height), root = png_and_svg(tmp_path, [TF221], *argv)
         assert (width, height) == (2 * int(root.get("width")), 2 * int(root.get("height")))
         assert pixels.last_drawn_row(rows) > height - 2 * 12, argv  # the lowest text of the picture is drawn
+
+
+def lowest_text(root):
+    """The SVG y of the lowest text baseline of a picture (rotated labels, placed by a transform, left out)."""
+    return max(float(t.get("y")) for t in root.iter(f"{SVG}text") if t.get("y"))
+
+
+def test_every_picture_kind_goes_through_the_one_exporter_whole(tmp_path):
+    # the page's pictures too: a metric over versions, a pair's curve at the page's and a notebook's size, the
+    # strategies side by side, the atlas' change picture; each PNG twice its SVG's size and drawn to its lowest text
+    from kerasbench import atlas
+
+    chromium_or_skip()
+    flat, leak = record_with(0, strategy="a"), record_with(MIB, heap_slope=MIB, strategy="a", version="2.21.0")
+    groups = {"2.12.1": {("sweep", "a"): (flat, "p")}, "2.21.0": {("sweep", "a"): (leak, "p")}}
+    growth = METRICS["growth_per_iter"]
+    drawn = {"plot": pictures.version_plot(growth, "sweep", ["a"], ["2.12.1", "2.21.0"], groups),
+             "curve": draw.curve_svg(pictures.curve_data(flat, "sweep", "a", "2.12.1")),
+             "chart": pictures.strategy_chart(growth, "sweep", ["a"], ["2.21.0"], groups),
+             "spark": atlas.spark(flat, leak, "2.12.1", "2.21.0")}
+    for kind, svg in drawn.items():
+        root = ET.fromstring(svg.replace('<svg class="spark" ', f'<svg xmlns="{SVG[1:-1]}" class="spark" ', 1))
+        data = png.from_svg(svg)
+        rows = pixels.read_png(data)
+        assert pixels.size(data) == (2 * int(float(root.get("width"))), 2 * int(float(root.get("height")))), kind
+        assert pixels.last_drawn_row(rows) >= 2 * lowest_text(root) - 4, kind
+        if kind == "spark":  # grey: the flat side, one band; red: the leak, across the picture's height
+            grey, red = band(rows, "#999", 2, 62, right=180), band(rows, "#c33", 2, 62, right=180)
+            assert grey and red and grey[-1] - grey[0] < 0.1 * 120 and red[-1] - red[0] > 0.5 * 120
 
 
 # ---------------------------------------------------------------- a notebook's Results
