@@ -2,9 +2,10 @@
 
 A row per loop × strategy, a column per version as `compare` groups the records (compare.load / compare.group: a
 release with tf_keras, another Python or another side is a column of its own, `2.16.2+tf_keras`), in
-releases.version_key order. Each cell is the pair's RSS verdict (summary `verdict`), what grew (`growth_kind`,
-rule.growth_kind) and its slope (`growth_per_iter`, KiB/iteration); its tooltip and a click add the peak, the
-heap slope and verdict, and the trace counts. A cell whose verdict or what-grew differs from the previous column
+releases.version_key order. Each cell is the pair's one verdict (rule.pair_verdict: RSS and heap together, as the
+run table's), what grew (`growth_kind`, rule.growth_kind) and the RSS slope (`growth_per_iter`, KiB/iteration); its
+tooltip and a click name the RSS and heap verdicts it comes from and add the peak, the heap slope and the trace
+counts. A cell whose verdict or what-grew differs from the previous column
 of its axis (the previous release with the same label; a labelled column's first falls back to the plain releases)
 is marked: a thick left border and ▲ (worse), ▼ (better) or ◆ (different: a side undecided), and below the map the
 commands that bisect (triage), attribute and ablate that change, with only the options those commands have.
@@ -57,15 +58,26 @@ def previous(version: str, versions: Sequence[str]) -> Optional[str]:
     return plain[-1] if label and plain else None
 
 
+def verdict(summary) -> str:
+    """A cell's verdict: the pair's one verdict (rule.pair_verdict, RSS and heap together); 'n/a' where the summary
+    has no RSS verdict."""
+    return rule.pair_verdict(summary) if (summary or {}).get("verdict") else "n/a"
+
+
+def verdicts_text(summary) -> str:
+    """The pair's verdict with the RSS and heap verdicts it comes from: 'grows (RSS flat, heap grows)'."""
+    return f"{verdict(summary)} (RSS {summary.get('verdict') or 'n/a'}, heap {summary.get('heap_verdict') or 'n/a'})"
+
+
 def _state(record) -> Optional[Tuple[str, Optional[str]]]:
     if record is None or record.get("status") != "ok":
         return None
     s = record.get("summary") or {}
-    return (s.get("verdict"), s.get("growth_kind")) if s.get("verdict") else None
+    return (verdict(s), s.get("growth_kind")) if s.get("verdict") else None
 
 
 def change(before, after) -> Optional[str]:
-    """'worse', 'better' or 'other' when the (verdict, what grew) of two records differ; None when the same or
+    """'worse', 'better' or 'other' when the (pair's verdict, what grew) of two records differ; None when the same or
     either is missing, not ok or has no verdict."""
     a, b = _state(before), _state(after)
     if a is None or b is None or a == b:
@@ -120,13 +132,12 @@ def _cli_version(release: str) -> str:
 
 def _details(record, version) -> List[str]:
     s = record.get("summary") or {}
-    lines = [f"TF {version}: RSS {s.get('verdict')}, slope {kib(s.get('growth_per_iter'))} KiB/iteration"
+    lines = [f"TF {version}: {verdicts_text(s)}, RSS slope {kib(s.get('growth_per_iter'))} KiB/iteration"
              + (f" (95% CI {kib(s.get('growth_ci_low'))} … {kib(s.get('growth_ci_high'))})"
                 if finite(s.get("growth_ci_low")) else ""),
              f"what grew: {s.get('growth_kind') or 'n/a (heap not read)'}",
              f"peak: {mib(s.get('peak_loop'))} (over baseline {mib(s.get('peak_over_baseline'))})",
-             f"heap slope: {kib(s.get('heap_growth_per_iter'))} KiB/iteration (heap verdict "
-             f"{s.get('heap_verdict') or 'n/a'})"]
+             f"heap slope: {kib(s.get('heap_growth_per_iter'))} KiB/iteration"]
     traces = [f"{k} {s[k]:g}" for k in TRACES if finite(s.get(k))]
     lines.append("traces: " + (", ".join(traces) if traces else "n/a"))
     if s.get("repeats") is not None:
@@ -171,14 +182,14 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
         return (f'<td class="na {label}" title="{esc(record.get("status"))}: {esc(record.get("reason"))}">'
                 f"{label}</td>"), None
     s = record.get("summary") or {}
-    verdict, kind = s.get("verdict") or "n/a", s.get("growth_kind")
+    shown, kind = verdict(s), s.get("growth_kind")
     moved = change(prev_record, record) if prev else None
     tip = _details(record, version)
-    glyph, cls = "", f"v-{verdict}"
+    glyph, cls = "", f"v-{shown}"
     if moved:
         p = prev_record["summary"]
-        tip.insert(0, f"changed from TF {prev}: {p.get('verdict')}/{p.get('growth_kind') or '-'} → "
-                      f"{verdict}/{kind or '-'}")
+        tip.insert(0, f"changed from TF {prev}: {verdict(p)}/{p.get('growth_kind') or '-'} → "
+                      f"{shown}/{kind or '-'}")
         hardware = compare.hardware_note(prev_record, record)[1]
         if hardware:
             tip.insert(1, f"different hardware ({hardware}): the change may be the machine's")
@@ -189,7 +200,7 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
         more += f'<li><a href="#{cid}">commands for this change ↓</a></li>'
     kind_html = f'<span class="kind k-{esc(kind)}">{esc(kind)}</span>' if kind else ""
     return (f'<td class="{esc(cls)}" tabindex="0">{glyph}'
-            f'<span class="verdict">{esc(verdict)}</span>{kind_html}'
+            f'<span class="verdict">{esc(shown)}</span>{kind_html}'
             f'<span class="slope">{esc(kib(s.get("growth_per_iter")))} KiB/it</span>'
             f'<ul class="more">{more}</ul></td>'), moved
 
@@ -318,8 +329,8 @@ def section(groups: compare.Groups) -> str:
                        for what, cmd in commands(loop, strategy, p, v))
         items.append(f'<li id="{cid}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" data-ver="{esc(v)}">'
                      f'<span class="glyph {moved}">{GLYPHS[moved]}</span> <b>{esc(loop)} × {esc(strategy)}</b>, '
-                     f"TF {esc(p)} → {esc(v)}: {esc(b.get('verdict'))}/{esc(b.get('growth_kind') or '-')} "
-                     f"({esc(kib(b.get('growth_per_iter')))} KiB/it) → {esc(a.get('verdict'))}/"
+                     f"TF {esc(p)} → {esc(v)}: {esc(verdict(b))}/{esc(b.get('growth_kind') or '-')} "
+                     f"({esc(kib(b.get('growth_per_iter')))} KiB/it) → {esc(verdict(a))}/"
                      f"{esc(a.get('growth_kind') or '-')} ({esc(kib(a.get('growth_per_iter')))} KiB/it)"
                      + (f' <span class="hw">different hardware ({esc(hw)}): measure both on one machine</span>'
                         if (hw := compare.hardware_note(before, after)[1]) else "")
@@ -338,8 +349,8 @@ TF <select id="atlas-tf" title="one version and the one it is read against"><opt
 <span class="legend"><span class="key changed worse">▲</span> worse than the previous version
 <span class="key changed better">▼</span> better <span class="key changed other">◆</span> different (a side undecided)
 <span class="key v-grows">grows</span> <span class="key v-flat">flat</span>
-<span class="key v-inconclusive">inconclusive</span> the RSS verdict; then what grew; the number is the RSS slope,
-KiB/iteration</span></div>
+<span class="key v-inconclusive">inconclusive</span> the pair's verdict (RSS and heap together); then what grew; the
+number is the RSS slope, KiB/iteration</span></div>
 <div class="scroll"><table class="atlas"><thead><tr><th>loop × strategy \\ TF</th>{head}</tr></thead>
 <tbody>{"".join(rows)}</tbody></table></div>{_unmeasured(unmeasured, groups, versions)}
 <h3>What changed, and the commands that explain it ({len(changes)} in all)</h3>{listing}
@@ -522,9 +533,10 @@ def _holds_data(path: str) -> bool:
 
 HOW_TO_READ = (
     "A row per loop shape × cleanup strategy, a column per TF version (a release with tf_keras or on another Python "
-    "is a column of its own). Each cell: the run's RSS verdict (grows, flat, inconclusive), what grew (leak: the "
-    "heap grows; retention: the allocator keeps pages; flat) and the RSS slope in KiB/iteration. Hover or click a "
-    "cell for the peak, the heap slope and the trace counts. A thick left border and ▲ / ▼ / ◆ mark a cell whose "
+    "is a column of its own). Each cell: the pair's one verdict, RSS and heap together (grows when either grows, flat "
+    "when both are flat, else inconclusive), what grew (leak: the heap grows; retention: the allocator keeps pages; "
+    "flat) and the RSS slope in KiB/iteration. Hover or click a cell for the RSS and heap verdicts it comes from, "
+    "the peak, the heap slope and the trace counts. A thick left border and ▲ / ▼ / ◆ mark a cell whose "
     "verdict or what grew differs from the previous version of its axis (named under each column); the list below "
     "the map gives, per change, the commands that find the release (triage), the package (attribute) and the "
     "cleanup steps (ablate) behind it. The TF select shows one version beside the one it is read against; the "

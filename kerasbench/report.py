@@ -22,7 +22,7 @@ from . import atlas, compare, draw, machine as machines
 from .errors import UsageError
 from .files import check_not_input, write_text
 from .metrics import Metric
-from .page import esc, frame, made_from
+from .page import esc, floor_kib, frame, kib, made_from
 from .pictures import curve_data, record_at, series_of, shown, strategy_chart, version_plot
 from .tree import place_of
 from .trace import record_trace
@@ -101,13 +101,13 @@ def _cell(metric, record, version, baseline, verdict, curve, values):
     if metric.name == "growth_per_iter":  # the run's own verdict is on this metric
         if s.get("growth_ci_low") is not None:
             tip.append(f"95% CI [{view.text(s['growth_ci_low'])}, {view.text(s['growth_ci_high'])}] {view.unit}")
-        tip.append(f"verdict {s.get('verdict')} (floor {(s.get('floor') or 0) / KIB:g} KiB/iter)")
-        badge = f'<span class="run {esc(s.get("verdict"))}">{esc(s.get("verdict"))}</span>'
+        tip.append(f"verdict {atlas.verdicts_text(s)}; RSS floor {floor_kib(s.get('floor'))} KiB/iter")
+        badge = f'<span class="run {esc(atlas.verdict(s))}">{esc(atlas.verdict(s))}</span>'
         if s.get("growth_kind"):  # what grew: the heap says leak or allocator retention
             tip.append(f"what grew: {s['growth_kind']} (heap verdict {s.get('heap_verdict')})")
             badge += f'<span class="run kind {esc(s["growth_kind"])}">{esc(s["growth_kind"])}</span>'
     if metric.name == "heap_growth_per_iter" and s.get("heap_verdict"):
-        tip.append(f"heap verdict {s['heap_verdict']} (heap floor {(s.get('heap_floor') or 0) / KIB:g} KiB/iter)")
+        tip.append(f"heap verdict {s['heap_verdict']} (heap floor {floor_kib(s.get('heap_floor'))} KiB/iter)")
     if metric.name in ("growth_per_iter", "heap_growth_per_iter") and s.get("measured"):
         tip.append(f"measured {', '.join(map(str, s['measured']))} iterations ({', '.join(s.get('stopped') or [])}); "
                    f"warm-up found {', '.join(map(str, s.get('warmup_found') or []))}")
@@ -217,7 +217,7 @@ def _floor(r, path):
     floor, source = r["summary"].get("floor"), r["summary"].get("floor_source")
     if not floor:
         return None
-    return f"{floor / KIB:g} KiB/iter" + (f" ({source})" if source else "")
+    return f"{floor_kib(floor)} KiB/iter" + (f" ({source})" if source else "")
 
 
 ENV_COLUMNS = (  # heading, what one record says (a run is every record of one TF version)
@@ -297,9 +297,9 @@ def _section(loop, strategies, versions, baseline, groups, verdicts, metrics, cu
 def _trace_sites(rows, unit):
     body = []
     for r in rows:
-        kib, count, stack = format(r["bytes_per_iter"] / KIB, "+,.1f"), format(r["count_per_iter"], "+.1f"), \
+        kibs, count, stack = kib(r["bytes_per_iter"]), format(r["count_per_iter"], "+.1f"), \
             " ← ".join(r["stack"])
-        body.append(f'<tr><td class="num">{esc(kib)}</td><td class="num">{esc(count)}</td>'
+        body.append(f'<tr><td class="num">{esc(kibs)}</td><td class="num">{esc(count)}</td>'
                     f'<td title="{esc(stack)}">{esc(r["site"])}</td></tr>')
     return (f'<table class="sites"><tr><th>KiB/iter</th><th>{esc(unit)}/iter</th><th>site (the stack in the '
             f'tooltip)</th></tr>{"".join(body)}</table>')
@@ -327,7 +327,7 @@ def _trace(record, loop, strategy, version):
     note = esc(t.get("native_note"))
     native = (f"<h4>Native sites ({note})</h4>{_trace_sites(t['native_sites'], 'allocations')}"
               if t.get("native_sites") else f"<p>Native sites: n/a ({note}).</p>")
-    growth, cost = format(t["python_bytes_per_iter"] / KIB, "+,.1f"), format(t["seconds_in_loop"], ".2f")
+    growth, cost = kib(t["python_bytes_per_iter"]), format(t["seconds_in_loop"], ".2f")
     return (head + f"<p>Between iteration {esc(t['first'])} and {esc(t['last'])} (tracemalloc and gc): Python heap "
             f"{esc(growth)} KiB/iteration; the trace cost {esc(cost)} s in the loop. Memory figures of a traced run "
             f"are not comparable with untraced ones.</p>{_trace_user(t)}<h4>Python allocation sites</h4>"
@@ -341,7 +341,7 @@ def _summary(groups, versions, baseline, cells):
     records = [r for g in groups.values() for r, _ in g.values()]
     runs = {}
     for r in records:
-        key = r["summary"].get("verdict") if r["status"] == "ok" else ("n/a" if r["status"] == "skipped" else "failed")
+        key = atlas.verdict(r["summary"]) if r["status"] == "ok" else ("n/a" if r["status"] == "skipped" else "failed")
         runs[key or "n/a"] = runs.get(key or "n/a", 0) + 1
     seen = {}
     for r in records:
@@ -359,7 +359,7 @@ def _summary(groups, versions, baseline, cells):
         "<b>Machine</b>: " + "; ".join(f"{esc(h)} ({esc(m)})" for h, m in seen.items()) + "."
         if seen else "<b>Machine</b>: unknown.",
         "<b>Runs</b>: " + ", ".join(f"{n} {esc(k)}" for k, n in sorted(runs.items()))
-        + " (each pair's own growth verdict).",
+        + " (each pair's one verdict, RSS and heap together).",
     ]
     for key in _judged(shown(records)):
         found = compare.counts([c for c in cells if c["metric"] == key])
@@ -416,7 +416,8 @@ HOW_TO_READ = (
     "Each loop shape has a heat-table per metric: a row per cleanup strategy, a column per TF version, darker "
     "red meaning more memory (growth on a log scale from 1 KiB to 16 MiB per iteration; peak above the table's "
     "smallest, over at least 16 MiB). "
-    "The small label is the run's own verdict on its RSS series (grows, flat or inconclusive against the floor); "
+    "The small label is the pair's one verdict, RSS and heap together (grows when either grows against its floor, "
+    "flat when both are flat, else inconclusive; the tooltip names each), then what grew; "
     "▲ regressed, ▼ improved, = unchanged and ? inconclusive are compare's verdicts against the baseline version, "
     "and every cell's tooltip says why. n/a means the pair was not measured or does not apply, failed means the "
     "worker failed or was stopped, with the reason in the tooltip. Below the tables, each metric against the TF "
