@@ -262,7 +262,7 @@ class Results(list):
         record's memory picture (the report's: RSS and heap after each iteration, baseline and floor; at most
         CURVES_SHOWN of them)."""
         from .console import _columns, table_span
-        from .report import curves_html
+        from .pictures import curves_html
 
         columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in self), span=table_span(self))
         head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in columns)

@@ -2,32 +2,32 @@
 
 A row per loop × strategy, a column per version as `compare` groups the records (compare.load / compare.group: a
 release with tf_keras, another Python or another side is a column of its own, `2.16.2+tf_keras`), in
-releases.version_key order. Each cell is the pair's RSS verdict (summary `verdict`), what grew (`growth_kind`,
-rule.growth_kind) and its slope (`growth_per_iter`, KiB/iteration); its tooltip and a click add the peak, the
-heap slope and verdict, and the trace counts. A cell whose verdict or what-grew differs from the previous column
+releases.version_key order. Each cell is the pair's one verdict (rule.pair_verdict: RSS and heap together, as the
+run table's), what grew (`growth_kind`, rule.growth_kind) and the RSS slope (`growth_per_iter`, KiB/iteration); its
+tooltip and a click name the RSS and heap verdicts it comes from and add the peak, the heap slope and the trace
+counts. A cell whose verdict or what-grew differs from the previous column
 of its axis (the previous release with the same label; a labelled column's first falls back to the plain releases)
 is marked: a thick left border and ▲ (worse), ▼ (better) or ◆ (different: a side undecided), and below the map the
 commands that bisect (triage), attribute and ablate that change, with only the options those commands have.
 Two selects filter the rows by loop and strategy. Everything is inline (no network); every string from a record
-goes through esc (report.esc's rule).
+goes through the page kit's esc (kerasbench.page), a change's picture is the drawing kit's (kerasbench.draw.spark).
 """
 
 from __future__ import annotations
 
 import collections
-import datetime
-import html
 import json
 import math
 import os
 import re
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import __version__, compare, rule
+from . import __version__, compare, draw, rule
 from .errors import UsageError
 from .machine import FINGERPRINT_KEYS
 from .releases import version_key
 from .rule import DEFAULT_FLOOR
+from .page import esc, finite, floor_kib, frame, kib, made_from, mib
 from .units import KIB, MIB
 
 # Worse and better are claims: only between decided readings (an `inconclusive` side, or a settling or step, is
@@ -37,11 +37,6 @@ VERDICT_RANK = {"flat": 0, "grows": 1}
 KIND_RANK = {"flat": 0, "retention": 1, "leak": 2}
 GLYPHS = {"worse": "▲", "better": "▼", "other": "◆"}
 TRACES = ("train_path_traces", "predict_path_traces", "all_traces", "train_traces", "predict_traces")
-
-
-def esc(value: Any) -> str:
-    """report.esc's rule (report imports this module, so not imported from there): every string from a record."""
-    return html.escape(str(value), quote=True)
 
 
 def _split(version: str) -> Tuple[str, str]:
@@ -63,15 +58,26 @@ def previous(version: str, versions: Sequence[str]) -> Optional[str]:
     return plain[-1] if label and plain else None
 
 
+def verdict(summary) -> str:
+    """A cell's verdict: the pair's one verdict (rule.pair_verdict, RSS and heap together); 'n/a' where the summary
+    has no RSS verdict."""
+    return rule.pair_verdict(summary) if (summary or {}).get("verdict") else "n/a"
+
+
+def verdicts_text(summary) -> str:
+    """The pair's verdict with the RSS and heap verdicts it comes from: 'grows (RSS flat, heap grows)'."""
+    return f"{verdict(summary)} (RSS {summary.get('verdict') or 'n/a'}, heap {summary.get('heap_verdict') or 'n/a'})"
+
+
 def _state(record) -> Optional[Tuple[str, Optional[str]]]:
     if record is None or record.get("status") != "ok":
         return None
     s = record.get("summary") or {}
-    return (s.get("verdict"), s.get("growth_kind")) if s.get("verdict") else None
+    return (verdict(s), s.get("growth_kind")) if s.get("verdict") else None
 
 
 def change(before, after) -> Optional[str]:
-    """'worse', 'better' or 'other' when the (verdict, what grew) of two records differ; None when the same or
+    """'worse', 'better' or 'other' when the (pair's verdict, what grew) of two records differ; None when the same or
     either is missing, not ok or has no verdict."""
     a, b = _state(before), _state(after)
     if a is None or b is None or a == b:
@@ -124,32 +130,19 @@ def _cli_version(release: str) -> str:
     return f"nightly:{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else release
 
 
-def _kib(v) -> str:
-    return f"{v / KIB:+,.1f}" if _finite(v) else "n/a"
-
-
-def _mib(v) -> str:
-    return f"{v / MIB:,.1f} MiB" if _finite(v) else "n/a"
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _details(record, version) -> List[str]:
     s = record.get("summary") or {}
-    lines = [f"TF {version}: RSS {s.get('verdict')}, slope {_kib(s.get('growth_per_iter'))} KiB/iteration"
-             + (f" (95% CI {_kib(s.get('growth_ci_low'))} … {_kib(s.get('growth_ci_high'))})"
-                if _finite(s.get("growth_ci_low")) else ""),
+    lines = [f"TF {version}: {verdicts_text(s)}, RSS slope {kib(s.get('growth_per_iter'))} KiB/iteration"
+             + (f" (95% CI {kib(s.get('growth_ci_low'))} … {kib(s.get('growth_ci_high'))})"
+                if finite(s.get("growth_ci_low")) else ""),
              f"what grew: {s.get('growth_kind') or 'n/a (heap not read)'}",
-             f"peak: {_mib(s.get('peak_loop'))} (over baseline {_mib(s.get('peak_over_baseline'))})",
-             f"heap slope: {_kib(s.get('heap_growth_per_iter'))} KiB/iteration (heap verdict "
-             f"{s.get('heap_verdict') or 'n/a'})"]
-    traces = [f"{k} {s[k]:g}" for k in TRACES if _finite(s.get(k))]
+             f"peak: {mib(s.get('peak_loop'))} (over baseline {mib(s.get('peak_over_baseline'))})",
+             f"heap slope: {kib(s.get('heap_growth_per_iter'))} KiB/iteration"]
+    traces = [f"{k} {s[k]:g}" for k in TRACES if finite(s.get(k))]
     lines.append("traces: " + (", ".join(traces) if traces else "n/a"))
     if s.get("repeats") is not None:
-        heap = f", heap floor {s['heap_floor'] / KIB:g}" if _finite(s.get("heap_floor")) else ""
-        lines.append(f"repeats: {s.get('repeats')}, floor {(s.get('floor') or 0) / KIB:g}{heap} KiB/iteration")
+        heap = f", heap floor {floor_kib(s['heap_floor'])}" if finite(s.get("heap_floor")) else ""
+        lines.append(f"repeats: {s.get('repeats')}, floor {floor_kib(s.get('floor'))}{heap} KiB/iteration")
     lines.append(f"floors from {floors_text(s.get('floors_from'))}")  # the protocol: once, in the map's line
     if s.get("why"):
         lines.append(f"not decided: {s['why']}")
@@ -189,14 +182,14 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
         return (f'<td class="na {label}" title="{esc(record.get("status"))}: {esc(record.get("reason"))}">'
                 f"{label}</td>"), None
     s = record.get("summary") or {}
-    verdict, kind = s.get("verdict") or "n/a", s.get("growth_kind")
+    shown, kind = verdict(s), s.get("growth_kind")
     moved = change(prev_record, record) if prev else None
     tip = _details(record, version)
-    glyph, cls = "", f"v-{verdict}"
+    glyph, cls = "", f"v-{shown}"
     if moved:
         p = prev_record["summary"]
-        tip.insert(0, f"changed from TF {prev}: {p.get('verdict')}/{p.get('growth_kind') or '-'} → "
-                      f"{verdict}/{kind or '-'}")
+        tip.insert(0, f"changed from TF {prev}: {verdict(p)}/{p.get('growth_kind') or '-'} → "
+                      f"{shown}/{kind or '-'}")
         hardware = compare.hardware_note(prev_record, record)[1]
         if hardware:
             tip.insert(1, f"different hardware ({hardware}): the change may be the machine's")
@@ -207,34 +200,18 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
         more += f'<li><a href="#{cid}">commands for this change ↓</a></li>'
     kind_html = f'<span class="kind k-{esc(kind)}">{esc(kind)}</span>' if kind else ""
     return (f'<td class="{esc(cls)}" tabindex="0">{glyph}'
-            f'<span class="verdict">{esc(verdict)}</span>{kind_html}'
-            f'<span class="slope">{esc(_kib(s.get("growth_per_iter")))} KiB/it</span>'
+            f'<span class="verdict">{esc(shown)}</span>{kind_html}'
+            f'<span class="slope">{esc(kib(s.get("growth_per_iter")))} KiB/it</span>'
             f'<ul class="more">{more}</ul></td>'), moved
 
 
 def spark(before, after, p: str, v: str, width: int = 260, height: int = 64) -> str:
-    """A change's picture: the RSS of each side's first repeat after each iteration, MiB over its first reading, on
-    one scale (grey: the previous version, coloured: this one); '' when a side has no series."""
+    """A change's picture (draw.spark): the RSS of each side's first repeat after each iteration, MiB over its first
+    reading, on one scale (grey: the previous version, coloured: this one); '' when a side has no series."""
     sides = [rss_mib(r) for r in (before, after)]
     if not all(sides):
         return ""
-    top = max(max(vals) for _, vals in sides)
-    low = min(min(vals) for _, vals in sides)
-    span = (top - low) or 1.0
-    last = max(every * (len(vals) - 1) for every, vals in sides) or 1
-    pad, lines = 4, []
-    for (every, vals), colour in zip(sides, ("#999", "#c33")):
-        pts = " ".join(f"{pad + (width - 2 * pad) * every * i / last:.1f},"
-                       f"{height - pad - (height - 2 * pad) * (y - low) / span:.1f}" for i, y in enumerate(vals))
-        lines.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{pts}"/>')
-    label = (f"RSS after each iteration, MiB over the first reading: TF {p} (grey) and {v} (red), "
-             f"{low:+.1f} to {top:+.1f} MiB over {last} iterations")
-    return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-            f'aria-label="{esc(label)}"><title>{esc(label)}</title>'
-            f'<rect x="0.5" y="0.5" width="{width - 1}" height="{height - 1}" fill="#fff" stroke="#ddd"/>'
-            f'{"".join(lines)}<text x="{width - 6}" y="14" text-anchor="end" font-size="10" fill="#555">'
-            f'{top:+.1f} MiB</text><text x="{width - 6}" y="{height - 6}" text-anchor="end" font-size="10" '
-            f'fill="#555">{last} it</text></svg>')
+    return draw.spark(sides, ("#999", "#c33"), f"TF {p} (grey) and {v} (red)", width, height)
 
 
 def _keras(column) -> str:
@@ -352,9 +329,9 @@ def section(groups: compare.Groups) -> str:
                        for what, cmd in commands(loop, strategy, p, v))
         items.append(f'<li id="{cid}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" data-ver="{esc(v)}">'
                      f'<span class="glyph {moved}">{GLYPHS[moved]}</span> <b>{esc(loop)} × {esc(strategy)}</b>, '
-                     f"TF {esc(p)} → {esc(v)}: {esc(b.get('verdict'))}/{esc(b.get('growth_kind') or '-')} "
-                     f"({esc(_kib(b.get('growth_per_iter')))} KiB/it) → {esc(a.get('verdict'))}/"
-                     f"{esc(a.get('growth_kind') or '-')} ({esc(_kib(a.get('growth_per_iter')))} KiB/it)"
+                     f"TF {esc(p)} → {esc(v)}: {esc(verdict(b))}/{esc(b.get('growth_kind') or '-')} "
+                     f"({esc(kib(b.get('growth_per_iter')))} KiB/it) → {esc(verdict(a))}/"
+                     f"{esc(a.get('growth_kind') or '-')} ({esc(kib(a.get('growth_per_iter')))} KiB/it)"
                      + (f' <span class="hw">different hardware ({esc(hw)}): measure both on one machine</span>'
                         if (hw := compare.hardware_note(before, after)[1]) else "")
                      + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
@@ -372,8 +349,8 @@ TF <select id="atlas-tf" title="one version and the one it is read against"><opt
 <span class="legend"><span class="key changed worse">▲</span> worse than the previous version
 <span class="key changed better">▼</span> better <span class="key changed other">◆</span> different (a side undecided)
 <span class="key v-grows">grows</span> <span class="key v-flat">flat</span>
-<span class="key v-inconclusive">inconclusive</span> the RSS verdict; then what grew; the number is the RSS slope,
-KiB/iteration</span></div>
+<span class="key v-inconclusive">inconclusive</span> the pair's verdict (RSS and heap together); then what grew; the
+number is the RSS slope, KiB/iteration</span></div>
 <div class="scroll"><table class="atlas"><thead><tr><th>loop × strategy \\ TF</th>{head}</tr></thead>
 <tbody>{"".join(rows)}</tbody></table></div>{_unmeasured(unmeasured, groups, versions)}
 <h3>What changed, and the commands that explain it ({len(changes)} in all)</h3>{listing}
@@ -382,23 +359,13 @@ KiB/iteration</span></div>
 
 
 def page(paths: Sequence[str], groups: compare.Groups) -> str:
-    """The atlas alone as one offline page (`report --atlas`)."""
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    """The atlas alone as one offline page (`kerasbench atlas`, `report --atlas`, publish)."""
     versions = sorted(groups, key=version_key)
     body = section(groups) or ("<p>The atlas needs records of at least two TF versions; these hold "
                                f"{esc(', '.join(versions)) or 'none'}.</p>")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>kerasbench atlas: TF {esc(", ".join(versions))}</title><style>{PAGE_CSS}</style></head>
-<body><h1>kerasbench atlas</h1>{body}
-<p class="read">Records: {esc(", ".join(paths))}. Generated {now} by kerasbench {__version__}; `kerasbench report`
-on the same records without --atlas gives the full report (heat-tables, plots, curves).</p></body></html>
-"""
-
-
-def build(paths: Sequence[str], rejudge: bool = False) -> str:
-    """The atlas-only page of the records under `paths` (compare's inputs and checks), or of an atlas data file."""
-    return page(paths, load(paths, rejudge))
+    return frame(f"kerasbench atlas: TF {', '.join(versions)}", PAGE_CSS, f"""<h1>kerasbench atlas</h1>{body}
+<p class="read">{made_from(paths)}; `kerasbench report`
+on the same records without --atlas gives the full report (heat-tables, plots, curves).</p>""")
 
 
 # ---------------------------------------------------------------- the atlas' own data (docs/atlas/atlas.json)
@@ -449,7 +416,7 @@ def rss_mib(record) -> Optional[Tuple[int, List[float]]]:
         return int(record.get("rss_every") or 1), record["rss_mib"]
     for rep in record.get("repeats") or []:
         rss = ((rep.get("result") or {}).get("series") or {}).get("rss")
-        if rss is not None and len(rss) >= 2 and all(_finite(v) for v in rss):
+        if rss is not None and len(rss) >= 2 and all(finite(v) for v in rss):
             values = [float(v) for v in rss]
             every = max(1, math.ceil((len(values) - 1) / (SPARK_POINTS - 1)))
             return every, [round((v - values[0]) / MIB, 2) for v in values[::every]]
@@ -525,7 +492,7 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
                           "environments")
             cell = dict(given, environment=column["environments"][env])
             rss = cell.get("rss_mib")
-            if rss is not None and not (isinstance(rss, list) and all(_finite(v) for v in rss)):
+            if rss is not None and not (isinstance(rss, list) and all(finite(v) for v in rss)):
                 raise bad(f"{where}.rss_mib is not a list of numbers")
             every = cell.get("rss_every", 1)
             if not (isinstance(every, int) and not isinstance(every, bool) and every >= 1):
@@ -566,9 +533,10 @@ def _holds_data(path: str) -> bool:
 
 HOW_TO_READ = (
     "A row per loop shape × cleanup strategy, a column per TF version (a release with tf_keras or on another Python "
-    "is a column of its own). Each cell: the run's RSS verdict (grows, flat, inconclusive), what grew (leak: the "
-    "heap grows; retention: the allocator keeps pages; flat) and the RSS slope in KiB/iteration. Hover or click a "
-    "cell for the peak, the heap slope and the trace counts. A thick left border and ▲ / ▼ / ◆ mark a cell whose "
+    "is a column of its own). Each cell: the pair's one verdict, RSS and heap together (grows when either grows, flat "
+    "when both are flat, else inconclusive), what grew (leak: the heap grows; retention: the allocator keeps pages; "
+    "flat) and the RSS slope in KiB/iteration. Hover or click a cell for the RSS and heap verdicts it comes from, "
+    "the peak, the heap slope and the trace counts. A thick left border and ▲ / ▼ / ◆ mark a cell whose "
     "verdict or what grew differs from the previous version of its axis (named under each column); the list below "
     "the map gives, per change, the commands that find the release (triage), the package (attribute) and the "
     "cleanup steps (ablate) behind it. The TF select shows one version beside the one it is read against; the "
@@ -675,20 +643,35 @@ def data_text(payload: dict) -> str:
 PAGE, DATA = "index.html", "atlas.json"
 
 
-def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = None) -> List[str]:
-    """The atlas of `paths` (records, or one atlas data file; `groups`: already loaded from them) into `folder`
-    (made if missing): PAGE and DATA, each atomically; DATA is not written again when it is the input (the page
-    is made again from it). Returns the paths written."""
-    from .files import make_folder, write_text
+def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = None, rejudge: bool = False,
+          page_name: str = PAGE, with_data: bool = True) -> List[str]:
+    """The one writer of the atlas (`kerasbench atlas`, `report --atlas`, publish): the atlas of `paths` (records, or
+    one atlas data file; `groups`: already loaded from them, else loaded here with `rejudge`) into `folder`, made if
+    missing: the page (PAGE, or `page_name`: `report --atlas --output FILE`) and, `with_data`, DATA, each atomically.
+    The inputs' errors come first, then the outputs' (a folder that is a file; an output that is an input; a folder
+    made for outputs then refused is removed again); DATA is not written again when it is the input (the page is made
+    again from it). Returns the paths written, the page last."""
+    from . import files, floors
 
-    groups = load(paths) if groups is None else groups  # every input error raised here, before anything is written
-    text = page(paths, groups)
-    payload = None if is_own_data(paths, folder) else data_text(data(groups))
-    make_folder(folder, "the atlas")
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise UsageError(f"Cannot write the atlas to {folder}: it is not a folder; give a folder (made if missing).")
+    groups = load(paths, rejudge) if groups is None else groups  # the inputs' errors: nothing made for them
+    outputs = {"the atlas page": os.path.join(folder, page_name)}
+    if with_data and not is_own_data(paths, folder):
+        outputs["the atlas data"] = os.path.join(folder, DATA)
+    made = not os.path.isdir(folder)
+    files.make_folder(folder, "the atlas")  # check_outputs checks files in existing folders
+    try:
+        files.check_outputs(outputs, {"PATH": list(paths)}, floors.folders())
+    except UsageError:
+        if made:  # refused: no empty folder left behind (inside an input records folder, say)
+            os.rmdir(folder)
+        raise
+    text, payload = page(paths, groups), data_text(data(groups)) if "the atlas data" in outputs else None
     written = []
     if payload is not None:
-        written.append(write_text(os.path.join(folder, DATA), payload, "the atlas data"))
-    written.append(write_text(os.path.join(folder, PAGE), text, "the atlas"))
+        written.append(files.write_text(outputs["the atlas data"], payload, "the atlas data"))
+    written.append(files.write_text(outputs["the atlas page"], text, "the atlas"))
     return written
 
 

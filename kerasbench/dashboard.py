@@ -181,7 +181,8 @@ def asv_errors(output: str) -> Optional[str]:
 
 
 # What asv publish (0.6) and kerasbench write into html_dir: asv's page templates (its www folder, listed when asv is
-# importable), the data asv writes beside them, the offline copies (vendor/), the report and the atlas.
+# importable), the data asv writes beside them, the offline copies (vendor/), the report and the atlas (and the atlas
+# page `report --atlas` wrote there before it wrote the atlas' folder).
 ASV_OUTPUTS = {"index.json", "info.json", "regressions.json", "regressions.xml", "graphs", ".nojekyll", "vendor",
                "kerasbench-report.html", "kerasbench-atlas.html", "atlas", "asv.css", "asv.js", "asv_ui.js",
                "error.html", "graphdisplay.js",
@@ -259,13 +260,44 @@ def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: Tex
     else:
         out.write(f"published {html} (assets from public CDNs)\n")
     from .tree import records_root
-    from .report import write_beside_dashboard  # asv publish emptied html: write the report again
 
     write_beside_dashboard(records_root(os.path.dirname(os.path.abspath(config))), html, out)
     linked = link_pages(html)
     if linked:
         out.write(f"the dashboard's menu links {' and '.join(linked)}\n")
     return html
+
+
+ATLAS_FOLDER = "atlas"  # in asv's html folder, beside the report
+
+
+def write_beside_dashboard(records_dir: str, html_dir: str, out: TextIO) -> Optional[str]:
+    """Refresh the report in asv's html folder from the newest host and commit of a records tree, and the atlas
+    beside it for two or more versions (atlas.write, as `kerasbench atlas` writes it)."""
+    from . import atlas, report
+    from .tree import newest_run
+
+    if not os.path.isdir(records_dir):
+        return None
+    (host, commit), folders, others = newest_run(records_dir)
+    if not folders:
+        return None
+    path = os.path.join(html_dir, report.FILENAME)
+    try:
+        report.write(folders, path)
+    except UsageError as e:
+        out.write(f"no HTML report: {e}\n")
+        return None
+    left = f"; {others} other host/commit folder(s) left out, see `kerasbench report`" if others else ""
+    out.write(f"report: {path} ({host}, commit {commit}{left}); open it in a browser, it needs no server\n")
+    try:
+        groups = atlas.load(folders)
+        if len(groups) >= 2:
+            page_path = atlas.write(folders, os.path.join(html_dir, ATLAS_FOLDER), groups)[-1]
+            out.write(f"atlas: {page_path} ({len(groups)} TF versions)\n")
+    except UsageError as e:
+        out.write(f"no atlas: {e}\n")
+    return path
 
 
 # kerasbench's pages beside the dashboard (report.write_beside_dashboard), as the dashboard's menu names them

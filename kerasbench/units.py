@@ -115,14 +115,14 @@ def size_text(n: Optional[float]) -> str:
     return f"{n:g} B"
 
 
-def kib_text(v: Any) -> str:
-    """Bytes as signed KiB with one decimal, e.g. '+64.0'; 'n/a' for None or NaN."""
-    return "n/a" if v is None or (isinstance(v, float) and v != v) else f"{v / KIB:+.1f}"
+def kib_text(v: Any, grouping: str = "") -> str:
+    """Bytes as signed KiB with one decimal, e.g. '+64.0' (grouping ',': '+1,234.5'); 'n/a' for None or NaN."""
+    return "n/a" if v is None or (isinstance(v, float) and v != v) else f"{v / KIB:+{grouping}.1f}"
 
 
-def mib_text(v: Any) -> str:
-    """Bytes as MiB with one decimal; 'n/a' for None."""
-    return "n/a" if v is None else f"{v / MIB:.1f}"
+def mib_text(v: Any, grouping: str = "") -> str:
+    """Bytes as MiB with one decimal (grouping ',': '1,234.5'); 'n/a' for None."""
+    return "n/a" if v is None else f"{v / MIB:{grouping}.1f}"
 
 
 def number_text(v: Any, fmt: str = "{:.0f}") -> str:

@@ -327,8 +327,8 @@ def test_publish_over_its_own_earlier_dashboard_is_fine(tmp_path, monkeypatch):
     html = root / ".asv" / "html"
     for folder in ("graphs", "vendor", "atlas"):  # what asv publish and kerasbench wrote there before
         (html / folder).mkdir(parents=True)
-    # kerasbench-atlas.html: `report --atlas`'s default output; before, publish then refused the folder as holding
-    # a file asv did not write
+    # kerasbench-atlas.html: `report --atlas`'s default output before it wrote the atlas' folder (#38); before,
+    # publish then refused the folder as holding a file asv did not write
     for name in ("index.html", "asv.js", "index.json", "kerasbench-report.html", "kerasbench-atlas.html"):
         (html / name).touch()
     ran = []

@@ -11,12 +11,13 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from kerasbench import METRICS, api, report
+from kerasbench import METRICS, api, draw, pictures, png, report
 from kerasbench.cli import main
 from kerasbench.rule import spec_floors
 from kerasbench.runner import RunSpec
 from kerasbench.summary import summarize
-from test_compare import TF212, TF221, as_version, payload
+import pixels
+from test_compare import TF212, TF221, as_version, payload, write as write_json
 
 KIB, MIB = 1024, 1024**2
 SVG = "{http://www.w3.org/2000/svg}"
@@ -74,7 +75,7 @@ def frame_height(g):
 
 
 def curve(record):
-    return svg_tree(report.curve_svg(report.curve_data(record, record["loop"], record["strategy"], "2.21.0")))
+    return svg_tree(draw.curve_svg(pictures.curve_data(record, record["loop"], record["strategy"], "2.21.0")))
 
 
 # ---------------------------------------------------------------- the memory curve
@@ -90,7 +91,7 @@ def test_a_flat_series_draws_flat_and_a_leak_climbs():
     assert max(leak_ys) - min(leak_ys) > 0.6 * frame_height(leak_rss) and leak_ys[-1] < leak_ys[0]  # up the page
     # the y axis holds at least 4 MiB: its tick labels span it
     ticks = [float(t.text) for t in flat_rss.iter(f"{SVG}text") if t.get("text-anchor") == "end"]
-    assert max(ticks) - min(ticks) >= report.MIN_CURVE_SPAN / MIB
+    assert max(ticks) - min(ticks) >= pictures.MIN_CURVE_SPAN / MIB
 
 
 def test_the_baseline_and_the_floor_are_marked_and_the_heap_is_drawn_beside_rss():
@@ -128,11 +129,11 @@ def test_a_long_run_draws_at_most_400_points_a_line_and_keeps_its_spikes():
     record = record_with(0, n=5000)
     spike = record["repeats"][0]["result"]["series"]["rss"]
     spike[2345] += 50 * MIB
-    data = report.curve_data(record, "sweep", "x", "2.21.0")
+    data = pictures.curve_data(record, "sweep", "x", "2.21.0")
     [(_, _, points)] = data["panels"][0]["lines"]
-    assert len(points) <= report.CURVE_POINTS and max(v for _, v in points) == spike[2345] / MIB
+    assert len(points) <= pictures.CURVE_POINTS and max(v for _, v in points) == spike[2345] / MIB
     assert [x for x, _ in points] == sorted(x for x, _ in points)
-    assert len(report.curve_svg(data)) < 40_000
+    assert len(draw.curve_svg(data)) < 40_000
 
 
 def test_repeats_overlaid_and_a_stopped_curve_drawn_without_a_baseline():
@@ -183,11 +184,11 @@ def test_one_release_draws_the_strategies_side_by_side_labelled(tmp_path):
 
 
 def test_chart_whiskers_follow_the_ci_on_the_value_axis():
-    data = report.chart_data(METRICS["growth_per_iter"], "sweep", ["a", "b"], ["2.21.0"], {"2.21.0": {
+    data = pictures.chart_data(METRICS["growth_per_iter"], "sweep", ["a", "b"], ["2.21.0"], {"2.21.0": {
         ("sweep", "a"): ({"status": "ok", "summary": {"growth_per_iter": 100 * KIB, "growth_ci_low": 50 * KIB,
                                                        "growth_ci_high": 150 * KIB, "floor": 64 * KIB}}, "p"),
         ("sweep", "b"): ({"status": "skipped", "summary": {}}, "p")}})
-    root = svg_tree(report.chart_svg(data))
+    root = svg_tree(draw.chart_svg(data))
     [a, b] = [g for g in root.iter(f"{SVG}g") if g.get("class") == "row"]
     [whisker] = [g for g in a.iter(f"{SVG}g") if g.get("class") == "whisker"]
     bar = next(whisker.iter(f"{SVG}line"))
@@ -266,32 +267,111 @@ def test_picture_options_without_a_picture_are_refused(tmp_path, capsys):
     assert code == 2 and "--svg FILE or --png FILE" in capsys.readouterr().err and os.listdir(tmp_path) == []
 
 
-def test_png_without_matplotlib_or_chromium_says_what_to_install(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(report, "_has_matplotlib", lambda: False)
-    monkeypatch.setattr(report, "_chromium", lambda: None)
+def test_png_without_chromium_says_what_to_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(png, "_chromium", lambda: None)
     code, _ = call(["report", TF221, "--png", str(tmp_path / "c.png"), "--svg", str(tmp_path / "c.svg"),
                     "--pair", "inference:clear_session"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
-    assert "pip install 'kerasbench[plots]'" in err and "chromium" in err and os.listdir(tmp_path) == []
+    assert "apt-get install chromium" in err and "--svg" in err and os.listdir(tmp_path) == []
 
 
-def test_png_by_headless_chromium(tmp_path, monkeypatch):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    monkeypatch.setattr(report, "_has_matplotlib", lambda: False)
-    out = tmp_path / "c.png"
-    code, _ = call(["report", TF221, "--png", str(out), "--pair", "inference:clear_session"])
-    assert code == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and os.listdir(tmp_path) == ["c.png"]
+def chromium_or_skip():
+    if shutil.which("chromium") is None and shutil.which("chromium-browser") is None:
+        pytest.skip("no PNG exporter here: Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
 
 
-def test_png_by_matplotlib(tmp_path):
-    pytest.importorskip("matplotlib", reason="pip install 'kerasbench[plots]'")
-    for argv in (["--pair", "inference:clear_session"], ["--metric", "growth_per_iter", "--loop", "sweep"]):
-        out = tmp_path / "c.png"
-        code, _ = call(["report", TF212, TF221, "--png", str(out), *argv])
-        assert code == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+def records_file(tmp_path, *records, name="r.json"):
+    data = payload()
+    data["records"] = list(records)
+    return write_json(tmp_path / name, data)
+
+
+def png_and_svg(tmp_path, paths, *argv):
+    """`report --png --svg` of one picture: (the PNG's rows of pixels, its size, the SVG's root)."""
+    out_png, out_svg = tmp_path / "p.png", tmp_path / "p.svg"
+    code, _ = call(["report", *paths, "--png", str(out_png), "--svg", str(out_svg), *argv])
+    assert code == 0
+    data = out_png.read_bytes()
+    return pixels.read_png(data), pixels.size(data), ET.parse(out_svg).getroot()
+
+
+def band(rows, colour, top, bottom, scale=2, right=None):
+    """The device rows (from `top`'s) of the pixels of `colour` between SVG y `top` and `bottom` (a panel's frame),
+    left of SVG x `right` where given (anti-aliased text has grey edges)."""
+    part = [row[:int(right * scale)] if right else row for row in rows[int(top * scale):int(bottom * scale) + 1]]
+    return sorted({y for x, y in pixels.where(part, colour)})
+
+
+def rss_frame(root):
+    [frame] = [r for r in panel(root, "RSS").iter(f"{SVG}rect") if r.get("fill") == "none"]
+    return float(frame.get("y")), float(frame.get("y")) + float(frame.get("height"))
+
+
+def test_png_of_a_flat_pair_draws_a_flat_line_and_of_a_leak_a_climb(tmp_path):
+    chromium_or_skip()
+    spans = {}
+    for name, slope in (("flat", 0), ("leak", MIB)):
+        path = records_file(tmp_path, record_with(slope, heap_slope=slope, strategy="clear_session"), name=name)
+        rows, (width, height), root = png_and_svg(tmp_path, [path], "--pair", "sweep:clear_session")
+        assert (width, height) == (2 * int(root.get("width")), 2 * int(root.get("height")))  # twice the SVG's size
+        top, bottom = rss_frame(root)
+        drawn = band(rows, draw.PALETTE[0], top, bottom)  # repeat 1's line inside the RSS panel
+        assert drawn, f"{name}: no pixel of the line inside the RSS panel"
+        spans[name] = (drawn[-1] - drawn[0]) / (2 * (bottom - top))
+    assert spans["flat"] < 0.25 and spans["leak"] > 0.6  # a 0.8 MiB band on 4 MiB of axis; 40 MiB over the axis
+
+
+def test_png_of_a_short_chart_is_drawn_to_its_bottom(tmp_path):
+    # two strategies: a 138 px chart, which chromium's screenshot of a window that short left blank under its legend
+    chromium_or_skip()
+    rows, (_, height), root = png_and_svg(tmp_path, [TF212, TF221], "--metric", "growth_per_iter", "--loop",
+                                          "inference")
+    assert int(root.get("height")) < 150 and height == 2 * int(root.get("height"))
+    [frame] = [r for r in root if r.tag == f"{SVG}rect" and r.get("fill") == "none"]
+    top, bottom = float(frame.get("y")), float(frame.get("y")) + float(frame.get("height"))
+    assert pixels.last_drawn_row(rows) > 2 * bottom + 20  # the axis' numbers and its unit under the frame
+    assert pixels.last_drawn_row(rows) > height - 2 * 12
+    middle = (top + bottom) / 2
+    for colour in draw.PALETTE[:2]:  # each version's dots in both strategies' rows
+        assert band(rows, colour, top, middle) and band(rows, colour, middle, bottom), colour
+
+
+def test_png_of_one_release_chart_and_a_tall_picture_are_drawn_whole(tmp_path):
+    chromium_or_skip()
+    for argv in (["--metric", "peak_loop", "--loop", "sweep"], ["--pair", "inference:clear_session"]):
+        rows, (width, height), root = png_and_svg(tmp_path, [TF221], *argv)
+        assert (width, height) == (2 * int(root.get("width")), 2 * int(root.get("height")))
+        assert pixels.last_drawn_row(rows) > height - 2 * 12, argv  # the lowest text of the picture is drawn
+
+
+def lowest_text(root):
+    """The SVG y of the lowest text baseline of a picture (rotated labels, placed by a transform, left out)."""
+    return max(float(t.get("y")) for t in root.iter(f"{SVG}text") if t.get("y"))
+
+
+def test_every_picture_kind_goes_through_the_one_exporter_whole(tmp_path):
+    # the page's pictures too: a metric over versions, a pair's curve at the page's and a notebook's size, the
+    # strategies side by side, the atlas' change picture; each PNG twice its SVG's size and drawn to its lowest text
+    from kerasbench import atlas
+
+    chromium_or_skip()
+    flat, leak = record_with(0, strategy="a"), record_with(MIB, heap_slope=MIB, strategy="a", version="2.21.0")
+    groups = {"2.12.1": {("sweep", "a"): (flat, "p")}, "2.21.0": {("sweep", "a"): (leak, "p")}}
+    growth = METRICS["growth_per_iter"]
+    drawn = {"plot": pictures.version_plot(growth, "sweep", ["a"], ["2.12.1", "2.21.0"], groups),
+             "curve": draw.curve_svg(pictures.curve_data(flat, "sweep", "a", "2.12.1")),
+             "chart": pictures.strategy_chart(growth, "sweep", ["a"], ["2.21.0"], groups),
+             "spark": atlas.spark(flat, leak, "2.12.1", "2.21.0")}
+    for kind, svg in drawn.items():
+        root = ET.fromstring(svg.replace('<svg class="spark" ', f'<svg xmlns="{SVG[1:-1]}" class="spark" ', 1))
+        data = png.from_svg(svg)
+        rows = pixels.read_png(data)
+        assert pixels.size(data) == (2 * int(float(root.get("width"))), 2 * int(float(root.get("height")))), kind
+        assert pixels.last_drawn_row(rows) >= 2 * lowest_text(root) - 4, kind
+        if kind == "spark":  # grey: the flat side, one band; red: the leak, across the picture's height
+            grey, red = band(rows, "#999", 2, 62, right=180), band(rows, "#c33", 2, 62, right=180)
+            assert grey and red and grey[-1] - grey[0] < 0.1 * 120 and red[-1] - red[0] > 0.5 * 120
 
 
 # ---------------------------------------------------------------- a notebook's Results

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from kerasbench import METRICS, report
+from kerasbench import METRICS, dashboard, report, rule
 from kerasbench.cli import main
 from test_compare import TF212, TF221, _tree, as_version, payload, write  # compare's fixture builders
 
@@ -126,8 +126,8 @@ def test_heat_tables_hold_the_records_values(tmp_path):
     assert new.find_all("span", class_="cmp")[0].attrs["class"] == "cmp regressed"  # compare's verdict
     assert "vs TF 2.12.1: regressed" in new.attrs["title"] and "CI [" in new.attrs["title"]
     assert not base.find_all("span", class_="cmp")  # the baseline is not judged against itself
-    own = records[("sweep", "clear_session_del_gc", "2.12.1")]["summary"]["verdict"]
-    assert row.find_all("span", class_="run")[0].text == own
+    own = rule.pair_verdict(records[("sweep", "clear_session_del_gc", "2.12.1")]["summary"])
+    assert row.find_all("span", class_="run")[0].text == own  # the pair's one verdict, RSS and heap together
     [improved] = heat(root, "inference", "growth_per_iter").find_all("tr", data_strategy="clear_session")
     assert improved.find_all("span", class_="improved")
     header = root.find_all("header")[0].all_text()
@@ -163,6 +163,19 @@ def test_a_curve_per_cell_with_every_repeat(tmp_path):
     [figure] = root.find_all("figure", id=curve)
     assert len(figure.find_all("g", class_="line")) == 2  # repeats overlaid
     assert "TF 2.22.0" in figure.all_text()
+
+
+def test_a_run_badge_leads_with_the_pairs_one_verdict(tmp_path):
+    # RSS flat, the heap growing: the pair grows (rule.pair_verdict), and the tooltip names both verdicts
+    data = payload(TF221)
+    s = next(r for r in data["records"] if (r["loop"], r["strategy"]) == ("sweep", "clear_session_del_gc"))["summary"]
+    s.update(verdict="flat", heap_verdict="grows", growth_kind="leak")
+    text, root = page(tmp_path, [write(tmp_path / "tf221.json", data)])
+    [row] = heat(root, "sweep", "growth_per_iter").find_all("tr", data_strategy="clear_session_del_gc")
+    [td] = row.find_all("td")
+    assert [b.text for b in td.find_all("span", class_="run")] == ["grows", "leak"]
+    assert "verdict grows (RSS flat, heap grows)" in td.attrs["title"]
+    assert "each pair's one verdict, RSS and heap together" in root.find_all("header")[0].all_text()
 
 
 def test_environment_table_has_a_row_per_run(tmp_path):
@@ -285,22 +298,23 @@ def test_publish_refreshes_the_report_from_the_newest_commit(tmp_path):
     html_dir = tmp_path / "html"
     html_dir.mkdir()
     out = io.StringIO()
-    path = report.write_beside_dashboard(str(tmp_path / "records"), str(html_dir), out)
+    path = dashboard.write_beside_dashboard(str(tmp_path / "records"), str(html_dir), out)
     assert path == str(html_dir / report.FILENAME) and os.path.exists(path)
     assert "box, commit 0123abcd" in out.getvalue() and "1 other host/commit" in out.getvalue()
     assert "0123abcd" in open(path).read()  # the commit, in the environment table
-    atlas_page = html_dir / report.ATLAS_FOLDER / "index.html"  # two versions: the atlas beside it, as `atlas` writes
+    atlas_page = html_dir / dashboard.ATLAS_FOLDER / "index.html"  # two versions: the atlas beside it, as `atlas` does
     assert "atlas: " in out.getvalue() and atlas_page.exists() and (atlas_page.parent / "atlas.json").exists()
     assert 'id="atlas"' in atlas_page.read_text()
 
 
 def test_publish_without_records_or_with_bad_ones_leaves_no_report(tmp_path):
     out = io.StringIO()
-    assert report.write_beside_dashboard(str(tmp_path / "records"), str(tmp_path), out) is None and out.getvalue() == ""
+    assert dashboard.write_beside_dashboard(str(tmp_path / "records"), str(tmp_path), out) is None
+    assert out.getvalue() == ""
     bad = tmp_path / "records" / "box" / "0123abcd-env"
     bad.mkdir(parents=True)
     (bad / "sweep.json").write_text("{")
-    assert report.write_beside_dashboard(str(tmp_path / "records"), str(tmp_path), out) is None
+    assert dashboard.write_beside_dashboard(str(tmp_path / "records"), str(tmp_path), out) is None
     assert out.getvalue().startswith("no HTML report: Cannot parse") and not os.path.exists(tmp_path / report.FILENAME)
 
 

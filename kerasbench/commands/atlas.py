@@ -7,7 +7,7 @@ from typing import TextIO
 from . import options
 
 NAME = "atlas"
-DEFAULT_OUTPUT = os.path.join(".asv", "html", "atlas")
+DEFAULT_OUTPUT = options.ATLAS_OUTPUT
 HELP = ("every loop × strategy against every TF version on one offline page, with its small data file "
         "(docs/atlas/ is the project's)")
 
@@ -29,26 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from .. import atlas
-    from ..errors import UsageError
-    from ..files import make_folder
 
-    if os.path.lexists(args.output) and not os.path.isdir(args.output):
-        raise UsageError(f"Cannot write the atlas to {args.output}: it is not a folder; give a folder (made if "
-                         "missing).")
-    # the inputs' errors first: nothing made for records that cannot be read
-    groups = atlas.load(args.paths, args.rejudge)
-    made = not os.path.isdir(args.output)
-    make_folder(args.output, "the atlas")  # check_outputs checks files in existing folders
-    outputs = {"the atlas page": os.path.join(args.output, atlas.PAGE)}
-    if not atlas.is_own_data(args.paths, args.output):
-        outputs["the atlas data"] = os.path.join(args.output, atlas.DATA)
-    try:
-        options.check_outputs(outputs, {"PATH": args.paths})
-    except UsageError:
-        if made:  # refused: no empty folder left behind (inside an input folder, say)
-            os.rmdir(args.output)
-        raise
-    written = atlas.write(args.paths, args.output, groups)
+    written = atlas.write(args.paths, args.output, rejudge=args.rejudge)
     sizes = ", ".join(f"{os.path.basename(p)} {os.path.getsize(p) / 1024:,.0f} KiB" for p in written)
     kept = "" if len(written) > 1 else f" ({atlas.DATA}, the input, kept as it is)"
     out.write(f"wrote the atlas to {args.output}: {sizes}{kept}; open {written[-1]} in a browser, it needs no "

@@ -23,6 +23,7 @@ from ..rule import DEFAULT_FLOOR
 from ..units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
 
 DEFAULT_ALLOCATOR_NOW = os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR
+ATLAS_OUTPUT = os.path.join(".asv", "html", "atlas")  # `atlas` and `report --atlas` write here, beside the dashboard
 
 
 class Parser(argparse.ArgumentParser):

@@ -1,0 +1,60 @@
+"""The page kit under the report's and the atlas' pages: escaping, number texts (kerasbench.units'), the HTML frame.
+
+Every string from a record that a page or a picture shows goes through `esc`; a figure read from a record goes
+through `finite` before it is shown, so a missing, boolean or NaN reading reads 'n/a', not 'nan'. Both pages are one
+file that loads nothing: their style and script inline (no CDN), so they open from a CI artifact or a cluster node.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import math
+from typing import Any, Sequence
+
+from . import __version__
+from .units import KIB, kib_text, mib_text
+
+
+def esc(value: Any) -> str:
+    """Any text bound for a page or a picture (element or attribute): every string from a record goes through here."""
+    return html.escape(str(value), quote=True)
+
+
+def finite(v: Any) -> bool:
+    """Whether `v` is a number to show: int or float, not a bool, not NaN or infinite."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def kib(v: Any) -> str:
+    """Bytes as signed KiB, thousands grouped, e.g. '+1,234.5'; 'n/a' for a missing or not-finite one."""
+    return kib_text(v, ",") if finite(v) else "n/a"
+
+
+def mib(v: Any) -> str:
+    """Bytes as MiB with its unit, thousands grouped, e.g. '1,234.5 MiB'; 'n/a' for a missing or not-finite one."""
+    return f"{mib_text(v, ',')} MiB" if finite(v) else "n/a"
+
+
+def floor_kib(v: Any) -> str:
+    """A floor (bytes per iteration) in KiB as few digits as it needs, e.g. '64' (0 for none)."""
+    return f"{(v or 0) / KIB:g}"
+
+
+def now() -> str:
+    """The time a page is generated, to the minute, in UTC."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def made_from(paths: Sequence[str]) -> str:
+    """A page's last words: the records it was made from, when and by which kerasbench."""
+    return f"Records: {esc(', '.join(paths))}. Generated {now()} by kerasbench {__version__}"
+
+
+def frame(title: str, css: str, body: str) -> str:
+    """A whole page: the doctype, `title` (escaped here), `css` inline, then `body` (HTML)."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>{esc(title)}</title><style>{css}</style></head>
+<body>{body}</body></html>
+"""
