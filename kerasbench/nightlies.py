@@ -47,14 +47,12 @@ class Nightly:
     @property
     def day(self) -> datetime.date:
         """The build day its version carries (2.22.0.dev20260905: 2026-09-05)."""
-        found = _DEV.search(self.version)
-        return datetime.datetime.strptime(found[1], "%Y%m%d").date()
+        return self.hour.date()
 
     @property
     def hour(self) -> datetime.datetime:
         """The build hour (keras-nightly's versions carry one; TF's the day: its midnight)."""
-        found = _DEV.search(self.version)
-        return datetime.datetime.strptime(found[1] + (found[2] or "00"), "%Y%m%d%H")
+        return _built(self.version)
 
     @property
     def flavour(self) -> str:

@@ -81,19 +81,7 @@ def _where(record: dict) -> list:
         return []
     if not trace.traced(record):
         return [TRACE_HINT]
-    out, sites, section = [], 0, ""
-    for line in trace.text([record]).splitlines():
-        if not line.startswith("    "):  # a section's heading
-            section = line.strip()
-            if section.startswith("Python allocation sites"):
-                break
-            if section.startswith(("look first", "what holds", "your code")):
-                out.append(line)
-            continue
-        sites += section.startswith("your code") and "blocks  " in line
-        if section.startswith(("what holds", "your code")) and sites <= 3:  # the first three of the user's lines
-            out.append(line)
-    return out
+    return trace.where_text(record)
 
 
 def assert_no_growth(body: Callable, strategy: str = BODY_STRATEGY, iterations: Optional[int] = None,

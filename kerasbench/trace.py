@@ -659,7 +659,18 @@ def _lead_text(trace: Trace, kept: List[Tuple[str, str, Dict[str, Any]]]) -> Lis
             f"{where}"]
 
 
-def _user_text(trace: Trace, kept: Optional[List[Tuple[str, str, Dict[str, Any]]]] = None) -> List[str]:
+def where_text(record: Dict[str, Any], top: int = 3) -> List[str]:
+    """Where a traced record's growth is, in a few lines: the line to act on, what holds the growing objects, the
+    user's first `top` lines (a failing test's message); [] for a record without a trace."""
+    trace = record_trace(record)
+    if not trace or trace.get("skipped"):
+        return []
+    kept = _kept_names(trace)
+    return _lead_text(trace, kept) + _holders_text(trace) + _user_text(trace, kept, top)
+
+
+def _user_text(trace: Trace, kept: Optional[List[Tuple[str, str, Dict[str, Any]]]] = None,
+               top: Optional[int] = None) -> List[str]:
     """The user's lines: those that name what holds the growing objects first, then by growth; each with its source
     (where the file is readable here), the library call it made and where that path allocated."""
     if "user_sites" not in trace:
@@ -670,7 +681,7 @@ def _user_text(trace: Trace, kept: Optional[List[Tuple[str, str, Dict[str, Any]]
     out = ["  your code that the growth goes through (each allocation at its innermost line in your files, per "
            "iteration; lines that name what holds them first):"]
     sites = sorted(trace["user_sites"], key=lambda s: _names_in(_source(s["site"]), kept or []) is None)
-    for s in sites:
+    for s in sites[:top]:
         out.append(f"    {_kib(s['bytes_per_iter']):>14} {s['count_per_iter']:+9.1f} blocks  {_short(s['site'])}")
         source = _source(s["site"])
         if source:
