@@ -338,8 +338,8 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
     environment of `config` (asv.matrix.json, found as `run --tf` finds it). Counts default to the profile's time
     budget (measured until both verdicts are decided; a body: 5 warm-up); `iterations` fixes the count exactly.
     `progress` prints the progress lines on stderr (default: in a Jupyter notebook, where a silent cell would run for
-    minutes, not elsewhere). Other RunSpec fields (device, batch_size, memory_cap, time_limit, leak_bytes...) pass
-    through `spec`. Returns a Results (a list of records).
+    minutes, not elsewhere). Other RunSpec fields (device, backend, batch_size, memory_cap, time_limit,
+    leak_bytes...) pass through `spec`. Returns a Results (a list of records).
 
     Given a runner.RunSpec as `loop` (the API before this one), measures that one spec and returns its record.
     """
@@ -382,7 +382,7 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
             named = _names(strategies)
             if named is None:
                 named = [BODY_STRATEGY] if body is not None else ["all"]
-            pairs = pairs_for(loop or "repro", ",".join(named))
+            pairs = pairs_for(loop or "repro", ",".join(named), backend=spec.get("backend") or "")
             chosen = get_profile(profile)
             if warmup is None and body is not None and profile is None:
                 warmup = DEFAULT_WARMUP

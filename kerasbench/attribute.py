@@ -400,3 +400,52 @@ def summary(rows: Sequence[Row], metric: str, good: Optional[Dict[str, str]] = N
             "rows": [{"label": r.label, "kind": r.kind, "pins": r.pins, "moved": list(r.moved), "forced": r.forced,
                       "why": r.why, "refused": r.refused, "class": r.cls, "env": r.env_name} for r in rows]}
 
+
+
+# Across Keras 3's backends (attribute --backends): one pair measured on each, in one environment ---------------------
+
+
+def backends_conclusion(verdicts: Dict[str, Tuple[str, str]]) -> str:
+    """Whose growth it is, from each backend's pair verdict (`rule.pair_verdict`: grows, flat or inconclusive, each
+    decided by the protocol at its floors, as a package attribution's ends are) and what it says of it: growth on
+    every backend follows Keras (or what they share); on some, it is those backends'; any backend undecided leaves
+    the answer open, said with what would decide it."""
+    grows = [b for b, (v, _) in verdicts.items() if v == "grows"]
+    flat = [b for b, (v, _) in verdicts.items() if v == "flat"]
+    open_ = [b for b in verdicts if b not in grows and b not in flat]
+    if open_:
+        known = "; ".join(f"{b} {verdicts[b][0]}" for b in grows + flat)
+        return (f"Not decided: {_and(open_)} {'is' if len(open_) == 1 else 'are'} inconclusive"
+                f"{' (' + known + ')' if known else ''}; measure longer (--profile full) or with --repeats 3.")
+    if len(grows) == len(verdicts) and len(grows) > 1:
+        return (f"The growth follows Keras: it grows on every backend measured ({_and(grows)}), so it is Keras's "
+                "own (or a package every backend shares), not one backend's.")
+    if grows:
+        return (f"Only on {_and(grows)}: flat on {_and(flat)} with the same Keras and loop, so the growth is "
+                f"{'that backend' if len(grows) == 1 else 'those backends'}'s (or how Keras drives "
+                f"{'it' if len(grows) == 1 else 'them'}), not Keras's alone.")
+    return f"No growth on any backend measured ({_and(flat)}): nothing to attribute."
+
+
+BACKENDS_HEADERS = ["backend", "verdict", "RSS KiB/iter [95% CI]", "heap KiB/iter [95% CI]", "measured", "traces"]
+
+
+def backends_table(rows: Sequence[Tuple[str, Record]]) -> List[List[str]]:
+    """A row per backend: the pair verdict, RSS and heap verdicts with their slopes (KiB/iteration) and 95 % CIs, what
+    was measured, traces (n/a where the backend traces nothing: torch, eager)."""
+    from .rule import pair_verdict
+    from .units import kib_text
+
+    table = []
+    for backend, record in rows:
+        s = record.get("summary") or {}
+        if record.get("status") != "ok":
+            table.append([backend, record.get("status", "?"), "", "", "", str(record.get("reason") or "")])
+            continue
+        rss = (f"{s.get('verdict')} {kib_text(s.get('growth_per_iter'))} "
+               f"[{kib_text(s.get('growth_ci_low'))}, {kib_text(s.get('growth_ci_high'))}]")
+        heap = (f"{s.get('heap_verdict')} {kib_text(s.get('heap_growth_per_iter'))} "
+                f"[{kib_text(s.get('heap_growth_ci_low'))}, {kib_text(s.get('heap_growth_ci_high'))}]")
+        table.append([backend, pair_verdict(s), rss, heap, str(s.get("measured") or ""),
+                      "n/a" if s.get("all_traces") is None else f"{s['all_traces']:.0f}"])
+    return table

@@ -56,7 +56,7 @@ from .console import markdown_table, text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, headline_metrics
 from .rule import DEFAULT_FLOOR
-from .record import SCHEMA_VERSION, Record
+from .record import SCHEMA_VERSION, Record, backend_of, framework_text
 from .tree import place_of
 from .loading import load_records
 from .versions import version_key
@@ -701,7 +701,9 @@ def describe(groups: Groups) -> str:
         env = next((r["environment"] for r in recs if r.get("environment")), {}) or {}
         iters = sorted({r["spec"]["iterations"] for r in recs if r.get("spec")})
         reps = sorted({r["spec"]["repeats"] for r in recs if r.get("spec")})
-        lines.append(f"TF {version}: Keras {env.get('keras')}, Python {env.get('python')}, numpy {env.get('numpy')}, "
+        ran = (f"{version}: {framework_text(env)}" if backend_of(env) != "tensorflow" else
+               f"TF {version}: Keras {env.get('keras')}")
+        lines.append(f"{ran}, Python {env.get('python')}, numpy {env.get('numpy')}, "
                      f"{len(recs)} pairs, {'/'.join(map(str, iters))} iterations, {'/'.join(map(str, reps))} repeat(s)"
                      + build_text(env))
         weak = weak or min(reps, default=1) < 2 or min(iters, default=0) < 8

@@ -13,6 +13,7 @@ from typing import Iterable, List, Optional, Sequence, TextIO
 import tabulate as _tabulate_module
 
 from .metrics import METRICS
+from .record import framework_text
 from .units import KIB, MIB, kib_text
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -354,8 +355,7 @@ def run_table(records: list) -> str:
     if records and records[0]["environment"]:
         env = records[0]["environment"]
         lines.append(
-            f"\nTF {env.get('tensorflow')}, Keras {env.get('keras')}"
-            f"{' (tf_keras)' if env.get('keras_package') == 'tf_keras' else ''}, Python {env['python']}, "
+            f"\n{framework_text(env)}, Python {env['python']}, "
             f"numpy {env['numpy']}, "
             f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})"
         )

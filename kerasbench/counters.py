@@ -24,6 +24,16 @@ def count_model(n: int = 1) -> None:
     _COUNTS["models"] += n
 
 
+def count_compilation(kind: str, n: int = 1) -> None:
+    """Count `n` of a backend's compilation events (kerasbench._compat.JAX_EVENTS: 'jax_trace', 'xla_compile')."""
+    _COUNTS["compilations:" + kind] += n
+
+
+def compilations(kind: str) -> int:
+    """A backend's compilation events of `kind` so far in this process."""
+    return _COUNTS["compilations:" + kind]
+
+
 def traces(kind: str) -> int:
     """Traces of `kind` counted so far in this process."""
     return _COUNTS["traces:" + kind]
@@ -200,9 +210,10 @@ def add_child_functions(rows: list) -> None:
 
 
 def all_traces() -> int:
-    """Traces of every tf.function so far in this process (and its isolated children)."""
+    """Traces of every tf.function so far in this process (and its isolated children); on JAX, of every jitted
+    function (jaxpr traces: JAX tells no function apart, so no per-function rows)."""
     with _LOCK:
-        return sum(g["traces"] for g in _GROUPS.values())
+        return sum(g["traces"] for g in _GROUPS.values()) + compilations("jax_trace")
 
 
 def path_traces(path: str) -> int:

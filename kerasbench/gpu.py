@@ -1,4 +1,5 @@
-"""GPU readings: TF's allocator bytes (through _compat) and the device memory NVML says this process holds.
+"""GPU readings: the Keras backend's allocator bytes (TF's, JAX's or torch's, through _compat) and the device
+memory NVML says this process holds.
 
 NVML (the `pynvml` module of nvidia-ml-py) is imported on first use; every reader returns None
 where NVML or a GPU is unavailable, so nothing here fails on a CPU machine. TensorFlow is only
@@ -124,17 +125,17 @@ class GpuMemoryReader:
         elif self.allocator:
             from . import _compat
 
-            _compat.reset_tf_memory_stats(self.device)
+            _compat.reset_gpu_memory_stats(self.device)
 
     def memory_info(self) -> Optional[dict]:
-        """TF allocator {'current', 'peak'} bytes on the GPU, or None."""
+        """The backend's allocator {'current', 'peak'} bytes on the GPU (TF's, JAX's or torch's), or None."""
         if fake():
             return fake().memory_info(self.device)
         if not self.allocator:
             return None
         from . import _compat
 
-        return _compat.tf_memory_info(self.device)
+        return _compat.gpu_memory_info(self.device)
 
     def read(self) -> dict:
         """{'alloc': bytes in use per TF's allocator, 'reserved': NVML bytes held}, each or None."""

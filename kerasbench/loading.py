@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from .errors import UsageError
 from .files import DATA_LIMIT, check_readable, read_json, records_name
-from .record import SCHEMA_VERSION, Record, check_record
+from .record import OTHER_BACKENDS, SCHEMA_VERSION, Record, backend_of, check_record
 from .tree import place_of
 from .units import MAX_GROWTH, size_text
 
@@ -127,6 +127,9 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
                                  f"this kerasbench reads schema {SCHEMA_VERSION}.")
             env = dict(record.get("environment") or {})
             version = env.get("tensorflow")
+            backend = backend_of(env)
+            if backend in OTHER_BACKENDS:  # Keras on jax or torch: a side of its own, labelled by the backend
+                version = f"{version or 'keras-' + str(env.get('keras'))}+{backend}"
             if version is None and len(versions) == 1:
                 version = next(iter(versions))  # e.g. the control loop, which never imports TF
             if version is None and env_name and _ENV_TF.search(env_name):
@@ -136,7 +139,9 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
             side = {key: values - {None, ""} for key, values in sides[_run_of(path)].items()}
             keras_package = env.get("keras_package") or (next(iter(side["keras_package"]))
                                                          if len(side["keras_package"]) == 1 else None)
-            if keras_package == "tf_keras":  # Keras 2 on a Keras 3 TF: another side than its Keras 3
+            if backend in OTHER_BACKENDS:
+                pass
+            elif keras_package == "tf_keras":  # Keras 2 on a Keras 3 TF: another side than its Keras 3
                 version = f"{version}+tf_keras"
             elif _KERAS_NIGHTLY.search(str(env.get("keras") or "")) and not _TF_NIGHTLY.search(str(version)):
                 version = f"{version}+keras-{env['keras']}"  # keras-nightly at a release: another side than its Keras

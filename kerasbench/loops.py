@@ -34,7 +34,7 @@ class Step:
     """What one iteration's `run` gets from the measured pair besides the model."""
 
     batch_size: int
-    forward: Optional[Callable] = None  # a tf.function of the forward pass made this iteration (function_in_loop)
+    forward: Optional[Callable] = None  # a tf.function (jax.jit) of the forward pass made this iteration
 
 
 class LoopRuntime:
@@ -276,6 +276,7 @@ class LoopShape:
     counts_steps: bool = True  # its models are _compat's, whose train/predict steps count their traces
     extra_probes: tuple = ()  # probes only this shape needs, read in process (names from probes.PROBES)
     teardown_cleanup: str = "clear_session"  # what ends it once TF is loaded (a name from strategies.CLEANUPS)
+    tf_only: str = ""  # why it runs on Keras' tensorflow backend only (TF's own API), "" when it runs on every one
 
 
 LOOPS = {
@@ -290,9 +291,11 @@ LOOPS = {
         LoopShape("inference", "Repeated inference with one model: model.predict(x) and model(x).", Inference),
         LoopShape("batch_stream", "Streaming batches: train_on_batch, predict_on_batch and a served tf.function.",
                   BatchStream),
-        LoopShape("tf_data", "Input pipeline: model.fit on a tf.data pipeline every iteration.", TfData),
+        LoopShape("tf_data", "Input pipeline: model.fit on a tf.data pipeline every iteration.", TfData,
+                  tf_only="tf.data's pipeline is TensorFlow's"),
         LoopShape("tf1_graph", "TF1-style graph building: placeholders, variables, sessions (tf.compat.v1).",
-                  Tf1Graph, extra_probes=("graph_ops",), teardown_cleanup="reset_default_graph"),
+                  Tf1Graph, extra_probes=("graph_ops",), teardown_cleanup="reset_default_graph",
+                  tf_only="TF1 graphs and sessions are TensorFlow's, without Keras"),
         LoopShape("control", "Control loop without TF: nothing, or a leak of known size per iteration.",
                   Control, needs_tf=False),
         LoopShape("repro", "Your own loop body: setup/build/iteration from a Python file (--repro FILE).",

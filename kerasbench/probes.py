@@ -355,7 +355,7 @@ class TraceProbe(Probe):
 
     SERIES = tuple(TRACE_KINDS) + ("all_traces", "train_path_traces", "predict_path_traces")
     FIELDS = tuple(TRACE_KINDS) + ("models_built", "train_path_traces", "predict_path_traces", "all_traces",
-                                   "functions", "trace_hook")
+                                   "functions", "trace_hook", "compilations")
     at_stop = None  # counters.functions() when the loop stops
 
     def after_iteration(self) -> None:
@@ -383,6 +383,7 @@ class TraceProbe(Probe):
             "all_traces": counters.all_traces() if hooked else None,
             "functions": self.at_stop if hooked else None,
             "trace_hook": counters.hook_state(),
+            "compilations": counters.compilations("xla_compile") if "jax" in counters.hook_state() else None,
         }
 
 
@@ -412,7 +413,7 @@ class GpuProbe(Probe):
             return cls(context, context.gpu_reader)
         if context.device != "gpu" or not context.in_process:  # CPU; the TF-free isolation parent
             return None
-        return cls(context, gpu.GpuMemoryReader(allocator=context.tf_loaded))
+        return cls(context, gpu.GpuMemoryReader(allocator=context.tf_loaded or not _compat.on_tf()))
 
     def __init__(self, context: ProbeContext, reader: gpu.GpuMemoryReader):
         super().__init__(context)

@@ -50,6 +50,8 @@ class RecordSpec(_SpecFields, total=False):
     floor_source: str
     profile: str
     device: str
+    backend: str  # Keras 3's backend asked for (--backend; records before it, and "": the caller's, which the
+    #               environment's keras_backend says)
     allocator: str
     repro: str
     body: str  # measure(body=): the function, module:qualname (records before it, and of other loops, lack it: "")
@@ -209,6 +211,7 @@ class Result(_ResultFields, total=False):
     all_traces: Optional[int]  # of every tf.function in the worker (None: no TF, or no hook in this TF)
     functions: Optional[List[TracedFunction]]  # per function, most traces first
     trace_hook: str  # how the tracing hook stood (kerasbench._compat.install_trace_hook)
+    compilations: Optional[int]  # the backend's XLA compilations (jax); None where not counted (TF, torch)
     setup_rss: Optional[int]  # RSS after setup, before the first iteration (None: process_isolation's parent)
     first_iteration_peak_rss: Optional[int]  # peak RSS of the first iteration (VmHWM reset after setup)
     warmup_peak_rss: Optional[int]  # peak RSS of the warm-up (None without one)
@@ -237,6 +240,9 @@ class Environment(TypedDict, total=False):
     tensorflow: Optional[str]
     keras: Optional[str]
     keras_package: str  # "keras", or "tf_keras" (TF_USE_LEGACY_KERAS=1): compare labels those <release>+tf_keras
+    keras_backend: str  # tensorflow, jax or torch (records before backends lack it: tensorflow); compare labels a
+    #                     jax or torch record keras-<version>+<backend>
+    backend_versions: Dict[str, Optional[str]]  # the jax and torch backends' framework: jax and jaxlib, or torch
     tf_git_version: Optional[str]  # tf.version.GIT_VERSION: the commit of the build (records before it lack it)
     tf_distribution: Optional[str]  # tensorflow-cpu, tensorflow, tf-nightly-cpu, tf-nightly
     nightly: Dict[str, Any]  # a nightly's environment: package, version, uploaded, day, flavour (nightlies.NOTE_FILE)
@@ -348,6 +354,26 @@ class RecordsFile(_RecordsFileFields, total=False):
 
 # Open definitions: probes and the worker's environment may add keys the readers do not need.
 _OPEN = {"Result", "Series", "Timing", "Environment"}
+
+
+OTHER_BACKENDS = ("jax", "torch")  # Keras 3's backends besides tensorflow: a record of one is a side of its own
+
+
+def backend_of(environment: Optional[Dict[str, Any]]) -> str:
+    """The Keras backend a record's environment ran (tensorflow for records made before backends were recorded)."""
+    return str((environment or {}).get("keras_backend") or "tensorflow")
+
+
+def framework_text(environment: Dict[str, Any]) -> str:
+    """What a record's loops ran on, for people: 'TF 2.21.0, Keras 3.13.2' ('Keras 2.16.0 (tf_keras)'), or on jax
+    and torch 'Keras 3.13.2 on jax 0.10.2 (TF 2.21.0 installed, not imported)'."""
+    env, backend = environment, backend_of(environment)
+    if backend in OTHER_BACKENDS:
+        versions = env.get("backend_versions") or {}
+        installed = f" (TF {env['tensorflow']} installed, not imported)" if env.get("tensorflow") else ""
+        return f"Keras {env.get('keras')} on {backend} {versions.get(backend) or '?'}{installed}"
+    tf_keras = " (tf_keras)" if env.get("keras_package") == "tf_keras" else ""
+    return f"TF {env.get('tensorflow')}, Keras {env.get('keras')}{tf_keras}"
 
 
 def records_payload(records: Sequence[Record], **extra: Any) -> RecordsFile:

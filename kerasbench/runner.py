@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from . import allocators, machine as machines, procs, record, rule, summary
+from . import _compat, allocators, machine as machines, procs, record, rule, summary
 from .errors import UsageError, repro_failed, worker_message
 from .files import clone_dir
 from .loops import get_loop
@@ -63,6 +63,10 @@ def _worker_env(spec):
     root = clone_dir()
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if spec.backend:  # Keras 3 picks its backend as it is first imported: the worker's, from its environment
+        env[_compat.BACKEND_VAR] = spec.backend
+        if spec.backend == "jax" and spec.device == "cpu":
+            env["JAX_PLATFORMS"] = "cpu"  # not CUDA's probe on a GPU machine whose GPUs are hidden
     if spec.python:
         from .asvconf import LEGACY_KERAS_VAR
         from .environment import legacy_keras
@@ -517,6 +521,13 @@ def _skipped(spec: RunSpec) -> Optional[str]:
         return f"strategy {spec.strategy} does not apply to loop {spec.loop}"
     if strategy.needs_gpu and spec.device != "gpu":
         return f"strategy {spec.strategy} needs a GPU: run it with --device gpu (device {spec.device} hides GPUs)"
+    backend = spec.backend or _compat.backend()  # as the worker will: the spec's, else the caller's
+    shape = get_loop(spec.loop)
+    if shape.tf_only and backend != "tensorflow":
+        return (f"loop {spec.loop} runs on the tensorflow backend only ({shape.tf_only}; "
+                f"{_compat.BACKEND_VAR}={backend} here)")
+    if strategy.backend and strategy.backend != backend:
+        return f"strategy {spec.strategy} runs on the {strategy.backend} backend only (here: {backend})"
     return None
 
 

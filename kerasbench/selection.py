@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from . import _compat
 from .errors import UsageError, unknown
 from .loops import LOOPS, builtin_loops, get_loop
 from .strategies import STRATEGIES, get_strategy, split, strategies_for
@@ -37,11 +38,13 @@ def loops_named(text: str) -> List[str]:
     return loops
 
 
-def pairs_for(loops_arg: str, strategies_arg: str, device: Optional[str] = None) -> List[Tuple[str, str]]:
+def pairs_for(loops_arg: str, strategies_arg: str, device: Optional[str] = None,
+              backend: str = "") -> List[Tuple[str, str]]:
     """(loop, strategy) pairs named on the command line; 'all' means the applicable ones.
 
     With a `device` other than gpu, strategy 'all' leaves out the GPU-only strategies (unless nothing else is
-    left); strategies named one by one stay, and their pairs say why they skip.
+    left), and the strategies of another Keras backend than `backend` ('': the caller's); strategies named one by
+    one stay, and their pairs say why they skip.
     """
     loops = names(loops_arg, builtin_loops(), "loop")
     for name in loops:
@@ -66,4 +69,7 @@ def pairs_for(loops_arg: str, strategies_arg: str, device: Optional[str] = None)
         pairs = [(loop, s) for loop in loops for s in named if loop in get_strategy(s).applies_to]
     if device is not None and strategies_arg == "all" and device != "gpu":
         pairs = [(loop, s) for loop, s in pairs if not get_strategy(s).needs_gpu] or pairs
+    if strategies_arg == "all":
+        chosen = backend or _compat.backend()
+        pairs = [(loop, s) for loop, s in pairs if get_strategy(s).backend in ("", chosen)] or pairs
     return pairs

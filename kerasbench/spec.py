@@ -13,7 +13,7 @@ import dataclasses
 import os
 from typing import Any, Mapping, Optional
 
-from . import allocators, floors
+from . import _compat, allocators, floors
 from .errors import UsageError, unknown
 from .loops import get_loop
 from .strategies import get_strategy
@@ -64,6 +64,7 @@ class RunSpec:
     floor_source: str = ""  # where a given floor came from; the record says where the one it was judged with came from
     profile: str = ""  # the profile the counts came from, when one did
     device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
+    backend: str = ""  # Keras 3's backend (tensorflow, jax, torch): the runner sets KERAS_BACKEND; "" = the caller's
     allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
     repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
     body: str = ""  # measure(body=): the function measured, "module:qualname" (compare pairs one body's records only)
@@ -139,6 +140,8 @@ class RunSpec:
         resolved["time_limit"] = check_number(self.time_limit, "time_limit (--time-limit, seconds)", MIN_TIME_LIMIT)
         if self.device not in DEVICES:
             raise unknown("device", self.device, DEVICES)
+        if self.backend and self.backend not in _compat.BACKENDS:
+            raise unknown("backend", self.backend, _compat.BACKENDS)
         allocators.require(self.allocator)
         if self.floor is not None:
             resolved["floor"] = check_growth(self.floor, "floor (--floor-kib, bytes)")

@@ -40,14 +40,20 @@ CLEANUPS = {
     for c in (
         Cleanup("del_model", "drop every reference the loop holds to this iteration's model (`del model`)",
                 lambda pair: pair.release_model()),
-        Cleanup("clear_session", "tf.keras.backend.clear_session()", lambda pair: _compat.clear_session()),
+        Cleanup("clear_session", "keras.backend.clear_session() (tf.keras's on TF)",
+                lambda pair: _compat.clear_session()),
         Cleanup("gc_collect", "gc.collect()", lambda pair: gc.collect()),
         Cleanup("reset_default_graph", "tf.compat.v1.reset_default_graph()",
-                lambda pair: _compat.reset_default_graph()),
+                lambda pair: _compat.reset_default_graph(), needs=("tensorflow",)),
         Cleanup("clear_kernel_cache", "context.context().clear_kernel_cache() (the eager kernel cache)",
-                lambda pair: _compat.clear_kernel_cache(), needs=("clear_kernel_cache",)),
+                lambda pair: _compat.clear_kernel_cache(), needs=("clear_kernel_cache", "tensorflow")),
         Cleanup("malloc_trim", "glibc malloc_trim(0): hand freed heap pages back to the OS",
                 lambda pair: allocators.malloc_trim(), needs=("malloc_trim",)),
+        # the jax and torch backends' own (Keras 3; docs/backends.md)
+        Cleanup("jax_clear_caches", "jax.clear_caches(): JAX's caches of traced and compiled functions",
+                lambda pair: _compat.jax_clear_caches(), needs=("jax",)),
+        Cleanup("torch_empty_cache", "torch.cuda.empty_cache(): the caching allocator's unused GPU blocks freed",
+                lambda pair: _compat.torch_empty_cache(), needs=("torch", "gpu")),
     )
 }
 
@@ -80,6 +86,11 @@ class Strategy:
     def needs_gpu(self) -> bool:
         """Whether this strategy only runs with --device gpu."""
         return "gpu" in self.needs
+
+    @property
+    def backend(self) -> str:
+        """The Keras backend this strategy runs on only (its cleanup is that framework's), '' when any."""
+        return next((n for n in self.needs if n in _compat.BACKENDS), "")
 
     def batch_size(self, iteration: int, default: int) -> int:
         """Iteration `iteration`'s batch size: `default` (the spec's), or for varying ones a new size in [8, 128)."""
@@ -121,11 +132,11 @@ STRATEGIES = {
                  REBUILDING, model="rebuild", cleanup=("del_model", "gc_collect")),
         Strategy("reset_default_graph_only",
                  "New model every iteration, then del model and reset_default_graph() only.",
-                 REBUILDING, model="rebuild", cleanup=("del_model", "reset_default_graph")),
+                 REBUILDING, model="rebuild", cleanup=("del_model", "reset_default_graph"), needs=("tensorflow",)),
         Strategy("clear_kernel_cache_only",
                  "New model every iteration, then del model and the eager kernel-cache clear only.",
                  REBUILDING, model="rebuild", cleanup=("del_model", "clear_kernel_cache"),
-                 needs=("clear_kernel_cache",)),
+                 needs=("clear_kernel_cache", "tensorflow")),
         Strategy("malloc_trim", "clear_session_del_gc, then malloc_trim(0) so glibc returns freed pages.",
                  REBUILDING, model="rebuild", cleanup=_ALL_CLEAR + ("malloc_trim",), needs=("malloc_trim",)),
         Strategy("reuse_model", "Build and compile one model; every iteration fits or predicts on new data.",
@@ -159,17 +170,26 @@ STRATEGIES = {
                  frozenset({"sweep", "kfold", "inference", "tf1_graph", "repro"}), model="rebuild", isolate=True,
                  graph="explicit"),
         # GPU strategies: the full cleanup pattern (clear_session_del_gc on loops that rebuild, gc only on
-        # a reused model), each differing from gpu_growth_on in one knob. They need --device gpu.
+        # a reused model), each differing from gpu_growth_on in one knob. They need --device gpu; the allocator
+        # knobs are TF's (tensorflow backend), jit_compile any backend's.
         Strategy("gpu_growth_off",
                  "GPU, TF's default: the BFC allocator reserves most of the GPU up front (memory growth off).",
-                 REBUILDING, cleanup=_ALL_CLEAR, memory_growth="off", gpu_allocator="bfc", needs=("gpu",)),
+                 REBUILDING, cleanup=_ALL_CLEAR, memory_growth="off", gpu_allocator="bfc", needs=("gpu", "tensorflow")),
         Strategy("gpu_growth_on", "GPU, set_memory_growth(True): the BFC allocator reserves GPU memory as it needs it.",
-                 REBUILDING, cleanup=_ALL_CLEAR, memory_growth="on", gpu_allocator="bfc", needs=("gpu",)),
+                 REBUILDING, cleanup=_ALL_CLEAR, memory_growth="on", gpu_allocator="bfc", needs=("gpu", "tensorflow")),
         Strategy("gpu_malloc_async", "GPU, as gpu_growth_on but TF_GPU_ALLOCATOR=cuda_malloc_async instead of BFC.",
-                 REBUILDING, cleanup=_ALL_CLEAR, memory_growth="on", gpu_allocator="cuda_malloc_async", needs=("gpu",)),
+                 REBUILDING, cleanup=_ALL_CLEAR, memory_growth="on", gpu_allocator="cuda_malloc_async",
+                 needs=("gpu", "tensorflow")),
         Strategy("gpu_jit_compile", "GPU, as gpu_growth_on but models compiled with jit_compile=True (XLA).",
                  REBUILDING, cleanup=_ALL_CLEAR, memory_growth="on", gpu_allocator="bfc", jit_compile=True,
                  needs=("gpu",)),
+        # The jax and torch backends' own cleanups (Keras 3 with KERAS_BACKEND; --backend), after the full pattern
+        Strategy("jax_clear_caches", "New model every iteration, then del model, clear_session(), gc.collect() and "
+                 "jax.clear_caches() (JAX's traced and compiled functions).", REBUILDING, model="rebuild",
+                 cleanup=_ALL_CLEAR + ("jax_clear_caches",), needs=("jax",)),
+        Strategy("torch_empty_cache", "GPU, torch: new model every iteration, then del model, clear_session(), "
+                 "gc.collect() and torch.cuda.empty_cache().", REBUILDING, model="rebuild",
+                 cleanup=_ALL_CLEAR + ("torch_empty_cache",), needs=("torch", "gpu")),
         Strategy("control_noop", "Control: the iteration does nothing (no TF); must read flat.",
                  frozenset({"control"})),
         Strategy("control_leak_native", "Control: keeps a numpy buffer of --leak-kib KiB per iteration.",

@@ -46,9 +46,13 @@ class MeasuredPair:
         self.child_versions = None
 
     def check_applies(self) -> None:
-        """Skip when the strategy does not apply to the loop shape."""
+        """Skip when the strategy does not apply to the loop shape, or the loop is TF's and Keras runs on another
+        backend (nothing imported yet)."""
         if self.spec.loop not in self.strategy.applies_to:
             raise Skip(f"strategy {self.strategy.name} does not apply to loop {self.spec.loop}")
+        if self.shape.tf_only and not _compat.on_tf():
+            raise Skip(f"loop {self.spec.loop} runs on the tensorflow backend only ({self.shape.tf_only}; "
+                       f"{_compat.BACKEND_VAR}={_compat.backend()} here)")
 
     def setup(self) -> None:
         """Import TF and check what the strategy needs (Skip if missing), make the loop's data and a reused model."""
@@ -57,9 +61,9 @@ class MeasuredPair:
         if self.spec.device == "gpu" and not self.shape.needs_tf and not gpu.measurable_without_tf():
             raise Skip(f"loop {self.spec.loop} does not use TensorFlow: nothing to run on a GPU")
         if self.shape.needs_tf:
-            _compat.tf()
+            _compat.framework()
             _compat.require(s.needs + (("gpu",) if self.spec.device == "gpu" else ()))
-            if s.memory_growth:  # before any op: TF has not initialised the GPUs yet
+            if s.memory_growth and _compat.on_tf():  # before any op: TF has not initialised the GPUs yet
                 _compat.set_memory_growth(s.memory_growth == "on")
         self.loop = self.shape.runtime(self.spec, s)
         self.loop.setup()
@@ -94,7 +98,7 @@ class MeasuredPair:
         self.kept.clear()
         self.model = None
         self.loop.teardown()
-        if self.shape.needs_tf and "tensorflow" in sys.modules:
+        if self.shape.needs_tf and ("tensorflow" in sys.modules or not _compat.on_tf()):
             CLEANUPS[self.shape.teardown_cleanup].action(self)
         probes.gc_barrier()
 
@@ -150,7 +154,7 @@ def _isolated_iteration(spec_dict, i, parent=None):
     on_gpu = spec.device == "gpu" and pair.shape.needs_tf
     reader = gpu.GpuMemoryReader() if on_gpu else None
     versions = _compat.versions() if pair.shape.needs_tf else None
-    if on_gpu:
+    if on_gpu and _compat.on_tf():
         versions.update(_gpu_environment())
     return {
         "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -196,7 +200,9 @@ def environment(pair: Optional[MeasuredPair] = None) -> dict:
     }
     if pair is not None and pair.spec.device == "gpu":
         env.update(gpu.driver_details())  # NVML needs no TF: the driver and GPU model even where TF is not loaded
-    if "tensorflow" in sys.modules:
+    if not _compat.on_tf() and "keras" in sys.modules:  # Keras 3 on jax or torch: TF not imported
+        env.update(_compat.versions())
+    elif "tensorflow" in sys.modules:
         env.update(_compat.versions())
         env.update(_gpu_environment())
     elif pair is not None and pair.child_versions:
@@ -368,7 +374,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
         return
     _compat.build_facts()  # read now, before the baseline: not between the loop and the reading after cleanup
     stack = probes.ProbeStack(probes.ProbeContext(
-        tf_loaded="tensorflow" in sys.modules,
+        tf_loaded="tensorflow" in sys.modules and _compat.on_tf(),
         in_process=pair.in_process,
         device=spec.device,
         trim_before_read=allocators.get_allocator(spec.allocator).trim_before_read,
@@ -424,8 +430,10 @@ def main(argv: Optional[list] = None) -> None:
         out.write(json.dumps({"event": event, **fields}) + "\n")
 
     def ask(k, readings, plan=None):
-        if plan and "tensorflow" in sys.modules:  # the first look: the parent judges TF's settling as the record will
-            plan = {**plan, "versions": {k: v for k, v in _compat.versions().items() if k in ("tensorflow", "keras")}}
+        if plan and ("tensorflow" in sys.modules or "keras" in sys.modules):  # the first look: the parent judges
+            # TF's settling as the record will
+            keys = ("tensorflow", "keras", "keras_backend")
+            plan = {**plan, "versions": {k: v for k, v in _compat.versions().items() if k in keys}}
         emit("look", iteration=k - 1, readings=readings, **({"plan": plan} if plan else {}))
         return control.readline().strip() != "go"  # "stop", or the runner gone (end of file): stop
 

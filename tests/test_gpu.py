@@ -224,7 +224,8 @@ def test_gpu_strategies_skip_on_cpu_with_a_reason_and_no_worker(strategy, monkey
 
 
 def test_gpu_strategies_are_declared_with_the_gpu_feature():
-    assert [name for name, s in STRATEGIES.items() if s.needs_gpu] == GPU_STRATEGIES
+    assert [name for name, s in STRATEGIES.items() if s.needs_gpu and s.backend != "torch"] == GPU_STRATEGIES
+    assert [name for name, s in STRATEGIES.items() if s.needs_gpu and s.backend == "torch"] == ["torch_empty_cache"]
     assert STRATEGIES["gpu_growth_on"].memory_growth == "on" and STRATEGIES["gpu_growth_off"].memory_growth == "off"
     assert STRATEGIES["gpu_malloc_async"].gpu_allocator == "cuda_malloc_async"
     assert [name for name, s in STRATEGIES.items() if s.jit_compile] == ["gpu_jit_compile"]

@@ -33,9 +33,12 @@ HELP = ("which package(s) carry a change: the bad environment's packages moved i
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--good", required=True, metavar="ENV_OR_RELEASE", help="a TF release (its asv environment's "
+    p.add_argument("--good", metavar="ENV_OR_RELEASE", help="a TF release (its asv environment's "
                    "pins) or an asv environment (name or folder) with the behaviour you expect")
-    p.add_argument("--bad", required=True, metavar="ENV_OR_RELEASE", help="the one whose behaviour changed")
+    p.add_argument("--bad", metavar="ENV_OR_RELEASE", help="the one whose behaviour changed")
+    p.add_argument("--backends", metavar="A,B,…", help="instead of --good/--bad: the pair measured on each of these "
+                   "Keras 3 backends (tensorflow,jax,torch) in this interpreter, answering whether the growth follows "
+                   "Keras across them or is one backend's (docs/backends.md)")
     options.bisected_pair(p)
     options.counts(p, "environment")
     options.bisect_environments(p, "the environments on this Python (default: the config's)")
@@ -55,6 +58,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ..asvconf import find_config
     from ..files import write_json
 
+    if args.backends is not None:
+        return across_backends(args, out)
+    if not args.good or not args.bad:
+        raise UsageError("Attribute what? Give --good and --bad (two releases or environments), or --backends A,B.")
     metric = triage.check_metric(args.metric)
     args.config = find_config(args.config)
     if args.good.strip() == args.bad.strip():
@@ -273,3 +280,47 @@ def bracket(config: str, outcome, records: Dict[str, Record], template: RunSpec,
     out.write(text)
     records.update({row.label: row.record for row in rows[2:] if row.record is not None})
     return {"attribution": summary(rows, metric)}
+
+
+def across_backends(args: argparse.Namespace, out: TextIO) -> int:
+    """`attribute --backends A,B`: the pair measured on each backend in this interpreter (KERAS_BACKEND per worker,
+    the profile's protocol until decided), each side's pair verdict, and whose growth it is
+    (attribute.backends_conclusion)."""
+    from .. import runner
+    from .._compat import BACKENDS
+    from ..attribute import BACKENDS_HEADERS, backends_conclusion, backends_table
+    from ..console import Progress, text_table
+    from ..files import write_json
+    from ..record import records_payload
+    from ..rule import pair_verdict
+
+    if args.good or args.bad:
+        raise UsageError("--backends measures one environment on several backends: leave out --good and --bad.")
+    named = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown_ = [b for b in named if b not in BACKENDS]
+    if len(set(named)) < 2 or unknown_:
+        raise UsageError(f"Invalid value for argument `backends`. Received: {args.backends!r}. Expected two or more of "
+                         f"{', '.join(BACKENDS)}, comma separated.")
+    named = list(dict.fromkeys(named))
+    loop = options.loop_of(args)
+    if loop is None:
+        raise UsageError("What to measure? Give --loop NAME and --strategy NAME, or --repro FILE.")
+    if args.backend:
+        raise UsageError("--backends names the backends measured: leave out --backend.")
+    template = options.template(args, loop)
+    options.check_outputs({"--json": args.json}, {"--repro": args.repro})
+    specs = [dataclasses.replace(template, backend=b).validate() for b in named]
+    started = time.monotonic()
+    records = runner.measure_specs(specs, args.jobs, Progress(sys.stderr, len(specs), template.warmup))
+    rows = list(zip(named, records))
+    verdicts = {b: (pair_verdict(r.get("summary") or {}) if r.get("status") == "ok" else "inconclusive",
+                    str((r.get("summary") or {}).get("growth_kind") or "")) for b, r in rows}
+    answer = backends_conclusion(verdicts)
+    out.write(f"{loop} × {args.strategy} on {len(named)} Keras backends ({time.monotonic() - started:.0f} s):\n")
+    out.write("\n".join(text_table(BACKENDS_HEADERS, backends_table(rows))) + "\n")
+    out.write(f"Answer: {answer}\n")
+    if args.json:
+        write_json(args.json, records_payload(records, attribution={"backends": named, "verdicts": verdicts,
+                                                                    "answer": answer}))
+        out.write(f"wrote {len(records)} record(s) to {args.json}\n")
+    return 0

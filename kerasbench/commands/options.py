@@ -154,8 +154,12 @@ def repro(p: argparse.ArgumentParser, text: str) -> None:
 
 
 def device(p: argparse.ArgumentParser) -> None:
+    """--device and --backend: what the workers run on."""
     p.add_argument("--device", default="cpu", help="cpu (GPUs hidden from TF) or gpu (skipped where TF sees none; "
                    "with --config asv.gpu.json on a GPU machine)")
+    p.add_argument("--backend", default="", metavar="NAME", help="Keras 3's backend for the workers: tensorflow, "
+                   "jax or torch (sets KERAS_BACKEND; needs that framework and Keras 3 installed; default: "
+                   "$KERAS_BACKEND, else tensorflow); tf_data and tf1_graph run on tensorflow only")
 
 
 def bisected_pair(p: argparse.ArgumentParser) -> None:
@@ -311,7 +315,7 @@ def template(args: argparse.Namespace, loop: str):
 
     machine_name()
     return base_spec(get_profile(args.profile), [(loop, args.strategy)], args.iterations, args.warmup, args.repeats,
-                     repro=args.repro or "", allocator=args.allocator, device=args.device)
+                     repro=args.repro or "", allocator=args.allocator, device=args.device, backend=args.backend)
 
 
 def reproduce(args: argparse.Namespace, loop: str) -> List[str]:
@@ -324,7 +328,7 @@ def reproduce(args: argparse.Namespace, loop: str) -> List[str]:
         (["--repro", args.repro] if args.repro else ["--loop", loop]) + \
         ["--strategy", args.strategy, "--profile", get_profile(args.profile).name] + \
         [text for option, value in given if value is not None for text in (option, str(value))] + \
-        ["--device", args.device]
+        ["--device", args.device] + (["--backend", args.backend] if args.backend else [])
     return line + (["--python", args.python] if args.python else [])
 
 

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     loop = options.loop_of(args)
     if loop is None:
         raise UsageError("Which loop? Give --loop NAME (see `kerasbench list`) or --repro FILE (your own loop body).")
-    pairs = pairs_for(loop, args.strategy, args.device)
+    pairs = pairs_for(loop, args.strategy, args.device, args.backend)
     if args.trace_native and not args.trace:
         from ..trace import DEFAULT_TOP
 
@@ -59,7 +59,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--trace traces one pair; this run names {len(pairs)}: "
                          "give one --loop and one --strategy.")
     base = session.base_spec(profile, pairs, args.iterations, args.warmup, args.repeats, batch_size=args.batch_size,
-                             probes=not args.no_probes, device=args.device, trace=int(args.trace),
+                             probes=not args.no_probes, device=args.device, backend=args.backend,
+                             trace=int(args.trace),
                              trace_native=args.trace_native, **options.spec_options(args))
     options.check_outputs({"--json": args.json}, {"--repro": args.repro, "--config": options.config_read(args)})
     if args.json and os.path.isfile(args.json):  # never silently: the earlier records go as the first pair ends

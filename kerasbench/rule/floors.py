@@ -108,7 +108,8 @@ def spec_floors(spec: RunSpec, environment: Optional[Dict[str, Any]] = None) -> 
     """The floors a spec's series are judged at, by series name (floor_at of each; a calibration is read lazily,
     once per count), for a worker whose environment (a record's) is `environment` when known. The runner resolves
     them; kerasbench.summary is given them."""
-    versions = None if environment is None else {k: environment.get(k) for k in ("tensorflow", "keras")}
+    keys = ("tensorflow", "keras", "keras_backend")
+    versions = None if environment is None else {k: environment.get(k) for k in keys}
     return {name: floor_at(spec, name, versions) for name in SERIES}
 
 

@@ -169,6 +169,8 @@ def foreign(data: Dict[str, Any], versions: Optional[Dict[str, Any]]) -> bool:
     """Whether the measured TF/Keras (`versions`; None: not known) is none the calibration's negatives ran on."""
     if not versions:
         return True
+    if (versions.get("keras_backend") or "tensorflow") != "tensorflow":  # Keras on jax or torch: not TF's heap
+        return True
     return (versions.get("tensorflow"), versions.get("keras")) not in data["made_on"]
 
 
@@ -201,7 +203,9 @@ def floor(n: int, versions: Optional[Dict[str, Any]] = None) -> Optional[Tuple[f
     source = (f"TF's own heap settling over {over} ({data['path']}: {data['negatives']} negative series of the "
               f"reference runs on {_made_on(data)}")
     if foreign(data, versions):
-        measured = (f"TF {versions.get('tensorflow')} / Keras {versions.get('keras')}" if versions
+        on = versions.get("keras_backend") if versions else None
+        measured = (f"Keras {versions.get('keras')} on {on}" if on and on != "tensorflow" else
+                    f"TF {versions.get('tensorflow')} / Keras {versions.get('keras')}" if versions
                     else "an unknown TF/Keras")
         return value * FOREIGN_FACTOR, source + f"; measured on {measured}, another: ×{FOREIGN_FACTOR:g})"
     return value, source + ")"
