@@ -185,11 +185,14 @@ ASV_BASE = ("pip+build", "pip+asv_runner", "pip+pympler")  # asv's own requireme
 
 def axis_of(entry: dict, home_python: str) -> str:
     """What a matrix entry varies besides the TF release: '' (a release's own entry), 'tf_keras' (Keras 2 on a
-    Keras 3 TF), 'py3.12' (another Python than the config's), or both joined with '+'."""
+    Keras 3 TF), 'jax' or 'torch' (Keras 3 on that backend), 'py3.12' (another Python than the config's), or two of
+    them joined with '+'."""
     axes = []
     variables = {**(entry.get("env") or {}), **(entry.get("env_nobuild") or {})}
     if variables.get(LEGACY_KERAS_VAR) == "1" or any(package_of(name) == "tf-keras" for name in entry.get("req", {})):
         axes.append("tf_keras")
+    if variables.get(BACKEND_VAR) in BACKEND_PINS:
+        axes.append(variables[BACKEND_VAR])
     if str(entry.get("python") or home_python) != home_python:
         axes.append(f"py{entry['python']}")
     return "+".join(axes)
@@ -248,6 +251,26 @@ def canonical(name: str) -> str:
 def package_of(name: str) -> str:
     """The registry name of an asv `req` key: 'pip+tf_keras' -> 'tf-keras'."""
     return canonical(name[4:] if name.startswith("pip+") else name)
+
+
+# Keras 3's other backends as matrix entries: KERAS_BACKEND in the entry's env, the framework's packages in its req
+BACKEND_VAR = "KERAS_BACKEND"
+BACKEND_PINS = {"jax": ("jax", "jaxlib"), "torch": ("torch",)}
+
+
+def backend_pins(config: str, backend: str) -> Dict[str, str]:
+    """The framework pins of `backend` (jax and jaxlib, or torch) from `config`'s matrix entry for that backend: what
+    `run --tf V --backend jax` adds to a release's environment. A UsageError where the config has no such entry."""
+    for entry in read_config(config).get("include") or []:
+        variables = {**(entry.get("env") or {}), **(entry.get("env_nobuild") or {})}
+        if variables.get(BACKEND_VAR) == backend:
+            pins = {name: value for name, value in (entry.get("req") or {}).items()
+                    if package_of(name) in BACKEND_PINS[backend]}
+            if pins:
+                return pins
+    raise UsageError(f"The asv config {config} has no matrix entry for Keras' {backend} backend (an entry whose env "
+                     f"sets {BACKEND_VAR}={backend} and pins {' and '.join(BACKEND_PINS[backend])}): add one, as "
+                     "asv.matrix.json does.")
 
 
 TF_KERAS_PIN = "pip+tf-keras"  # the req key of tf-keras: its value says --no-deps (asv's pip, kerasbench's uv)

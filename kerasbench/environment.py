@@ -14,8 +14,9 @@ import sys
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from . import releases
-from .asvconf import (INSTALLER_ONLY, LEGACY_KERAS_VAR, REASON_PATTERNS, TF_KERAS_PIN, canonical, includes, load_config,
-                      matrix_entries, package_of, read_config, split_pin)
+from .asvconf import (BACKEND_PINS, BACKEND_VAR, INSTALLER_ONLY, LEGACY_KERAS_VAR, REASON_PATTERNS, TF_KERAS_PIN,
+                      backend_pins, canonical, includes, load_config, matrix_entries, package_of, read_config,
+                      split_pin)
 from .errors import UsageError
 from .files import read_json
 
@@ -106,6 +107,9 @@ def environment_for(config: str, reqs: dict, python: Optional[str] = None) -> tu
     entry.update({k: dict(first[k]) for k in ("env", "env_nobuild") if k in first})
     if any(package_of(name) == "tf-keras" for name in reqs):  # tf.keras is tf_keras only with the variable set
         entry.setdefault("env", {})[LEGACY_KERAS_VAR] = "1"
+    for backend, names in BACKEND_PINS.items():  # Keras 3 on jax or torch: the matrix's backend entries say so
+        if any(package_of(name) == names[0] for name in reqs):
+            entry.setdefault("env", {})[BACKEND_VAR] = backend
     # only this environment: exclude everything the (empty) matrix would add, include ours
     conf.matrix, conf.exclude, conf.include = {}, [{"python": ".*"}], [entry]
     found = list(environment.get_environments(conf, None, verbose=False))
@@ -415,11 +419,13 @@ def create(config: str, names: Sequence[str],
 
 
 def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], None]] = None,
-                  python: Optional[str] = None, pins: Optional[dict] = None, keras: str = "") -> str:
+                  python: Optional[str] = None, pins: Optional[dict] = None, keras: str = "",
+                  backend: str = "") -> str:
     """The interpreter of `config`'s asv environment for TF `version` on Python `python` (default the config's).
 
     `pins` ({package: version}) replace or add to the release's; `keras` is a Keras version to pin, or
-    'tf_keras' (the tf-keras release of the TF minor, for TF_USE_LEGACY_KERAS=1).
+    'tf_keras' (the tf-keras release of the TF minor, for TF_USE_LEGACY_KERAS=1); `backend` jax or torch adds that
+    framework as the config's backend entry pins it (asvconf.backend_pins).
     """
     from . import nightlies
 
@@ -429,15 +435,16 @@ def python_for_tf(config: str, version: str, progress: Optional[Callable[[str], 
     if progress and keras and nightlies.is_nightly(keras):
         chosen, note = nightlies.pick_keras(keras, python or releases.config_python(includes(config)))
         progress(f"Keras {chosen.describe()}" + (f": {note}" if note else ""))
-    reqs, no_deps = requirements_with(config, version, python, pins, keras)
+    reqs, no_deps = requirements_with(config, version, python, pins, keras, backend)
     extra = (no_deps,) if no_deps else ()  # the signature of python_for before no_deps, where nothing is forced
     interpreter_path, _ = python_for(config, reqs, progress, python, *extra)
     return interpreter_path
 
 
 def requirements_with(config: str, version: str, python: Optional[str] = None, pins: Optional[dict] = None,
-                      keras: str = "") -> Tuple[dict, List[str]]:
-    """(pins, names always installed with --no-deps) of TF `version`'s environment with `pins` and `keras` applied.
+                      keras: str = "", backend: str = "") -> Tuple[dict, List[str]]:
+    """(pins, names always installed with --no-deps) of TF `version`'s environment with `pins`, `keras` and a Keras 3
+    `backend` (jax, torch: its framework pinned as the config's backend entry pins it) applied.
 
     `version` may be a TF nightly ('nightly', 'nightly:DATE', or a nightly's version: kerasbench.nightlies) and
     `keras` a keras-nightly ('nightly', 'nightly:DATE' or its version), which replaces the release's Keras."""
@@ -465,6 +472,11 @@ def requirements_with(config: str, version: str, python: Optional[str] = None, p
         reqs = nightlies.with_keras_nightly(reqs, nightlies.pick_keras(keras, python_here)[0])
     elif keras:
         reqs["keras"] = keras
+    if backend in BACKEND_PINS:
+        if keras == "tf_keras" or (not nightlies.is_nightly(version) and releases.version_key(version)[:2] < (2, 16)):
+            raise UsageError(f"The {backend} backend is Keras 3's; TF {version} with {keras or 'its Keras'} is Keras 2 "
+                             "(Keras 3 ships with TF 2.16 and later).")
+        reqs.update(backend_pins(config, backend))
     return reqs, no_deps
 
 

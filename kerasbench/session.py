@@ -57,7 +57,8 @@ def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: Te
 
     That environment is made if missing (its progress on `err`); `python`, `pins` and `keras` change it
     (environment.python_for_tf) and need `tf` (else a one-line UsageError). With keras 'tf_keras' the workers inherit
-    TF_USE_LEGACY_KERAS=1, so tf.keras is tf_keras there (the record says so).
+    TF_USE_LEGACY_KERAS=1, so tf.keras is tf_keras there (the record says so). A spec on Keras' jax or torch backend
+    gets that framework in the environment too (the matrix's backend entry's pins).
     """
     from .machine import ENV_VAR as MACHINE_VAR, check_name, name as machine_name
 
@@ -77,7 +78,7 @@ def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: Te
     from .environment import python_for_tf
 
     found = python_for_tf(find_config(config), tf, lambda text: status_line(err, f"TF {tf}: {text}", final=True),
-                          python, pins, keras)
+                          python, pins, keras, base.backend if base.backend != "tensorflow" else "")
     if keras == "tf_keras":
         os.environ[LEGACY_KERAS_VAR] = "1"
     return dataclasses.replace(base, python=found).validate()

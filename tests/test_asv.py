@@ -282,7 +282,7 @@ def test_envs_lists_matrix_environments():
     from kerasbench.environment import environments
 
     envs = environments(str(ROOT / "asv.matrix.json"))
-    assert len(envs) == 16  # ten releases, two tf_keras and four Python entries (tests/test_axes.py)
+    assert len(envs) == 18  # ten releases, two tf_keras, two backend and four Python entries (tests/test_axes.py)
     [(name, reqs)] = environments(str(ROOT / "asv.matrix.json"), tf="2.15.1")
     assert "tensorflow-cpu2.15.1" in name and reqs["keras"] == "2.15.0"
 

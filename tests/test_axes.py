@@ -7,6 +7,7 @@ import shlex
 import pytest
 
 from kerasbench import asvconf, environment, releases
+from kerasbench.errors import UsageError
 
 pytest.importorskip("asv")
 
@@ -28,7 +29,7 @@ def axis_entries():
 
 def test_the_matrix_has_a_keras_and_a_python_axis_besides_one_entry_per_release():
     axes = sorted(axis for axis, _ in axis_entries())
-    assert axes == ["py3.10", "py3.12", "py3.12", "py3.13", "tf_keras", "tf_keras"]
+    assert axes == ["jax", "py3.10", "py3.12", "py3.12", "py3.13", "tf_keras", "tf_keras", "torch"]
     tfs = [e["req"]["tensorflow-cpu"] for e in asvconf.includes(MATRIX)]
     assert len(tfs) == len(set(tfs)) == 10  # triage and `run --tf` see one entry per release
 
@@ -38,9 +39,16 @@ def test_every_axis_entry_is_what_run_derives_for_it(axis, entry):
     """`run --tf V --keras tf_keras` / `--python X.Y` pin exactly the entry: one environment, not two."""
     tf = entry["req"]["tensorflow-cpu"]
     python = entry["python"] if axis.startswith("py") else None
-    reqs, no_deps = environment.requirements_with(MATRIX, tf, python, keras="tf_keras" if axis == "tf_keras" else "")
+    backend = axis if axis in asvconf.BACKEND_PINS else ""
+    reqs, no_deps = environment.requirements_with(MATRIX, tf, python, keras="tf_keras" if axis == "tf_keras" else "",
+                                                  backend=backend)
     assert reqs == entry["req"]
-    if axis == "tf_keras":
+    if backend:  # Keras 3 on jax or torch: the release's entry and the framework, KERAS_BACKEND set
+        assert entry["env"] == {asvconf.BACKEND_VAR: backend} and not no_deps
+        assert releases.version_key(tf)[:2] >= (2, 16)
+        _, env = environment.environment_for(MATRIX, reqs)
+        assert env._tagged_env_vars == {("build", asvconf.BACKEND_VAR): backend}
+    elif axis == "tf_keras":
         assert entry["env"] == {asvconf.LEGACY_KERAS_VAR: "1"} and no_deps == [asvconf.TF_KERAS_PIN]
         assert releases.version_key(tf)[:2] >= (2, 16)
     else:
@@ -74,7 +82,7 @@ def test_matrix_entries_are_named_as_asv_names_them_without_their_pythons(monkey
     from asv import environment
 
     listed = asvconf.matrix_entries(MATRIX)
-    assert len(listed) == 16 and len({e["name"] for e in listed}) == 16
+    assert len(listed) == 18 and len({e["name"] for e in listed}) == 18
     found = {env.name for env in environment.get_environments(asvconf.load_config(MATRIX), None, verbose=False)}
     assert found <= {e["name"] for e in listed}  # whatever Pythons this machine has, the same names
     assert any("TF_USE_LEGACY_KERAS1" in e["name"] and "--no-deps" in e["name"] for e in listed)
@@ -91,8 +99,9 @@ def test_the_fan_out_plan_labels_each_axis_entry_apart(capsys):
     assert main(["envs", "--json", "--config", MATRIX]) == 0
     jobs = json.loads(capsys.readouterr().out)["include"]
     labels = [job["label"] for job in jobs]
-    assert len(labels) == len(set(labels)) == 16  # artifact names: one per job
-    assert {"2.16.2+tf_keras", "2.21.0+tf_keras", "2.16.2+py3.10", "2.21.0+py3.13", "2.12.1"} <= set(labels)
+    assert len(labels) == len(set(labels)) == 18  # artifact names: one per job
+    assert {"2.16.2+tf_keras", "2.21.0+tf_keras", "2.16.2+py3.10", "2.21.0+py3.13", "2.12.1", "2.21.0+jax",
+            "2.21.0+torch"} <= set(labels)
     legacy = [job for job in jobs if job["axis"] == "tf_keras"]
     assert {job["keras_package"] for job in legacy} == {"tf_keras"} and all(job["python"] == "3.11" for job in legacy)
 
@@ -114,6 +123,19 @@ def test_a_tf_keras_environment_is_the_matrix_entrys_folder(tmp_path, monkeypatc
                  e["req"]["tensorflow-cpu"] == "2.21.0")
     assert env.name == entry["name"] and env._tagged_env_vars == {("build", asvconf.LEGACY_KERAS_VAR): "1"}
     assert shlex.split(f'asv run -E "{env.name}"')[-1] == env.name  # one argument, quoted as the workflow does
+
+
+def test_a_backend_needs_keras_3_and_the_configs_backend_entry(tmp_path):
+    with pytest.raises(UsageError, match=r"The jax backend is Keras 3's; TF 2.15.1 with its Keras is Keras 2"):
+        environment.requirements_with(MATRIX, "2.15.1", backend="jax")
+    bare = tmp_path / "asv.bare.json"
+    config = asvconf.read_config(MATRIX)
+    config["include"] = [e for e in config["include"] if asvconf.BACKEND_VAR not in (e.get("env") or {})]
+    bare.write_text(json.dumps(config))
+    with pytest.raises(UsageError, match=r"has no matrix entry for Keras' torch backend"):
+        environment.requirements_with(str(bare), "2.21.0", backend="torch")
+    reqs, _ = environment.requirements_with(MATRIX, "2.20.0", backend="jax")  # another release: the same framework
+    assert reqs["jax"] == reqs["jaxlib"] == "0.10.2" and reqs["tensorflow-cpu"] == "2.20.0"
 
 
 def test_compare_makes_one_side_per_python_of_a_release_measured_on_several(tmp_path):
