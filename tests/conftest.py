@@ -19,6 +19,7 @@ def _no_stored_calibration(tmp_path_factory, monkeypatch):
     monkeypatch.setattr("kerasbench.floors.SHIPPED", str(tmp_path_factory.mktemp("shipped")))  # docs/calibration
     monkeypatch.setenv("KERASBENCH_NO_CALIBRATE", "1")  # a run without a fitting calibration would calibrate (~1 min)
     monkeypatch.delenv("KERASBENCH_ALLOCATOR", raising=False)
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)  # Keras' backend is tensorflow unless a test says otherwise
 
 
 @pytest.fixture

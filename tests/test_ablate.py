@@ -59,7 +59,7 @@ def test_a_composition_is_its_base_plus_the_steps():
     base = STRATEGIES["rebuild_no_clear"]
     assert split(name) == ("rebuild_no_clear", ("del_model", "clear_kernel_cache", "malloc_trim"))
     assert strategy.cleanup == ("del_model", "clear_kernel_cache", "malloc_trim")
-    assert strategy.needs == ("clear_kernel_cache", "malloc_trim")  # the steps' needs, declared in CLEANUPS
+    assert strategy.needs == ("clear_kernel_cache", "tensorflow", "malloc_trim")  # the steps' needs (CLEANUPS)
     assert (strategy.model, strategy.applies_to) == (base.model, base.applies_to)
     assert name not in STRATEGIES  # data, not a registry entry
     assert compose("rebuild_no_clear", []) == "rebuild_no_clear"

@@ -292,3 +292,15 @@ def test_attribute_backends_bad_input_is_one_line(argv, message, capsys):
     assert cli.main(["attribute", "--loop", "sweep", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_triage_bisects_keras_at_one_backend():
+    """`triage --package keras --tf 2.21.0 --backend jax`: each Keras release's environment has the framework too."""
+    from kerasbench.commands.triage import run_options, version_pins
+
+    matrix = os.path.join(os.path.dirname(SCRIPT), "..", "asv.matrix.json")
+    pins = version_pins(matrix, "3.10.0", tf="2.21.0", backend="jax")
+    assert pins["keras"] == "3.10.0" and pins["jax"] == "0.10.2" and pins["tensorflow-cpu"] == "2.21.0"
+    assert "torch" in version_pins(matrix, "3.10.0", tf="2.21.0", backend="torch")
+    assert "jax" not in version_pins(matrix, "3.10.0", tf="2.21.0")
+    assert run_options("3.10.0", tf="2.21.0") == ["--tf", "2.21.0", "--keras", "3.10.0"]

@@ -39,7 +39,8 @@ def test_run_writes_a_table_and_json(tmp_path, capsys):
 
 def test_all_means_the_applicable_pairs():
     pairs = pairs_for("inference", "all")
-    assert [s for _, s in pairs] == [s for s in STRATEGIES if "inference" in STRATEGIES[s].applies_to]
+    assert [s for _, s in pairs] == [s for s in STRATEGIES if "inference" in STRATEGIES[s].applies_to
+                                     and STRATEGIES[s].backend in ("", "tensorflow")]  # not another backend's own
     assert all(loop != "control" for loop, _ in pairs_for("all", "all"))
 
 
@@ -102,7 +103,8 @@ def test_unknown_profile_is_a_usage_error(capsys):
 @pytest.mark.parametrize("argv,needles", [
     (["run", "--loop", "sweeep"], ["Did you mean sweep?", "Expected one of: batch_stream,"]),
     (["run", "--loop", "sweep", "--strategy", "clear_sesion"],  # the loop's own strategies, the nearest first
-     ["Unknown strategy for loop sweep", "Did you mean clear_session or clear_session_del_gc?", "reuse_model."]),
+     ["Unknown strategy for loop sweep", "Did you mean clear_session or clear_session_del_gc?",
+      "reuse_model, torch_empty_cache."]),
     (["run", "--loop", "batch_stream", "--strategy", "clear_session"],  # a strategy the loop does not take
      ["Strategy clear_session does not apply to loop batch_stream. Expected one of: keep_outputs, release_outputs, "
       "stable_batch_shapes, varying_batch_shapes, function_in_loop."]),
@@ -152,8 +154,8 @@ def test_ablate_makes_the_environment_run_would(monkeypatch, capsys):
                     "--iterations", "3", "--warmup", "0", "--floor-kib", "64", "--tf", "2.21.0", "--python", "3.12",
                     "--pin", "numpy==2.3.0", "--keras", "tf_keras", "--jobs", "1"])
     assert code == 0, capsys.readouterr().err
-    [(config, tf, _, python, pins, keras)] = asked
-    assert (tf, python, pins, keras) == ("2.21.0", "3.12", {"numpy": "2.3.0"}, "tf_keras")
+    [(config, tf, _, python, pins, keras, backend)] = asked
+    assert (tf, python, pins, keras, backend) == ("2.21.0", "3.12", {"numpy": "2.3.0"}, "tf_keras", "")
     assert os.environ[asvconf.LEGACY_KERAS_VAR] == "1"  # the workers' tf.keras is tf_keras
 
 

@@ -34,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.metric(p, "growth_per_iter", "what a step must keep down: growth_per_iter (default: sufficient = alone "
                    "it reads flat), or any metric compare judges, e.g. peak_over_setup (sufficient = alone as good "
                    "as the full cleanup)")
+    options.backend(p)
     options.release(p)
     options.counts(p, "variant")
     options.limits(p, "variant")
@@ -45,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Exit 0 when every variant ran (or skipped), 1 when one failed or was stopped; records are written as
     variants finish (--json), an interrupt keeps the finished ones; --html writes the report of them."""
-    from .. import ablate, selection, session
+    from .. import _compat, ablate, selection, session
     from ..errors import UsageError
     from ..profiles import get_profile
     from ..strategies import CLEANUPS
@@ -59,10 +60,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     loops = selection.loops_named(loop)
     for name in loops:
         ablate.check_base(args.base, name)
-    steps = ablate.check_steps(selection.names(args.steps, CLEANUPS, "steps"))
+    named = selection.names(args.steps, CLEANUPS, "steps")
+    if args.steps == "all":  # another backend's own steps would only skip
+        chosen = args.backend or _compat.backend()
+        named = [s for s in named if not ({"tensorflow", "jax", "torch"} - {chosen}) & set(CLEANUPS[s].needs)]
+    steps = ablate.check_steps(named)
     metric = check_metric(args.metric)
     base = session.base_spec(profile, [(loops[0], args.base)], args.iterations, args.warmup, args.repeats,
-                             **options.spec_options(args))
+                             backend=args.backend, **options.spec_options(args))
     json_path = args.json or (os.path.splitext(args.html)[0] + ".json" if args.html else None)
     options.check_outputs({"--json" if args.json else "the records (--html's name, .json)": json_path,
                            "--html": args.html}, {"--repro": args.repro, "--config": options.config_read(args)})

@@ -157,6 +157,10 @@ def device(p: argparse.ArgumentParser) -> None:
     """--device and --backend: what the workers run on."""
     p.add_argument("--device", default="cpu", help="cpu (GPUs hidden from TF) or gpu (skipped where TF sees none; "
                    "with --config asv.gpu.json on a GPU machine)")
+    backend(p)
+
+
+def backend(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="", metavar="NAME", help="Keras 3's backend for the workers: tensorflow, "
                    "jax or torch (sets KERAS_BACKEND; needs that framework and Keras 3 installed; default: "
                    "$KERAS_BACKEND, else tensorflow); tf_data and tf1_graph run on tensorflow only")

@@ -83,20 +83,21 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def version_pins(config: str, version: str, python: Optional[str] = None, tf: Optional[str] = None,
-                 flavour: str = "") -> Dict[str, str]:
+                 flavour: str = "", backend: str = "") -> Dict[str, str]:
     """The pins of `version`'s environment: a TF release's (its full build when compared with full-build nightlies:
-    `flavour` 'cuda'), a TF nightly's, or TF `tf`'s with that Keras (`--package keras`)."""
+    `flavour` 'cuda'), a TF nightly's, or TF `tf`'s with that Keras (`--package keras`), with Keras 3's `backend`
+    (jax, torch) there: a Keras bisected at one backend."""
     from .. import asvconf, environment, nightlies
 
     if tf:
-        return environment.requirements_with(config, tf, python, keras=version)[0]
+        return environment.requirements_with(config, tf, python, keras=version, backend=backend)[0]
     includes = asvconf.includes(config)
     here = python or asvconf.config_python(includes)
     if nightlies.is_nightly(version):
         return nightlies.tf_requirements(nightlies.resolve_tf(version, here, flavour)[0], includes, here)
     # like with like: a release compared with full-build nightlies in its full build (run --pin tensorflow==V)
     full = {"tensorflow": version} if flavour == "cuda" else None
-    return environment.requirements_with(config, version, python, full)[0]
+    return environment.requirements_with(config, version, python, full, backend=backend)[0]
 
 
 def versions_between(config: str, good: str, bad: str, latest_patches: bool, python: Optional[str],
@@ -175,7 +176,8 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
                 created.append(version)
             status_line(err, f"{name} {version}: {text}", final=True)
 
-    envs = environment.Ahead(config, lambda v: version_pins(config, v, python, tf, flavour), note, python)
+    backend = template.backend if template.backend != "tensorflow" else ""
+    envs = environment.Ahead(config, lambda v: version_pins(config, v, python, tf, flavour, backend), note, python)
 
     def measure(chosen):  # the versions' records (each with its asv environment's name), kept
         made = [envs.get(v) for v in chosen]
