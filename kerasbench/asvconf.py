@@ -180,11 +180,21 @@ def read_config(config: str) -> dict:
     return value
 
 
+def environments_config(config: str) -> dict:
+    """read_config of a config whose environments are named or made (envs, run --tf, triage, attribute): also a
+    one-line UsageError when it has no environment_type (asv's RuntimeError otherwise; publish needs none)."""
+    value = read_config(config)
+    if not value.get("environment_type"):
+        raise UsageError(f"Invalid asv config {config}: it has no 'environment_type' (asv needs it to name and make "
+                         f"its environments, e.g. \"environment_type\": \"virtualenv\").")
+    return value
+
+
 def load_config(config: str) -> object:
     """asv's Config of `config`, its folders (env_dir, results_dir, html_dir) made absolute against the config's
     own folder: asv reads them against the current folder (it is run from the clone), kerasbench from anywhere; a
     config the installed package carries has them in the user's cache (~/.cache/kerasbench/env, …)."""
-    read_config(config)  # asv opens it as it is: a FIFO would hang it, /dev/zero never end
+    environments_config(config)  # asv opens it as it is: a FIFO would hang it, /dev/zero never end
     conf = asv_module("asv.config").Config.load(config)
     base = os.path.dirname(os.path.abspath(config))
     for key in ("env_dir", "results_dir", "html_dir"):
@@ -261,7 +271,7 @@ def includes(config: str) -> list:
     derives pins from, one entry per release. Those entries hold what requirements_with derives for them
     (`run --tf V --keras tf_keras`, `--python 3.12`), so both use the same environment.
     """
-    every = read_config(config).get("include") or []
+    every = environments_config(config).get("include") or []
     home = config_python(every)
     entries = [entry for entry in every if not axis_of(entry, home)]
     if not entries:
