@@ -11,7 +11,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import UsageError
-from .files import CONFIG_LIMIT, clone_dir, read_json
+from .files import CONFIG_LIMIT, clone_dir, from_clone, read_json, user_cache
 
 
 CONFIG_VAR = "KERASBENCH_CONFIG"  # an asv config file, or a folder holding kerasbench's configs (a clone)
@@ -32,9 +32,21 @@ def config_python(includes: List[Dict[str, Any]]) -> str:
     return str(includes[0].get("python") or "3.11") if includes else "3.11"
 
 
-def find_config(given: Optional[str], default: str = MATRIX) -> str:
+def shipped_configs() -> str:
+    """The folder of the configs an installed wheel carries (the package kerasbench.shipped_configs: pyproject.toml
+    maps the clone's own asv.conf.json, asv.matrix.json and asv.gpu.json there; a clone has no such folder)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "shipped_configs")
+
+
+def is_shipped(config: str) -> bool:
+    """Whether `config` is one of the installed package's configs (its environments then live in the user's cache)."""
+    return os.path.dirname(os.path.abspath(config)) == shipped_configs()
+
+
+def find_config(given: Optional[str], default: str = MATRIX, installed: bool = True) -> str:
     """The asv config a command uses: --config, else $KERASBENCH_CONFIG, else `default` in the current folder,
-    else in the clone kerasbench was imported from; a one-line UsageError naming every place searched.
+    else in the clone kerasbench was imported from, else (`installed`) the one the installed package carries; a
+    one-line UsageError naming every place searched.
 
     A given --config is used as it is (its read error names it). $KERASBENCH_CONFIG may be a file, or a
     folder in which `default` is looked for.
@@ -49,13 +61,43 @@ def find_config(given: Optional[str], default: str = MATRIX) -> str:
                              f"{default}; searched --config (not given), then ${CONFIG_VAR}.")
         return path
     searched = [f"${CONFIG_VAR} (unset)"]
-    for where, folder in (("the current folder", os.getcwd()), ("the clone kerasbench was imported from", clone_dir())):
+    places = [("the current folder", os.getcwd())]
+    if from_clone():
+        places.append(("the clone kerasbench was imported from", clone_dir()))
+    elif installed:
+        places.append(("the installed kerasbench package", shipped_configs()))
+    for where, folder in places:
         path = os.path.join(folder, default)
         if os.path.isfile(path):
             return path if folder != os.getcwd() else default
         searched.append(f"{where} ({folder})")
     raise UsageError(f"No asv config {default} found: searched --config (not given), {', '.join(searched)}. "
                      f"Give --config PATH, or set {CONFIG_VAR} to a clone of kerasbench or a config file.")
+
+
+def env_dir(config: str) -> str:
+    """The folder of `config`'s asv environments: its env_dir beside it; for a config the installed package carries
+    (read-only, no clone to hold them), the user's cache, ~/.cache/kerasbench/env (files.user_cache)."""
+    if is_shipped(config):
+        return user_cache("env")
+    return os.path.join(os.path.dirname(os.path.abspath(config)), read_config(config).get("env_dir", "env"))
+
+
+RELEASES_EXTRA = "pip install 'kerasbench[releases]'"
+
+
+def asv_module(name: str = "asv") -> Any:
+    """asv's module `name`, imported; where asv is not installed (kerasbench installed without its `releases` extra),
+    a one-line UsageError saying what needs it and what to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        if (e.name or "").split(".")[0] != "asv":
+            raise
+        raise UsageError(f"asv is not installed here: TF release environments (run --tf, triage, attribute, ablate "
+                         f"--tf, envs, publish, measure(tf=...)) need it: {RELEASES_EXTRA}.") from None
 
 
 ASV_CONFIG_VERSION = 1  # the config format asv 0.6 reads (asv.config.Config.api_version)
@@ -138,17 +180,28 @@ def read_config(config: str) -> dict:
     return value
 
 
+def environments_config(config: str) -> dict:
+    """read_config of a config whose environments are named or made (envs, run --tf, triage, attribute): also a
+    one-line UsageError when it has no environment_type (asv's RuntimeError otherwise; publish needs none)."""
+    value = read_config(config)
+    if not value.get("environment_type"):
+        raise UsageError(f"Invalid asv config {config}: it has no 'environment_type' (asv needs it to name and make "
+                         f"its environments, e.g. \"environment_type\": \"virtualenv\").")
+    return value
+
+
 def load_config(config: str) -> object:
     """asv's Config of `config`, its folders (env_dir, results_dir, html_dir) made absolute against the config's
-    own folder: asv reads them against the current folder (it is run from the clone), kerasbench from anywhere."""
-    from asv.config import Config
-
-    read_config(config)  # asv opens it as it is: a FIFO would hang it, /dev/zero never end
-    conf = Config.load(config)
+    own folder: asv reads them against the current folder (it is run from the clone), kerasbench from anywhere; a
+    config the installed package carries has them in the user's cache (~/.cache/kerasbench/env, …)."""
+    environments_config(config)  # asv opens it as it is: a FIFO would hang it, /dev/zero never end
+    conf = asv_module("asv.config").Config.load(config)
     base = os.path.dirname(os.path.abspath(config))
     for key in ("env_dir", "results_dir", "html_dir"):
         value = getattr(conf, key, None)
-        if isinstance(value, str) and not os.path.isabs(value):
+        if is_shipped(config):  # the installed package's: its folders in the user's cache, not in site-packages
+            setattr(conf, key, user_cache(key[:-len("_dir")]))
+        elif isinstance(value, str) and not os.path.isabs(value):
             setattr(conf, key, os.path.join(base, value))
     return conf
 
@@ -165,8 +218,7 @@ def matrix_entries(config: str) -> List[dict]:
     environment whose Python it does not find on PATH; a fan-out's plan must still list it: each job
     installs its own Python). `axis` is '' for a TF release's entry, else what the entry varies (axis_of).
     """
-    from asv import environment
-
+    environment = asv_module("asv.environment")
     home = config_python(read_config(config).get("include") or [])  # a readable error first
     conf = load_config(config)
     found = []
@@ -222,7 +274,7 @@ def includes(config: str) -> list:
     derives pins from, one entry per release. Those entries hold what requirements_with derives for them
     (`run --tf V --keras tf_keras`, `--python 3.12`), so both use the same environment.
     """
-    every = read_config(config).get("include") or []
+    every = environments_config(config).get("include") or []
     home = config_python(every)
     entries = [entry for entry in every if not axis_of(entry, home)]
     if not entries:

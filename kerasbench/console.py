@@ -125,12 +125,14 @@ class Progress:
     """The status line of (loop, strategy) pairs being measured: redrawn in place on a terminal, else a line a phase.
 
     With several pairs at once (`pair`), each has a Progress of its own writing whole labelled lines (no redraw,
-    so two pairs never overwrite each other's line), through one lock.
+    so two pairs never overwrite each other's line), through one lock. `at_most`: the total is a bound (triage's
+    steps: a bisection may end sooner), said as '≤N' and its estimate as the most left.
     """
 
     def __init__(self, stream: TextIO, total_pairs: int, warmup: int, concurrent: bool = False,
-                 clock=time.monotonic):
+                 clock=time.monotonic, at_most: bool = False):
         self.stream, self.total, self.warmup, self.concurrent = stream, total_pairs, warmup, concurrent
+        self.at_most = at_most
         self.label = ""
         self.iterations = 0
         self._lock = threading.Lock()
@@ -146,12 +148,14 @@ class Progress:
 
     def status(self) -> str:
         """'2 of 58 done, 0:45 elapsed, ~21:30 left': the run's pairs done (the label's [i/N] is a pair's place in the
-        run, not a count), its time, and the rest at the pace of the pairs done so far (none before the first)."""
+        run, not a count), its time, and the rest at the pace of the pairs done so far (none before the first);
+        '2 of ≤5 done, 1:30 elapsed, ≤~2:15 left' where the total is a bound (at_most)."""
         root = self._root
+        bound = "≤" if root.at_most else ""
         elapsed = self._clock() - root.started
-        text = f"{root.finished} of {root.total} done, {clock_text(elapsed)} elapsed"
+        text = f"{root.finished} of {bound}{root.total} done, {clock_text(elapsed)} elapsed"
         if 0 < root.finished < root.total:
-            text += f", ~{clock_text(elapsed / root.finished * (root.total - root.finished))} left"
+            text += f", {bound}~{clock_text(elapsed / root.finished * (root.total - root.finished))} left"
         return text
 
     def _show(self, text: str, final: bool = False, milestone: bool = False) -> None:

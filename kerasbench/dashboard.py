@@ -20,7 +20,7 @@ import tarfile
 import zlib
 from typing import Optional, TextIO
 
-from .asvconf import html_dir_of, read_config
+from .asvconf import asv_module, html_dir_of, read_config
 from .errors import UsageError
 from .files import DATA_LIMIT, check_readable, inside, read_text, write_text
 
@@ -240,6 +240,7 @@ def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: Tex
 
     html_dir is checked first (check_html_dir): asv publish deletes it, whatever it holds."""
     html = check_html_dir(config)
+    asv_module()  # not installed: one line naming the extra, not `python -m asv`'s own error
     command = [sys.executable, "-m", "asv", "publish", "--config", config]
     proc = subprocess.run(command, capture_output=True, text=True)
     if proc.returncode != 0:

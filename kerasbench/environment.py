@@ -14,9 +14,9 @@ import sys
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from . import releases
-from .asvconf import (BACKEND_PINS, BACKEND_VAR, INSTALLER_ONLY, LEGACY_KERAS_VAR, REASON_PATTERNS, TF_KERAS_PIN,
-                      backend_pins, canonical, includes, load_config, matrix_entries, package_of, read_config,
-                      split_pin)
+from .asvconf import (BACKEND_PINS, BACKEND_VAR, INSTALLER_ONLY, LEGACY_KERAS_VAR, REASON_PATTERNS, RELEASES_EXTRA,
+                      TF_KERAS_PIN, asv_module, backend_pins, canonical, includes, load_config, matrix_entries,
+                      package_of, read_config, split_pin)
 from .errors import UsageError
 from .files import read_json
 
@@ -95,9 +95,8 @@ def _runs(name: str, pyenv_root: str) -> bool:
 
 def environment_for(config: str, reqs: dict, python: Optional[str] = None) -> tuple:
     """(asv Config, asv Environment) of `config` with exactly the pins `reqs` (on Python `python`); nothing created."""
-    from asv import environment
-
     read_config(config)
+    environment = asv_module("asv.environment")
     conf = load_config(config)
     first = conf.include[0] if conf.include else {}
     python = python or first.get("python") or conf.pythons[0]
@@ -173,10 +172,10 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
         forced, why = [name for name in reqs if name in no_deps], ""
         if not uv and "keras-nightly" in reqs and not any(k.startswith("tf-nightly") for k in reqs):
             raise UsageError(f"Environment {env.name} replaces the release's Keras by keras-nightly: that needs uv "
-                             f"(pip install uv), or ${INSTALLER_VAR} unset.")
+                             f"({RELEASES_EXTRA}, or pip install uv), or ${INSTALLER_VAR} unset.")
         if forced and not uv:
             raise UsageError(f"Environment {env.name} installs {', '.join(forced)} with --no-deps: that needs uv "
-                             f"(pip install uv), or ${INSTALLER_VAR} unset.")
+                             f"({RELEASES_EXTRA}, or pip install uv), or ${INSTALLER_VAR} unset.")
         if progress:
             how = "uv installs" if uv else "pip installs"
             extra = f"; {', '.join(forced)} with --no-deps" if forced else ""

@@ -15,6 +15,7 @@ declares its outputs and its inputs there, and an output that is an input, would
 input folder, is a stored calibration, or is another output of the same command, is refused before any work.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -52,6 +53,44 @@ def clone_dir() -> str:
     """The folder kerasbench was imported from (the package's parent): a clone, or an editable install's checkout,
     holds the asv configs, benchmarks/ and docs/ there; workers put it first on their PYTHONPATH."""
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def from_clone() -> bool:
+    """Whether kerasbench runs from a clone (or an editable install's checkout: pyproject.toml beside the package),
+    not from an installed wheel (clone_dir is then site-packages, which holds no configs and must not be put on a
+    worker's PYTHONPATH: another environment's Python would import this one's TensorFlow from it)."""
+    return os.path.isfile(os.path.join(clone_dir(), "pyproject.toml"))
+
+
+def user_cache(*parts: str) -> str:
+    """kerasbench's folder in the user's cache, $XDG_CACHE_HOME/kerasbench, else ~/.cache/kerasbench (joined with
+    `parts`): calibrations, and an installed wheel's asv environments and worker path (no clone to hold them)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "kerasbench", *parts)
+
+
+def worker_path() -> str:
+    """The folder a worker puts first on its PYTHONPATH to import kerasbench: the clone; from an installed wheel, a
+    folder of the user's cache holding only a link to the package (made once per installed package), so a worker
+    on another environment's Python imports kerasbench and nothing else of this environment's site-packages."""
+    if from_clone():
+        return clone_dir()
+    package = os.path.dirname(os.path.abspath(__file__))
+    import hashlib
+
+    folder = user_cache("path", hashlib.sha256(package.encode()).hexdigest()[:12])
+    link = os.path.join(folder, "kerasbench")
+    if os.path.realpath(link) != os.path.realpath(package):
+        make_folder(folder, "the workers' path folder")
+        temporary = f"{link}.{os.getpid()}.tmp"
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            os.symlink(package, temporary)
+            os.replace(temporary, link)  # atomic: a worker starting beside never sees it missing
+        except OSError as e:
+            raise UsageError(f"Cannot write the workers' path folder {folder}: {e.strerror}.") from None
+    return folder
 
 
 def _size(n: int) -> str:

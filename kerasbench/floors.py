@@ -24,7 +24,7 @@ import sys
 from typing import Any, List, Optional, Tuple
 
 from .errors import UsageError
-from .files import CONFIG_LIMIT, ReadError, clone_dir, make_folder, read_json, write_json
+from .files import CONFIG_LIMIT, ReadError, clone_dir, make_folder, read_json, user_cache, write_json
 from .units import max_growth_bytes, size_text
 
 ENV_VAR = "KERASBENCH_CALIBRATION"  # the user's folder of calibrations (read first, and written)
@@ -50,8 +50,7 @@ def directory() -> str:
     """The user's calibrations: $KERASBENCH_CALIBRATION, else ~/.cache/kerasbench/calibration."""
     if os.environ.get(ENV_VAR):
         return os.environ[ENV_VAR]
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "kerasbench", "calibration")
+    return user_cache("calibration")
 
 
 def folders() -> List[str]:

@@ -22,7 +22,9 @@ Marker options (keywords; max_growth may also come first, positionally, as limit
 `max_growth` the growth per iteration below which the body passes, RSS and heap alike (the floor: `"16 KiB"`,
 `"1 MiB"`, or a number of KiB; default the floor `kerasbench calibrate` stored for this machine, else 64 KiB),
 `iterations` (default the profile's time budget, until decided), `warmup` (5), `repeats` (1), `profile` (default
-$KERASBENCH_PROFILE, else `default`), `setup` and `strategy` (a strategy of the repro loop, default `reuse_model`).
+$KERASBENCH_PROFILE, else `default`), `setup`, `strategy` (a strategy of the repro loop, default `reuse_model`) and
+`trace` (0, off; N: the worker traces where memory grows, and a failure names the user's lines and the holders of
+what grows, its N top sites in the record).
 `--kerasbench-profile` and `--kerasbench-max-growth` set the suite's defaults; a marker's own options win. A
 bad option, size or profile is a pytest usage error at collection, before any worker runs.
 
@@ -37,10 +39,11 @@ from typing import Any, Callable, Dict, Optional
 import pytest
 
 MARKER = "kerasbench"
-OPTIONS = ("max_growth", "iterations", "warmup", "repeats", "profile", "setup", "strategy")
+OPTIONS = ("max_growth", "iterations", "warmup", "repeats", "profile", "setup", "strategy", "trace")
 MARKER_HELP = (f"{MARKER}(max_growth=None, iterations=None, warmup=5, repeats=1, profile=None, setup=None, "
-               "strategy='reuse_model'): run the test function as a loop body in a fresh kerasbench worker and fail "
-               "unless it reads flat, RSS and heap together (max_growth: the floor per iteration, e.g. '16 KiB')")
+               "strategy='reuse_model', trace=0): run the test function as a loop body in a fresh kerasbench worker "
+               "and fail unless it reads flat, RSS and heap together (max_growth: the floor per iteration, e.g. "
+               "'16 KiB'; trace=10: a failure names your lines and what holds the objects that grow)")
 DEFAULTS = pytest.StashKey[Dict[str, Any]]()  # the suite's defaults from the command line, read once
 SETTINGS = pytest.StashKey[Dict[str, Any]]()  # a marked item's assert_no_growth arguments, checked at collection
 
@@ -148,7 +151,7 @@ def _merged(defaults: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]
     the repro loop's): a UsageError naming the value, before any worker."""
     from .api import check_function
     from .selection import pairs_for
-    from .spec import check_count
+    from .spec import check_count, check_trace
 
     options = {name: value for name, value in options.items() if value is not None}
     if "max_growth" in options:
@@ -156,6 +159,8 @@ def _merged(defaults: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]
     for name in ("iterations", "warmup", "repeats"):
         if name in options:
             check_count(name, options[name])
+    if "trace" in options:
+        check_trace(options["trace"])
     if "setup" in options:
         check_function(options["setup"], "setup")
     if "strategy" in options:

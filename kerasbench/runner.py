@@ -19,7 +19,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from . import _compat, allocators, machine as machines, procs, record, rule, summary
 from .errors import UsageError, repro_failed, worker_message
-from .files import clone_dir
+from .files import worker_path
 from .loops import get_loop
 from .spec import DEVICES, RunSpec, count_fields, shared_memory_cap  # noqa: F401  (the spec's names, here too)
 from .strategies import Strategy, get_strategy
@@ -60,7 +60,7 @@ def _worker_env(spec):
         env.pop("TF_GPU_ALLOCATOR", None)
     elif allocator:
         env["TF_GPU_ALLOCATOR"] = allocator
-    root = clone_dir()
+    root = worker_path()  # the clone, or a folder holding only the installed package (not its site-packages)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if spec.backend:  # Keras 3 picks its backend as it is first imported: the worker's, from its environment

@@ -36,6 +36,15 @@ def check_count(name: str, value: Any, minimum: Optional[int] = None) -> int:
     return value
 
 
+def check_trace(value: Any) -> int:
+    """`trace` (the number of sites a trace shows; 0 off) as an int >= 0: a bool, a float or a string is a UsageError
+    naming the value (RunSpec.validate and the pytest marker's `trace` at collection alike)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise UsageError(f"Invalid value for argument `trace`. Received: trace={value!r}. "
+                         "Expected 0 (off) or the number of sites to show.")
+    return value
+
+
 def shared_memory_cap(jobs: int = 1) -> int:
     """The memory cap of one worker's process tree when none is given: $KERASBENCH_MEMORY_CAP when set, else half of
     the machine's memory shared between the `jobs` workers running at once (never below MIN_MEMORY_CAP)."""
@@ -125,9 +134,7 @@ class RunSpec:
             raise UsageError(f"Cannot run the worker interpreter {self.python}: not an executable file.")
         for name in ("iterations", "repeats", "batch_size", "jobs", "warmup"):  # a bool is an int, not a count
             check_count(name, getattr(self, name))
-        if not isinstance(self.trace, int) or isinstance(self.trace, bool) or self.trace < 0:
-            raise UsageError(f"Invalid value for argument `trace`. Received: trace={self.trace!r}. "
-                             "Expected 0 (off) or the number of sites to show.")
+        check_trace(self.trace)
         if not isinstance(self.min_iterations, int) or isinstance(self.min_iterations, bool) or self.min_iterations < 0:
             raise UsageError(f"Invalid value for argument `min_iterations`. Received: "
                              f"min_iterations={self.min_iterations!r}. Expected 0 (a fixed count) or more.")

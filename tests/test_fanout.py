@@ -4,6 +4,7 @@ with their own host and machine names, merged into one tree that compare, report
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,7 @@ def test_the_search_order_is_option_variable_folder_clone(elsewhere, monkeypatch
 
 
 def test_nothing_found_names_every_place_searched(elsewhere, monkeypatch, capsys):
-    monkeypatch.setattr(asvconf, "clone_dir", lambda: str(elsewhere / "site-packages"))
+    monkeypatch.setattr(asvconf, "clone_dir", lambda: str(elsewhere / "site-packages"))  # a clone without configs
     code, out, err = call(["run", "--tf", "2.15.1", "--loop", "control", "--strategy", "control_noop"], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1
     for place in ("--config (not given)", "$KERASBENCH_CONFIG (unset)", f"the current folder ({elsewhere})",
@@ -62,6 +63,84 @@ def test_nothing_found_names_every_place_searched(elsewhere, monkeypatch, capsys
     monkeypatch.setenv(asvconf.CONFIG_VAR, str(elsewhere / "nope"))  # set but wrong: said, no fallback
     code, _, err = call(["envs"], capsys)
     assert code == 2 and "$KERASBENCH_CONFIG=" in err and "nope" in err
+
+
+@pytest.fixture
+def wheel(elsewhere, monkeypatch):
+    """kerasbench as an installed wheel: no clone beside the package, the configs in the package's shipped_configs
+    (the same files as the clone's: tests/test_layout.py checks the wheel is built from them), the user's cache in
+    the test's folder."""
+    package = elsewhere / "site-packages" / "kerasbench"
+    shipped = package / "shipped_configs"
+    shipped.mkdir(parents=True)
+    for name in ("asv.conf.json", "asv.matrix.json", "asv.gpu.json"):
+        (shipped / name).write_text((ROOT / name).read_text())
+    monkeypatch.setattr(asvconf, "from_clone", lambda: False)
+    monkeypatch.setattr(asvconf, "shipped_configs", lambda: str(shipped))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(elsewhere / "cache"))
+    (elsewhere / "work").mkdir()
+    monkeypatch.chdir(elsewhere / "work")  # a user's folder, no config in it
+    return shipped
+
+
+def test_the_wheel_carries_the_clone_s_own_configs():
+    """One copy: the package's configs are the clone's root files, mapped into the wheel by pyproject.toml."""
+    import tomllib
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "kerasbench.shipped_configs" in tool["packages"] and tool["package-dir"]["kerasbench.shipped_configs"] == "."
+    assert tool["package-data"]["kerasbench.shipped_configs"] == ["asv*.json"]
+    assert {p.name for p in ROOT.glob("asv*.json")} == {asvconf.MATRIX, asvconf.DEFAULT_CONFIG, "asv.gpu.json"}
+
+
+def test_a_wheel_s_workers_import_kerasbench_alone_not_its_site_packages(elsewhere, monkeypatch):
+    from kerasbench import files, runner
+    from kerasbench.spec import RunSpec
+
+    monkeypatch.setattr(files, "from_clone", lambda: False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(elsewhere / "cache"))
+    folder = files.worker_path()
+    assert folder.startswith(str(elsewhere / "cache" / "kerasbench" / "path"))
+    assert os.listdir(folder) == ["kerasbench"]
+    assert os.path.realpath(os.path.join(folder, "kerasbench")) == os.path.dirname(os.path.realpath(files.__file__))
+    assert files.worker_path() == folder  # made once
+    spec = RunSpec(loop="control", strategy="control_noop").validate()
+    assert runner._worker_env(spec)["PYTHONPATH"].split(os.pathsep)[0] == folder
+    monkeypatch.setattr(files, "from_clone", lambda: True)  # a clone: the clone itself, as before
+    assert files.worker_path() == str(ROOT)
+
+
+def test_an_installed_wheel_finds_the_configs_it_carries(wheel, capsys):
+    assert asvconf.find_config(None) == str(wheel / "asv.matrix.json")
+    assert asvconf.find_config(None, "asv.gpu.json") == str(wheel / "asv.gpu.json")
+    code, out, _ = call(["envs", "--tf", "2.15.1"], capsys)
+    assert code == 0 and out.strip().endswith("tensorflow-cpu2.15.1")
+    cache = wheel.parent.parent.parent / "cache" / "kerasbench"  # its environments: the user's cache, not site-packages
+    assert asvconf.env_dir(str(wheel / "asv.matrix.json")) == str(cache / "env")
+    conf = asvconf.load_config(str(wheel / "asv.matrix.json"))
+    assert (conf.env_dir, conf.results_dir) == (str(cache / "env"), str(cache / "results"))
+    matrix = str(wheel / "asv.matrix.json")
+    _, env = environment.environment_for(matrix, asvconf.includes(matrix)[0]["req"])
+    assert env._path.startswith(str(cache / "env") + os.sep)
+
+
+def test_a_wheel_without_the_config_says_it_searched_the_package_not_a_clone(wheel, capsys):
+    (wheel / "asv.matrix.json").unlink()
+    code, out, err = call(["run", "--tf", "2.15.1", "--loop", "control", "--strategy", "control_noop"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"the installed kerasbench package ({wheel})" in err and "clone kerasbench was imported" not in err
+    code, _, err = call(["publish"], capsys)  # publish never uses the package's config: asv publishes a clone's
+    assert code == 2 and "No asv config asv.conf.json found" in err and str(wheel) not in err
+
+
+def test_commands_that_need_asv_name_the_extra_where_it_is_missing(monkeypatch, capsys):
+    for name in ("asv", "asv.config", "asv.environment"):
+        monkeypatch.setitem(sys.modules, name, None)  # imports of asv fail as where it is not installed
+    for argv in (["envs"], ["run", "--tf", "2.15.1", "--loop", "control", "--strategy", "control_noop"]):
+        code, out, err = call(argv, capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1, (argv, err)
+        assert "asv is not installed" in err and "pip install 'kerasbench[releases]'" in err
+    assert call(["list"], capsys)[0] == 0  # what does not need it still runs
 
 
 def test_envs_accepts_a_patch_release_as_run_tf_does(elsewhere, monkeypatch, capsys):

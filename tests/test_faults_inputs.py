@@ -866,6 +866,21 @@ def test_an_asv_config_of_the_wrong_shape_is_one_line_naming_it(command, content
     one_line_exit_2(argv, capsys, f"Invalid asv config {path}: {WRONG_SHAPES[content]}")
 
 
+@pytest.mark.parametrize("command", [c for c in CONFIG_READERS if c != "publish"])  # publish: asv needs none
+@pytest.mark.parametrize("value", [None, ""])
+def test_an_asv_config_without_environment_type_is_one_line_naming_it(command, value, tmp_path, monkeypatch, capsys):
+    """#40: `envs --config` with a config lacking environment_type was asv's traceback ("RuntimeError: Environment
+    type must be specified"); the commands that name or make its environments say so in one line, exit 2."""
+    _no_worker(monkeypatch)
+    conf = json.loads("\n".join(line for line in (ROOT / "asv.matrix.json").read_text().splitlines()
+                                if not line.strip().startswith("//")))
+    conf.pop("environment_type") if value is None else conf.update(environment_type=value)
+    path = tmp_path / "asv.matrix.json"
+    path.write_text(json.dumps(conf))
+    argv = [a.format(bad=path) for a in CONFIG_READERS[command]]
+    one_line_exit_2(argv, capsys, f"Invalid asv config {path}: it has no 'environment_type'")
+
+
 def test_the_shipped_asv_configs_have_the_right_shape():
     from kerasbench.asvconf import read_config
 

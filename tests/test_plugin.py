@@ -67,6 +67,47 @@ def test_leaks():
     assert "pytest_plugin.py" not in text and text.count("verdict grows") == 1  # the message alone, once
 
 
+@pytest.mark.tf
+def test_a_traced_marker_s_failure_names_the_user_s_line_and_what_holds_it(pytester):
+    """The marker's trace=N is assert_no_growth's: the failure names the test's own line and the holder of what grows
+    (an untraced one says how to ask)."""
+    result = run(pytester, '''
+class Box:
+    def __init__(self):
+        self.data = bytearray(1024 * 1024)  # written: a MiB each
+
+
+BOXES = []
+
+
+@pytest.mark.kerasbench(iterations=12, warmup=4, trace=5)
+def test_boxes():
+    BOXES.append(Box())  # the line that keeps them
+''', workers=True)
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "where: run it again" not in text
+    lead = next(line for line in text.splitlines() if line.startswith("  look first"))
+    assert lead.startswith("  look first: Box ×") and "kept in `BOXES`, by " in lead, lead
+    line = next(n for n, text in enumerate((pytester.path / "test_marked.py").read_text().splitlines(), 1)
+                if "# the line that keeps them" in text)
+    assert lead.endswith(f"test_marked.py:{line} `BOXES.append(Box())  # the line that keeps them`"), lead
+    assert "held by list (len " in text and "module global `BOXES` in test_marked.py" in text
+
+
+def test_the_marker_s_trace_is_an_assert_no_growth_argument(pytester):
+    from kerasbench.pytest_plugin import settings_for
+
+    [item] = pytester.getmodulecol('''
+import pytest
+
+@pytest.mark.kerasbench(iterations=40, trace=10)
+def test_body():
+    pass
+''', configargs=QUIET).collect()
+    assert settings_for(item, {}) == {"iterations": 40, "trace": 10}  # pytest_pyfunc_call passes them on as they are
+
+
 def test_body_that_raises_in_the_worker_fails_with_its_error(pytester, monkeypatch):
     # what assert_no_growth raises for it (tests/test_testing.py runs that in a worker); here without one
     def raises(body, **settings):
@@ -218,6 +259,10 @@ def test_bad_max_growth_is_refused(value, monkeypatch):
     ("max_growth=10**400", "Invalid max_growth. Received: 1000000000"),
     ('max_growth="1e280 GiB"', "Invalid max_growth. Received: '1e280 GiB'."),
     ('max_growth="16k"', "K alone is ambiguous"),
+    ("trace=-1", "Received: trace=-1. Expected 0 (off) or the number of sites to show."),
+    ("trace=True", "Received: trace=True."),
+    ('trace="10"', "Received: trace='10'."),
+    ("trace=2.5", "Received: trace=2.5."),
 ])
 def test_every_marker_value_is_checked_at_collection(pytester, marker, message):
     """Before: each collected (rc 0) and failed only when its test ran; max_growth=10**400 was INTERNALERROR."""
@@ -240,7 +285,7 @@ def test_plain():
 
 
 @pytest.mark.parametrize("marker", ['max_growth="16KB", iterations=3, warmup=0, repeats=2, setup=dict',
-                                    'strategy="reuse_model+gc_collect"', "max_growth=0"])
+                                    'strategy="reuse_model+gc_collect"', "max_growth=0", "trace=10", "trace=0"])
 def test_good_marker_values_collect(pytester, marker):
     result = run(pytester, f'''
 @pytest.mark.kerasbench({marker})

@@ -48,3 +48,13 @@ def test_the_last_pair_says_nothing_is_left():
 def test_clock_text():
     assert [clock_text(s) for s in (0, 44.6, 61, 3599, 3600, 3729)] == ["0:00", "0:45", "1:01", "59:59", "1:00:00",
                                                                        "1:02:09"]
+
+
+def test_a_bound_total_says_at_most():
+    """triage's steps: at most N (a bisection may end sooner), so the estimate is the most left."""
+    stream, clock = io.StringIO(), Clock()
+    run = Progress(stream, 5, 0, clock=clock, at_most=True)
+    run.start(1, "control", "control_noop", 2)
+    clock.now += 30
+    run.done(_record())
+    assert stream.getvalue().rstrip().endswith("(1 of ≤5 done, 0:30 elapsed, ≤~2:00 left)")

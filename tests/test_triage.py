@@ -4,6 +4,7 @@ import io
 import json
 import math
 import pathlib
+import re
 
 import pytest
 
@@ -214,6 +215,38 @@ def test_unreadable_index_names_the_file(monkeypatch, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------- the command, with fake environments
+
+
+def test_triage_s_steps_say_how_many_are_done_of_at_most_how_many_the_time_and_the_most_left(monkeypatch, capsys):
+    """One Progress for every step (before: a new one a step, its count and clock starting again, and no time at all
+    on the step lines): each version measured a minute of a fake clock."""
+    from kerasbench import environment, runner
+    from kerasbench.commands import triage as command
+
+    now = [1000.0]
+    monkeypatch.setattr(command, "CLOCK", lambda: now[0])
+
+    def measure(spec, progress=None):
+        now[0] += 60
+        version = spec.python.split("-", 1)[1]
+        return record(version, 400 * KIB if releases.version_key(version) < (2, 16, 1) else 0)
+
+    monkeypatch.setattr(environment, "python_for", lambda config, reqs, progress=None, python=None:
+                        (f"python-{reqs['tensorflow-cpu']}", f"env-{reqs['tensorflow-cpu']}"))
+    monkeypatch.setattr(runner, "measure", measure)
+    code, out = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep",
+                      "--strategy", "reuse_model", "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    expected = int(re.search(r"at most (\d+) to measure", err).group(1))
+    done = [line for line in err.splitlines() if line.startswith("[step ")]
+    assert len(done) >= 3
+    assert done[0].startswith(f"[step 1/≤{expected}] TF 2.12.1: sweep × reuse_model: ")
+    assert done[0].endswith(f"(1 of ≤{expected} done, 1:00 elapsed, ≤~{expected - 1}:00 left)"), done[0]
+    assert done[1].endswith(f"(2 of ≤{expected} done, 2:00 elapsed, ≤~{expected - 2}:00 left)"), done[1]
+    assert done[2].startswith(f"[step 3/≤{expected}]")  # the count goes on across the steps, and so does the clock
+    assert done[2].endswith(f"(3 of ≤{expected} done, 3:00 elapsed, ≤~{expected - 3}:00 left)"), done[2]
+    assert f"{len(done)} of ≤{expected} done" in done[-1]
 
 
 def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, tmp_path, capsys):

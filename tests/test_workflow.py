@@ -454,7 +454,12 @@ def test_the_environment_is_made_with_uv_from_a_cache_keyed_by_its_pins_before_a
     create = next(i for i, run in enumerate(runs) if "kerasbench envs" in run and "--create" in run)
     asv = next(i for i, run in enumerate(runs) if "asv run" in run)
     assert cache < create < asv
-    assert any("pip install" in run and " uv" in run for run in runs[:create])  # uv there, or asv's pip makes it
+    # uv there (the releases extra brings it: pyproject.toml), or asv's pip makes it
+    assert any("pip install" in run and "[releases]" in run for run in runs[:create])
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "uv" in extras["releases"] and "asv" in extras["releases"]
     assert '--create "$ENV_NAME"' in runs[create] and '-E "$ENV_NAME"' in runs[asv]
     assert workflow["jobs"]["cpu"]["env"]["ENV_NAME"] == "${{ matrix.env }}"
     key = _uv_cache(workflow["jobs"]["cpu"])

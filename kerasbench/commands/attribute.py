@@ -94,8 +94,7 @@ def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str,
     from .. import releases
     from ..files import read_json
 
-    folder = side if os.path.isdir(side) else os.path.join(
-        os.path.dirname(os.path.abspath(config)), asvconf.read_config(config).get("env_dir", "env"), side)
+    folder = side if os.path.isdir(side) else os.path.join(asvconf.env_dir(config), side)
     info = os.path.join(folder, "asv-env-info.json")
     if os.path.isfile(info):
         try:

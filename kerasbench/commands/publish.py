@@ -17,5 +17,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ..asvconf import DEFAULT_CONFIG, find_config
     from ..dashboard import publish_dashboard
 
-    publish_dashboard(find_config(args.config, DEFAULT_CONFIG), cdn=args.cdn, out=out)
+    # not the installed package's config: asv publishes a clone's results (its repository's history)
+    publish_dashboard(find_config(args.config, DEFAULT_CONFIG, installed=False), cdn=args.cdn, out=out)
     return 0

@@ -12,6 +12,7 @@ import argparse
 import dataclasses
 import os
 import sys
+import time
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..errors import UsageError
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # types only: the runner loads the loop shapes (numpy) when a
 
 NAME = "triage"
 HELP = "bisect TF releases for the first whose behaviour differs (asv environments)"
+CLOCK = time.monotonic  # the clock of triage's wall and its steps' progress (tests give a fake one)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -148,12 +150,11 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     """
     import shlex
     import threading
-    import time
 
     from .. import asvconf, environment, nightlies, runner
     from ..console import Labelled, Progress, status_line
 
-    started = time.monotonic()
+    started = CLOCK()
     loop, strategy = template.loop, template.strategy
     here = python or asvconf.config_python(asvconf.includes(config))
     versions, flavour, notes = versions_between(config, good, bad, latest_patches, python, tf)
@@ -166,6 +167,9 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     status_line(err, f"triage: {len(versions)} {name} {'versions' if nightly else 'releases'} from {good} to {bad}"
                      f"{f' on TF {tf}' if tf else ''}: {listed}", final=True)
     status_line(err, f"triage: {loop} × {strategy}, {metric}; at most {expected} to measure", final=True)
+    # one Progress for every step: its lines count the versions measured so far of at most `expected`, the time since
+    # triage began and the most left at the pace so far, as run's count its pairs
+    progress = Progress(err, expected, template.warmup, clock=CLOCK, at_most=True)
     records: Dict[str, Record] = {}
     created: List[str] = []
     lock = threading.Lock()
@@ -183,8 +187,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         made = [envs.get(v) for v in chosen]
         labels = [f"[step {len(records) + i + 1}/≤{expected}] {name} {v}" for i, v in enumerate(chosen)]
         specs = [dataclasses.replace(template, python=path) for path, _ in made]
-        measured = runner.measure_specs(specs, jobs, Labelled(Progress(err, expected, template.warmup), labels),
-                                        metric=metric)
+        measured = runner.measure_specs(specs, jobs, Labelled(progress, labels), metric=metric)
         if len(measured) < len(chosen):  # measure_specs keeps only finished pairs; a repro failure raised already
             raise UsageError("triage: an end of the bisection was not measured")
         for version, record, (_, env_name) in zip(chosen, measured, made):
@@ -216,7 +219,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
 
     commands = [shlex.join(reproduce + run_options(version, tf, flavour)) for version in outcome.bracket]
     outcome.pins = {version: envs.pins(version) for version in outcome.bracket}
-    text = render(outcome, records, metric, loop, strategy, commands, time.monotonic() - started, len(set(created)),
+    text = render(outcome, records, metric, loop, strategy, commands, CLOCK() - started, len(set(created)),
                   name, attributing)
     if nightly:  # the environments it created (looked-ahead ones too): all but the bracket's are removed
         made = {v: path for v, path in envs.made().items() if v in created}
