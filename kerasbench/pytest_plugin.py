@@ -24,7 +24,8 @@ Marker options (keywords; max_growth may also come first, positionally, as limit
 `iterations` (default the profile's time budget, until decided), `warmup` (5), `repeats` (1), `profile` (default
 $KERASBENCH_PROFILE, else `default`), `setup`, `strategy` (a strategy of the repro loop, default `reuse_model`) and
 `trace` (0, off; N: the worker traces where memory grows, and a failure names the user's lines and the holders of
-what grows, its N top sites in the record).
+what grows, its N top sites in the record), `backend` (Keras 3's: tensorflow, jax or torch, the worker's
+KERAS_BACKEND; default the caller's).
 `--kerasbench-profile` and `--kerasbench-max-growth` set the suite's defaults; a marker's own options win. A
 bad option, size or profile is a pytest usage error at collection, before any worker runs.
 
@@ -39,11 +40,12 @@ from typing import Any, Callable, Dict, Optional
 import pytest
 
 MARKER = "kerasbench"
-OPTIONS = ("max_growth", "iterations", "warmup", "repeats", "profile", "setup", "strategy", "trace")
+OPTIONS = ("max_growth", "iterations", "warmup", "repeats", "profile", "setup", "strategy", "trace", "backend")
 MARKER_HELP = (f"{MARKER}(max_growth=None, iterations=None, warmup=5, repeats=1, profile=None, setup=None, "
-               "strategy='reuse_model', trace=0): run the test function as a loop body in a fresh kerasbench worker "
-               "and fail unless it reads flat, RSS and heap together (max_growth: the floor per iteration, e.g. "
-               "'16 KiB'; trace=10: a failure names your lines and what holds the objects that grow)")
+               "strategy='reuse_model', trace=0, backend=None): run the test function as a loop body in a fresh "
+               "kerasbench worker and fail unless it reads flat, RSS and heap together (max_growth: the floor per "
+               "iteration, e.g. '16 KiB'; trace=10: a failure names your lines and what holds the objects that grow; "
+               "backend: Keras 3's, tensorflow, jax or torch)")
 DEFAULTS = pytest.StashKey[Dict[str, Any]]()  # the suite's defaults from the command line, read once
 SETTINGS = pytest.StashKey[Dict[str, Any]]()  # a marked item's assert_no_growth arguments, checked at collection
 
@@ -161,6 +163,12 @@ def _merged(defaults: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]
             check_count(name, options[name])
     if "trace" in options:
         check_trace(options["trace"])
+    if "backend" in options:
+        from ._compat import BACKENDS
+        from .errors import unknown
+
+        if options["backend"] not in BACKENDS:
+            raise unknown("backend", options["backend"], BACKENDS)
     if "setup" in options:
         check_function(options["setup"], "setup")
     if "strategy" in options:

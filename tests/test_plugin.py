@@ -263,6 +263,8 @@ def test_bad_max_growth_is_refused(value, monkeypatch):
     ("trace=True", "Received: trace=True."),
     ('trace="10"', "Received: trace='10'."),
     ("trace=2.5", "Received: trace=2.5."),
+    ('backend="mxnet"', "Unknown backend. Received: backend='mxnet'. Expected one of: jax, tensorflow, torch."),
+    ("backend=3", "Received: backend=3."),
 ])
 def test_every_marker_value_is_checked_at_collection(pytester, marker, message):
     """Before: each collected (rc 0) and failed only when its test ran; max_growth=10**400 was INTERNALERROR."""
