@@ -22,12 +22,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     width = max(map(len, list(LOOPS) + list(STRATEGIES))) + 2
     out.write("Loop shapes\n")
     for shape in LOOPS.values():
-        out.write(f"  {shape.name:<{width}}{shape.description}\n")
+        only = f" (Keras' tensorflow backend only: {shape.tf_only})" if shape.tf_only else ""
+        out.write(f"  {shape.name:<{width}}{shape.description}{only}\n")
     out.write("\nStrategies\n")
     for s in STRATEGIES.values():
         applies = " ".join(name for name in LOOPS if name in s.applies_to)
         gpu = "; needs a GPU (--device gpu)" if s.needs_gpu else ""
-        out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}{gpu}\n")
+        backend = f"; Keras' {s.backend} backend only (--backend)" if s.backend else ""
+        out.write(f"  {s.name:<{width}}{s.description}\n  {'':<{width}}applies to: {applies}{gpu}{backend}\n")
     out.write("\nProfiles (--profile or $" + ENV_VAR + ")\n")
     for p in PROFILES.values():
         out.write(f"  {p.name:<{width}}{p.summary()}\n")
