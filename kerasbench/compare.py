@@ -201,16 +201,21 @@ def _nanmax(*values):
 
 
 def cell_side(record: Optional[Record], metric: str) -> Side:
-    """What one version contributes to a cell: value, per-repeat values, and what its rule reads (noise, fit, times)."""
+    """What one version contributes to a cell: value, per-repeat values, and what its rule reads (noise, fit, times).
+    A rule that reads the summary alone (a slope's CI: Judging.summary_alone) judges an ok record that keeps no
+    repeats too (an atlas file's cell)."""
     results = _results(record)
-    value = record["summary"].get(metric) if results else None
+    how = METRICS[metric].compare if metric in METRICS else None
+    alone = (not results and how is not None and JUDGING[type(how)].summary_alone
+             and _status(record) == "ok" and isinstance(record.get("summary"), dict))
+    value = record["summary"].get(metric) if results or alone else None
     side = {"value": value, "repeats": len(results)}
     if value is None:
         return side
-    spec, how = METRICS[metric], METRICS[metric].compare
-    n = min(r.get("iterations_done") or record["spec"]["iterations"] for r in results)
+    spec = METRICS[metric]
+    n = min(r.get("iterations_done") or record["spec"]["iterations"] for r in results) if results else 0
     side["per_repeat"] = ([spec.per_repeat(r, r.get("iterations_done") or n) for r in results]
-                          if spec.per_repeat else None)
+                          if spec.per_repeat and results else None)
     if how is not None:
         JUDGING[type(how)].side(side, record, results, n, how, metric)
     return side
@@ -222,7 +227,7 @@ def _slope_side(side: Side, record: Record, results: list, n: int, how: SlopeCI,
     floor = s.get("floor") or DEFAULT_FLOOR
     if how.series == "heap":  # the heap's own floor (records before it: the RSS one)
         floor = s.get("heap_floor") or floor
-    prefix, verdict = ("heap_growth", s.get("heap_verdict")) if how.series == "heap" else ("growth", s["verdict"])
+    prefix, verdict = ("heap_growth", s.get("heap_verdict")) if how.series == "heap" else ("growth", s.get("verdict"))
     low, high = (s.get(f"{prefix}_ci_{end}") for end in ("low", "high"))
     kind = s.get("growth_kind")  # what grew (rule.growth_kind), named beside the verdict
     side.update(low=float("nan") if low is None else low, high=float("nan") if high is None else high,
@@ -472,22 +477,32 @@ class Judging:
     """What compare does for one kind of compare rule (metrics.CompareRule): what a version's side reads from its
     record (cell_side), how two sides are judged (judge), a side's value and standard uncertainty (uncertain_value;
     None where the rule gives none), and whether its values are totals over the run (runs of different lengths are
-    then not on one scale). A new kind of rule is one class in metrics.py and one entry of JUDGING."""
+    then not on one scale), and whether a side reads the record's summary alone (then a record without repeats, an
+    atlas file's cell, is judged too). A new kind of rule is one class in metrics.py and one entry of JUDGING."""
 
     side: Callable[..., None]
     judge: Callable[[Side, Side, Any, str], Tuple[str, str]]
     uncertainty: Callable[[float, Side, Any], Optional[Tuple[float, float]]] = lambda value, side, how: None
     totals: bool = False
+    summary_alone: bool = False
 
 
 JUDGING = {
-    SlopeCI: Judging(_slope_side, lambda base, new, how, metric: _slope_ci(base, new), _slope_uncertainty),
+    SlopeCI: Judging(_slope_side, lambda base, new, how, metric: _slope_ci(base, new), _slope_uncertainty,
+                     summary_alone=True),
     Magnitude: Judging(_magnitude_side, lambda base, new, how, metric: _magnitude(base, new, how),
                        _magnitude_uncertainty),
     ExactCount: Judging(_count_side, lambda base, new, how, metric: _exact_count(base, new, METRICS[metric].unit),
                         _count_uncertainty, totals=True),
     TimingBand: Judging(_timing_side, lambda base, new, how, metric: _timing_band(base, new, how)),
 }
+
+
+def figures_verdict(base: Optional[Record], new: Optional[Record], metric: str = "growth_per_iter") -> Tuple[str, str]:
+    """(verdict, why) of one metric from record `base` to record `new` by compare's rule, the figures alone (the
+    hardware not asked: the caller says it beside): the atlas' marks. n/a where either has no value."""
+    sides = [cell_side(r, metric) if r else {"value": None, "repeats": 0} for r in (base, new)]
+    return judge(metric, *sides)
 
 
 def _finite(v):
