@@ -29,7 +29,7 @@ from .errors import UsageError
 from .machine import FINGERPRINT_KEYS
 from .releases import version_key
 from .rule import DEFAULT_FLOOR
-from .page import esc, finite, floor_kib, frame, kib, made_from, mib
+from .page import esc, finite, floor_kib, frame, kib, made_from, mib, no_paths
 from .units import KIB, MIB
 
 # Worse and better are claims: only between decided readings (an `inconclusive` side, or a settling or step, is
@@ -170,7 +170,7 @@ def _details(record, version) -> List[str]:
         lines.append(f"repeats: {s.get('repeats')}, floor {floor_kib(s.get('floor'))}{heap} KiB/iteration")
     lines.append(f"floors from {floors_text(s.get('floors_from'))}")  # the protocol: once, in the map's line
     if s.get("why"):
-        lines.append(f"not decided: {s['why']}")
+        lines.append(f"not decided: {no_paths(s['why'])}")
     return lines
 
 
@@ -184,12 +184,12 @@ def floors_text(stamps: Any) -> str:
         stamp = stamp if isinstance(stamp, dict) else {}
         kind = stamp.get("kind")
         if kind == "calibration":
-            what = f"calibration {stamp.get('file')}"
+            what = f"calibration {no_paths(stamp.get('file'))}"
         elif kind == "settling":
             made = "made on another TF/Keras: ×2" if stamp.get("foreign") else "made on this TF/Keras"
             what = f"TF's settling ({made})"
         elif kind == "given":
-            what = f"given ({stamp.get('source')})"
+            what = f"given ({no_paths(stamp.get('source'))})"
         else:
             what = f"the {DEFAULT_FLOOR // KIB} KiB default (no calibration)"
         words.append((series, what))
@@ -204,7 +204,7 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[Tuple[
         return f'<td class="na" title="not measured on TF {esc(version)}">n/a</td>', None
     if record.get("status") != "ok":
         label = "n/a" if record.get("status") == "skipped" else "failed"
-        return (f'<td class="na {label}" title="{esc(record.get("status"))}: {esc(record.get("reason"))}">'
+        return (f'<td class="na {label}" title="{esc(record.get("status"))}: {esc(no_paths(record.get("reason")))}">'
                 f"{label}</td>"), None
     s = record.get("summary") or {}
     shown, kind = verdict(s), s.get("growth_kind")
@@ -283,7 +283,7 @@ def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
         for v in versions:
             record = groups[v].get((loop, strategy), (None, None))[0]
             if record and record.get("reason") and not reasons:
-                reasons.append(record["reason"])
+                reasons.append(no_paths(record["reason"]))
     parts = [f"{strategy} ({', '.join(loops)})" + (f": {reasons[0]}" if reasons else ": no record")
              for strategy, (loops, reasons) in by_strategy.items()]
     return (f'<p class="read unmeasured">Not measured on any version, so not drawn ({len(pairs)} '
@@ -432,9 +432,16 @@ SPARK_POINTS = 80  # a change's picture: at most this many readings per side
 
 
 def _slim(value: Any) -> Any:
-    """A summary figure as the page needs it: bytes to a tenth of a byte (the page shows tenths of a KiB)."""
+    """A summary figure as the page needs it: bytes to a tenth of a byte (the page shows tenths of a KiB); a text
+    (a why, a floor's stamp) without a machine's folders (page.no_paths: the data is published)."""
     if isinstance(value, float):
         return int(value) if value.is_integer() else round(value, 1)
+    if isinstance(value, str):
+        return no_paths(value)
+    if isinstance(value, dict):
+        return {k: _slim(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_slim(v) for v in value]
     return value
 
 
@@ -488,7 +495,7 @@ def data(groups: compare.Groups) -> dict:
             cell = {"loop": loop, "strategy": strategy, "status": record.get("status"),
                     "summary": _slim_summary(record.get("summary")), "env": environments.index(env)}
             if record.get("reason"):
-                cell["reason"] = record["reason"]
+                cell["reason"] = no_paths(record["reason"])  # published with the project: no machine's folders
             if (v, (loop, strategy)) in changed and (rss := rss_mib(record)):
                 cell["rss_every"], cell["rss_mib"] = rss
             cells.append(cell)

@@ -492,3 +492,31 @@ def test_a_release_on_several_pythons_keeps_its_main_python_as_its_plain_column(
     assert heads == ["2.15.1", "2.16.2", "2.16.2+py3.10", "2.17.1"]
     assert '<small class="prev">vs 2.16.2</small>' in html  # 2.17.1's previous: 2.16.2 on the same Python
     assert "kerasbench triage --good 2.16.2 --bad 2.17.1 --loop sweep --strategy clear_session_del_gc" in html
+
+
+def test_no_machine_folder_in_the_pages_and_the_data(tmp_path, monkeypatch):
+    """The report and the atlas are meant to be shared: the records' folder, a calibration file in site-packages, a
+    reason or a why naming a file are named by their last part, never by a machine's absolute folder."""
+    site = "/usr/lib/python3.11/site-packages/kerasbench/calibration/glibc-x.json"
+    folder = tmp_path / "my-records"
+    folder.mkdir()
+    for v in ("2.12.1", "2.21.0"):
+        payload = json.load(open(os.path.join(REFERENCE, f"tf-{v}.json")))
+        first, second = payload["records"][:2]
+        first["summary"].update(floor_source=f"calibration {site} (fits glibc)", why=f"see {tmp_path}/trace.txt")
+        first["summary"]["floors_from"] = {"rss": {"kind": "given", "source": f"--floor-file {site}"}}
+        second.update(status="failed", reason=f"worker died: {tmp_path}/repro.py line 3")
+        (folder / f"tf-{v}.json").write_text(json.dumps(payload))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the records outside the working folder: named by their own name
+    assert main(["report", str(folder), "--output", str(tmp_path / "report.html")]) == 0
+    written = atlas.write([str(folder)], str(tmp_path / "atlas"))
+    for path in [str(tmp_path / "report.html"), *written]:
+        text = open(path, encoding="utf-8").read()
+        assert str(tmp_path) not in text and "/usr/lib" not in text and "site-packages" not in text, path
+        assert "glibc-x.json" in text or path.endswith("atlas.json") and "repro.py line 3" in text, path
+    report_page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Records: my-records." in report_page and "pairs in my-records" in report_page
+    assert "calibration glibc-x.json (fits glibc)" in report_page and "worker died: repro.py line 3" in report_page
+    monkeypatch.chdir(tmp_path)  # inside the working folder: relative to it
+    assert "Records: my-records/tf-2.12.1.json." in atlas.page([str(folder / "tf-2.12.1.json")], {})
