@@ -520,3 +520,26 @@ def test_no_machine_folder_in_the_pages_and_the_data(tmp_path, monkeypatch):
     assert "calibration glibc-x.json (fits glibc)" in report_page and "worker died: repro.py line 3" in report_page
     monkeypatch.chdir(tmp_path)  # inside the working folder: relative to it
     assert "Records: my-records/tf-2.12.1.json." in atlas.page([str(folder / "tf-2.12.1.json")], {})
+
+
+def test_the_atlas_reads_each_versions_key_a_bounded_number_of_times(monkeypatch):
+    """Its cost is linear in its columns: twice the columns, about twice the version keys read (a column's previous
+    found by sorting every column again was quadratic: 3000 columns did not finish in two minutes)."""
+    calls = []
+
+    def counted(version):
+        calls.append(version)
+        return compare.version_key(version)
+
+    monkeypatch.setattr(atlas, "version_key", counted)
+
+    def keys_read(n):
+        calls.clear()
+        columns = [(f"2.{i}.0", [record("sweep", "reuse_model", *(("grows", "leak") if i % 3 else ()))])
+                   for i in range(n)]
+        grouped = groups(*columns)
+        atlas.section(grouped), atlas.data(grouped)
+        return len(calls)
+
+    small, large = keys_read(40), keys_read(160)
+    assert large <= 4.5 * small, (small, large)
