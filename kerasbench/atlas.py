@@ -542,6 +542,10 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
                       "and a 'cells' list")
         if column["version"] in groups:
             raise bad(f"columns[{i}]: TF {column['version']} twice")
+        for k, environment in enumerate(column["environments"]):
+            problem = environment_problem(environment, f"columns[{i}].environments[{k}]")
+            if problem:
+                raise bad(problem)
         cells = groups.setdefault(column["version"], {})
         for j, given in enumerate(column["cells"]):
             where = f"columns[{i}].cells[{j}]"
@@ -554,6 +558,9 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
             if not (isinstance(env, int) and not isinstance(env, bool) and 0 <= env < len(column["environments"])):
                 raise bad(f"{where}.env is not the index of one of the column's {len(column['environments'])} "
                           "environments")
+            problem = cell_problem(given, where)
+            if problem:
+                raise bad(problem)
             cell = dict(given, environment=column["environments"][env])
             rss = cell.get("rss_mib")
             if rss is not None and not (isinstance(rss, list) and all(finite(v) for v in rss)):
@@ -565,6 +572,79 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
                 raise bad(f"{where}: {cell['loop']} × {cell['strategy']} twice for TF {column['version']}")
             cells[(cell["loop"], cell["strategy"])] = (cell, path)
     return groups
+
+
+def cell_problem(cell: dict, where: str) -> Optional[str]:
+    """What is wrong with the types of what the page reads of an atlas file's cell (its status, reason and summary),
+    in words ('columns[0].cells[1].summary.floor is a string, expected number'); None when every value has its type.
+    The record's JSON Schema is the one rule (record.type_problem, the records' check); a cell whose values are all
+    of the plain types the schema names passes without it (_plain: an atlas of 3000 columns is 60,000 cells)."""
+    from .record import type_problem
+
+    summary = cell.get("summary", {})
+    if _plain(cell.get("status"), ("string",)) and _plain(cell.get("reason"), ("string", "null")) and \
+            all(_plain(v, _KINDS["summary"].get(k, ())) for k, v in summary.items()):
+        return None
+    return type_problem({k: cell[k] for k in ("status", "reason", "summary") if k in cell}, where)
+
+
+def environment_problem(environment: dict, where: str) -> Optional[str]:
+    """cell_problem's check of a column's environment (where: 'columns[0].environments[0]'); None when fine."""
+    from .record import type_problem
+
+    if all(_plain(v, _KINDS["environment"].get(k, ())) for k, v in environment.items()):
+        return None
+    problem = type_problem({"environment": environment}, "")
+    return where + problem[len(".environment"):] if problem else None
+
+
+def _plain(value: Any, kinds: Sequence[str]) -> bool:
+    """Whether `value` is plainly of one of `kinds` (JSON types; 'enum:<values>' for a text of those; 'stamps' for an
+    open object of objects of scalars, or nulls): True only for what it can tell; anything else goes to the schema's
+    check."""
+    for kind in kinds:
+        if kind.startswith("enum:"):
+            if isinstance(value, str) and value in kind[5:].split("|"):
+                return True
+        elif kind == "stamps" and isinstance(value, dict) and all(
+                v is None or isinstance(v, dict) and all(isinstance(x, SCALARS) for x in v.values())
+                for v in value.values()):
+            return True
+        elif kind == "null" and value is None or kind == "string" and isinstance(value, str) \
+                or kind == "integer" and type(value) is int or kind == "number" and type(value) in (int, float):
+            return True
+    return False
+
+
+def _kinds_of(schema: dict) -> Tuple[str, ...]:
+    """The plain kinds a property's schema allows (type, a list of types, an enum, anyOf of those); () for others."""
+    if "anyOf" in schema:
+        return tuple(k for part in schema["anyOf"] for k in _kinds_of(part))
+    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
+        return ("enum:" + "|".join(schema["enum"]),)
+    kinds = schema.get("type")
+    if kinds == "object" and "properties" not in schema:  # floors_from: {series: its stamp (an object) or null}
+        return ("stamps",)
+    kinds = [kinds] if isinstance(kinds, str) else kinds or []
+    return tuple(k for k in kinds if k in ("null", "string", "integer", "number"))
+
+
+class _Kinds(dict):
+    """{'summary' / 'environment': {key: plain kinds}} from the record's JSON Schema, read on first use."""
+
+    def __missing__(self, part):
+        from .record import json_schema
+
+        defs = json_schema()["$defs"]
+        props = defs["Summary" if part == "summary" else "Environment"]
+        props = props.get("properties") or {k: v for p in props.get("allOf", []) for k, v in
+                                            (p.get("properties") or {}).items()}
+        self[part] = {k: _kinds_of(v) for k, v in props.items()}
+        return self[part]
+
+
+_KINDS = _Kinds()
+SCALARS = (str, int, float, type(None))
 
 
 def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:

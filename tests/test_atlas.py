@@ -543,3 +543,69 @@ def test_the_atlas_reads_each_versions_key_a_bounded_number_of_times(monkeypatch
 
     small, large = keys_read(40), keys_read(160)
     assert large <= 4.5 * small, (small, large)
+
+
+def _small_atlas():
+    """A small valid atlas file's payload: two releases, a change with its series, a skipped and a failed cell."""
+    grouped = groups(("2.13.1", [with_ci(1646, 973, 2519), record("sweep", "gpu_growth_on", status="skipped",
+                                                                  reason="needs a GPU")]),
+                     ("2.14.1", [with_ci(6196, 6167, 6252), record("sweep", "gpu_growth_on", status="failed",
+                                                                   reason="killed")]))
+    for v, column in grouped.items():
+        for rec, _ in column.values():
+            rec["environment"] = {"machine_name": "vm", "tensorflow": v, "keras": "2.14.0", "keras_package": "keras",
+                                  "python": "3.11.7", "cpu_model": "x", "cpu_count": 2, "memory_total": 8 << 30,
+                                  "allocator": "glibc", "libc": "glibc-2.36", "nightly": {"day": "2026-05-14"}}
+            rec["summary"]["floors_from"] = {"rss": {"kind": "calibration", "file": "c.json"}, "heap": None}
+            rec["summary"].update(protocol=8, why="a step", heap_floor=KIB, growth_kind="leak")
+            rec["rss_every"], rec["rss_mib"] = 1, [0.0, 1.5, 3.0]
+    return json.loads(atlas.data_text(atlas.data(grouped)))
+
+
+def _places(value, at=()):
+    """Every place in a JSON value: (path of keys and indices, the value there)."""
+    yield at, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        yield from _places(inner, (*at, key))
+
+
+def test_every_field_of_an_atlas_file_of_another_type_is_one_line_exit_2_or_a_page(tmp_path, capsys):
+    """Fuzz (issue #40): each field of a small valid atlas file, in turn, given another type or taken away: no
+    traceback; exit 2 with one line naming the file and nothing written, or a page."""
+    base = _small_atlas()
+    others = (None, 7, True, "x", [1], {"a": [1]})
+    path, tried, refused = str(tmp_path / "atlas.json"), 0, 0
+    for at, value in list(_places(base)):
+        if not at:
+            continue
+        for other in (*others, KeyError):
+            if other is not KeyError and type(other) is type(value) and other == value:
+                continue
+            payload = json.loads(json.dumps(base))
+            holder = payload
+            for key in at[:-1]:
+                holder = holder[key]
+            if other is KeyError:
+                if isinstance(holder, list):
+                    continue
+                del holder[at[-1]]
+            else:
+                holder[at[-1]] = other
+            with open(path, "w") as f:
+                json.dump(payload, f)
+            out = tmp_path / "out"
+            rc = main(["atlas", path, "--output", str(out)])
+            err = capsys.readouterr().err
+            where = f"{'.'.join(map(str, at))} = {other!r}"
+            assert rc in (0, 2), (where, rc, err)
+            if rc == 2:
+                refused += 1
+                assert err.count("\n") == 1 and path in err and "Traceback" not in err, (where, err)
+                assert not out.exists(), where
+            else:
+                assert (out / "index.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>"), where
+                shutil.rmtree(out)
+            tried += 1
+    print(f"{tried} tried, {refused} refused")
+    assert tried > 400 and refused > 150, (tried, refused)
