@@ -710,7 +710,7 @@ def render_csv(cells: Sequence[Cell]) -> str:
 
 def describe(groups: Groups) -> str:
     """One line per version: what it ran on (TF, Keras, Python, numpy, profile/iterations/repeats)."""
-    lines, weak = [], False
+    lines = []
     for version in sorted(groups, key=version_key):
         recs = [r for r, _ in groups[version].values()]
         env = next((r["environment"] for r in recs if r.get("environment")), {}) or {}
@@ -719,7 +719,6 @@ def describe(groups: Groups) -> str:
         lines.append(f"TF {version}: Keras {env.get('keras')}, Python {env.get('python')}, numpy {env.get('numpy')}, "
                      f"{len(recs)} pairs, {'/'.join(map(str, iters))} iterations, {'/'.join(map(str, reps))} repeat(s)"
                      + build_text(env))
-        weak = weak or min(reps, default=1) < 2 or min(iters, default=0) < 8
     builds = {_build(r.get("environment") or {}) for g in groups.values() for r, _ in g.values()} - {None}
     if len(builds) > 1:
         lines.append(f"note: the sides ran different TF builds ({' and '.join(sorted(builds))}): CPU figures of the "
@@ -740,10 +739,48 @@ def describe(groups: Groups) -> str:
         differ = [n for n, e in envs.items() if machines.difference(first, e)]
         lines.append("machines: " + "; ".join(f"{n} (TF {', '.join(v)})" for n, v in ran_on.items()) + ": " +
                      ("different hardware (cells between them say so)" if differ else "the same hardware fingerprint"))
-    if weak:
-        lines.append("note: fewer than 8 iterations or 2 repeats per pair: the verdicts are weak "
-                     "(measure with --profile full before you trust them)")
+    note = weak_note(groups)
+    if note:
+        lines.append(note)
     return "\n".join(lines)
+
+
+def weak_note(groups: Groups) -> Optional[str]:
+    """The note on how far the verdicts hold, true for the protocol that judged them; None when nothing is weak.
+
+    Stamped records (protocol 8 on: rule.version_of) were decided by sequential looks against their floors, so a
+    count of iterations or repeats says nothing of them: weak are the pairs left undecided (the pair's verdict
+    inconclusive) and those judged at the default floor (no calibration fit) or at a given one; the note counts each.
+    Older records (unstamped) keep the old rule of thumb: fewer than 8 iterations or 2 repeats per pair."""
+    ok = [r for g in groups.values() for r, _ in g.values()
+          if _status(r) == "ok" and isinstance(r.get("summary"), dict)]
+    stamped = [r for r in ok if rule.version_of(r["summary"]) is not None]
+    parts, weak = [], set()
+    if stamped:
+        undecided = {id(r) for r in stamped if rule.pair_verdict(r["summary"]) == "inconclusive"}
+        floors = {kind: {id(r) for r in stamped if any(isinstance(stamp, dict) and stamp.get("kind") == kind
+                                                      for stamp in (r["summary"].get("floors_from") or {}).values())}
+                  for kind in ("default", "given")}
+        weak = undecided | floors["default"] | floors["given"]
+        parts += [f"{len(undecided)} undecided (inconclusive)" if undecided else "",
+                  f"{len(floors['default'])} judged at the {DEFAULT_FLOOR // KIB} KiB default floor (no calibration "
+                  "fits them)" if floors["default"] else "",
+                  f"{len(floors['given'])} at a given floor" if floors["given"] else ""]
+    older = [r for r in ok if rule.version_of(r["summary"]) is None and r.get("spec")]
+    if older and (min(r["spec"].get("repeats") or 1 for r in older) < 2
+                  or min(r["spec"].get("iterations") or 0 for r in older) < 8):
+        parts.append(f"{len(older)} judged before protocol 8 (unstamped) with fewer than 8 iterations or 2 repeats "
+                     "per pair")
+        weak |= {id(r) for r in older}
+    parts = [p for p in parts if p]
+    if not parts:
+        return None
+    versions = sorted({rule.version_of(r["summary"]) for r in stamped})
+    how = (f"{', '.join(rule.version_text(v) for v in versions)} decided the other {len(ok) - len(weak)} by "
+           "sequential looks against their floors; " if stamped else "")
+    calibrate = ", or calibrate this machine (kerasbench calibrate)" if stamped and floors["default"] else ""
+    return (f"note: of {len(ok)} pairs measured, {'; '.join(parts)}: those verdicts are weak ({how}measure the weak "
+            f"ones longer, --profile full{calibrate}, before you trust them)")
 
 
 def _build(env: Dict[str, Any]) -> Optional[str]:
