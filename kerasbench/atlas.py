@@ -5,10 +5,12 @@ release with tf_keras, another Python or another side is a column of its own, `2
 releases.version_key order. Each cell is the pair's one verdict (rule.pair_verdict: RSS and heap together, as the
 run table's), what grew (`growth_kind`, rule.growth_kind) and the RSS slope (`growth_per_iter`, KiB/iteration); its
 tooltip and a click name the RSS and heap verdicts it comes from and add the peak, the heap slope and the trace
-counts. A cell whose verdict or what-grew differs from the previous column
-of its axis (the previous release with the same label; a labelled column's first falls back to the plain releases)
-is marked: a thick left border and ▲ (worse), ▼ (better) or ◆ (different: a side undecided), and below the map the
-commands that bisect (triage), attribute and ablate that change, with only the options those commands have.
+counts. A cell is read against the previous column of its axis (the previous release with the same label; a
+labelled column's first falls back to the plain releases) and marked (`mark`) where compare's rule on the RSS slope
+says regressed or improved (compare.figures_verdict: its CI apart by more than the floor), else where its verdict or
+what grew flipped between decided readings: a thick left border and ▲ (worse) or ▼ (better), and below the map the
+commands that bisect (triage), attribute and ablate that change, with only the options those commands have. A flip
+with a side undecided (◆) is not a change: not counted, shown on demand (a checkbox).
 Two selects filter the rows by loop and strategy. Everything is inline (no network); every string from a record
 goes through the page kit's esc (kerasbench.page), a change's picture is the drawing kit's (kerasbench.draw.spark).
 """
@@ -27,7 +29,7 @@ from .errors import UsageError
 from .machine import FINGERPRINT_KEYS
 from .releases import version_key
 from .rule import DEFAULT_FLOOR
-from .page import esc, finite, floor_kib, frame, kib, made_from, mib
+from .page import esc, finite, floor_kib, frame, kib, made_from, mib, no_paths
 from .units import KIB, MIB
 
 # Worse and better are claims: only between decided readings (an `inconclusive` side, or a settling or step, is
@@ -48,14 +50,26 @@ def _split(version: str) -> Tuple[str, str]:
 def previous(version: str, versions: Sequence[str]) -> Optional[str]:
     """The column a column is read against: the last one before it (version order) of an earlier release with the
     same axis label; for a labelled column with none, the last plain one of an earlier release; else None."""
-    release, label = _split(version)
-    earlier = [v for v in sorted(versions, key=version_key)
-               if version_key(_split(v)[0]) < version_key(release)]
-    same = [v for v in earlier if _split(v)[1] == label]
-    if same:
-        return same[-1]
-    plain = [v for v in earlier if not _split(v)[1]]
-    return plain[-1] if label and plain else None
+    return previous_all([*versions, version])[version]
+
+
+def previous_all(versions: Sequence[str]) -> dict:
+    """{column: previous(column)} of every column at once: one sort and one pass, each version's key read once (the
+    atlas' cost stays linear in its columns; a column at a time was quadratic: 3000 columns did not finish)."""
+    keys = {v: (version_key(_split(v)[0]), version_key(v)) for v in versions}
+    by_release = sorted(keys, key=lambda v: keys[v][0])
+    last: dict = {}  # axis label -> its last column (version order) of the releases passed so far
+    out, passed = {}, 0
+    for v in by_release:
+        while passed < len(by_release) and keys[by_release[passed]][0] < keys[v][0]:
+            u = by_release[passed]
+            label = _split(u)[1]
+            if label not in last or keys[u][1] >= keys[last[label]][1]:
+                last[label] = u
+            passed += 1
+        label = _split(v)[1]
+        out[v] = last.get(label) or (last.get("") if label else None)
+    return out
 
 
 def verdict(summary) -> str:
@@ -90,6 +104,29 @@ def change(before, after) -> Optional[str]:
             return "other"
         return "worse" if rb > ra else "better"
     return "other"
+
+
+def mark(before, after) -> Optional[Tuple[str, str]]:
+    """(kind, why) of a cell read against the previous column's, or None. compare's rule on the RSS slope first
+    (compare.figures_verdict: the CIs apart by more than the floor): regressed is 'worse', improved 'better', whatever
+    the labels; where it says neither, the flip of the pair's (verdict, what grew) (`change`): 'worse' or 'better'
+    between decided readings, 'other' where a side is undecided (not a change: shown on demand, not counted)."""
+    if _state(before) is None or _state(after) is None:
+        return None
+    judged, why = compare.figures_verdict(before, after)
+    if judged in ("regressed", "improved"):
+        times = compare.ratio(*(finite_or_none(r["summary"].get("growth_per_iter")) for r in (before, after)))
+        size = f", ×{times:.3g}" if times is not None else ""
+        return ("worse" if judged == "regressed" else "better"), f"compare: RSS slope {judged}{size} ({why})"
+    flip = change(before, after)
+    if flip is None:
+        return None
+    said = "a side is undecided: not counted as a change" if flip == "other" else "the verdict or what grew flipped"
+    return flip, f"{said}; compare on the RSS slope: {judged} ({why})"
+
+
+def finite_or_none(value: Any) -> Optional[float]:
+    return float(value) if finite(value) else None
 
 
 def commands(loop: str, strategy: str, good: str, bad: str) -> List[Tuple[str, str]]:
@@ -145,7 +182,7 @@ def _details(record, version) -> List[str]:
         lines.append(f"repeats: {s.get('repeats')}, floor {floor_kib(s.get('floor'))}{heap} KiB/iteration")
     lines.append(f"floors from {floors_text(s.get('floors_from'))}")  # the protocol: once, in the map's line
     if s.get("why"):
-        lines.append(f"not decided: {s['why']}")
+        lines.append(f"not decided: {no_paths(s['why'])}")
     return lines
 
 
@@ -159,12 +196,12 @@ def floors_text(stamps: Any) -> str:
         stamp = stamp if isinstance(stamp, dict) else {}
         kind = stamp.get("kind")
         if kind == "calibration":
-            what = f"calibration {stamp.get('file')}"
+            what = f"calibration {no_paths(stamp.get('file'))}"
         elif kind == "settling":
             made = "made on another TF/Keras: ×2" if stamp.get("foreign") else "made on this TF/Keras"
             what = f"TF's settling ({made})"
         elif kind == "given":
-            what = f"given ({stamp.get('source')})"
+            what = f"given ({no_paths(stamp.get('source'))})"
         else:
             what = f"the {DEFAULT_FLOOR // KIB} KiB default (no calibration)"
         words.append((series, what))
@@ -173,28 +210,30 @@ def floors_text(stamps: Any) -> str:
     return "; ".join(f"{'RSS' if s == 'rss' else s}: {what}" for s, what in words)
 
 
-def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
-    """(one <td>, its change or None)."""
+def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[Tuple[str, str]]]:
+    """(one <td>, its mark: (kind, why), or None)."""
     if record is None:
         return f'<td class="na" title="not measured on TF {esc(version)}">n/a</td>', None
     if record.get("status") != "ok":
         label = "n/a" if record.get("status") == "skipped" else "failed"
-        return (f'<td class="na {label}" title="{esc(record.get("status"))}: {esc(record.get("reason"))}">'
+        return (f'<td class="na {label}" title="{esc(record.get("status"))}: {esc(no_paths(record.get("reason")))}">'
                 f"{label}</td>"), None
     s = record.get("summary") or {}
     shown, kind = verdict(s), s.get("growth_kind")
-    moved = change(prev_record, record) if prev else None
+    marked = mark(prev_record, record) if prev else None
+    moved = marked[0] if marked else None
     tip = _details(record, version)
     glyph, cls = "", f"v-{shown}"
-    if moved:
+    if marked:
         p = prev_record["summary"]
-        tip.insert(0, f"changed from TF {prev}: {verdict(p)}/{p.get('growth_kind') or '-'} → "
-                      f"{shown}/{kind or '-'}")
+        tip[:0] = [f"{'changed' if moved != 'other' else 'a side undecided'} from TF {prev}: "
+                   f"{verdict(p)}/{p.get('growth_kind') or '-'} → {shown}/{kind or '-'} "
+                   f"({kib(p.get('growth_per_iter'))} → {kib(s.get('growth_per_iter'))} KiB/it)", marked[1]]
         hardware = compare.hardware_note(prev_record, record)[1]
         if hardware:
-            tip.insert(1, f"different hardware ({hardware}): the change may be the machine's")
+            tip.insert(2, f"different hardware ({hardware}): the change may be the machine's")
         glyph = f'<span class="glyph">{GLYPHS[moved]}</span>'
-        cls += f" changed {moved}"
+        cls += f" changed {moved}" if moved != "other" else " undecided other"
     more = "".join(f"<li>{esc(line)}</li>" for line in tip)
     if moved:
         more += f'<li><a href="#{cid}">commands for this change ↓</a></li>'
@@ -202,16 +241,17 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[str]]:
     return (f'<td class="{esc(cls)}" tabindex="0">{glyph}'
             f'<span class="verdict">{esc(shown)}</span>{kind_html}'
             f'<span class="slope">{esc(kib(s.get("growth_per_iter")))} KiB/it</span>'
-            f'<ul class="more">{more}</ul></td>'), moved
+            f'<ul class="more">{more}</ul></td>'), marked
 
 
 def spark(before, after, p: str, v: str, width: int = 260, height: int = 64) -> str:
     """A change's picture (draw.spark): the RSS of each side's first repeat after each iteration, MiB over its first
-    reading, on one scale (grey: the previous version, coloured: this one); '' when a side has no series."""
+    reading, on one scale (grey: the previous version, red: this one, each named in its legend); '' when a side has
+    no series."""
     sides = [rss_mib(r) for r in (before, after)]
     if not all(sides):
         return ""
-    return draw.spark(sides, ("#999", "#c33"), f"TF {p} (grey) and {v} (red)", width, height)
+    return draw.spark(sides, ("#999", "#c33"), (f"TF {p}", f"TF {v}"), width, height)
 
 
 def _keras(column) -> str:
@@ -228,12 +268,19 @@ def _count(pairs, versions, groups: compare.Groups, changes) -> str:
     """The map in one line: pairs × versions, cells measured, changes by kind."""
     measured = sum(1 for pair in pairs for v in versions
                    if (groups[v].get(pair, (None, None))[0] or {}).get("status") == "ok")
-    kinds = [item[5] for item in changes]  # (cid, loop, strategy, prev, version, moved, before, after)
-    by = ", ".join(f"{kinds.count(k)} {k}" for k in ("worse", "better", "other") if kinds.count(k))
+    kinds = [item[5] for item in changes]  # (cid, loop, strategy, prev, version, moved, before, after, why)
+    by = ", ".join(f"{kinds.count(k)} {k}" for k in ("worse", "better") if kinds.count(k))
+    flips = sum(1 for item in changes if item[5] != "other" and not item[8].startswith("compare:"))
+    n, undecided = len(kinds) - kinds.count("other"), kinds.count("other")
+    parts = [f"{n - flips} by compare's rule on the RSS slope" if flips and n - flips else "",
+             f"{flips} verdict flip{'' if flips == 1 else 's'} compare does not call" if flips else ""]
+    how = "".join(f"; {part}" for part in parts if part)
     judged = {rule.version_of(r.get("summary")) for g in groups.values() for r, _ in g.values()
               if (r or {}).get("status") == "ok"}
-    return (f"{len(pairs)} pairs × {len(versions)} versions: {measured} cells measured; {len(changes)} "
-            f"change{'' if len(changes) == 1 else 's'} from one version to the next" + (f" ({by})" if by else "")
+    return (f"{len(pairs)} pairs × {len(versions)} versions: {measured} cells measured; {n} "
+            f"change{'' if n == 1 else 's'} from one version to the next" + (f" ({by}{how})" if by else "")
+            + (f"; {undecided} flip{'' if undecided == 1 else 's'} with a side undecided (◆, not counted)"
+               if undecided else "")
             + f"; judged by {', '.join(sorted(rule.version_text(v) for v in judged))}.")
 
 
@@ -248,7 +295,7 @@ def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
         for v in versions:
             record = groups[v].get((loop, strategy), (None, None))[0]
             if record and record.get("reason") and not reasons:
-                reasons.append(record["reason"])
+                reasons.append(no_paths(record["reason"]))
     parts = [f"{strategy} ({', '.join(loops)})" + (f": {reasons[0]}" if reasons else ": no record")
              for strategy, (loops, reasons) in by_strategy.items()]
     return (f'<p class="read unmeasured">Not measured on any version, so not drawn ({len(pairs)} '
@@ -290,7 +337,7 @@ def section(groups: compare.Groups) -> str:
     if len(versions) < 2:
         return ""
     pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
-    prev = {v: previous(v, versions) for v in versions}
+    prev = previous_all(versions)
     rows, changes = [], []
     # a pair no version measured (the GPU strategies on a CPU machine, a loop a strategy does not apply to): named
     # under the map, not drawn as a row of n/a
@@ -305,10 +352,10 @@ def section(groups: compare.Groups) -> str:
             p = prev[v]
             prev_record = groups[p].get((loop, strategy), (None, None))[0] if p else None
             cid = f"atlas-change-{len(changes)}"
-            td, moved = _cell(record, v, p, prev_record, cid)
+            td, marked = _cell(record, v, p, prev_record, cid)
             tds.append(td.replace("<td ", f'<td data-ver="{esc(v)}" ', 1))
-            if moved:
-                changes.append((cid, loop, strategy, p, v, moved, prev_record, record))
+            if marked:
+                changes.append((cid, loop, strategy, p, v, marked[0], prev_record, record, marked[1]))
         rows.append(f'<tr data-loop="{esc(loop)}" data-strategy="{esc(strategy)}">'
                     f'<th class="pair">{esc(loop)} <span class="x">×</span> {esc(strategy)}</th>{"".join(tds)}</tr>')
     head = "".join(f'<th class="ver" data-ver="{esc(v)}">{esc(_split(v)[0])}'
@@ -322,21 +369,14 @@ def section(groups: compare.Groups) -> str:
     s_options = "".join(f'<option value="{esc(x)}">{esc(x)}</option>' for x in strategies)
     v_options = "".join(f'<option value="{esc(v)}" data-prev="{esc(prev[v] or "")}">{esc(v)}</option>'
                         for v in versions)
-    items = []
-    for cid, loop, strategy, p, v, moved, before, after in changes:
-        b, a = before["summary"], after["summary"]
-        cmds = "".join(f'<li>{esc(what)}: <code class="cmd">{esc(cmd)}</code></li>'
-                       for what, cmd in commands(loop, strategy, p, v))
-        items.append(f'<li id="{cid}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" data-ver="{esc(v)}">'
-                     f'<span class="glyph {moved}">{GLYPHS[moved]}</span> <b>{esc(loop)} × {esc(strategy)}</b>, '
-                     f"TF {esc(p)} → {esc(v)}: {esc(verdict(b))}/{esc(b.get('growth_kind') or '-')} "
-                     f"({esc(kib(b.get('growth_per_iter')))} KiB/it) → {esc(verdict(a))}/"
-                     f"{esc(a.get('growth_kind') or '-')} ({esc(kib(a.get('growth_per_iter')))} KiB/it)"
-                     + (f' <span class="hw">different hardware ({esc(hw)}): measure both on one machine</span>'
-                        if (hw := compare.hardware_note(before, after)[1]) else "")
-                     + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
-    listing = (f'<ol class="changes">{"".join(items)}</ol>' if items
-               else "<p>No pair changes its verdict or what grew between consecutive versions.</p>")
+    counted = [c for c in changes if c[5] != "other"]
+    undecided = [c for c in changes if c[5] == "other"]
+    listing = (f'<ol class="changes">{"".join(_item(*c) for c in counted)}</ol>' if counted
+               else "<p>No pair changes between consecutive versions by compare's rule or its verdict.</p>")
+    if undecided:
+        listing += (f'<details class="undecided"><summary>{len(undecided)} flip{"" if len(undecided) == 1 else "s"} '
+                    "of a verdict with a side undecided (◆): not counted as changes</summary>"
+                    f'<ol class="changes">{"".join(_item(*c) for c in undecided)}</ol></details>')
     return f"""<div id="atlas" class="atlas"><style>{CSS}</style>
 <h2>Atlas: every pair across the TF versions</h2>
 <p class="read">{esc(HOW_TO_READ)}</p>
@@ -346,16 +386,33 @@ Strategy <select id="atlas-strategy"><option value="">all</option>{s_options}</s
 TF <select id="atlas-tf" title="one version and the one it is read against"><option value="">all</option>
 {v_options}</select>
 <label><input type="checkbox" id="atlas-changed"> only rows with a change</label>
+<label><input type="checkbox" id="atlas-undecided"> show the flips with a side undecided (◆, {len(undecided)})</label>
 <span class="legend"><span class="key changed worse">▲</span> worse than the previous version
-<span class="key changed better">▼</span> better <span class="key changed other">◆</span> different (a side undecided)
+<span class="key changed better">▼</span> better (compare's rule on the RSS slope, else the verdict's flip)
 <span class="key v-grows">grows</span> <span class="key v-flat">flat</span>
 <span class="key v-inconclusive">inconclusive</span> the pair's verdict (RSS and heap together); then what grew; the
 number is the RSS slope, KiB/iteration</span></div>
 <div class="scroll"><table class="atlas"><thead><tr><th>loop × strategy \\ TF</th>{head}</tr></thead>
 <tbody>{"".join(rows)}</tbody></table></div>{_unmeasured(unmeasured, groups, versions)}
-<h3>What changed, and the commands that explain it ({len(changes)} in all)</h3>{listing}
+<h3>What changed, and the commands that explain it ({len(counted)} in all)</h3>{listing}
 <script>{JS}</script></div>
 """
+
+
+def _item(cid, loop, strategy, p, v, moved, before, after, why) -> str:
+    """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands."""
+    b, a = before["summary"], after["summary"]
+    cmds = "".join(f'<li>{esc(what)}: <code class="cmd">{esc(cmd)}</code></li>'
+                   for what, cmd in commands(loop, strategy, p, v))
+    hw = compare.hardware_note(before, after)[1]
+    return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
+            f'data-ver="{esc(v)}"><span class="glyph {moved}">{GLYPHS[moved]}</span> '
+            f"<b>{esc(loop)} × {esc(strategy)}</b>, TF {esc(p)} → {esc(v)}: "
+            f"{esc(verdict(b))}/{esc(b.get('growth_kind') or '-')} ({esc(kib(b.get('growth_per_iter')))} KiB/it) → "
+            f"{esc(verdict(a))}/{esc(a.get('growth_kind') or '-')} ({esc(kib(a.get('growth_per_iter')))} KiB/it)"
+            + (f' <span class="hw">different hardware ({esc(hw)}): measure both on one machine</span>' if hw else "")
+            + f'<br><span class="why">{esc(why)}</span>'
+            + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
 
 
 def page(paths: Sequence[str], groups: compare.Groups) -> str:
@@ -387,9 +444,16 @@ SPARK_POINTS = 80  # a change's picture: at most this many readings per side
 
 
 def _slim(value: Any) -> Any:
-    """A summary figure as the page needs it: bytes to a tenth of a byte (the page shows tenths of a KiB)."""
+    """A summary figure as the page needs it: bytes to a tenth of a byte (the page shows tenths of a KiB); a text
+    (a why, a floor's stamp) without a machine's folders (page.no_paths: the data is published)."""
     if isinstance(value, float):
         return int(value) if value.is_integer() else round(value, 1)
+    if isinstance(value, str):
+        return no_paths(value)
+    if isinstance(value, dict):
+        return {k: _slim(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_slim(v) for v in value]
     return value
 
 
@@ -427,11 +491,11 @@ def data(groups: compare.Groups) -> dict:
     """The atlas data of grouped records: {schema, version, kerasbench, columns: [{version, cells: [...]}]}."""
     groups = main_axis(groups)
     versions = sorted(groups, key=version_key)
-    changed = set()
+    changed, prev = set(), previous_all(versions)
     for v in versions:
-        p = previous(v, versions)
+        p = prev[v]
         for pair, (record, _) in groups[v].items():
-            if p and change(groups[p].get(pair, (None, None))[0], record):
+            if p and mark(groups[p].get(pair, (None, None))[0], record):
                 changed.update({(v, pair), (p, pair)})
     columns = []
     for v in versions:
@@ -443,7 +507,7 @@ def data(groups: compare.Groups) -> dict:
             cell = {"loop": loop, "strategy": strategy, "status": record.get("status"),
                     "summary": _slim_summary(record.get("summary")), "env": environments.index(env)}
             if record.get("reason"):
-                cell["reason"] = record["reason"]
+                cell["reason"] = no_paths(record["reason"])  # published with the project: no machine's folders
             if (v, (loop, strategy)) in changed and (rss := rss_mib(record)):
                 cell["rss_every"], cell["rss_mib"] = rss
             cells.append(cell)
@@ -478,6 +542,10 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
                       "and a 'cells' list")
         if column["version"] in groups:
             raise bad(f"columns[{i}]: TF {column['version']} twice")
+        for k, environment in enumerate(column["environments"]):
+            problem = environment_problem(environment, f"columns[{i}].environments[{k}]")
+            if problem:
+                raise bad(problem)
         cells = groups.setdefault(column["version"], {})
         for j, given in enumerate(column["cells"]):
             where = f"columns[{i}].cells[{j}]"
@@ -490,6 +558,9 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
             if not (isinstance(env, int) and not isinstance(env, bool) and 0 <= env < len(column["environments"])):
                 raise bad(f"{where}.env is not the index of one of the column's {len(column['environments'])} "
                           "environments")
+            problem = cell_problem(given, where)
+            if problem:
+                raise bad(problem)
             cell = dict(given, environment=column["environments"][env])
             rss = cell.get("rss_mib")
             if rss is not None and not (isinstance(rss, list) and all(finite(v) for v in rss)):
@@ -501,6 +572,79 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
                 raise bad(f"{where}: {cell['loop']} × {cell['strategy']} twice for TF {column['version']}")
             cells[(cell["loop"], cell["strategy"])] = (cell, path)
     return groups
+
+
+def cell_problem(cell: dict, where: str) -> Optional[str]:
+    """What is wrong with the types of what the page reads of an atlas file's cell (its status, reason and summary),
+    in words ('columns[0].cells[1].summary.floor is a string, expected number'); None when every value has its type.
+    The record's JSON Schema is the one rule (record.type_problem, the records' check); a cell whose values are all
+    of the plain types the schema names passes without it (_plain: an atlas of 3000 columns is 60,000 cells)."""
+    from .record import type_problem
+
+    summary = cell.get("summary", {})
+    if _plain(cell.get("status"), ("string",)) and _plain(cell.get("reason"), ("string", "null")) and \
+            all(_plain(v, _KINDS["summary"].get(k, ())) for k, v in summary.items()):
+        return None
+    return type_problem({k: cell[k] for k in ("status", "reason", "summary") if k in cell}, where)
+
+
+def environment_problem(environment: dict, where: str) -> Optional[str]:
+    """cell_problem's check of a column's environment (where: 'columns[0].environments[0]'); None when fine."""
+    from .record import type_problem
+
+    if all(_plain(v, _KINDS["environment"].get(k, ())) for k, v in environment.items()):
+        return None
+    problem = type_problem({"environment": environment}, "")
+    return where + problem[len(".environment"):] if problem else None
+
+
+def _plain(value: Any, kinds: Sequence[str]) -> bool:
+    """Whether `value` is plainly of one of `kinds` (JSON types; 'enum:<values>' for a text of those; 'stamps' for an
+    open object of objects of scalars, or nulls): True only for what it can tell; anything else goes to the schema's
+    check."""
+    for kind in kinds:
+        if kind.startswith("enum:"):
+            if isinstance(value, str) and value in kind[5:].split("|"):
+                return True
+        elif kind == "stamps" and isinstance(value, dict) and all(
+                v is None or isinstance(v, dict) and all(isinstance(x, SCALARS) for x in v.values())
+                for v in value.values()):
+            return True
+        elif kind == "null" and value is None or kind == "string" and isinstance(value, str) \
+                or kind == "integer" and type(value) is int or kind == "number" and type(value) in (int, float):
+            return True
+    return False
+
+
+def _kinds_of(schema: dict) -> Tuple[str, ...]:
+    """The plain kinds a property's schema allows (type, a list of types, an enum, anyOf of those); () for others."""
+    if "anyOf" in schema:
+        return tuple(k for part in schema["anyOf"] for k in _kinds_of(part))
+    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
+        return ("enum:" + "|".join(schema["enum"]),)
+    kinds = schema.get("type")
+    if kinds == "object" and "properties" not in schema:  # floors_from: {series: its stamp (an object) or null}
+        return ("stamps",)
+    kinds = [kinds] if isinstance(kinds, str) else kinds or []
+    return tuple(k for k in kinds if k in ("null", "string", "integer", "number"))
+
+
+class _Kinds(dict):
+    """{'summary' / 'environment': {key: plain kinds}} from the record's JSON Schema, read on first use."""
+
+    def __missing__(self, part):
+        from .record import json_schema
+
+        defs = json_schema()["$defs"]
+        props = defs["Summary" if part == "summary" else "Environment"]
+        props = props.get("properties") or {k: v for p in props.get("allOf", []) for k, v in
+                                            (p.get("properties") or {}).items()}
+        self[part] = {k: _kinds_of(v) for k, v in props.items()}
+        return self[part]
+
+
+_KINDS = _Kinds()
+SCALARS = (str, int, float, type(None))
 
 
 def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:
@@ -536,8 +680,10 @@ HOW_TO_READ = (
     "is a column of its own). Each cell: the pair's one verdict, RSS and heap together (grows when either grows, flat "
     "when both are flat, else inconclusive), what grew (leak: the heap grows; retention: the allocator keeps pages; "
     "flat) and the RSS slope in KiB/iteration. Hover or click a cell for the RSS and heap verdicts it comes from, "
-    "the peak, the heap slope and the trace counts. A thick left border and ▲ / ▼ / ◆ mark a cell whose "
-    "verdict or what grew differs from the previous version of its axis (named under each column); the list below "
+    "the peak, the heap slope and the trace counts. A thick left border and ▲ (worse) / ▼ (better) mark a cell "
+    "that changed from the previous version of its axis (named under each column): compare's rule on the RSS slope "
+    "(regressed or improved: the slopes' CIs apart by more than the floor), else a flip of its verdict or what grew; "
+    "a flip with a side undecided (◆) is not counted as a change and is shown on demand. The list below "
     "the map gives, per change, the commands that find the release (triage), the package (attribute) and the "
     "cleanup steps (ablate) behind it. The TF select shows one version beside the one it is read against; the "
     "page's address keeps the filters, a link to the view. n/a: not measured or does not apply; failed: the worker "
@@ -553,8 +699,10 @@ CSS = """
 .atlas .filters{margin:.4em 0 .8em;display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center}
 .atlas .legend{color:#333;font-size:12px}.atlas .key{display:inline-block;padding:0 4px;border-radius:3px}
 .atlas .scroll{overflow:visible}
-table.atlas{border-collapse:collapse;margin:0 0 1em}
-table.atlas th,table.atlas td{border:1px solid #ddd;padding:3px 6px;white-space:nowrap;vertical-align:top}
+table.atlas{border-collapse:separate;border-spacing:0;margin:0 0 1em;border-top:1px solid #ddd;
+border-left:1px solid #ddd}
+table.atlas th,table.atlas td{border:0 solid #ddd;border-width:0 1px 1px 0;padding:3px 6px;white-space:nowrap;
+vertical-align:top}
 table.atlas th.pair{text-align:left;font-weight:500}table.atlas th.pair .x{color:#999}
 table.atlas th.ver{font-weight:600;text-align:center}table.atlas th.ver small{font-weight:400;color:#666}
 .atlas .count{font-weight:600}
@@ -578,6 +726,12 @@ box-shadow:none}
 .atlas code.cmd{background:#f4f4f4;border:1px solid #ddd;border-radius:3px;padding:0 4px;user-select:all}
 .atlas .hw{color:#a33;font-size:12px}.atlas svg.spark{display:block;margin:.3em 0 0 1.4em}
 .atlas tr.hidden,.atlas li.hidden,.atlas .colhide{display:none}
+.atlas td.undecided>.glyph{display:none}.atlas.show-undecided td.undecided{border-left:5px solid #777}
+.atlas.show-undecided td.undecided>.glyph{display:inline}.atlas .why{font-size:12px;color:#555}
+.atlas details.undecided{margin:.6em 0}.atlas details.undecided>summary{cursor:pointer;color:#333}
+table.atlas thead th{position:sticky;top:0;z-index:3;background:#fff;border-bottom-color:#999}
+table.atlas th.pair{position:sticky;left:0;z-index:2;background:#fff;border-right-color:#999}
+table.atlas thead th:first-child{left:0;z-index:4;border-right-color:#999}
 """
 
 JS = """
@@ -585,21 +739,28 @@ JS = """
   var root = document.getElementById('atlas');
   var loop = document.getElementById('atlas-loop'), strategy = document.getElementById('atlas-strategy');
   var tf = document.getElementById('atlas-tf'), only = document.getElementById('atlas-changed');
+  var undecided = document.getElementById('atlas-undecided'), details = root.querySelector('details.undecided');
+  function marked() {  // the cells "only rows with a change" looks for: the changes, and on demand the ◆ flips
+    var at = tf.value ? '[data-ver="' + CSS.escape(tf.value) + '"]' : '';
+    return 'td.changed' + at + (undecided.checked ? ', td.undecided' + at : '');
+  }
   function apply() {
     var keep = tf.value ? [tf.value, tf.options[tf.selectedIndex].dataset.prev] : null;
+    root.classList.toggle('show-undecided', undecided.checked);
+    if (details && undecided.checked) { details.open = true; }
     root.querySelectorAll('tr[data-loop], ol.changes > li').forEach(function (el) {
       var show = (!loop.value || el.dataset.loop === loop.value) &&
         (!strategy.value || el.dataset.strategy === strategy.value) &&
         (el.tagName !== 'LI' || !tf.value || el.dataset.ver === tf.value) &&
-        (!only.checked || el.tagName !== 'TR' ||
-         el.querySelector(tf.value ? 'td.changed[data-ver="' + CSS.escape(tf.value) + '"]' : 'td.changed') !== null);
+        (!only.checked || el.tagName !== 'TR' || el.querySelector(marked()) !== null);
       el.classList.toggle('hidden', !show);
     });
     root.querySelectorAll('table.atlas [data-ver]').forEach(function (el) {
       el.classList.toggle('colhide', keep !== null && keep.indexOf(el.dataset.ver) < 0);
     });
     var state = [['loop', loop.value], ['strategy', strategy.value], ['tf', tf.value],
-                 ['changed', only.checked ? '1' : '']].filter(function (kv) { return kv[1]; })
+                 ['changed', only.checked ? '1' : ''],
+                 ['undecided', undecided.checked ? '1' : '']].filter(function (kv) { return kv[1]; })
       .map(function (kv) { return kv[0] + '=' + encodeURIComponent(kv[1]); }).join('&');
     try { history.replaceState(null, '', state ? '#' + state : location.pathname + location.search); } catch (e) {}
   }
@@ -612,9 +773,10 @@ JS = """
       }
     });
     only.checked = q.get('changed') === '1';
+    undecided.checked = q.get('undecided') === '1';
     apply();
   }
-  [loop, strategy, tf, only].forEach(function (c) { c.addEventListener('change', apply); });
+  [loop, strategy, tf, only, undecided].forEach(function (c) { c.addEventListener('change', apply); });
   window.addEventListener('hashchange', fromHash);
   root.querySelectorAll('table.atlas td[tabindex]').forEach(function (td) {
     function toggle() { td.classList.toggle('open'); }

@@ -201,16 +201,21 @@ def _nanmax(*values):
 
 
 def cell_side(record: Optional[Record], metric: str) -> Side:
-    """What one version contributes to a cell: value, per-repeat values, and what its rule reads (noise, fit, times)."""
+    """What one version contributes to a cell: value, per-repeat values, and what its rule reads (noise, fit, times).
+    A rule that reads the summary alone (a slope's CI: Judging.summary_alone) judges an ok record that keeps no
+    repeats too (an atlas file's cell)."""
     results = _results(record)
-    value = record["summary"].get(metric) if results else None
+    how = METRICS[metric].compare if metric in METRICS else None
+    alone = (not results and how is not None and JUDGING[type(how)].summary_alone
+             and _status(record) == "ok" and isinstance(record.get("summary"), dict))
+    value = record["summary"].get(metric) if results or alone else None
     side = {"value": value, "repeats": len(results)}
     if value is None:
         return side
-    spec, how = METRICS[metric], METRICS[metric].compare
-    n = min(r.get("iterations_done") or record["spec"]["iterations"] for r in results)
+    spec = METRICS[metric]
+    n = min(r.get("iterations_done") or record["spec"]["iterations"] for r in results) if results else 0
     side["per_repeat"] = ([spec.per_repeat(r, r.get("iterations_done") or n) for r in results]
-                          if spec.per_repeat else None)
+                          if spec.per_repeat and results else None)
     if how is not None:
         JUDGING[type(how)].side(side, record, results, n, how, metric)
     return side
@@ -222,7 +227,7 @@ def _slope_side(side: Side, record: Record, results: list, n: int, how: SlopeCI,
     floor = s.get("floor") or DEFAULT_FLOOR
     if how.series == "heap":  # the heap's own floor (records before it: the RSS one)
         floor = s.get("heap_floor") or floor
-    prefix, verdict = ("heap_growth", s.get("heap_verdict")) if how.series == "heap" else ("growth", s["verdict"])
+    prefix, verdict = ("heap_growth", s.get("heap_verdict")) if how.series == "heap" else ("growth", s.get("verdict"))
     low, high = (s.get(f"{prefix}_ci_{end}") for end in ("low", "high"))
     kind = s.get("growth_kind")  # what grew (rule.growth_kind), named beside the verdict
     side.update(low=float("nan") if low is None else low, high=float("nan") if high is None else high,
@@ -472,22 +477,32 @@ class Judging:
     """What compare does for one kind of compare rule (metrics.CompareRule): what a version's side reads from its
     record (cell_side), how two sides are judged (judge), a side's value and standard uncertainty (uncertain_value;
     None where the rule gives none), and whether its values are totals over the run (runs of different lengths are
-    then not on one scale). A new kind of rule is one class in metrics.py and one entry of JUDGING."""
+    then not on one scale), and whether a side reads the record's summary alone (then a record without repeats, an
+    atlas file's cell, is judged too). A new kind of rule is one class in metrics.py and one entry of JUDGING."""
 
     side: Callable[..., None]
     judge: Callable[[Side, Side, Any, str], Tuple[str, str]]
     uncertainty: Callable[[float, Side, Any], Optional[Tuple[float, float]]] = lambda value, side, how: None
     totals: bool = False
+    summary_alone: bool = False
 
 
 JUDGING = {
-    SlopeCI: Judging(_slope_side, lambda base, new, how, metric: _slope_ci(base, new), _slope_uncertainty),
+    SlopeCI: Judging(_slope_side, lambda base, new, how, metric: _slope_ci(base, new), _slope_uncertainty,
+                     summary_alone=True),
     Magnitude: Judging(_magnitude_side, lambda base, new, how, metric: _magnitude(base, new, how),
                        _magnitude_uncertainty),
     ExactCount: Judging(_count_side, lambda base, new, how, metric: _exact_count(base, new, METRICS[metric].unit),
                         _count_uncertainty, totals=True),
     TimingBand: Judging(_timing_side, lambda base, new, how, metric: _timing_band(base, new, how)),
 }
+
+
+def figures_verdict(base: Optional[Record], new: Optional[Record], metric: str = "growth_per_iter") -> Tuple[str, str]:
+    """(verdict, why) of one metric from record `base` to record `new` by compare's rule, the figures alone (the
+    hardware not asked: the caller says it beside): the atlas' marks. n/a where either has no value."""
+    sides = [cell_side(r, metric) if r else {"value": None, "repeats": 0} for r in (base, new)]
+    return judge(metric, *sides)
 
 
 def _finite(v):
@@ -695,7 +710,7 @@ def render_csv(cells: Sequence[Cell]) -> str:
 
 def describe(groups: Groups) -> str:
     """One line per version: what it ran on (TF, Keras, Python, numpy, profile/iterations/repeats)."""
-    lines, weak = [], False
+    lines = []
     for version in sorted(groups, key=version_key):
         recs = [r for r, _ in groups[version].values()]
         env = next((r["environment"] for r in recs if r.get("environment")), {}) or {}
@@ -706,7 +721,6 @@ def describe(groups: Groups) -> str:
         lines.append(f"{ran}, Python {env.get('python')}, numpy {env.get('numpy')}, "
                      f"{len(recs)} pairs, {'/'.join(map(str, iters))} iterations, {'/'.join(map(str, reps))} repeat(s)"
                      + build_text(env))
-        weak = weak or min(reps, default=1) < 2 or min(iters, default=0) < 8
     builds = {_build(r.get("environment") or {}) for g in groups.values() for r, _ in g.values()} - {None}
     if len(builds) > 1:
         lines.append(f"note: the sides ran different TF builds ({' and '.join(sorted(builds))}): CPU figures of the "
@@ -727,10 +741,48 @@ def describe(groups: Groups) -> str:
         differ = [n for n, e in envs.items() if machines.difference(first, e)]
         lines.append("machines: " + "; ".join(f"{n} (TF {', '.join(v)})" for n, v in ran_on.items()) + ": " +
                      ("different hardware (cells between them say so)" if differ else "the same hardware fingerprint"))
-    if weak:
-        lines.append("note: fewer than 8 iterations or 2 repeats per pair: the verdicts are weak "
-                     "(measure with --profile full before you trust them)")
+    note = weak_note(groups)
+    if note:
+        lines.append(note)
     return "\n".join(lines)
+
+
+def weak_note(groups: Groups) -> Optional[str]:
+    """The note on how far the verdicts hold, true for the protocol that judged them; None when nothing is weak.
+
+    Stamped records (protocol 8 on: rule.version_of) were decided by sequential looks against their floors, so a
+    count of iterations or repeats says nothing of them: weak are the pairs left undecided (the pair's verdict
+    inconclusive) and those judged at the default floor (no calibration fit) or at a given one; the note counts each.
+    Older records (unstamped) keep the old rule of thumb: fewer than 8 iterations or 2 repeats per pair."""
+    ok = [r for g in groups.values() for r, _ in g.values()
+          if _status(r) == "ok" and isinstance(r.get("summary"), dict)]
+    stamped = [r for r in ok if rule.version_of(r["summary"]) is not None]
+    parts, weak = [], set()
+    if stamped:
+        undecided = {id(r) for r in stamped if rule.pair_verdict(r["summary"]) == "inconclusive"}
+        floors = {kind: {id(r) for r in stamped if any(isinstance(stamp, dict) and stamp.get("kind") == kind
+                                                      for stamp in (r["summary"].get("floors_from") or {}).values())}
+                  for kind in ("default", "given")}
+        weak = undecided | floors["default"] | floors["given"]
+        parts += [f"{len(undecided)} undecided (inconclusive)" if undecided else "",
+                  f"{len(floors['default'])} judged at the {DEFAULT_FLOOR // KIB} KiB default floor (no calibration "
+                  "fits them)" if floors["default"] else "",
+                  f"{len(floors['given'])} at a given floor" if floors["given"] else ""]
+    older = [r for r in ok if rule.version_of(r["summary"]) is None and r.get("spec")]
+    if older and (min(r["spec"].get("repeats") or 1 for r in older) < 2
+                  or min(r["spec"].get("iterations") or 0 for r in older) < 8):
+        parts.append(f"{len(older)} judged before protocol 8 (unstamped) with fewer than 8 iterations or 2 repeats "
+                     "per pair")
+        weak |= {id(r) for r in older}
+    parts = [p for p in parts if p]
+    if not parts:
+        return None
+    versions = sorted({rule.version_of(r["summary"]) for r in stamped})
+    how = (f"{', '.join(rule.version_text(v) for v in versions)} decided the other {len(ok) - len(weak)} by "
+           "sequential looks against their floors; " if stamped else "")
+    calibrate = ", or calibrate this machine (kerasbench calibrate)" if stamped and floors["default"] else ""
+    return (f"note: of {len(ok)} pairs measured, {'; '.join(parts)}: those verdicts are weak ({how}measure the weak "
+            f"ones longer, --profile full{calibrate}, before you trust them)")
 
 
 def _build(env: Dict[str, Any]) -> Optional[str]:

@@ -83,10 +83,11 @@ def _polyline(points, stroke, width=1.8, dash=""):
 
 def _legend(items, x0, y0, width, size=10):
     """A legend laid out in rows inside the picture: items [(text, colour, dash, kind)], kind 'line', 'box' (a
-    shaded span) or 'whisker'. Returns (the <g>, its height)."""
+    shaded span), 'whisker' or 'text' (words alone, muted: a unit). Returns (the <g>, its height)."""
     parts, x, baseline, row = ['<g class="legend">'], x0, y0 + size, size + 6
     for text, colour, dash, kind in items:
-        w = 24 + _width_of(text, size) + 10
+        mark = 0 if kind == "text" else 24
+        w = mark + _width_of(text, size) + 10
         if x > x0 and x + w > x0 + width:
             x, baseline = x0, baseline + row
         mid = baseline - size * 0.35
@@ -98,9 +99,9 @@ def _legend(items, x0, y0, width, size=10):
             parts += [_line(x, mid, x + 18, mid, colour, 1.2), _line(x, mid - 4, x, mid + 4, colour, 1.2),
                       _line(x + 18, mid - 4, x + 18, mid + 4, colour, 1.2),
                       f'<circle cx="{x + 9:.1f}" cy="{mid:.1f}" r="3" fill="{colour}"/>']
-        else:
+        elif kind != "text":
             parts.append(_line(x, mid, x + 18, mid, colour, 2 if not dash else 1.5, dash))
-        parts.append(_text(x + 24, baseline, text, size, fill=INK))
+        parts.append(_text(x + mark, baseline, text, size, fill=MUTED if kind == "text" else INK))
         x += w
     parts.append("</g>")
     return "".join(parts), baseline - y0 + 6
@@ -345,9 +346,10 @@ def chart_svg(data, plot_width=300):
 
 
 
-def spark(sides, colours, names: str, width: int = 260, height: int = 64) -> str:
+def spark(sides, colours, names: Sequence[str], width: int = 260, height: int = 64) -> str:
     """A change's picture, two lines on one scale, no axes: sides [(every, readings)] (a reading after every `every`-th
-    iteration, MiB over the first), each in its colour; `names` says which is which in the label."""
+    iteration, MiB over the first), each in its colour and named in the legend under the lines (`names`, one a side,
+    then the unit); `height`: the lines' part, the legend's row comes below it."""
     top = max(max(vals) for _, vals in sides)
     low = min(min(vals) for _, vals in sides)
     span = (top - low) or 1.0
@@ -357,11 +359,14 @@ def spark(sides, colours, names: str, width: int = 260, height: int = 64) -> str
         pts = " ".join(f"{pad + (width - 2 * pad) * every * i / last:.1f},"
                        f"{height - pad - (height - 2 * pad) * (y - low) / span:.1f}" for i, y in enumerate(vals))
         lines.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{pts}"/>')
-    label = (f"RSS after each iteration, MiB over the first reading: {names}, "
+    key, key_height = _legend([(name, colour, "", "line") for name, colour in zip(names, colours)]
+                              + [("RSS, MiB over the first reading", MUTED, "", "text")], 4, height + 2, width - 8)
+    total = height + key_height
+    label = (f"RSS after each iteration, MiB over the first reading: {', '.join(names)}, "
              f"{low:+.1f} to {top:+.1f} MiB over {last} iterations")
-    return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-            f'aria-label="{esc(label)}"><title>{esc(label)}</title>'
+    return (f'<svg class="spark" width="{width}" height="{total}" viewBox="0 0 {width} {total}" role="img" '
+            f'aria-label="{esc(label)}" font-family="{FONT}"><title>{esc(label)}</title>'
             f'<rect x="0.5" y="0.5" width="{width - 1}" height="{height - 1}" fill="#fff" stroke="#ddd"/>'
             f'{"".join(lines)}<text x="{width - 6}" y="14" text-anchor="end" font-size="10" fill="{MUTED}">'
             f'{top:+.1f} MiB</text><text x="{width - 6}" y="{height - 6}" text-anchor="end" font-size="10" '
-            f'fill="{MUTED}">{last} it</text></svg>')
+            f'fill="{MUTED}">{last} it</text>{key}</svg>')

@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime
 import html
 import math
+import os
+import re
 from typing import Any, Sequence
 
 from . import __version__
@@ -46,9 +48,30 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def path_name(path: str) -> str:
+    """A file or folder as a page meant to be shared names it: relative to the working folder when inside it
+    (`docs/reference/tf-2.12.1.json`), else its own name (`refs`): never a machine's absolute folder."""
+    full = os.path.abspath(path)
+    here = os.getcwd()
+    rel = os.path.relpath(full, here)
+    if here != os.sep and rel != os.curdir and not rel.startswith(os.pardir):
+        return rel
+    return os.path.basename(full.rstrip(os.sep)) or full
+
+
+ABSOLUTE = re.compile(r"(?<![\w.~])/(?:[^\s/:;,()'\"]+/)+([^\s/:;,()'\"]*)")
+
+
+def no_paths(text: Any) -> str:
+    """`text` (a record's floor source, reason or why) with every absolute path cut to its last part:
+    'calibration /usr/lib/python3/site-packages/kerasbench/x.json (fits …)' -> 'calibration x.json (fits …)'."""
+    return ABSOLUTE.sub(lambda m: m.group(1) or m.group(0).rstrip("/").rsplit("/", 1)[-1], str(text))
+
+
 def made_from(paths: Sequence[str]) -> str:
-    """A page's last words: the records it was made from, when and by which kerasbench."""
-    return f"Records: {esc(', '.join(paths))}. Generated {now()} by kerasbench {__version__}"
+    """A page's last words: the records it was made from (path_name: no machine's folders), when and by which
+    kerasbench."""
+    return f"Records: {esc(', '.join(path_name(p) for p in paths))}. Generated {now()} by kerasbench {__version__}"
 
 
 def frame(title: str, css: str, body: str) -> str:

@@ -22,7 +22,7 @@ from . import atlas, compare, draw, machine as machines
 from .errors import UsageError
 from .files import check_not_input, write_text
 from .metrics import Metric
-from .page import esc, floor_kib, frame, kib, made_from
+from .page import esc, floor_kib, frame, kib, made_from, no_paths, path_name
 from .pictures import curve_data, record_at, series_of, shown, strategy_chart, version_plot
 from .tree import place_of
 from .trace import record_trace
@@ -91,7 +91,8 @@ def _cell(metric, record, version, baseline, verdict, curve, values):
         return f'<td class="na" title="not measured on TF {esc(version)}">n/a</td>'
     if record["status"] != "ok":  # skipped: does not apply or cannot run here; failed or stopped: a broken run
         cls, label = ("na", "n/a") if record["status"] == "skipped" else ("failed", "failed")
-        return f'<td class="{cls}" title="{esc(record["status"])}: {esc(record.get("reason"))}"{attrs}>{label}</td>'
+        reason = no_paths(record.get("reason"))
+        return f'<td class="{cls}" title="{esc(record["status"])}: {esc(reason)}"{attrs}>{label}</td>'
     s = record["summary"]
     view, value = metric.report, s.get(metric.name)
     if value is None or not math.isfinite(value):
@@ -112,7 +113,7 @@ def _cell(metric, record, version, baseline, verdict, curve, values):
         tip.append(f"measured {', '.join(map(str, s['measured']))} iterations ({', '.join(s.get('stopped') or [])}); "
                    f"warm-up found {', '.join(map(str, s.get('warmup_found') or []))}")
         if s.get("why"):
-            tip.append(f"not decided: {s['why']}")
+            tip.append(f"not decided: {no_paths(s['why'])}")
     if verdict:
         tip.append(f"vs TF {baseline}: {verdict['verdict']}: {verdict['why']}")  # tip is escaped below
         if verdict["verdict"] != "n/a":
@@ -144,12 +145,12 @@ def _curve(record, loop, strategy, version, element_id):
     """The RSS and heap picture of one cell, repeats overlaid, with the numbers it summarizes."""
     svg = draw.curve_svg(curve_data(record, loop, strategy, version))
     s = record["summary"]
-    facts = [f"status {record['status']}" + (f": {record.get('reason')}" if record.get("reason") else "")]
+    facts = [f"status {record['status']}" + (f": {no_paths(record['reason'])}" if record.get("reason") else "")]
     if s.get("measured"):
         facts.append(f"{', '.join(map(str, s['measured']))} iterations measured ({', '.join(s.get('stopped') or [])})"
                      f", the first {', '.join(map(str, s.get('warmup_found') or []))} discarded as warm-up")
     if s.get("why"):
-        facts.append(f"not decided: {s['why']}")
+        facts.append(f"not decided: {no_paths(s['why'])}")
     if s.get("peak_loop") is not None:
         facts.append(f"peak {s['peak_loop'] / MIB:.1f} MiB")
     if s.get("retained") is not None:
@@ -217,14 +218,14 @@ def _floor(r, path):
     floor, source = r["summary"].get("floor"), r["summary"].get("floor_source")
     if not floor:
         return None
-    return f"{floor_kib(floor)} KiB/iter" + (f" ({source})" if source else "")
+    return f"{floor_kib(floor)} KiB/iter" + (f" ({no_paths(source)})" if source else "")  # a shared page: no folders
 
 
 ENV_COLUMNS = (  # heading, what one record says (a run is every record of one TF version)
     ("Keras", _env("keras")), ("numpy", _env("numpy")), ("Python", _env("python")), ("machine", _machine),
     ("device", _device), ("allocator", _allocator), ("profile", _profile), ("floor", _floor),
     ("kerasbench", _env("kerasbench")), ("commit", lambda r, path: place_of(path)[1] or "unknown"),
-    ("records", lambda r, path: os.path.dirname(os.path.abspath(path))),
+    ("records", lambda r, path: path_name(os.path.dirname(os.path.abspath(path)))),
 )
 
 

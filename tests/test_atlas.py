@@ -156,13 +156,19 @@ def test_real_records_show_the_tf_214_regression(tmp_path, capsys):
     assert (cells["2.13.1"], cells["2.14.1"], cells["2.15.1"]) == ("v-flat", "v-grows changed worse", "v-grows")
     assert "kerasbench triage --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session_del_gc" in docs
     # the long references (calibrated floors): 2.12.1's heap already grows (6 KiB/iteration over a 1 KiB floor), so
-    # the pair grows on both sides, a leak on both: no change of the pair's verdict to mark (compare's heat-table
-    # says the 130-fold growth: regressed)
+    # the pair grows on both sides, a leak on both: its label does not flip, but compare's rule (the heat-table's)
+    # calls the RSS slope's 130-fold growth regressed: marked worse, with compare's why and its size
     paths = [os.path.join(REFERENCE, f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
-    html = atlas.section(compare.group(compare.load(paths)))
+    grouped = compare.group(compare.load(paths))
+    html = atlas.section(grouped)
     old, new = row(html, "sweep", "clear_session_del_gc")
-    assert 'class="v-grows"' in old and "TF 2.12.1: grows (RSS flat, heap grows)" in old and "changed" not in new
-    assert 'class="v-grows"' in new and "TF 2.21.0: grows (RSS grows, heap grows)" in new
+    assert 'class="v-grows"' in old and "TF 2.12.1: grows (RSS flat, heap grows)" in old
+    assert 'class="v-grows changed worse"' in new and "TF 2.21.0: grows (RSS grows, heap grows)" in new
+    assert "compare: RSS slope regressed, ×130" in new and "▲" in new
+    heat = [c for c in compare.compare(grouped, metrics=["growth_per_iter"])
+            if (c["loop"], c["strategy"]) == ("sweep", "clear_session_del_gc")]
+    # one rule: the report's heat-table reads the same figures so (other machines: said beside, as the cell's tip does)
+    assert [c["figures_verdict"] for c in heat] == ["regressed"] and "different hardware" in new
     assert all("changed" not in td for td in row(html, "sweep", "process_isolation"))  # flat on both
     out = tmp_path / "atlas.html"
     assert main(["report", *paths, "--atlas", "--output", str(out)]) == 0
@@ -218,6 +224,57 @@ def test_worse_and_better_only_between_decided_readings():
     assert atlas_module.change(rec("grows", "leak"), rec("grows", "leak")) is None
 
 
+def with_ci(slope_kib, low_kib, high_kib, verdict="grows", kind="leak"):
+    rec = record("sweep", "rebuild_no_clear", verdict, kind, slope_kib * KIB)
+    rec["summary"].update(growth_ci_low=low_kib * KIB, growth_ci_high=high_kib * KIB, floor=64 * KIB)
+    return rec
+
+
+def test_a_change_compare_calls_is_marked_without_a_flip_of_the_label():
+    # the published atlas' sweep × rebuild_no_clear: grows (a leak) on all three, +7,370 → +1,646 → +6,196
+    # KiB/iteration, CIs apart: compare's rule says improved, then regressed (6.46× the slope it grew from)
+    grouped = groups(("2.12.1", [with_ci(7370, 7293, 7411)]), ("2.13.1", [with_ci(1646, 973, 2519)]),
+                     ("2.14.1", [with_ci(6196, 6167, 6252)]))
+    html = atlas.section(grouped)
+    first, down, up = row(html, "sweep", "rebuild_no_clear")
+    assert "changed" not in first
+    assert 'class="v-grows changed better"' in down and "▼" in down and "compare: RSS slope improved, ×0.223" in down
+    assert 'class="v-grows changed worse"' in up and "▲" in up and "compare: RSS slope regressed, ×3.76" in up
+    assert "grows/leak → grows/leak (+1,646.0 → +6,196.0 KiB/it)" in up  # the label did not flip; the slope did
+    assert "2 changes from one version to the next (1 worse, 1 better)" in html and "(2 in all)" in html
+    assert atlas.change(grouped["2.13.1"][("sweep", "rebuild_no_clear")][0],
+                        grouped["2.14.1"][("sweep", "rebuild_no_clear")][0]) is None  # the label's flip alone: none
+    # compare says nothing (CIs overlap): the flip of the verdict still marks it, as before
+    assert atlas.mark(with_ci(10, -30, 50, "flat", "flat"), with_ci(90, -20, 200))[0] == "worse"
+
+
+def test_a_flip_with_a_side_undecided_is_shown_on_demand_and_not_counted():
+    grouped = groups(("2.20.0", [record("notebook", "reuse_model", "grows", "leak", 300 * KIB)]),
+                     ("2.21.0", [record("notebook", "reuse_model", "inconclusive", "leak", 280 * KIB)]))
+    html = atlas.section(grouped)
+    old, new = row(html, "notebook", "reuse_model")
+    assert 'class="v-inconclusive undecided other"' in new and "changed " not in new  # ◆ hidden by the page's CSS
+    assert "a side is undecided: not counted as a change; compare on the RSS slope: inconclusive" in new
+    assert "a side undecided from TF 2.20.0: grows/leak → inconclusive/leak" in new
+    assert "0 changes from one version to the next; 1 flip with a side undecided (◆, not counted)" in html
+    assert "(0 in all)" in html and '<details class="undecided"><summary>1 flip of a verdict' in html
+    assert re.search(r'<details class="undecided">.*id="atlas-change-0" class="other"', html, re.S)
+    assert 'id="atlas-undecided"' in html and "show the flips with a side undecided (◆, 1)" in html
+    assert ".atlas td.undecided>.glyph{display:none}" in html and ".atlas.show-undecided td.undecided>.glyph" in html
+
+
+def test_the_change_picture_names_each_line_and_its_unit():
+    before = {"status": "ok", "summary": {}, "rss_mib": [0.0, 0.1, 0.2], "rss_every": 1}
+    after = {"status": "ok", "summary": {}, "rss_mib": [0.0, 3.0, 6.0], "rss_every": 1}
+    svg = atlas.spark(before, after, "2.12.1", "2.17.1")
+    legend = svg[svg.index('<g class="legend">'):]
+    assert 'stroke="#999"' in legend and 'stroke="#c33"' in legend  # a line of each colour, then its name
+    assert legend.index("#999") < legend.index(">TF 2.12.1<") < legend.index("#c33") < legend.index(">TF 2.17.1<")
+    assert ">RSS, MiB over the first reading<" in legend
+    height = int(re.search(r'height="(\d+)"', svg).group(1))
+    assert height > 64 and max(float(y) for y in re.findall(r' y="([\d.]+)"', legend)) < height  # inside it
+
+
 # ---------------------------------------------------------------- `kerasbench atlas`: the page and its data
 
 
@@ -231,7 +288,8 @@ def test_the_atlas_data_makes_the_same_page_and_holds_series_only_for_changes():
     changed = {(c["version"], cell["loop"], cell["strategy"]) for c in payload["columns"] for cell in c["cells"]
                if "rss_mib" in cell}
     assert {("2.21.0", "sweep", "clear_session"), ("2.12.1", "sweep", "clear_session")} <= changed  # ◆
-    assert ("2.21.0", "sweep", "clear_session_del_gc") not in changed  # grows, a leak, on both: no series
+    # grows, a leak, on both, but compare calls its slope's 130-fold growth regressed: a change, with its series
+    assert ("2.21.0", "sweep", "clear_session_del_gc") in changed
     assert ("2.21.0", "sweep", "process_isolation") not in changed  # flat on both: no series
     assert all(len(cells[k]["rss_mib"]) <= atlas.SPARK_POINTS for k in changed)
     assert all("repeats" not in cell and "spec" not in cell for cell in cells.values())  # no records' repeats
@@ -355,8 +413,8 @@ def test_nan_and_infinite_figures_are_left_out_of_the_data_and_read_as_n_a(tmp_p
 
 def test_the_map_says_its_size_and_changes_and_each_column_its_keras(three):
     html = atlas.section(three)
-    assert ("4 pairs × 3 versions: 11 cells measured; 1 change from one version to the next (1 worse); judged by "
-            "protocol 7 or older (unstamped).") in html  # the fixture's summaries carry no stamp
+    assert ("4 pairs × 3 versions: 11 cells measured; 1 change from one version to the next (1 worse; 1 verdict "
+            "flip compare does not call); judged by protocol 7 or older (unstamped).") in html  # unstamped fixture
     for v, keras in (("2.15.1", "2.15.0"), ("2.16.2", "3.4.1")):
         rec = record("sweep", "reuse_model")
         rec["environment"] = {"keras": keras, "keras_package": "keras"}
@@ -396,9 +454,26 @@ def test_the_atlas_works_in_headless_chromium_and_its_address_keeps_the_view(tmp
         cell = page.locator('tr:not(.hidden) td.changed[data-ver="2.21.0"]').first
         cell.click()
         assert "open" in cell.get_attribute("class") and cell.locator("ul.more").is_visible()
-        page.select_option("#atlas-strategy", "clear_session")  # grows, then undecided: ◆
+        page.select_option("#atlas-strategy", "clear_session")  # grows, then undecided, but 18.9× the slope: ▲
         assert "strategy=clear_session" in page.evaluate("location.hash")
-        assert page.locator("ol.changes > li:not(.hidden) svg.spark").count() == 1  # the change, drawn
+        assert page.locator("ol.changes > li.worse:not(.hidden) svg.spark").is_visible()  # the change, drawn
+        page.select_option("#atlas-loop", "tf_data")
+        page.select_option("#atlas-strategy", "rebuild_dataset")  # flat, then inconclusive: ◆, shown on demand
+        undecided = page.locator("ol.changes > li.other:not(.hidden)")
+        assert undecided.count() == 1 and not undecided.is_visible()  # in the closed list of the flips not counted
+        assert page.locator("table.atlas tbody tr:not(.hidden)").count() == 0  # only rows with a change: none
+        page.check("#atlas-undecided")
+        assert "undecided=1" in page.evaluate("location.hash") and undecided.locator("svg.spark").is_visible()
+        assert page.locator("tr:not(.hidden) td.undecided .glyph").is_visible()  # ◆ on the map too
+        # the version headers and the row names stay in view when the map is scrolled
+        page.set_viewport_size({"width": 500, "height": 300})
+        page.select_option("#atlas-loop", "")
+        page.select_option("#atlas-strategy", "")
+        page.evaluate("window.scrollTo(400, document.querySelector('table.atlas').getBoundingClientRect().bottom"
+                      " + window.scrollY - 120)")
+        head = page.locator("table.atlas thead th.ver").first.bounding_box()
+        name = page.locator("table.atlas tbody tr:not(.hidden) th.pair").last.bounding_box()
+        assert abs(head["y"]) < 1 and abs(name["x"]) < 1, (head, name)
         browser.close()
     assert errors == [] and {r.split("#")[0] for r in requests} == {f"file://{page_path}"}
 
@@ -417,3 +492,120 @@ def test_a_release_on_several_pythons_keeps_its_main_python_as_its_plain_column(
     assert heads == ["2.15.1", "2.16.2", "2.16.2+py3.10", "2.17.1"]
     assert '<small class="prev">vs 2.16.2</small>' in html  # 2.17.1's previous: 2.16.2 on the same Python
     assert "kerasbench triage --good 2.16.2 --bad 2.17.1 --loop sweep --strategy clear_session_del_gc" in html
+
+
+def test_no_machine_folder_in_the_pages_and_the_data(tmp_path, monkeypatch):
+    """The report and the atlas are meant to be shared: the records' folder, a calibration file in site-packages, a
+    reason or a why naming a file are named by their last part, never by a machine's absolute folder."""
+    site = "/usr/lib/python3.11/site-packages/kerasbench/calibration/glibc-x.json"
+    folder = tmp_path / "my-records"
+    folder.mkdir()
+    for v in ("2.12.1", "2.21.0"):
+        payload = json.load(open(os.path.join(REFERENCE, f"tf-{v}.json")))
+        first, second = payload["records"][:2]
+        first["summary"].update(floor_source=f"calibration {site} (fits glibc)", why=f"see {tmp_path}/trace.txt")
+        first["summary"]["floors_from"] = {"rss": {"kind": "given", "source": f"--floor-file {site}"}}
+        second.update(status="failed", reason=f"worker died: {tmp_path}/repro.py line 3")
+        (folder / f"tf-{v}.json").write_text(json.dumps(payload))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the records outside the working folder: named by their own name
+    assert main(["report", str(folder), "--output", str(tmp_path / "report.html")]) == 0
+    written = atlas.write([str(folder)], str(tmp_path / "atlas"))
+    for path in [str(tmp_path / "report.html"), *written]:
+        text = open(path, encoding="utf-8").read()
+        assert str(tmp_path) not in text and "/usr/lib" not in text and "site-packages" not in text, path
+        assert "glibc-x.json" in text or path.endswith("atlas.json") and "repro.py line 3" in text, path
+    report_page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Records: my-records." in report_page and "pairs in my-records" in report_page
+    assert "calibration glibc-x.json (fits glibc)" in report_page and "worker died: repro.py line 3" in report_page
+    monkeypatch.chdir(tmp_path)  # inside the working folder: relative to it
+    assert "Records: my-records/tf-2.12.1.json." in atlas.page([str(folder / "tf-2.12.1.json")], {})
+
+
+def test_the_atlas_reads_each_versions_key_a_bounded_number_of_times(monkeypatch):
+    """Its cost is linear in its columns: twice the columns, about twice the version keys read (a column's previous
+    found by sorting every column again was quadratic: 3000 columns did not finish in two minutes)."""
+    calls = []
+
+    def counted(version):
+        calls.append(version)
+        return compare.version_key(version)
+
+    monkeypatch.setattr(atlas, "version_key", counted)
+
+    def keys_read(n):
+        calls.clear()
+        columns = [(f"2.{i}.0", [record("sweep", "reuse_model", *(("grows", "leak") if i % 3 else ()))])
+                   for i in range(n)]
+        grouped = groups(*columns)
+        atlas.section(grouped), atlas.data(grouped)
+        return len(calls)
+
+    small, large = keys_read(40), keys_read(160)
+    assert large <= 4.5 * small, (small, large)
+
+
+def _small_atlas():
+    """A small valid atlas file's payload: two releases, a change with its series, a skipped and a failed cell."""
+    grouped = groups(("2.13.1", [with_ci(1646, 973, 2519), record("sweep", "gpu_growth_on", status="skipped",
+                                                                  reason="needs a GPU")]),
+                     ("2.14.1", [with_ci(6196, 6167, 6252), record("sweep", "gpu_growth_on", status="failed",
+                                                                   reason="killed")]))
+    for v, column in grouped.items():
+        for rec, _ in column.values():
+            rec["environment"] = {"machine_name": "vm", "tensorflow": v, "keras": "2.14.0", "keras_package": "keras",
+                                  "python": "3.11.7", "cpu_model": "x", "cpu_count": 2, "memory_total": 8 << 30,
+                                  "allocator": "glibc", "libc": "glibc-2.36", "nightly": {"day": "2026-05-14"}}
+            rec["summary"]["floors_from"] = {"rss": {"kind": "calibration", "file": "c.json"}, "heap": None}
+            rec["summary"].update(protocol=8, why="a step", heap_floor=KIB, growth_kind="leak")
+            rec["rss_every"], rec["rss_mib"] = 1, [0.0, 1.5, 3.0]
+    return json.loads(atlas.data_text(atlas.data(grouped)))
+
+
+def _places(value, at=()):
+    """Every place in a JSON value: (path of keys and indices, the value there)."""
+    yield at, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, inner in items:
+        yield from _places(inner, (*at, key))
+
+
+def test_every_field_of_an_atlas_file_of_another_type_is_one_line_exit_2_or_a_page(tmp_path, capsys):
+    """Fuzz (issue #40): each field of a small valid atlas file, in turn, given another type or taken away: no
+    traceback; exit 2 with one line naming the file and nothing written, or a page."""
+    base = _small_atlas()
+    others = (None, 7, True, "x", [1], {"a": [1]})
+    path, tried, refused = str(tmp_path / "atlas.json"), 0, 0
+    for at, value in list(_places(base)):
+        if not at:
+            continue
+        for other in (*others, KeyError):
+            if other is not KeyError and type(other) is type(value) and other == value:
+                continue
+            payload = json.loads(json.dumps(base))
+            holder = payload
+            for key in at[:-1]:
+                holder = holder[key]
+            if other is KeyError:
+                if isinstance(holder, list):
+                    continue
+                del holder[at[-1]]
+            else:
+                holder[at[-1]] = other
+            with open(path, "w") as f:
+                json.dump(payload, f)
+            out = tmp_path / "out"
+            rc = main(["atlas", path, "--output", str(out)])
+            err = capsys.readouterr().err
+            where = f"{'.'.join(map(str, at))} = {other!r}"
+            assert rc in (0, 2), (where, rc, err)
+            if rc == 2:
+                refused += 1
+                assert err.count("\n") == 1 and path in err and "Traceback" not in err, (where, err)
+                assert not out.exists(), where
+            else:
+                assert (out / "index.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>"), where
+                shutil.rmtree(out)
+            tried += 1
+    print(f"{tried} tried, {refused} refused")
+    assert tried > 400 and refused > 150, (tried, refused)

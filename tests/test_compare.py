@@ -750,3 +750,32 @@ def test_every_kind_of_compare_rule_has_its_judging():
     assert {type(m.compare) for m in METRICS.values() if m.compare is not None} <= set(JUDGING)
     assert [kind.__name__ for kind, j in JUDGING.items() if j.totals] == ["ExactCount"]
     assert [kind.__name__ for kind in JUDGING if kind.alone] == ["TimingBand"]  # the runner's "a time alone"
+
+
+def _judged(verdict="flat", heap="flat", floors=("calibration", "settling"), protocol=8, iterations=20, repeats=1):
+    summary = {"verdict": verdict, "heap_verdict": heap, "floor": 1024.0, "repeats": repeats, "p_trend": None}
+    if protocol is not None:
+        summary.update(protocol=protocol, floors_from={"rss": {"kind": floors[0]}, "heap": {"kind": floors[1]}})
+    return {"loop": "sweep", "strategy": "s", "status": "ok", "summary": summary, "repeats": [],
+            "spec": {"iterations": iterations, "repeats": repeats}, "environment": {"python": "3.11.7"}}
+
+
+def test_the_note_says_what_is_weak_for_the_protocol_that_judged_the_records():
+    """A default-profile run (one repeat, decided by looks) is not weak for its counts: under protocol 8 the note
+    counts the pairs left undecided and those judged at the default or a given floor, and says nothing when none is."""
+    def note(*records):
+        grouped = {v: {(f"loop{i}", "s"): (copy.deepcopy(r), "p") for i, r in enumerate(records)}
+                   for v in ("2.12.1", "2.21.0")}
+        return compare.weak_note(grouped)
+
+    assert note(_judged(), _judged("grows", "grows")) is None  # decided, at calibrated floors: no note, 1 repeat
+    text = note(_judged(), _judged("inconclusive"), _judged(floors=("default", "default")),
+                _judged(floors=("given", "calibration")))
+    assert text.startswith("note: of 8 pairs measured, 2 undecided (inconclusive); 2 judged at the 64 KiB default "
+                           "floor (no calibration fits them); 2 at a given floor: those verdicts are weak")
+    assert "protocol 8 decided the other 2 by sequential looks against their floors" in text
+    assert "calibrate this machine" in text
+    # records before the stamp keep the old rule of thumb, said as theirs
+    old = note(_judged(protocol=None, iterations=4))
+    assert "2 judged before protocol 8 (unstamped) with fewer than 8 iterations or 2 repeats per pair" in old
+    assert note(_judged(protocol=None, iterations=30, repeats=2)) is None
