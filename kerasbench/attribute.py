@@ -421,13 +421,13 @@ def backends_conclusion(verdicts: Dict[str, Tuple[str, str]]) -> str:
         return (f"The growth follows Keras: it grows on every backend measured ({_and(grows)}), so it is Keras's "
                 "own (or a package every backend shares), not one backend's.")
     if grows:
+        whose, it = ("that backend's", "it") if len(grows) == 1 else ("those backends'", "them")
         return (f"Only on {_and(grows)}: flat on {_and(flat)} with the same Keras and loop, so the growth is "
-                f"{'that backend' if len(grows) == 1 else 'those backends'}'s (or how Keras drives "
-                f"{'it' if len(grows) == 1 else 'them'}), not Keras's alone.")
+                f"{whose} (or how Keras drives {it}), not Keras's alone.")
     return f"No growth on any backend measured ({_and(flat)}): nothing to attribute."
 
 
-BACKENDS_HEADERS = ["backend", "verdict", "RSS KiB/iter [95% CI]", "heap KiB/iter [95% CI]", "measured", "traces"]
+BACKENDS_HEADERS = ["backend", "verdict", "RSS KiB/iter [95% CI]", "heap KiB/iter [95% CI]", "iterations", "traces"]
 
 
 def backends_table(rows: Sequence[Tuple[str, Record]]) -> List[List[str]]:
@@ -446,6 +446,8 @@ def backends_table(rows: Sequence[Tuple[str, Record]]) -> List[List[str]]:
                f"[{kib_text(s.get('growth_ci_low'))}, {kib_text(s.get('growth_ci_high'))}]")
         heap = (f"{s.get('heap_verdict')} {kib_text(s.get('heap_growth_per_iter'))} "
                 f"[{kib_text(s.get('heap_growth_ci_low'))}, {kib_text(s.get('heap_growth_ci_high'))}]")
-        table.append([backend, pair_verdict(s), rss, heap, str(s.get("measured") or ""),
+        measured = s.get("measured")  # iterations per repeat
+        measured = ",".join(map(str, measured)) if isinstance(measured, list) else str(measured or "")
+        table.append([backend, pair_verdict(s), rss, heap, measured,
                       "n/a" if s.get("all_traces") is None else f"{s['all_traces']:.0f}"])
     return table

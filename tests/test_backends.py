@@ -238,7 +238,9 @@ def test_whose_growth_it_is_follows_from_each_backends_verdict():
     every = backends_conclusion({"tensorflow": ("grows", "leak"), "jax": ("grows", "leak"), "torch": ("grows", "")})
     assert every.startswith("The growth follows Keras: it grows on every backend measured (tensorflow, jax and torch)")
     one = backends_conclusion({"tensorflow": ("grows", "leak"), "jax": ("flat", ""), "torch": ("flat", "")})
-    assert one.startswith("Only on tensorflow: flat on jax and torch") and "that backend's" in one
+    assert one.startswith("Only on tensorflow: flat on jax and torch") and "that backend's (or" in one
+    two = backends_conclusion({"tensorflow": ("grows", "leak"), "jax": ("grows", ""), "torch": ("flat", "")})
+    assert two.startswith("Only on tensorflow and jax: flat on torch") and "those backends' (or" in two
     assert backends_conclusion({"jax": ("flat", ""), "torch": ("flat", "")}).startswith("No growth on any backend")
     undecided = backends_conclusion({"tensorflow": ("grows", "leak"), "jax": ("inconclusive", ""),
                                      "torch": ("flat", "")})
@@ -253,7 +255,7 @@ def _fake_record(spec, verdict, heap):
                                  "environment": _env(spec.backend)}], spec_floors(spec))
     record["status"] = "ok"
     record["summary"].update(verdict=verdict, heap_verdict=heap, growth_per_iter=2048.0, growth_ci_low=1024.0,
-                             growth_ci_high=3072.0, measured="40 iterations")
+                             growth_ci_high=3072.0, measured=[40])
     return record
 
 
@@ -276,6 +278,7 @@ def test_attribute_backends_measures_the_pair_on_each_and_answers(monkeypatch, t
     text = out.getvalue()
     assert "Answer: Only on torch: flat on tensorflow and jax" in text
     assert "grows +2.0 [+1.0, +3.0]" in text  # torch's RSS verdict with its slope and CI
+    assert "[40]" not in text and " 40 " in text  # its iterations
     saved = json.loads((tmp_path / "a.json").read_text())
     assert saved["attribution"]["backends"] == ["tensorflow", "jax", "torch"] and len(saved["records"]) == 3
 
