@@ -196,8 +196,8 @@ def counts(p: argparse.ArgumentParser, what: str = "pair") -> None:
 
 def matrix_config(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="asv config whose environments --tf uses (default: asv.matrix.json in "
-                   "$KERASBENCH_CONFIG, the current folder or the clone kerasbench was imported from; on a GPU "
-                   "machine give asv.gpu.json)")
+                   "$KERASBENCH_CONFIG, the current folder, the clone kerasbench was imported from, or the installed "
+                   "package's; on a GPU machine give asv.gpu.json)")
 
 
 def release(p: argparse.ArgumentParser) -> None:
