@@ -65,7 +65,7 @@ RESULT_FIELDS = {
     "child_gpu_alloc_peaks", "child_gpu_reserved_peaks", "train_traces", "predict_traces", "function_traces",
     "models_built", "heap_baseline", "heap_peak", "heap_final", "heap_source", "heap_unavailable",
     "py_blocks_before", "py_blocks_after", "py_blocks_samples", "train_path_traces", "predict_path_traces",
-    "all_traces", "functions", "trace_hook", "collect_generation", "collect_seconds",
+    "all_traces", "functions", "trace_hook", "compilations", "collect_generation", "collect_seconds",
 }
 
 
