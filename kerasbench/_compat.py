@@ -85,6 +85,7 @@ def install_trace_hook() -> str:
 # spec names one (RunSpec.backend); unset, Keras reads ~/.keras/keras.json, else tensorflow.
 BACKENDS = ("tensorflow", "jax", "torch")
 BACKEND_VAR = "KERAS_BACKEND"
+FRAMEWORKS = {"jax": ("jax", "jaxlib"), "torch": ("torch",)}  # the other backends' packages (records, environments)
 
 
 def backend() -> str:
@@ -193,9 +194,8 @@ def versions() -> dict:
 
     if not on_tf():
         name = keras().config.backend()
-        found = {"jax": ("jax", "jaxlib"), "torch": ("torch",)}.get(name, ())
         return {"tensorflow": installed_version("tensorflow"), "keras": keras_version(), "keras_package": "keras",
-                "keras_backend": name, "backend_versions": {n: installed_version(n) for n in found},
+                "keras_backend": name, "backend_versions": {n: installed_version(n) for n in FRAMEWORKS.get(name, ())},
                 "numpy": numpy.__version__, "tf_distribution": tf_distribution()}
     return {"tensorflow": tf().__version__, "keras": keras_version(), "keras_package": keras_package(),
             "keras_backend": "tensorflow", "numpy": numpy.__version__,

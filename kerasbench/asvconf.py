@@ -10,6 +10,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from ._compat import BACKEND_VAR, FRAMEWORKS
 from .errors import UsageError
 from .files import CONFIG_LIMIT, clone_dir, from_clone, read_json, user_cache
 
@@ -306,8 +307,7 @@ def package_of(name: str) -> str:
 
 
 # Keras 3's other backends as matrix entries: KERAS_BACKEND in the entry's env, the framework's packages in its req
-BACKEND_VAR = "KERAS_BACKEND"
-BACKEND_PINS = {"jax": ("jax", "jaxlib"), "torch": ("torch",)}
+BACKEND_PINS = FRAMEWORKS
 
 
 def backend_pins(config: str, backend: str) -> Dict[str, str]:

@@ -278,6 +278,13 @@ class LoopShape:
     teardown_cleanup: str = "clear_session"  # what ends it once TF is loaded (a name from strategies.CLEANUPS)
     tf_only: str = ""  # why it runs on Keras' tensorflow backend only (TF's own API), "" when it runs on every one
 
+    def off_backend(self, backend: str) -> str:
+        """Why this loop cannot run on Keras' `backend` (a tf_only loop off tensorflow), '' when it can."""
+        if self.tf_only and backend != "tensorflow":
+            return (f"loop {self.name} runs on the tensorflow backend only ({self.tf_only}; "
+                    f"{_compat.BACKEND_VAR}={backend} here)")
+        return ""
+
 
 LOOPS = {
     shape.name: shape

@@ -15,6 +15,7 @@ import json
 import sys
 from typing import Any, Dict, List, Literal, Optional, Sequence, TypedDict, Union, get_args, get_origin
 
+from ._compat import FRAMEWORKS
 from .errors import UsageError
 from .metrics import METRICS
 
@@ -356,7 +357,7 @@ class RecordsFile(_RecordsFileFields, total=False):
 _OPEN = {"Result", "Series", "Timing", "Environment"}
 
 
-OTHER_BACKENDS = ("jax", "torch")  # Keras 3's backends besides tensorflow: a record of one is a side of its own
+OTHER_BACKENDS = tuple(FRAMEWORKS)  # Keras 3's backends besides tensorflow: a record of one is a side of its own
 
 
 def backend_of(environment: Optional[Dict[str, Any]]) -> str:

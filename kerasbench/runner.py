@@ -522,10 +522,9 @@ def _skipped(spec: RunSpec) -> Optional[str]:
     if strategy.needs_gpu and spec.device != "gpu":
         return f"strategy {spec.strategy} needs a GPU: run it with --device gpu (device {spec.device} hides GPUs)"
     backend = spec.backend or _compat.backend()  # as the worker will: the spec's, else the caller's
-    shape = get_loop(spec.loop)
-    if shape.tf_only and backend != "tensorflow":
-        return (f"loop {spec.loop} runs on the tensorflow backend only ({shape.tf_only}; "
-                f"{_compat.BACKEND_VAR}={backend} here)")
+    off = get_loop(spec.loop).off_backend(backend)
+    if off:
+        return off
     if strategy.backend and strategy.backend != backend:
         return f"strategy {spec.strategy} runs on the {strategy.backend} backend only (here: {backend})"
     return None

@@ -50,9 +50,9 @@ class MeasuredPair:
         backend (nothing imported yet)."""
         if self.spec.loop not in self.strategy.applies_to:
             raise Skip(f"strategy {self.strategy.name} does not apply to loop {self.spec.loop}")
-        if self.shape.tf_only and not _compat.on_tf():
-            raise Skip(f"loop {self.spec.loop} runs on the tensorflow backend only ({self.shape.tf_only}; "
-                       f"{_compat.BACKEND_VAR}={_compat.backend()} here)")
+        off = self.shape.off_backend(_compat.backend())
+        if off:
+            raise Skip(off)
 
     def setup(self) -> None:
         """Import TF and check what the strategy needs (Skip if missing), make the loop's data and a reused model."""

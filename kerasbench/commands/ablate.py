@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     named = selection.names(args.steps, CLEANUPS, "steps")
     if args.steps == "all":  # another backend's own steps would only skip
         chosen = args.backend or _compat.backend()
-        named = [s for s in named if not ({"tensorflow", "jax", "torch"} - {chosen}) & set(CLEANUPS[s].needs)]
+        named = [s for s in named if not (set(_compat.BACKENDS) - {chosen}) & set(CLEANUPS[s].needs)]
     steps = ablate.check_steps(named)
     metric = check_metric(args.metric)
     base = session.base_spec(profile, [(loops[0], args.base)], args.iterations, args.warmup, args.repeats,
