@@ -168,18 +168,23 @@ def _cli_version(release: str) -> str:
 
 
 def _details(record, version) -> List[str]:
-    s = record.get("summary") or {}
+    s = _slim_summary(record.get("summary"))  # as the data keeps it: a page from records and one from data agree
     lines = [f"TF {version}: {verdicts_text(s)}, RSS slope {kib(s.get('growth_per_iter'))} KiB/iteration"
              + (f" (95% CI {kib(s.get('growth_ci_low'))} … {kib(s.get('growth_ci_high'))})"
                 if finite(s.get("growth_ci_low")) else ""),
              f"what grew: {s.get('growth_kind') or 'n/a (heap not read)'}",
              f"peak: {mib(s.get('peak_loop'))} (over baseline {mib(s.get('peak_over_baseline'))})",
-             f"heap slope: {kib(s.get('heap_growth_per_iter'))} KiB/iteration"]
+             f"heap slope: {kib(s.get('heap_growth_per_iter'))} KiB/iteration"
+             + (f" (95% CI {kib(s.get('heap_growth_ci_low'))} … {kib(s.get('heap_growth_ci_high'))})"
+                if finite(s.get("heap_growth_ci_low")) else "")]
     traces = [f"{k} {s[k]:g}" for k in TRACES if finite(s.get(k))]
     lines.append("traces: " + (", ".join(traces) if traces else "n/a"))
     if s.get("repeats") is not None:
         heap = f", heap floor {floor_kib(s['heap_floor'])}" if finite(s.get("heap_floor")) else ""
-        lines.append(f"repeats: {s.get('repeats')}, floor {floor_kib(s.get('floor'))}{heap} KiB/iteration")
+        counts = s.get("measured")
+        measured = (f", {','.join(str(n) for n in counts)} iterations measured"
+                    if isinstance(counts, list) and counts else "")
+        lines.append(f"repeats: {s.get('repeats')}{measured}, floor {floor_kib(s.get('floor'))}{heap} KiB/iteration")
     lines.append(f"floors from {floors_text(s.get('floors_from'))}")  # the protocol: once, in the map's line
     if s.get("why"):
         lines.append(f"not decided: {no_paths(s['why'])}")
@@ -240,7 +245,7 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[Tuple[
     kind_html = f'<span class="kind k-{esc(kind)}">{esc(kind)}</span>' if kind else ""
     return (f'<td class="{esc(cls)}" tabindex="0">{glyph}'
             f'<span class="verdict">{esc(shown)}</span>{kind_html}'
-            f'<span class="slope">{esc(kib(s.get("growth_per_iter")))} KiB/it</span>'
+            f'<span class="slope">{esc(kib(_slim(s.get("growth_per_iter"))))} KiB/it</span>'
             f'<ul class="more">{more}</ul></td>'), marked
 
 
@@ -435,9 +440,13 @@ on the same records without --atlas gives the full report (heat-tables, plots, c
 
 DATA_SCHEMA = "kerasbench-atlas"
 DATA_VERSION = 1
+# What a cell shows, and what a reader needs to see how it was judged: each series' slope and interval, the
+# iterations each repeat measured (the floors' counts), the level of the test and where each repeat stopped.
 SUMMARY_KEYS = ("verdict", "growth_kind", "growth_per_iter", "growth_ci_low", "growth_ci_high", "peak_loop",
-                "peak_over_baseline", "heap_growth_per_iter", "heap_verdict", "repeats", "floor", "heap_floor", "why",
+                "peak_over_baseline", "heap_growth_per_iter", "heap_growth_ci_low", "heap_growth_ci_high",
+                "heap_verdict", "repeats", "measured", "stopped", "alpha", "floor", "heap_floor", "why",
                 "protocol", "floors_from") + TRACES
+UNROUNDED = ("alpha",)  # not bytes: kept as it is
 ENVIRONMENT_KEYS = ("machine_name", "tensorflow", "keras", "keras_package", "python", "numpy", "device",
                     "tf_distribution", "tf_git_version", "nightly") + FINGERPRINT_KEYS
 SPARK_POINTS = 80  # a change's picture: at most this many readings per side
@@ -461,7 +470,7 @@ def _slim_summary(summary) -> dict:
     """The SUMMARY_KEYS a summary has; an empty, NaN or infinite one is left out (the page shows n/a for it, as for
     a NaN: JSON has no NaN)."""
     s = summary or {}
-    return {k: _slim(s[k]) for k in SUMMARY_KEYS
+    return {k: s[k] if k in UNROUNDED else _slim(s[k]) for k in SUMMARY_KEYS
             if s.get(k) not in (None, "") and not (isinstance(s[k], float) and not math.isfinite(s[k]))}
 
 
@@ -661,12 +670,12 @@ def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:
     try:
         return compare.group(compare.load(paths), rejudge)
     except UsageError as e:
-        if len(paths) > 1 and any(_holds_data(p) for p in paths):
+        if len(paths) > 1 and any(holds_data(p) for p in paths):
             raise UsageError(f"{e} An atlas file (kerasbench-atlas) is read alone: give it as the only path.") from None
         raise
 
 
-def _holds_data(path: str) -> bool:
+def holds_data(path: str) -> bool:
     from .files import DATA_LIMIT, read_json
 
     try:

@@ -7,6 +7,9 @@ at the counts judged, the sequential level of each side's own plan), so a change
 records already measured. Pairs are matched by TF release (the records' labels: 2.21.0, 2.16.2+tf_keras …),
 loop and strategy; pairs that are not ok on both sides are counted, not scored.
 
+An atlas data file (docs/atlas/atlas.json) keeps no series: its cells are scored as shown, their stored labels at
+their stored floors (the reference judged at those floors), the trust figure of the page a reader looks at.
+
 A verdict is a claim relative to its floor ("flat": below 128 KiB/iteration at 8 iterations of glibc RSS), so
 the reference is judged at the floors of the verdict it checks: the long run answers the question the scored
 record asked. (Its own verdict, at its own floors, is kept beside: `reference.own`.)
@@ -44,6 +47,21 @@ def rejudged(record: Record, floors: Optional[Dict[str, float]] = None) -> dict:
     return summary.rejudged(record, floors)["summary"]
 
 
+def has_series(record: Record) -> bool:
+    """Whether the record keeps a repeat's series (a run's records do; an atlas cell keeps its summary only)."""
+    return any(((rep or {}).get("result") or {}).get("series") for rep in record.get("repeats") or ())
+
+
+def as_shown(record: Record) -> dict:
+    """An atlas cell's summary as it was judged and shown, its heap floor named where the cell's stamp says the
+    64 KiB default judged both series (protocol 7's cells stored the RSS floor alone)."""
+    shown = dict(record.get("summary") or {})
+    heap_from = ((shown.get("floors_from") or {}).get("heap") or {}).get("kind")
+    if shown.get("heap_floor") is None and heap_from == "default" and shown.get("floor") is not None:
+        shown["heap_floor"] = shown["floor"]
+    return shown
+
+
 def _labels(summary: dict) -> Tuple[str, str]:
     return summary.get("verdict") or "inconclusive", summary.get("growth_kind") or "n/a"
 
@@ -62,18 +80,21 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
         if a["status"] != "ok" or b["status"] != "ok":
             unscored.append({"pair": key, "why": f"status {a['status']} (reference) / {b['status']}"})
             continue
-        sb = rejudged(b)  # the verdict checked, then the long run asked the same question: at the same floors
+        shown = not has_series(b)  # an atlas cell: its labels as shown, at its floors
+        sb = as_shown(b) if shown else rejudged(b)  # the verdict checked, then the long run asked the same question
         sa = rejudged(a, {"rss": sb["floor"], **({"heap": sb["heap_floor"]} if sb.get("heap_floor") else {})})
         own = rejudged(a)
         (ra, ka), (rb, kb), (ro, ko) = _labels(sa), _labels(sb), _labels(own)
         flat_here, flat_own = _flat(ra, ka), _flat(ro, ko)
         alarm = rb == "grows" or kb == "leak"
-        rows.append({"version": key[0], "loop": key[1], "strategy": key[2],
+        rows.append({"version": key[0], "loop": key[1], "strategy": key[2], "as_shown": shown,
                      "reference": {"verdict": ra, "kind": ka, **_facts(sa),
                                    "own": {"verdict": ro, "kind": ko, "floor": own["floor"],
                                            "heap_floor": own.get("heap_floor")}},
                      "scored": {"verdict": rb, "kind": kb, **_facts(sb)},
                      "agree_verdict": ra == rb, "agree_kind": ka == kb,
+                     # what a reader is told against what the long run says at its own (calibrated) floors
+                     "agree_own_verdict": ro == rb, "agree_own_kind": ko == kb,
                      # nothing grows in the long run, at the scored floors nor at its own: a leak where there is none
                      "false_alarm": flat_here and flat_own and alarm,
                      # flat at the scored floors, not flat at its own finer ones (grows, or a repeat does): a growth
@@ -86,7 +107,10 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
             "decided": {name: sum(_decided(r, name) for r in rows) for name in ("verdict", "kind")},
             "agreement_decided": {name: _share([r for r in rows if _decided(r, name)], name)
                                   for name in ("verdict", "kind")},
-            "false_alarms": sum(r["false_alarm"] for r in rows), "overstated": sum(r["overstated"] for r in rows)}
+            "false_alarms": sum(r["false_alarm"] for r in rows), "overstated": sum(r["overstated"] for r in rows),
+            "as_shown": sum(r["as_shown"] for r in rows),
+            "agreement_own": {name: _share([r for r in rows if r["reference"]["own"][name] not in UNDECIDED[name]],
+                                           f"own_{name}") for name in ("verdict", "kind")}}
 
 
 # The reference's labels that say its long run could not decide: no truth to score a profile against.
@@ -130,6 +154,9 @@ def _side_text(side: dict) -> str:
 def text(result: Dict[str, Any], top: int = 0) -> str:
     """The scoring for people: both matrices, agreement, false alarms, the pairs that disagree (`top`: at most)."""
     lines = []
+    if result.get("as_shown"):
+        lines += [f"{result['as_shown']} of {len(result['pairs'])} pair(s) scored as shown: an atlas's cells keep no "
+                  "series, so their stored labels at their stored floors are scored, not judged again", ""]
     for name, title in (("verdict", "RSS verdict"), ("kind", "what grew")):
         matrix = result[name]
         labels = list(matrix)
@@ -145,6 +172,12 @@ def text(result: Dict[str, Any], top: int = 0) -> str:
         lines += text_table(["reference \\ scored", *labels], [[a, *(str(matrix[a][b]) for b in labels)]
                                                                for a in labels])
         lines.append("")
+    own = result.get("agreement_own") or {}
+    if own.get("verdict") is not None or own.get("kind") is not None:
+        lines.append("against the reference at its own floors, of the pairs it decides there (what a reader is told vs "
+                     "what the long run says): " + ", ".join(
+                         f"{title} {'n/a' if own.get(name) is None else format(own[name], '.0%')}"
+                         for name, title in (("verdict", "RSS verdict"), ("kind", "what grew"))))
     lines.append(f"false alarms (reference flat at the scored floors and at its own, scored grows or leak): "
                  f"{result['false_alarms']}")
     lines.append(f"overstated (reference flat at the scored floors but not at its own finer ones, scored grows or "
@@ -176,7 +209,14 @@ Loaded = List[Tuple[Record, str, str]]
 
 
 def load(paths: Sequence[str], reference: Sequence[str]) -> Tuple[Loaded, Loaded]:
-    """The records to score and the reference, each loaded as compare loads them."""
+    """The records to score and the reference, each loaded as compare loads them; the records may be one atlas data
+    file instead (its cells, scored as shown)."""
+    from . import atlas
+
+    if len(paths) == 1 and atlas.holds_data(paths[0]):
+        groups = atlas.load(paths)
+        return [(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], \
+            load_records(reference)
     return load_records(paths), load_records(reference)
 
 

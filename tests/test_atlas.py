@@ -95,6 +95,20 @@ def test_details_on_hover_and_click(three):
     assert cell.count("heap slope") == 1  # once: the hover is the same list (no title attribute repeating it)
 
 
+def test_a_cell_keeps_and_shows_the_counts_and_intervals_it_was_judged_on(three):
+    # what a reader needs to see how a label was reached (and to score it against a long run): each series' slope
+    # and interval, the iterations each repeat measured, the level and where the repeats stopped
+    rec = three["2.14.1"][("sweep", "clear_session_del_gc")][0]
+    rec["summary"].update(growth_ci_low=3500 * KIB, growth_ci_high=3700 * KIB, heap_growth_ci_low=1.5 * KIB,
+                          heap_growth_ci_high=2.5 * KIB, measured=[150, 148], stopped=["budget", "budget"],
+                          alpha=0.05)
+    kept = next(c for col in atlas.data(three)["columns"] if col["version"] == "2.14.1" for c in col["cells"]
+                if c["strategy"] == "clear_session_del_gc")["summary"]
+    assert kept["measured"] == [150, 148] and kept["heap_growth_ci_high"] == 2.5 * KIB and kept["alpha"] == 0.05
+    cell = row(atlas.section(three), "sweep", "clear_session_del_gc")[1]
+    assert "heap slope: +2.0 KiB/iteration (95% CI +1.5 … +2.5)" in cell and "150,148 iterations measured" in cell
+
+
 def test_filters_and_escaping(three):
     html = atlas.section(three)
     assert '<select id="atlas-loop">' in html and '<select id="atlas-strategy">' in html

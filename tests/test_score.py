@@ -210,3 +210,32 @@ def test_the_shipped_references_load_and_say_how_they_were_made():
         records = [r for r, _, _ in load_records([str(path)])]
         assert records and {r["summary"]["protocol"] for r in records} == {8}, path.name
         assert f"protocol8/{path.name}" in readme, path.name
+
+
+def test_an_atlas_is_scored_as_shown_its_stored_labels_at_its_stored_floors(tmp_path):
+    # the long run leaks 20 KiB/iteration of RSS; an atlas cell judged at 64 KiB (protocol 7's stamp: the default for
+    # both series, the heap floor not stored) shows it flat. Scored as shown: right at 64 KiB, wrong at the long
+    # run's own 8 KiB, and the cell's label is the one the page shows, not one judged again from a series
+    from kerasbench import atlas, compare
+
+    ref = save(tmp_path, "ref.json", [record("reuse_model", line(300, 20 * KIB, noise=4 * KIB), flat(300, 100 * MIB),
+                                             floor=8 * KIB)])
+    cell = record("reuse_model", line(20, 256 * KIB), flat(20, 100 * MIB), floor=64 * KIB)
+    cell["summary"].update(verdict="flat", growth_kind="flat", heap_verdict="flat", floor=64 * KIB,
+                           floors_from={"rss": {"kind": "default"}, "heap": {"kind": "default"}})
+    cell["summary"].pop("heap_floor", None)
+    groups = compare.group([(cell, "x.json", "2.21.0")])
+    path = tmp_path / "atlas.json"
+    path.write_text(json.dumps(atlas.data(groups)))
+    scored, _ = score.load([str(path)], [ref])
+    assert not score.has_series(scored[0][0]) and score.as_shown(scored[0][0])["heap_floor"] == 64 * KIB
+    result = score.score(*score.load([str(path)], [ref]))
+    [pair] = result["pairs"]
+    assert pair["as_shown"] and (pair["scored"]["verdict"], pair["scored"]["kind"]) == ("flat", "flat")
+    assert pair["reference"]["verdict"] == "flat" and pair["reference"]["own"]["verdict"] == "grows"
+    assert result["agreement"]["verdict"] == 1.0 and result["agreement_own"]["verdict"] == 0.0
+    text = score.text(result)
+    assert "1 of 1 pair(s) scored as shown" in text and "RSS verdict 0%, what grew 0%" in text
+    # a run's records are judged again: the same cell's series, kept, says grows
+    assert score.score(*score.load([save(tmp_path, "run.json", [cell])], [ref]))["pairs"][0]["scored"]["verdict"] \
+        == "grows"
