@@ -22,7 +22,7 @@ import json
 import math
 import os
 import re
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__, compare, draw, rule
 from .errors import UsageError
@@ -334,9 +334,10 @@ def main_axis(groups: compare.Groups) -> compare.Groups:
     return out
 
 
-def section(groups: compare.Groups) -> str:
+def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) -> str:
     """The atlas as a <div id="atlas"> (its own style and script inline; not a <section>: those are the loop
-    shapes'); '' for records of one version."""
+    shapes'); '' for records of one version. `answered`: an answers file's answers by command (kerasbench.answers),
+    shown beside the commands of each change."""
     groups = main_axis(groups)
     versions = sorted(groups, key=version_key)
     if len(versions) < 2:
@@ -376,12 +377,12 @@ def section(groups: compare.Groups) -> str:
                         for v in versions)
     counted = [c for c in changes if c[5] != "other"]
     undecided = [c for c in changes if c[5] == "other"]
-    listing = (f'<ol class="changes">{"".join(_item(*c) for c in counted)}</ol>' if counted
+    listing = (f'<ol class="changes">{"".join(_item(*c, answered) for c in counted)}</ol>' if counted
                else "<p>No pair changes between consecutive versions by compare's rule or its verdict.</p>")
     if undecided:
         listing += (f'<details class="undecided"><summary>{len(undecided)} flip{"" if len(undecided) == 1 else "s"} '
                     "of a verdict with a side undecided (◆): not counted as changes</summary>"
-                    f'<ol class="changes">{"".join(_item(*c) for c in undecided)}</ol></details>')
+                    f'<ol class="changes">{"".join(_item(*c, answered) for c in undecided)}</ol></details>')
     return f"""<div id="atlas" class="atlas"><style>{CSS}</style>
 <h2>Atlas: every pair across the TF versions</h2>
 <p class="read">{esc(HOW_TO_READ)}</p>
@@ -399,15 +400,48 @@ TF <select id="atlas-tf" title="one version and the one it is read against"><opt
 number is the RSS slope, KiB/iteration</span></div>
 <div class="scroll"><table class="atlas"><thead><tr><th>loop × strategy \\ TF</th>{head}</tr></thead>
 <tbody>{"".join(rows)}</tbody></table></div>{_unmeasured(unmeasured, groups, versions)}
-<h3>What changed, and the commands that explain it ({len(counted)} in all)</h3>{listing}
+<h3>What changed, and the commands that explain it ({len(counted)} in all){_answered_count(counted, answered)}</h3>
+{listing}
 <script>{JS}</script></div>
 """
 
 
-def _item(cid, loop, strategy, p, v, moved, before, after, why) -> str:
-    """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands."""
+def counted_changes(groups: compare.Groups) -> List[Tuple[str, str, str, str]]:
+    """(loop, strategy, previous version, version) of each change the list under the map counts (▲ or ▼; not a flip
+    with a side undecided), in its order: by pair, then by version."""
+    groups = main_axis(groups)
+    versions = sorted(groups, key=version_key)
+    prev = previous_all(versions)
+    out = []
+    for pair in sorted({p for g in groups.values() for p in g}, key=compare.pair_order):
+        for v in versions:
+            p = prev[v]
+            marked = mark(groups[p].get(pair, (None, None))[0], groups[v].get(pair, (None, None))[0]) if p else None
+            if marked and marked[0] != "other":
+                out.append((*pair, p, v))
+    return out
+
+
+def _answered_count(counted, answered: Optional[Dict[str, dict]]) -> str:
+    if not answered:
+        return ""
+    asked = {cmd for c in counted for _, cmd in commands(c[1], c[2], c[3], c[4])}
+    ran = asked & set(answered)
+    said = sum(bool(answered[cmd].get("answer")) and answered[cmd].get("rc") == 0 for cmd in ran)
+    return f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below"
+
+
+def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None) -> str:
+    """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands (with
+    each one's answer where `answered` has it)."""
+    from .answers import shown
+
     b, a = before["summary"], after["summary"]
-    cmds = "".join(f'<li>{esc(what)}: <code class="cmd">{esc(cmd)}</code></li>'
+    def answer(cmd: str) -> str:
+        said = shown((answered or {}).get(cmd))
+        return f'<span class="answer">{esc(no_paths(said))}</span> ' if said else ""
+
+    cmds = "".join(f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>'
                    for what, cmd in commands(loop, strategy, p, v))
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
@@ -420,10 +454,10 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why) -> str:
             + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
 
 
-def page(paths: Sequence[str], groups: compare.Groups) -> str:
+def page(paths: Sequence[str], groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) -> str:
     """The atlas alone as one offline page (`kerasbench atlas`, `report --atlas`, publish)."""
     versions = sorted(groups, key=version_key)
-    body = section(groups) or ("<p>The atlas needs records of at least two TF versions; these hold "
+    body = section(groups, answered) or ("<p>The atlas needs records of at least two TF versions; these hold "
                                f"{esc(', '.join(versions)) or 'none'}.</p>")
     return frame(f"kerasbench atlas: TF {', '.join(versions)}", PAGE_CSS, f"""<h1>kerasbench atlas</h1>{body}
 <p class="read">{made_from(paths)}; `kerasbench report`
@@ -733,6 +767,7 @@ margin:0;padding:4px 8px 4px 1.6em;background:#fffef3;border:1px solid #bbb;box-
 box-shadow:none}
 .atlas ol.changes li{margin:.3em 0}.atlas ul.cmds{margin:.2em 0;padding-left:1.2em;font-size:12px}
 .atlas code.cmd{background:#f4f4f4;border:1px solid #ddd;border-radius:3px;padding:0 4px;user-select:all}
+.atlas .answer{font-weight:600;margin-right:.4em}
 .atlas .hw{color:#a33;font-size:12px}.atlas svg.spark{display:block;margin:.3em 0 0 1.4em}
 .atlas tr.hidden,.atlas li.hidden,.atlas .colhide{display:none}
 .atlas td.undecided>.glyph{display:none}.atlas.show-undecided td.undecided{border-left:5px solid #777}
@@ -822,7 +857,7 @@ def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = 
     The inputs' errors come first, then the outputs' (a folder that is a file; an output that is an input; a folder
     made for outputs then refused is removed again); DATA is not written again when it is the input (the page is made
     again from it). Returns the paths written, the page last."""
-    from . import files, floors
+    from . import answers, files, floors
 
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise UsageError(f"Cannot write the atlas to {folder}: it is not a folder; give a folder (made if missing).")
@@ -838,7 +873,8 @@ def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = 
         if made:  # refused: no empty folder left behind (inside an input records folder, say)
             os.rmdir(folder)
         raise
-    text, payload = page(paths, groups), data_text(data(groups)) if "the atlas data" in outputs else None
+    answered = answers.read(os.path.join(folder, answers.FILE))["answers"]  # the changes' answers, when run
+    text, payload = page(paths, groups, answered), data_text(data(groups)) if "the atlas data" in outputs else None
     written = []
     if payload is not None:
         written.append(files.write_text(outputs["the atlas data"], payload, "the atlas data"))

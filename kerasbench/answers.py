@@ -1,0 +1,152 @@
+"""Each change of the atlas answered: the triage, attribution and ablation its list names, run and kept.
+
+The atlas marks a change between consecutive columns (▲ worse, ▼ better; a flip with a side undecided, ◆, is not a
+change) and lists, per change, the commands that explain it (atlas.commands: which release, which package, which
+cleanup steps). `kerasbench answers ATLAS --config asv.matrix.json --output answers.json` runs them: each command
+once (an ablation of a loop on a release serves every change of that loop there), each in a process of its own, in
+the order of the list, and keeps per command its answer (triage's and attribute's "Answer: …" or "No answer …" line,
+ablate's conclusion), its exit status, its wall and when it finished. The file is written after each command, so an
+interrupt keeps what finished, and a second call goes on where the first stopped (a command answered is not run
+again). `kerasbench atlas RECORDS --answers answers.json` shows each answer beside its command; a command that
+could not answer shows why (its own last line).
+"""
+
+from __future__ import annotations
+
+import datetime
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+
+from . import __version__
+from .errors import UsageError
+
+FILE = "answers.json"  # in the atlas's folder, beside atlas.json: `kerasbench atlas` shows what it holds
+SCHEMA = "kerasbench-answers"
+VERSION = 1
+TAIL = 3  # lines of a command's output kept when it gave no answer line: why it could not
+# The command's own marks of its answer: triage and attribute print one line; ablate its conclusion's sentences.
+ANSWER_PREFIXES = ("Answer:", "No answer")
+ABLATE_CONCLUSION = ("no cleanup:", "The full cleanup", "Flat variants:", "Necessary (", "Sufficient (", "Alone, ")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One command of the atlas's lists, with what it asks and the changes (loop × strategy, TF p → v) it explains."""
+
+    what: str
+    command: str
+    changes: Tuple[str, ...]
+
+
+def questions(groups) -> List[Question]:
+    """Every command the atlas lists under its counted changes, once each, in the order of the list."""
+    from .atlas import commands, counted_changes
+
+    found: Dict[str, Tuple[str, List[str]]] = {}
+    for loop, strategy, p, v in counted_changes(groups):
+        for what, command in commands(loop, strategy, p, v):
+            found.setdefault(command, (what, []))[1].append(f"{loop} × {strategy}, TF {p} → {v}")
+    return [Question(what, command, tuple(changes)) for command, (what, changes) in found.items()]
+
+
+def answer_text(command: str, output: str) -> str:
+    """What a command's output answers: triage's and attribute's answer line(s), ablate's conclusion; '' if none."""
+    lines = [line.strip() for line in output.splitlines()]
+    if shlex.split(command)[1:2] == ["ablate"]:
+        return " ".join(line for line in lines if line.startswith(ABLATE_CONCLUSION))
+    return " ".join(line for line in lines if line.startswith(ANSWER_PREFIXES))
+
+
+def _argv(command: str, config: Optional[str], extra: Sequence[str]) -> List[str]:
+    words = shlex.split(command)
+    if words[:1] != ["kerasbench"]:
+        raise UsageError(f"Not a kerasbench command: {command!r}.")
+    return [sys.executable, "-m", "kerasbench", *words[1:], *(["--config", config] if config else []), *extra]
+
+
+def _run(argv: List[str]) -> Tuple[int, str]:
+    """(exit status, stdout and stderr together) of one command, in its own process group (procs: an interrupt ends
+    it and its workers)."""
+    from . import procs
+
+    group = procs.start(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = group.proc.communicate()
+        return group.proc.returncode, output
+    finally:
+        group.end()
+
+
+def read(path: str) -> dict:
+    """An answers file (or an empty one when `path` does not exist); a one-line UsageError if it is not one."""
+    import os
+
+    from .files import read_json
+
+    if not os.path.exists(path):
+        return {"schema": SCHEMA, "version": VERSION, "answers": {}}
+    data = read_json(path, "answers file")
+    if not (isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("answers"), dict)
+            and all(isinstance(a, dict) and isinstance(a.get("answer", ""), str) for a in data["answers"].values())):
+        raise UsageError(f"Not a kerasbench answers file: {path} (expected schema {SCHEMA!r} with an 'answers' "
+                         "object of commands).")
+    if data.get("version") != VERSION:
+        raise UsageError(f"Not a usable kerasbench answers file: {path}: version {data.get('version')!r}, this "
+                         f"kerasbench reads version {VERSION}.")
+    return data
+
+
+def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Optional[str] = None,
+               extra: Sequence[str] = (), run: Callable[[List[str]], Tuple[int, str]] = _run,
+               clock: Callable[[], float] = time.monotonic, limit: int = 0) -> dict:
+    """Run each question's command not yet answered in `path`, writing the file after each; the answers file.
+    `extra`: options added to every command (e.g. --jobs 2); `limit`: at most this many commands this call."""
+    from .files import write_json
+
+    data = read(path)
+    done = data["answers"]
+    todo = [q for q in asked if q.command not in done]
+    if limit:
+        todo = todo[:limit]
+    out.write(f"{len(asked)} command(s) answer the atlas's changes: {len(asked) - len(todo)} answered in {path}, "
+              f"{len(todo)} to run\n")
+    began = clock()
+    for i, q in enumerate(todo, 1):
+        spent = clock() - began
+        left = f", ~{_clock(spent / (i - 1) * (len(todo) - i + 1))} left" if i > 1 else ""
+        out.write(f"[{i}/{len(todo)}] {q.what}: {q.command} ({i - 1} of {len(todo)} done, {_clock(spent)} elapsed"
+                  f"{left})\n")
+        out.flush()
+        start = clock()
+        code, output = run(_argv(q.command, config, extra))
+        seconds = clock() - start
+        found = answer_text(q.command, output)
+        tail = [line for line in output.splitlines() if line.strip()][-TAIL:]
+        done[q.command] = {"what": q.what, "answer": found, "rc": code, "seconds": round(seconds, 1),
+                           "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                           "changes": list(q.changes), **({} if found and code == 0 else {"tail": tail})}
+        data.update(kerasbench=__version__, config=config, extra=list(extra))
+        write_json(path, data, "answers")
+        out.write(f"    {found or 'no answer (exit ' + str(code) + '): ' + (tail[-1] if tail else 'no output')} "
+                  f"({_clock(seconds)})\n")
+    return data
+
+
+def _clock(seconds: float) -> str:
+    minutes, s = divmod(int(round(seconds)), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{s:02d}" if minutes >= 60 else f"{minutes}:{s:02d}"
+
+
+def shown(entry: Optional[dict]) -> Optional[str]:
+    """An answer as the atlas shows it beside its command: the answer and its wall, or why there is none."""
+    if not entry:
+        return None
+    took = f"{_clock(float(entry.get('seconds') or 0))} to answer"
+    if entry.get("answer") and entry.get("rc") == 0:
+        return f"{entry['answer']} ({took})"
+    tail = entry.get("tail") or []
+    return f"no answer (exit {entry.get('rc')}, {took}): {tail[-1] if tail else 'no output'}"

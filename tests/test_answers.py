@@ -1,0 +1,119 @@
+"""Each change of the atlas answered (kerasbench.answers): the commands its list names, run once each and kept."""
+
+import io
+import json
+
+import pytest
+
+from kerasbench import answers
+from kerasbench.errors import UsageError
+from test_atlas import KIB, groups, record
+
+
+def two_changes():
+    """sweep × clear_session_del_gc and sweep × clear_session both turn flat → grows at 2.14.1."""
+    return groups(("2.13.1", [record("sweep", "clear_session_del_gc"), record("sweep", "clear_session"),
+                              record("sweep", "reuse_model")]),
+                  ("2.14.1", [record("sweep", "clear_session_del_gc", "grows", "leak", 3600 * KIB),
+                              record("sweep", "clear_session", "grows", "leak", 3500 * KIB),
+                              record("sweep", "reuse_model")]))
+
+
+def test_each_command_of_the_changes_is_asked_once_with_the_changes_it_explains():
+    asked = answers.questions(two_changes())
+    commands = [q.command for q in asked]
+    assert len(commands) == len(set(commands)) == 5  # triage and attribute per change, one ablation of the loop
+    [ablate] = [q for q in asked if " ablate " in f" {q.command} "]
+    assert ablate.command == "kerasbench ablate --loop sweep --tf 2.14.1"
+    assert ablate.changes == ("sweep × clear_session, TF 2.13.1 → 2.14.1",
+                              "sweep × clear_session_del_gc, TF 2.13.1 → 2.14.1")
+    assert "kerasbench triage --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session_del_gc" in commands
+    assert not any("reuse_model" in c for c in commands)  # no change: nothing to answer
+
+
+TRIAGE_OUT = """[1/3] sweep × clear_session_del_gc: ...
+Answer: TF 2.14.0 is the first release where sweep × clear_session_del_gc behaves like 2.14.1
+wrote 4 record(s) to x.json
+"""
+ABLATE_OUT = """variant  slope
+none     +3600
+no cleanup: grows; full cleanup (3 steps): grows.
+The full cleanup does not stop the growth; 'necessary' below means leaving it out adds growth.
+Necessary (leaving it out of the full cleanup makes it grow more) — necessary: clear_session.
+Sufficient (alone it stays flat) — not sufficient: clear_session, del, gc.
+"""
+
+
+def test_the_answer_is_read_from_each_commands_own_lines():
+    assert answers.answer_text("kerasbench triage --good a --bad b", TRIAGE_OUT).startswith("Answer: TF 2.14.0 is")
+    said = answers.answer_text("kerasbench ablate --loop sweep --tf 2.14.1", ABLATE_OUT)
+    assert said.startswith("no cleanup: grows; full cleanup (3 steps): grows.") and "Necessary (" in said
+    assert "variant" not in said
+    no = "No answer for sweep × x: the ends do not differ (+1.0 and +2.0 KiB/iteration)."
+    assert answers.answer_text("kerasbench attribute --good a --bad b", f"...\n{no}\n") == no
+    assert answers.answer_text("kerasbench triage --good a --bad b", "Traceback ...\nError\n") == ""
+
+
+def test_answers_are_kept_one_by_one_and_a_second_call_goes_on_where_the_first_stopped(tmp_path):
+    asked = answers.questions(two_changes())
+    path = str(tmp_path / "answers.json")
+    ran = []
+
+    def fake(argv):
+        ran.append(argv)
+        if len(ran) == 3:
+            raise KeyboardInterrupt  # Ctrl-C while the third command runs
+        return 0, ABLATE_OUT if "ablate" in argv else TRIAGE_OUT
+
+    clock = iter(range(0, 1000, 7)).__next__
+    with pytest.raises(KeyboardInterrupt):
+        answers.answer_all(asked, path, io.StringIO(), config="asv.matrix.json", extra=["--jobs", "2"], run=fake,
+                           clock=clock)
+    kept = json.loads(open(path).read())["answers"]
+    assert list(kept) == [q.command for q in asked[:2]]  # the two that finished, nothing of the third
+    assert ran[0][-4:] == ["--config", "asv.matrix.json", "--jobs", "2"] and ran[0][1:3] == ["-m", "kerasbench"]
+    assert kept[asked[0].command]["seconds"] == 7 and kept[asked[0].command]["rc"] == 0
+    ran.clear()
+    out = io.StringIO()
+    data = answers.answer_all(asked, path, out, run=lambda argv: (ran.append(argv), (2, "Traceback\nboom"))[1],
+                              clock=clock)
+    assert len(ran) == 3 and "5 command(s) answer the atlas's changes: 2 answered" in out.getvalue()
+    failed = data["answers"][asked[-1].command]
+    assert failed["answer"] == "" and failed["tail"] == ["Traceback", "boom"]
+    assert answers.shown(failed) == "no answer (exit 2, 0:07 to answer): boom"
+    assert answers.shown(kept[asked[0].command]).endswith("(0:07 to answer)")
+    ran.clear()
+    answers.answer_all(asked, path, io.StringIO(), run=lambda argv: (ran.append(argv), (0, ""))[1])
+    assert ran == []  # every command answered (or tried): none run again
+
+
+@pytest.mark.parametrize("content, needle", [
+    ('{"schema": "kerasbench-atlas"}', "Not a kerasbench answers file"),
+    ('{"schema": "kerasbench-answers", "version": 9, "answers": {}}', "version 9"),
+    ('{"schema": "kerasbench-answers", "version": 1, "answers": {"x": {"answer": 3}}}', "Not a kerasbench answers"),
+])
+def test_a_bad_answers_file_is_one_line(tmp_path, content, needle):
+    path = tmp_path / "answers.json"
+    path.write_text(content)
+    with pytest.raises(UsageError, match=needle) as e:
+        answers.read(str(path))
+    assert "\n" not in str(e.value)
+
+
+def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_run(tmp_path):
+    from kerasbench import atlas
+
+    grouped = two_changes()
+    asked = answers.questions(grouped)
+    folder = tmp_path / "atlas"
+    folder.mkdir()
+    outputs = iter([(0, TRIAGE_OUT), (3, "Error: no environment for TF 2.13.1 in /home/me/asv.matrix.json")])
+    answers.answer_all(asked[:2], str(folder / answers.FILE), io.StringIO(), run=lambda argv: next(outputs),
+                       clock=iter(range(0, 1000, 65)).__next__)
+    atlas.write([], str(folder), groups=grouped)
+    html = (folder / atlas.PAGE).read_text()
+    assert "2 of their 5 commands run, 1 with an answer, shown below" in html
+    assert '<span class="answer">Answer: TF 2.14.0 is the first release' in html and "(1:05 to answer)" in html
+    assert "no answer (exit 3, 1:05 to answer): Error: no environment for TF 2.13.1" in html
+    assert "/home/me" not in html  # published: no machine's folders
+    assert html.count('<code class="cmd">') == 6  # each change's three commands shown, answered or not
