@@ -9,7 +9,9 @@ the newest earlier release that has one.
 
 Releases before the matrix's oldest minor, TF 2.8 to 2.11 (OLDER_MINORS), have wheels for CPython 3.7 to 3.10
 only: `--python 3.10`. Their pins are derived as a patch release's are, from the oldest matrix entry: their Keras
-by the same rule, numpy below 1.24 (OLDER_PINS). The matrix has no entry of theirs (asv runs none of them).
+by the same rule, numpy below 1.24 (OLDER_PINS). The matrix's entries of their latest patches are on Python 3.10
+(axis py3.10: not release entries here) and hold exactly these pins, so asv and `run --tf V --python 3.10` share one
+environment (tests/test_axes.py checks it).
 
 The registry is PyPI's simple API in its JSON form (PEP 691/700: every file of a project with its
 upload time and yanked flag; the JSON API's `releases` key is deprecated), or a folder of

@@ -251,6 +251,27 @@ def test_matrix_has_every_minor_release_once_with_its_keras():
             assert req["keras"].rsplit(".", 1)[0] == tf.rsplit(".", 1)[0]
 
 
+def test_matrix_has_the_older_minor_releases_once_on_python_3_10_with_their_keras_and_numpy_below_1_24():
+    """TF 2.8-2.11 (no cp311 wheels): their latest patch each, on CPython 3.10, with the pins `run --tf V --python
+    3.10` derives (the oldest release entry's, numpy as OLDER_PINS says), and in docs/asv.md's matrix table."""
+    from kerasbench import releases
+
+    conf = _conf("asv.matrix.json")
+    pins = _pins("asv.matrix.json", "tensorflow-cpu")
+    oldest = pins[min(pins, key=releases.version_key)]
+    older = [inc for inc in conf["include"] if releases.version_key(inc["req"]["tensorflow-cpu"]) < (2, 12)]
+    assert [inc["req"]["tensorflow-cpu"] for inc in older] == ["2.8.4", "2.9.3", "2.10.1", "2.11.1"]
+    assert [releases.version_key(inc["req"]["tensorflow-cpu"])[:2] for inc in older] == list(releases.OLDER_MINORS)
+    table = (ROOT / "docs" / "asv.md").read_text().split("### The TensorFlow matrix", 1)[1].split("###", 1)[0]
+    for inc in older:
+        tf, req = inc["req"]["tensorflow-cpu"], inc["req"]
+        assert inc["python"] == "3.10" and set(inc) == {"python", "req"}, tf  # no env: a release's own entry
+        assert req["keras"].rsplit(".", 1)[0] == tf.rsplit(".", 1)[0], tf  # Keras 2 of the same minor
+        assert req == {**oldest, **releases.OLDER_PINS, "tensorflow-cpu": tf, "keras": req["keras"]}, tf
+        assert releases.version_key(req["numpy"]) < (1, 24), tf
+        assert f"| {tf} | {req['keras']} | {req['numpy']} | {req['scipy']} |" in table, tf
+
+
 def test_default_config_is_the_newest_matrix_entry():
     pins = _pins("asv.matrix.json", "tensorflow-cpu")
     newest = max(pins, key=lambda v: tuple(map(int, v.split("."))))
@@ -282,7 +303,7 @@ def test_envs_lists_matrix_environments():
     from kerasbench.environment import environments
 
     envs = environments(str(ROOT / "asv.matrix.json"))
-    assert len(envs) == 18  # ten releases, two tf_keras, two backend and four Python entries (tests/test_axes.py)
+    assert len(envs) == 22  # ten releases, two tf_keras, two backend, four Python and four older releases' entries
     [(name, reqs)] = environments(str(ROOT / "asv.matrix.json"), tf="2.15.1")
     assert "tensorflow-cpu2.15.1" in name and reqs["keras"] == "2.15.0"
 

@@ -8,6 +8,7 @@ import pytest
 
 from kerasbench import asvconf, environment, releases
 from kerasbench.errors import UsageError
+from test_releases import older_index  # noqa: F401  (a fixture: TF 2.8-2.11's wheels added to the index)
 
 pytest.importorskip("asv")
 
@@ -29,15 +30,17 @@ def axis_entries():
 
 def test_the_matrix_has_a_keras_and_a_python_axis_besides_one_entry_per_release():
     axes = sorted(axis for axis, _ in axis_entries())
-    assert axes == ["jax", "py3.10", "py3.12", "py3.12", "py3.13", "tf_keras", "tf_keras", "torch"]
+    assert axes == ["jax", *["py3.10"] * 5, "py3.12", "py3.12", "py3.13", "tf_keras", "tf_keras", "torch"]
     tfs = [e["req"]["tensorflow-cpu"] for e in asvconf.includes(MATRIX)]
     assert len(tfs) == len(set(tfs)) == 10  # triage and `run --tf` see one entry per release
 
 
 @pytest.mark.parametrize("axis, entry", axis_entries(), ids=lambda v: v if isinstance(v, str) else "")
-def test_every_axis_entry_is_what_run_derives_for_it(axis, entry):
+def test_every_axis_entry_is_what_run_derives_for_it(axis, entry, request):
     """`run --tf V --keras tf_keras` / `--python X.Y` pin exactly the entry: one environment, not two."""
     tf = entry["req"]["tensorflow-cpu"]
+    if releases.version_key(tf)[:2] in releases.OLDER_MINORS:  # TF 2.8-2.11: their wheels and Keras in the index
+        request.getfixturevalue("older_index")
     python = entry["python"] if axis.startswith("py") else None
     backend = axis if axis in asvconf.BACKEND_PINS else ""
     reqs, no_deps = environment.requirements_with(MATRIX, tf, python, keras="tf_keras" if axis == "tf_keras" else "",
@@ -82,7 +85,7 @@ def test_matrix_entries_are_named_as_asv_names_them_without_their_pythons(monkey
     from asv import environment
 
     listed = asvconf.matrix_entries(MATRIX)
-    assert len(listed) == 18 and len({e["name"] for e in listed}) == 18
+    assert len(listed) == 22 and len({e["name"] for e in listed}) == 22
     found = {env.name for env in environment.get_environments(asvconf.load_config(MATRIX), None, verbose=False)}
     assert found <= {e["name"] for e in listed}  # whatever Pythons this machine has, the same names
     assert any("TF_USE_LEGACY_KERAS1" in e["name"] and "--no-deps" in e["name"] for e in listed)
@@ -99,9 +102,9 @@ def test_the_fan_out_plan_labels_each_axis_entry_apart(capsys):
     assert main(["envs", "--json", "--config", MATRIX]) == 0
     jobs = json.loads(capsys.readouterr().out)["include"]
     labels = [job["label"] for job in jobs]
-    assert len(labels) == len(set(labels)) == 18  # artifact names: one per job
+    assert len(labels) == len(set(labels)) == 22  # artifact names: one per job
     assert {"2.16.2+tf_keras", "2.21.0+tf_keras", "2.16.2+py3.10", "2.21.0+py3.13", "2.12.1", "2.21.0+jax",
-            "2.21.0+torch"} <= set(labels)
+            "2.21.0+torch", "2.8.4+py3.10", "2.11.1+py3.10"} <= set(labels)
     legacy = [job for job in jobs if job["axis"] == "tf_keras"]
     assert {job["keras_package"] for job in legacy} == {"tf_keras"} and all(job["python"] == "3.11" for job in legacy)
 
