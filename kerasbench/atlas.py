@@ -420,6 +420,9 @@ def page(paths: Sequence[str], groups: compare.Groups) -> str:
     versions = sorted(groups, key=version_key)
     body = section(groups) or ("<p>The atlas needs records of at least two TF versions; these hold "
                                f"{esc(', '.join(versions)) or 'none'}.</p>")
+    from . import public  # the public reports' table (claim against answer), where records measured one
+
+    body += public.html(groups)
     return frame(f"kerasbench atlas: TF {', '.join(versions)}", PAGE_CSS, f"""<h1>kerasbench atlas</h1>{body}
 <p class="read">{made_from(paths)}; `kerasbench report`
 on the same records without --atlas gives the full report (heat-tables, plots, curves).</p>""")
@@ -658,8 +661,10 @@ def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:
             groups = groups_of(payload, paths[0])
             compare.group([(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], rejudge)
             return groups
+    from . import public  # public reports: their repro files' records are rows of their own (report:<name>)
+
     try:
-        return compare.group(compare.load(paths), rejudge)
+        return compare.group(public.relabel(compare.load(paths)), rejudge)
     except UsageError as e:
         if len(paths) > 1 and any(_holds_data(p) for p in paths):
             raise UsageError(f"{e} An atlas file (kerasbench-atlas) is read alone: give it as the only path.") from None
