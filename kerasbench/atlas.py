@@ -661,10 +661,8 @@ def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:
             groups = groups_of(payload, paths[0])
             compare.group([(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], rejudge)
             return groups
-    from . import public  # public reports: their repro files' records are rows of their own (report:<name>)
-
     try:
-        return compare.group(public.relabel(compare.load(paths)), rejudge)
+        return compare.group(compare.load(paths), rejudge)
     except UsageError as e:
         if len(paths) > 1 and any(_holds_data(p) for p in paths):
             raise UsageError(f"{e} An atlas file (kerasbench-atlas) is read alone: give it as the only path.") from None

@@ -6,8 +6,9 @@ metadata states the claim: URL, TITLE, CLAIMED_GROWS (the releases the reporter 
 reporter's loop). REPORTS is read from those files (parsed, never imported: the parent never imports TensorFlow),
 in the order of NAMES; a file not in NAMES, or a name without its file, is what tests/test_public.py refuses.
 
-Records of a report's file (loop repro, spec.repro naming examples/reports/<name>.py) are the rows
-`report:<name>` of the atlas (relabel), and `kerasbench reports RECORDS...` puts them in a table: the claim, the
+Records of a report's file (loop repro, spec.repro naming examples/reports/<name>.py) are the pair
+`report:<name>` × strategy wherever records are grouped (compare.group calls relabel: compare, report, the atlas'
+rows), and `kerasbench reports RECORDS...` puts them in a table: the claim, the
 verdict and RSS slope per measured release, and whether that agrees with the claim (agreement, a pure rule).
 """
 

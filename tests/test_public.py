@@ -7,7 +7,7 @@ import shlex
 
 import pytest
 
-from kerasbench import public, repro, strategies_for
+from kerasbench import UsageError, compare, public, repro, strategies_for
 from kerasbench.cli import build_parser, main
 
 FOLDER = pathlib.Path(public.FOLDER)
@@ -97,11 +97,18 @@ def test_relabel_names_a_reports_records_and_leaves_the_others():
 
 
 def groups_of(*cells):
-    """compare's groups {version: {(loop, strategy): (record, path)}} of (version, record) after relabel."""
-    groups = {}
-    for r, _, version in public.relabel([(r, "x.json", v) for v, r in cells]):
-        groups.setdefault(version, {})[(r["loop"], r["strategy"])] = (r, "x.json")
-    return groups
+    """compare's groups {version: {(loop, strategy): (record, path)}} of (version, record), as compare.group makes."""
+    return compare.group([(r, f"{i}.json", v) for i, (v, r) in enumerate(cells)])
+
+
+def test_two_reports_under_one_strategy_are_two_pairs_not_a_duplicate():
+    groups = groups_of(("2.21.0", record("tf33009_predict", "reuse_model", "flat", 0.0)),
+                       ("2.21.0", record("tf44176_shuffle", "reuse_model", "grows", 9e4)))
+    assert set(groups["2.21.0"]) == {("report:tf33009_predict", "reuse_model"),
+                                     ("report:tf44176_shuffle", "reuse_model")}
+    with pytest.raises(UsageError, match="Duplicate record for TF 2.21.0 report:tf44176_shuffle × reuse_model"):
+        groups_of(("2.21.0", record("tf44176_shuffle", "reuse_model", "flat", 0.0)),
+                  ("2.21.0", record("tf44176_shuffle", "reuse_model", "grows", 9e4)))
 
 
 def test_the_table_shows_each_release_and_the_agreement():
