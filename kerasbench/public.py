@@ -157,22 +157,27 @@ def agreement(claimed_grows: Sequence[str], claimed_flat: Sequence[str], reading
 # ---------------------------------------------------------------- the table (`kerasbench reports`, the atlas page)
 
 
-def _reading(record) -> Tuple[str, Optional[float]]:
-    """(verdict, RSS slope in bytes/iteration) of a record; verdict 'failed' (its status) where it did not finish."""
+def _number(value) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _reading(record) -> Tuple[str, Optional[float], Optional[float]]:
+    """(verdict, RSS slope, heap slope) of a record, slopes in bytes/iteration (None: not read); the verdict is the
+    pair's one (RSS and heap together), or the record's status ('failed', 'skipped') where it did not finish."""
     from .rule import pair_verdict
 
     if record.get("status") != "ok":
-        return str(record.get("status") or "failed"), None
+        return str(record.get("status") or "failed"), None, None
     summary = record.get("summary") or {}
-    slope = summary.get("growth_per_iter")
-    return (pair_verdict(summary) if summary.get("verdict") else "n/a",
-            float(slope) if isinstance(slope, (int, float)) and not isinstance(slope, bool) else None)
+    return (pair_verdict(summary) if summary.get("verdict") else "n/a", _number(summary.get("growth_per_iter")),
+            _number(summary.get("heap_growth_per_iter")))
 
 
 def rows(groups: Mapping[str, Mapping[Tuple[str, str], Tuple[dict, str]]]) -> Tuple[List[str], List[dict]]:
     """(the versions that measured a report, [one row per report measured]) from compare's groups (relabelled).
 
-    A row: report, answers {version: (verdict, slope)} of the report's own strategy, agrees (agreement)."""
+    A row: report, answers {version: (verdict, RSS slope, heap slope)} of the report's own strategy, agrees
+    (agreement)."""
     from .versions import version_key
 
     versions = sorted((v for v, pairs in groups.items()
@@ -182,17 +187,19 @@ def rows(groups: Mapping[str, Mapping[Tuple[str, str], Tuple[dict, str]]]) -> Tu
         answers = {v: _reading(groups[v][(report.loop, report.strategy)][0])
                    for v in versions if (report.loop, report.strategy) in groups[v]}
         if answers:
-            verdicts = {v: verdict for v, (verdict, _) in answers.items()}
+            verdicts = {v: reading[0] for v, reading in answers.items()}
             out.append({"report": report, "answers": answers,
                         "agrees": agreement(report.claimed_grows, report.claimed_flat, verdicts)})
     return versions, out
 
 
-def _answer(reading: Optional[Tuple[str, Optional[float]]]) -> str:
+def _answer(reading) -> str:
+    """'grows: RSS +3,979.3, heap +5,154.6 KiB/it' (the heap where it was read), 'failed', 'not measured'."""
     if reading is None:
         return "not measured"
-    verdict, slope = reading
-    return verdict if slope is None else f"{verdict} {slope / 1024:+,.1f} KiB/it"
+    verdict, rss, heap = reading
+    slopes = [f"{what} {v / 1024:+,.1f}" for what, v in (("RSS", rss), ("heap", heap)) if v is not None]
+    return f"{verdict}: {', '.join(slopes)} KiB/it" if slopes else verdict
 
 
 def render(groups, fmt: str = "markdown") -> str:

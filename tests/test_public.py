@@ -84,7 +84,8 @@ def test_agreement_known_answers(grows, flat, readings, answer):
 def record(name, strategy, verdict, slope, status="ok", loop="repro"):
     return {"loop": loop, "strategy": strategy, "status": status,
             "spec": {"repro": f"/home/u/kerasbench/kerasbench/examples/reports/{name}.py"},
-            "summary": {"verdict": verdict, "heap_verdict": verdict, "growth_per_iter": slope}}
+            "summary": {"verdict": verdict, "heap_verdict": verdict, "growth_per_iter": slope,
+                        "heap_growth_per_iter": None if slope is None else slope / 2}}
 
 
 def test_relabel_names_a_reports_records_and_leaves_the_others():
@@ -127,18 +128,19 @@ def test_the_table_shows_each_release_and_the_agreement():
     assert md[0] == "| report | claim | TF 2.20.0 | TF 2.21.0 | agrees with the claim? |"
     assert md[2].startswith("| [tf33009_predict](https://github.com/tensorflow/tensorflow/issues/33009) | grows on "
                             "TF 2.0.x; fine on TF 1.14.x: ")
-    assert md[2].endswith("| not measured | flat +0.0 KiB/it | not measured on the claimed release |")
-    assert md[3].endswith("| flat -0.5 KiB/it | grows +20.0 KiB/it | no |")
+    assert md[2].endswith("| not measured | flat: RSS +0.0, heap +0.0 KiB/it | not measured on the claimed release |")
+    assert md[3].endswith("| flat: RSS -0.5, heap -0.2 KiB/it | grows: RSS +20.0, heap +10.0 KiB/it | no |")
     text = public.render(groups, "text")
     assert "tf124972_retracing" in text and "[" not in text.splitlines()[1]
     html = public.html(groups)
-    assert '<a href="https://github.com/tensorflow/tensorflow/issues/124972">' in html and "grows +20.0 KiB/it" in html
+    assert '<a href="https://github.com/tensorflow/tensorflow/issues/124972">' in html
+    assert "grows: RSS +20.0, heap +10.0 KiB/it" in html
 
 
 def test_a_failed_record_and_no_report_records():
     groups = groups_of(("2.21.0", record("tf44176_shuffle", "reuse_model", None, None, status="failed")))
     _, [row] = public.rows(groups)
-    assert row["answers"]["2.21.0"] == ("failed", None) and row["agrees"] == public.NOT_MEASURED
+    assert row["answers"]["2.21.0"] == ("failed", None, None) and row["agrees"] == public.NOT_MEASURED
     assert public.render({"2.21.0": {}}).startswith("No record measured a public report")
     assert public.html({"2.21.0": {}}) == ""
 
@@ -168,3 +170,22 @@ def test_an_unknown_report_is_one_line_exit_2(argv, needle, capsys):
     err = capsys.readouterr().err
     assert code == 2 and out == ""
     assert needle in err and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------- one real run (TensorFlow; a few seconds)
+
+
+@pytest.mark.tf
+def test_a_reports_real_record_is_its_own_row():
+    """tf124972_retracing under its strategy, 2 iterations in a worker: it runs, and its record groups as its row."""
+    pytest.importorskip("tensorflow")
+    from kerasbench import RunSpec, measure
+
+    report = public.BY_NAME["tf124972_retracing"]
+    rec = measure(RunSpec("repro", report.strategy, iterations=2, warmup=1, repro=report.path))
+    assert rec["status"] == "ok", rec.get("reason")
+    version = rec["environment"]["tensorflow"]
+    groups = compare.group([(rec, "r.json", version)])
+    assert list(groups[version]) == [("report:tf124972_retracing", "clear_session_del_gc")]
+    _, [row] = public.rows(groups)
+    assert row["report"] is report and row["answers"][version][0] in ("grows", "flat", "inconclusive")
