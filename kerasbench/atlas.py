@@ -459,6 +459,9 @@ def page(paths: Sequence[str], groups: compare.Groups, answered: Optional[Dict[s
     versions = sorted(groups, key=version_key)
     body = section(groups, answered) or ("<p>The atlas needs records of at least two TF versions; these hold "
                                f"{esc(', '.join(versions)) or 'none'}.</p>")
+    from . import public  # the public reports' table (claim against answer), where records measured one
+
+    body += public.html(groups)
     return frame(f"kerasbench atlas: TF {', '.join(versions)}", PAGE_CSS, f"""<h1>kerasbench atlas</h1>{body}
 <p class="read">{made_from(paths)}; `kerasbench report`
 on the same records without --atlas gives the full report (heat-tables, plots, curves).</p>""")

@@ -110,7 +110,10 @@ def load(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
 def group(loaded: Sequence[Tuple[Record, str, str]], rejudge: bool = False) -> Groups:
     """{version: {(loop, strategy): (record, path)}}; a pair measured twice for one version is an error, and so are
     records judged by two protocols, unless `rejudge` judges every record of another protocol again from its series
-    (summary.rejudged) first."""
+    (summary.rejudged) first. A public report's records are the pair report:<name> × strategy (public.relabel)."""
+    from . import public
+
+    loaded = public.relabel(loaded)
     if rejudge:
         loaded = [(rejudge_record(record, path), path, version) for record, path, version in loaded]
     rule.one_version((record, path) for record, path, _ in loaded)

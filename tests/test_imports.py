@@ -109,7 +109,8 @@ def test_only_the_cli_imports_the_commands():
 # The analyses are pure: records, pins or series in, data or text out. Whatever they import, at any depth, never
 # starts a worker (runner, worker), runs a session (session), makes an environment (environment), owns processes
 # (procs) or asks the package index (releases, nightlies); their commands (kerasbench/commands/) do those.
-ANALYSES = ("compare", "triage", "attribute", "ablate", "calibration", "overhead", "score", "stats", "rule", "versions")
+ANALYSES = ("compare", "triage", "attribute", "ablate", "calibration", "overhead", "score", "stats", "rule", "versions",
+            "public")
 MACHINERY = ("runner", "worker", "session", "environment", "procs", "releases", "nightlies")
 
 

@@ -12,10 +12,10 @@ from types import ModuleType
 from typing import List
 
 from . import (ablate, atlas, attribute, calibrate, compare, envs, list_, merge, overhead,  # noqa: F401
-               publish, report, run, score, triage)
+               publish, report, reports, run, score, triage)
 
 COMMANDS = ("list", "run", "ablate", "compare", "triage", "attribute", "report", "atlas", "score", "calibrate",
-            "overhead", "publish", "merge", "envs")
+            "overhead", "publish", "merge", "envs", "reports")
 
 
 def module_name(name: str) -> str:

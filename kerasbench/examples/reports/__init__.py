@@ -1,0 +1,1 @@
+"""Public TF/Keras memory reports as repro files: one a report, its claim in module metadata (kerasbench.public)."""
