@@ -51,7 +51,8 @@ exit 1
 WRITER = """import json, os, shutil, sys
 commit, env, machine = sys.argv[1:4]
 fixtures = json.loads(os.environ["FAKE_RECORDS"])
-src = fixtures.get(commit[:8]) or fixtures["default"]
+# a commit's fixture, else an environment's (a key the environment's name ends with: "tensorflow-cpu2.12.1")
+src = fixtures.get(commit[:8]) or next((p for k, p in fixtures.items() if env.endswith(k)), None) or fixtures["default"]
 results = os.path.join(".asv", "results", machine)
 os.makedirs(results, exist_ok=True)
 with open(os.path.join(results, "machine.json"), "w") as f:

@@ -1,15 +1,31 @@
 """`kerasbench atlas`: every loop × strategy against every TF version, as one offline page and its small data file."""
 
 import argparse
+import datetime
 import os
-from typing import TextIO
+import re
+from typing import List, Sequence, TextIO, Tuple
 
 from . import options
+from ..errors import UsageError
+from ..units import MIB
 
 NAME = "atlas"
 DEFAULT_OUTPUT = options.ATLAS_OUTPUT
 HELP = ("every loop × strategy against every TF version on one offline page, with its small data file "
         "(docs/atlas/ is the project's)")
+
+# The nightly columns an atlas with --nightlies keeps (docs/workflow.md, "The atlas, alive"): the newest KEEP_DAYS
+# days, and before them the first day kept of each of the KEEP_MONTHS months before (the first day of a month does
+# not move as days are added: a monthly column stays the same column). At most KEEP_DAYS + KEEP_MONTHS columns.
+KEEP_DAYS = 14
+KEEP_MONTHS = 12
+DAY_FILE = re.compile(r"(\d{4}-\d{2}-\d{2})\.json")
+# The published atlas' size budget (--nightlies): the page and its data file, each. docs/atlas's 17 columns are
+# 840 KiB and 603 KiB, ~49 and ~35 KiB a column; those and KEEP_DAYS + KEEP_MONTHS quiet nightly columns (43)
+# measured 2.18 and 1.45 MiB (tests/test_atlas_alive.py): the budgets leave that about twice the room.
+PAGE_BUDGET = 4 * MIB
+DATA_BUDGET = 3 * MIB
 
 
 def parser_keywords() -> dict:
@@ -18,21 +34,146 @@ def parser_keywords() -> dict:
             "(a row per loop × strategy, a column per version, each change from the previous version marked with "
             "its picture and the triage, attribute and ablate commands that explain it), and atlas.json, what the "
             "page shows and nothing more (about 0.4 KiB a cell; `kerasbench atlas FOLDER/atlas.json --output "
-            "FOLDER` makes the page again from it). docs/atlas/README.md: how the project's is made."}
+            "FOLDER` makes the page again from it). With --nightlies, a column per nightly day kept beside them "
+            "(the workflow's published atlas). docs/atlas/README.md: how the project's is made."}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     options.records(p, what="records of two or more TF versions, or one atlas.json", baseline=False)
     p.add_argument("--output", metavar="FOLDER", type=options.path, default=DEFAULT_OUTPUT,
                    help=f"the folder of index.html and atlas.json (default: {DEFAULT_OUTPUT}, beside the dashboard)")
+    p.add_argument("--nightlies", metavar="FOLDER", type=options.path,
+                   help="a folder of nightly records, one <YYYY-MM-DD>.json per nightly's day (the workflow's "
+                        f"history nightly/): a column each beside PATH's, the newest {KEEP_DAYS} days and the first "
+                        f"of each of the {KEEP_MONTHS} months before, each judged as it was measured (its protocol "
+                        "and floors kept: two protocols are two columns' stamps, not refused); the page and the "
+                        f"data then have a size budget ({PAGE_BUDGET // MIB} and {DATA_BUDGET // MIB} MiB): over it, "
+                        "the oldest nightly columns are left out until they fit, and when the releases and the "
+                        "newest nightly alone do not, exit 2 and nothing written")
+
+
+def kept_days(days: Sequence[str], keep_days: int = KEEP_DAYS, keep_months: int = KEEP_MONTHS) -> List[str]:
+    """The nightly days (YYYY-MM-DD) the atlas keeps of `days`, in order: the newest `keep_days`, and of the older
+    ones the first day of each month, for the `keep_months` newest such months."""
+    days = sorted(set(days))
+    recent = days[-keep_days:] if keep_days > 0 else []
+    firsts: dict = {}
+    for day in days:
+        firsts.setdefault(day[:7], day)
+    older = [day for day in sorted(firsts.values()) if not recent or day < recent[0]]
+    return sorted((older[-keep_months:] if keep_months > 0 else []) + recent)
+
+
+def nightly_files(folder: str) -> List[str]:
+    """The day files of a nightlies folder the atlas keeps (kept_days), oldest first; the others (release.json,
+    anything not named by a day) are not columns."""
+    if not os.path.isdir(folder):
+        raise UsageError(f"Cannot read the nightlies from {folder}: not a folder; give the folder of "
+                         "<YYYY-MM-DD>.json nightly records (the workflow keeps them in its history's nightly/).")
+    days = {}
+    for name in os.listdir(folder):
+        m = DAY_FILE.fullmatch(name)
+        if m and os.path.isfile(os.path.join(folder, name)):
+            try:
+                datetime.date.fromisoformat(m.group(1))
+            except ValueError:
+                continue  # 2026-13-40.json names no day
+            days[m.group(1)] = os.path.join(folder, name)
+    return [days[d] for d in kept_days(days)]
+
+
+def group_columns(loaded, rejudge: bool = False):
+    """compare.group of `loaded`, a column's protocol at a time: each column (version) is one rule's, as compare
+    asks, but two columns may be two rules' (a nightly measured before a protocol change keeps its verdicts and its
+    stamps: the page says which columns each judged). `rejudge`: every record judged again by this protocol first,
+    one rule for all (compare.group's). Traced with untraced and two bodies for one pair are refused across columns
+    too."""
+    from .. import compare, rule
+    from ..trace import traced
+
+    if rejudge:
+        return compare.group(loaded, rejudge=True)
+    columns: dict = {}
+    for item in loaded:
+        columns.setdefault(item[2], []).append(item)
+    by_rule: dict = {}
+    for items in columns.values():
+        by_rule.setdefault(rule.one_version((record, path) for record, path, _ in items), []).extend(items)
+    groups: dict = {}
+    for items in by_rule.values():
+        groups.update(compare.group(items))
+    kinds = {traced(record): path for column in groups.values() for record, path in column.values()}
+    if len(kinds) > 1:
+        raise UsageError(f"Traced and untraced records: {kinds[True]} was measured with `run --trace`, {kinds[False]} "
+                         "without; a trace moves the memory figures: an atlas of traced or of untraced records.")
+    compare._one_body(groups)
+    return groups
+
+
+def _over(sizes: dict) -> list:
+    """[(file name, size, budget constant's name, budget)] of the atlas' files over their budgets."""
+    from .. import atlas
+
+    budgets = {atlas.PAGE: ("PAGE_BUDGET", PAGE_BUDGET), atlas.DATA: ("DATA_BUDGET", DATA_BUDGET)}
+    return [(name, size, *budgets[name]) for name, size in sizes.items()
+            if name in budgets and size > budgets[name][1]]
+
+
+def _budget_error(path: str, size: int, constant: str, budget: int, more: str) -> UsageError:
+    return UsageError(f"The atlas is over its size budget: {path} is {size / MIB:.2f} MiB, its budget "
+                      f"{budget / MIB:.2f} MiB (kerasbench.commands.atlas.{constant}){more}; raise the budget or keep "
+                      "fewer columns, and say so in docs/workflow.md.")
+
+
+def fit(paths: Sequence[str], nightlies: Sequence[str], groups: dict, output: str) -> Tuple[List[str], dict, str]:
+    """(the nightly files kept, their groups, a note) within the budget: the atlas of every column, else the oldest
+    nightly columns left out, a quarter of them at a time, until the page and its data fit (the newest nightly is
+    kept); a one-line UsageError naming the file and its size against its budget when even the releases and the
+    newest nightly do not fit."""
+    from .. import atlas
+
+    columns = {path: {v for v, cells in groups.items() for _, where in cells.values() if where == path}
+               for path in nightlies}
+    kept, note = list(nightlies), ""
+    while True:
+        shown = {v: cells for v, cells in groups.items()
+                 if not any(v in columns[p] for p in nightlies if p not in kept)}
+        used = [*paths, *kept]
+        sizes = {atlas.PAGE: len(atlas.page(used, shown).encode("utf-8")),
+                 atlas.DATA: len(atlas.data_text(atlas.data(shown)).encode("utf-8"))}
+        over = _over(sizes)
+        if not over:
+            left = len(nightlies) - len(kept)
+            if left:
+                note = (f"; {left} oldest nightly column(s) left out to fit the size budget ({PAGE_BUDGET / MIB:.0f} "
+                        f"and {DATA_BUDGET / MIB:.0f} MiB)")
+            return kept, shown, note
+        if len(kept) <= 1:
+            name, size, constant, budget = over[0]
+            with_what = f" with {len(kept)} nightly column(s)" if kept else ""
+            raise _budget_error(os.path.join(output, name), size, constant, budget, f"{with_what}; nothing written")
+        kept = kept[max(1, len(kept) // 4):]
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from .. import atlas
+    from .. import atlas, compare
 
-    written = atlas.write(args.paths, args.output, rejudge=args.rejudge)
+    paths, groups, nightlies, note = list(args.paths), None, [], ""
+    if args.nightlies is not None:
+        if any(atlas._holds_data(p) for p in paths):
+            raise UsageError("--nightlies adds columns to records, not to an atlas file (kerasbench-atlas): give the "
+                             "records of the releases.")
+        nightlies = nightly_files(args.nightlies)
+        groups = group_columns(compare.load(paths + nightlies), args.rejudge)
+        nightlies, groups, note = fit(paths, nightlies, groups, args.output)
+    written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge)
+    over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []
+    if over:  # fit measured the same text: a guard
+        name, size, constant, budget = over[0]
+        raise _budget_error(os.path.join(args.output, name), size, constant, budget, " as written")
     sizes = ", ".join(f"{os.path.basename(p)} {os.path.getsize(p) / 1024:,.0f} KiB" for p in written)
     kept = "" if len(written) > 1 else f" ({atlas.DATA}, the input, kept as it is)"
-    out.write(f"wrote the atlas to {args.output}: {sizes}{kept}; open {written[-1]} in a browser, it needs no "
-              "server\n")
+    days = (f" with {len(nightlies)} nightly column(s) of {args.nightlies}" if args.nightlies is not None else "")
+    out.write(f"wrote the atlas to {args.output}{days}: {sizes}{kept}{note}; open {written[-1]} in a browser, it "
+              "needs no server\n")
     return 0
