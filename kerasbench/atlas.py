@@ -702,7 +702,7 @@ def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:
         payload = read_json(paths[0], "records file", limit=DATA_LIMIT)
         if is_data(payload):
             groups = groups_of(payload, paths[0])
-            compare.group([(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], rejudge)
+            group_columns([(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], rejudge)
             return groups
     try:
         return compare.group(compare.load(paths), rejudge)
@@ -710,6 +710,33 @@ def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:
         if len(paths) > 1 and any(holds_data(p) for p in paths):
             raise UsageError(f"{e} An atlas file (kerasbench-atlas) is read alone: give it as the only path.") from None
         raise
+
+
+def group_columns(loaded, rejudge: bool = False):
+    """compare.group of `loaded`, a column's protocol at a time: each column (version) is one rule's, as compare
+    asks, but two columns may be two rules' (a nightly measured before a protocol change keeps its verdicts and its
+    stamps: the page says which columns each judged). `rejudge`: every record judged again by this protocol first,
+    one rule for all (compare.group's). Traced with untraced and two bodies for one pair are refused across columns
+    too."""
+    from .trace import traced
+
+    if rejudge:
+        return compare.group(loaded, rejudge=True)
+    columns: dict = {}
+    for item in loaded:
+        columns.setdefault(item[2], []).append(item)
+    by_rule: dict = {}
+    for items in columns.values():
+        by_rule.setdefault(rule.one_version((record, path) for record, path, _ in items), []).extend(items)
+    groups: dict = {}
+    for items in by_rule.values():
+        groups.update(compare.group(items))
+    kinds = {traced(record): path for column in groups.values() for record, path in column.values()}
+    if len(kinds) > 1:
+        raise UsageError(f"Traced and untraced records: {kinds[True]} was measured with `run --trace`, {kinds[False]} "
+                         "without; a trace moves the memory figures: an atlas of traced or of untraced records.")
+    compare._one_body(groups)
+    return groups
 
 
 def holds_data(path: str) -> bool:

@@ -56,8 +56,8 @@ def _stamps(column):
 def test_each_night_adds_its_nightly_column_and_keeps_the_older_ones_as_measured(workflow, tmp_path, monkeypatch):
     """Night 1: the releases of the run and nightly day 1 (its floors from one calibration). Night 2, with another
     calibration: day 2 added, read against day 1, and day 1's column as it was (its stamps, verdicts and slopes).
-    (One protocol over both nights: the nightlies.html step refuses days of two protocols; the atlas' columns of two
-    protocols are test_columns_of_two_protocols_keep_their_own_stamps'.)"""
+    (One protocol over both nights: the nightlies.html step judges days of an older protocol again, --rejudge; the
+    atlas' columns of two protocols are test_columns_of_two_protocols_keep_their_own_stamps'.)"""
     releases = {env: _relabelled(tmp_path, f"{tf}.json", FIXTURES / ("tf212.json" if tf == "2.12.1" else "tf221.json"),
                                  tensorflow=tf)
                 for tf, env in RELEASE_ENV.items()}

@@ -50,6 +50,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"data then have a size budget ({PAGE_BUDGET // MIB} and {DATA_BUDGET // MIB} MiB): over it, "
                         "the oldest nightly columns are left out until they fit, and when the releases and the "
                         "newest nightly alone do not, exit 2 and nothing written")
+    add_answer_arguments(p)
+
+
+def add_answer_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--answer", action="store_true",
+                   help="first run the commands the list of changes names (triage, attribute, ablate: each "
+                        "measures, minutes to an hour each) that FOLDER/answers.json has not answered, keeping each "
+                        "answer as it finishes (an interrupt keeps what finished; a second call goes on), then write "
+                        "the page with every answer beside its command (without --answer the page shows the answers "
+                        "FOLDER/answers.json holds)")
+    p.add_argument("--answer-limit", type=options.integer("answer-limit", 1), default=0, metavar="N",
+                   help="with --answer: at most N commands this call (default: all)")
+    p.add_argument("--config", metavar="FILE", type=options.path,
+                   help="with --answer: the asv config whose environments the commands measure in (e.g. "
+                        "asv.matrix.json)")
 
 
 def kept_days(days: Sequence[str], keep_days: int = KEEP_DAYS, keep_months: int = KEEP_MONTHS) -> List[str]:
@@ -80,34 +95,6 @@ def nightly_files(folder: str) -> List[str]:
                 continue  # 2026-13-40.json names no day
             days[m.group(1)] = os.path.join(folder, name)
     return [days[d] for d in kept_days(days)]
-
-
-def group_columns(loaded, rejudge: bool = False):
-    """compare.group of `loaded`, a column's protocol at a time: each column (version) is one rule's, as compare
-    asks, but two columns may be two rules' (a nightly measured before a protocol change keeps its verdicts and its
-    stamps: the page says which columns each judged). `rejudge`: every record judged again by this protocol first,
-    one rule for all (compare.group's). Traced with untraced and two bodies for one pair are refused across columns
-    too."""
-    from .. import compare, rule
-    from ..trace import traced
-
-    if rejudge:
-        return compare.group(loaded, rejudge=True)
-    columns: dict = {}
-    for item in loaded:
-        columns.setdefault(item[2], []).append(item)
-    by_rule: dict = {}
-    for items in columns.values():
-        by_rule.setdefault(rule.one_version((record, path) for record, path, _ in items), []).extend(items)
-    groups: dict = {}
-    for items in by_rule.values():
-        groups.update(compare.group(items))
-    kinds = {traced(record): path for column in groups.values() for record, path in column.values()}
-    if len(kinds) > 1:
-        raise UsageError(f"Traced and untraced records: {kinds[True]} was measured with `run --trace`, {kinds[False]} "
-                         "without; a trace moves the memory figures: an atlas of traced or of untraced records.")
-    compare._one_body(groups)
-    return groups
 
 
 def _over(sizes: dict) -> list:
@@ -160,12 +147,23 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     paths, groups, nightlies, note = list(args.paths), None, [], ""
     if args.nightlies is not None:
-        if any(atlas._holds_data(p) for p in paths):
+        if any(atlas.holds_data(p) for p in paths):
             raise UsageError("--nightlies adds columns to records, not to an atlas file (kerasbench-atlas): give the "
                              "records of the releases.")
         nightlies = nightly_files(args.nightlies)
-        groups = group_columns(compare.load(paths + nightlies), args.rejudge)
+        groups = atlas.group_columns(compare.load(paths + nightlies), args.rejudge)
         nightlies, groups, note = fit(paths, nightlies, groups, args.output)
+    if (args.answer_limit or args.config) and not args.answer:
+        raise UsageError("--answer-limit and --config go with --answer (they say how to run the changes' commands).")
+    if args.answer:
+        from .. import answers
+        from ..files import make_folder
+
+        if groups is None:
+            groups = atlas.load(paths, args.rejudge)
+        make_folder(args.output, "the atlas")
+        answers.answer_all(answers.questions(groups), os.path.join(args.output, answers.FILE), out,
+                           config=args.config, limit=args.answer_limit)
     written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge)
     over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []
     if over:  # fit measured the same text: a guard
