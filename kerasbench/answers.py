@@ -101,19 +101,22 @@ def read(path: str) -> dict:
 
 
 def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Optional[str] = None,
-               extra: Sequence[str] = (), run: Callable[[List[str]], Tuple[int, str]] = _run,
+               extra: Sequence[str] = (), run: Optional[Callable[[List[str]], Tuple[int, str]]] = None,
                clock: Callable[[], float] = time.monotonic, limit: int = 0) -> dict:
     """Run each question's command not yet answered in `path`, writing the file after each; the answers file.
     `extra`: options added to every command (e.g. --jobs 2); `limit`: at most this many commands this call."""
     from .files import write_json
 
+    run = run or _run
     data = read(path)
     done = data["answers"]
     todo = [q for q in asked if q.command not in done]
+    waiting = len(todo)
     if limit:
         todo = todo[:limit]
-    out.write(f"{len(asked)} command(s) answer the atlas's changes: {len(asked) - len(todo)} answered in {path}, "
-              f"{len(todo)} to run\n")
+    later = f" ({waiting - len(todo)} left for another call: --answer-limit)" if waiting > len(todo) else ""
+    out.write(f"{len(asked)} command(s) answer the atlas's changes: {len(asked) - waiting} answered in {path}, "
+              f"{len(todo)} to run{later}\n")
     began = clock()
     for i, q in enumerate(todo, 1):
         spent = clock() - began

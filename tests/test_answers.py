@@ -117,3 +117,23 @@ def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_r
     assert "no answer (exit 3, 1:05 to answer): Error: no environment for TF 2.13.1" in html
     assert "/home/me" not in html  # published: no machine's folders
     assert html.count('<code class="cmd">') == 6  # each change's three commands shown, answered or not
+
+
+def test_the_atlas_command_answers_then_writes_the_page_and_its_options_go_together(tmp_path, monkeypatch, capsys):
+    from kerasbench import atlas
+    from kerasbench.cli import main
+
+    source = tmp_path / "src"
+    source.mkdir()
+    atlas.write([], str(source), groups=two_changes())
+    ran = []
+    monkeypatch.setattr(answers, "_run", lambda argv: (ran.append(argv), (0, ABLATE_OUT if "ablate" in argv
+                                                                             else TRIAGE_OUT))[1])
+    out = tmp_path / "out"
+    code = main(["atlas", str(source / atlas.DATA), "--output", str(out), "--answer", "--answer-limit", "2",
+                 "--config", "asv.matrix.json"])
+    assert code == 0 and len(ran) == 2 and all(argv[-2:] == ["--config", "asv.matrix.json"] for argv in ran)
+    assert "5 command(s) answer the atlas's changes: 0 answered" in capsys.readouterr().out
+    assert "2 of their 5 commands run, 2 with an answer" in (out / atlas.PAGE).read_text()
+    assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--config", "asv.matrix.json"]) == 2
+    assert "--config go with --answer" in capsys.readouterr().err
