@@ -2,13 +2,13 @@
 
 The atlas marks a change between consecutive columns (▲ worse, ▼ better; a flip with a side undecided, ◆, is not a
 change) and lists, per change, the commands that explain it (atlas.commands: which release, which package, which
-cleanup steps). `kerasbench answers ATLAS --config asv.matrix.json --output answers.json` runs them: each command
-once (an ablation of a loop on a release serves every change of that loop there), each in a process of its own, in
-the order of the list, and keeps per command its answer (triage's and attribute's "Answer: …" or "No answer …" line,
-ablate's conclusion), its exit status, its wall and when it finished. The file is written after each command, so an
-interrupt keeps what finished, and a second call goes on where the first stopped (a command answered is not run
-again). `kerasbench atlas RECORDS --answers answers.json` shows each answer beside its command; a command that
-could not answer shows why (its own last line).
+cleanup steps). `kerasbench atlas RECORDS --answer --config asv.matrix.json` runs them (atlas.questions): each
+command once (an ablation of a loop on a release serves every change of that loop there), each in a process of its
+own, in the order of the list, and keeps per command its answer (triage's and attribute's "Answer: …" or "No
+answer …" line, ablate's conclusion), its exit status, its wall and when it finished, in FILE beside atlas.json.
+The file is written after each command, so an interrupt keeps what finished, and a second call goes on where the
+first stopped (a command answered is not run again). The atlas page shows each answer beside its command; a
+command that could not answer shows why (its own last line).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Callable, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .errors import UsageError
@@ -40,17 +40,6 @@ class Question:
     what: str
     command: str
     changes: Tuple[str, ...]
-
-
-def questions(groups) -> List[Question]:
-    """Every command the atlas lists under its counted changes, once each, in the order of the list."""
-    from .atlas import commands, counted_changes
-
-    found: Dict[str, Tuple[str, List[str]]] = {}
-    for loop, strategy, p, v in counted_changes(groups):
-        for what, command in commands(loop, strategy, p, v):
-            found.setdefault(command, (what, []))[1].append(f"{loop} × {strategy}, TF {p} → {v}")
-    return [Question(what, command, tuple(changes)) for command, (what, changes) in found.items()]
 
 
 def answer_text(command: str, output: str) -> str:

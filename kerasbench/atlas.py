@@ -431,6 +431,18 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]]) -> str:
     return f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below"
 
 
+def questions(groups: compare.Groups) -> list:
+    """Every command the list under the map names for its counted changes, once each, in its order, as
+    answers.Question (what it asks, the command, the changes it explains): what `--answer` runs."""
+    from .answers import Question
+
+    found: Dict[str, Tuple[str, List[str]]] = {}
+    for loop, strategy, p, v in counted_changes(groups):
+        for what, command in commands(loop, strategy, p, v):
+            found.setdefault(command, (what, []))[1].append(f"{loop} × {strategy}, TF {p} → {v}")
+    return [Question(what, command, tuple(changes)) for command, (what, changes) in found.items()]
+
+
 def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None) -> str:
     """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands (with
     each one's answer where `answered` has it)."""

@@ -209,14 +209,8 @@ Loaded = List[Tuple[Record, str, str]]
 
 
 def load(paths: Sequence[str], reference: Sequence[str]) -> Tuple[Loaded, Loaded]:
-    """The records to score and the reference, each loaded as compare loads them; the records may be one atlas data
-    file instead (its cells, scored as shown)."""
-    from . import atlas
-
-    if len(paths) == 1 and atlas.holds_data(paths[0]):
-        groups = atlas.load(paths)
-        return [(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], \
-            load_records(reference)
+    """The records to score and the reference, each loaded as compare loads them (an atlas data file's cells: the
+    command's `load`)."""
     return load_records(paths), load_records(reference)
 
 

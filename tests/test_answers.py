@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from kerasbench import answers
+from kerasbench import answers, atlas
 from kerasbench.errors import UsageError
 from test_atlas import KIB, groups, record
 
@@ -20,7 +20,7 @@ def two_changes():
 
 
 def test_each_command_of_the_changes_is_asked_once_with_the_changes_it_explains():
-    asked = answers.questions(two_changes())
+    asked = atlas.questions(two_changes())
     commands = [q.command for q in asked]
     assert len(commands) == len(set(commands)) == 5  # triage and attribute per change, one ablation of the loop
     [ablate] = [q for q in asked if " ablate " in f" {q.command} "]
@@ -55,7 +55,7 @@ def test_the_answer_is_read_from_each_commands_own_lines():
 
 
 def test_answers_are_kept_one_by_one_and_a_second_call_goes_on_where_the_first_stopped(tmp_path):
-    asked = answers.questions(two_changes())
+    asked = atlas.questions(two_changes())
     path = str(tmp_path / "answers.json")
     ran = []
 
@@ -101,10 +101,10 @@ def test_a_bad_answers_file_is_one_line(tmp_path, content, needle):
 
 
 def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_run(tmp_path):
-    from kerasbench import atlas
+
 
     grouped = two_changes()
-    asked = answers.questions(grouped)
+    asked = atlas.questions(grouped)
     folder = tmp_path / "atlas"
     folder.mkdir()
     outputs = iter([(0, TRIAGE_OUT), (3, "Error: no environment for TF 2.13.1 in /home/me/asv.matrix.json")])
@@ -120,7 +120,7 @@ def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_r
 
 
 def test_the_atlas_command_answers_then_writes_the_page_and_its_options_go_together(tmp_path, monkeypatch, capsys):
-    from kerasbench import atlas
+
     from kerasbench.cli import main
 
     source = tmp_path / "src"

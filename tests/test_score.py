@@ -227,9 +227,11 @@ def test_an_atlas_is_scored_as_shown_its_stored_labels_at_its_stored_floors(tmp_
     groups = compare.group([(cell, "x.json", "2.21.0")])
     path = tmp_path / "atlas.json"
     path.write_text(json.dumps(atlas.data(groups)))
-    scored, _ = score.load([str(path)], [ref])
+    from kerasbench.commands.score import load
+
+    scored, _ = load([str(path)], [ref])
     assert not score.has_series(scored[0][0]) and score.as_shown(scored[0][0])["heap_floor"] == 64 * KIB
-    result = score.score(*score.load([str(path)], [ref]))
+    result = score.score(*load([str(path)], [ref]))
     [pair] = result["pairs"]
     assert pair["as_shown"] and (pair["scored"]["verdict"], pair["scored"]["kind"]) == ("flat", "flat")
     assert pair["reference"]["verdict"] == "flat" and pair["reference"]["own"]["verdict"] == "grows"

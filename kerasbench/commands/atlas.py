@@ -162,7 +162,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if groups is None:
             groups = atlas.load(paths, args.rejudge)
         make_folder(args.output, "the atlas")
-        answers.answer_all(answers.questions(groups), os.path.join(args.output, answers.FILE), out,
+        answers.answer_all(atlas.questions(groups), os.path.join(args.output, answers.FILE), out,
                            config=args.config, limit=args.answer_limit)
     written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge)
     over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []

@@ -22,6 +22,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.json_output(p, "the scoring (every pair)")
 
 
+def load(paths, reference):
+    """score.load's records and reference, or one atlas data file's cells (scored as shown) and the reference."""
+    from .. import atlas, score
+    from ..loading import load_records
+
+    if len(paths) == 1 and atlas.holds_data(paths[0]):
+        groups = atlas.load(paths)
+        return [(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], \
+            load_records(reference)
+    return score.load(paths, reference)
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """The confusion matrices of the RSS verdict and of what grew against the reference, the pairs that disagree."""
     import json
@@ -39,7 +51,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         get_profile(args.replay)  # an unknown name lists the valid ones before anything is read
     options.check_outputs({"--json": args.json}, {"PATH": args.paths, "--reference": args.reference})
     if not args.replay:
-        result = score.score(*score.load(args.paths, args.reference))
+        result = score.score(*load(args.paths, args.reference))
         out.write(score.text(result, top=args.top))
     else:
         reference = load_records(args.reference)
