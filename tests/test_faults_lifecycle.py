@@ -97,10 +97,16 @@ def read_pids(path):
     return [int(line) for line in path.read_text().split()] if path.exists() else []
 
 
-def _wait_for_pids(path, n, proc, limit=60):
+def _wait_for_pids(path, n, proc, limit=120):
     deadline = time.monotonic() + limit
     while len(read_pids(path)) < n:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        if proc.poll() is not None or time.monotonic() >= deadline:
+            # the run's worker hangs by design: end it before reading its output (communicate alone waits for ever)
+            late = proc.poll() is None
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"{'no' if late else 'the run ended before its'} {n} pid(s) in {limit} s (exit "
+                        f"{proc.returncode}): {err[-2000:]}")
         time.sleep(0.05)
     return read_pids(path)
 
