@@ -324,9 +324,12 @@ def forced_pins(reqs: dict, python: str, uv: str, no_deps: Sequence[str] = ()) -
 
 
 def module_of(package: str) -> str:
-    """The module a package installs (tensorflow-cpu: tensorflow; tf-keras: tf_keras)."""
+    """The module a package installs (tensorflow-cpu, tf-nightly: tensorflow; tf-keras: tf_keras; the nightlies'
+    companions keras-nightly and tb-nightly: keras and tensorboard)."""
     name = canonical(package)
-    return "tensorflow" if name.startswith("tensorflow") else name.replace("-", "_")
+    if name.startswith(("tensorflow", "tf-nightly")):
+        return "tensorflow"
+    return {"keras-nightly": "keras", "tb-nightly": "tensorboard"}.get(name, name.replace("-", "_"))
 
 
 def import_check(python: str, reqs: dict, forced: Sequence[str] = ()) -> str:

@@ -611,3 +611,10 @@ def test_a_change_tensorflow_carries_is_said_so(monkeypatch):
     assert code == 0, out
     assert "Answer: carried by TensorFlow, not Keras 3: bad with tf_keras 2.16.0 (Keras 2 in Keras 3's place) still " \
            "behaves like the bad end" in out
+
+
+def test_a_forced_package_is_imported_by_its_module_name():
+    # a nightly whose tb-nightly was bumped the day it was built: tb-nightly forced, and checked as tensorboard
+    assert [environment.module_of(p) for p in ("tensorflow-cpu", "tf-nightly-cpu", "tf-nightly", "tf-keras",
+                                               "keras-nightly", "tb-nightly", "scipy")] == [
+        "tensorflow", "tensorflow", "tensorflow", "tf_keras", "keras", "tensorboard", "scipy"]
