@@ -103,10 +103,11 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
         if place_of(path)[1]:
             in_run.setdefault(os.path.dirname(os.path.abspath(path)), set()).update(
                 (r.get("environment") or {}).get("tensorflow") for r in payload["records"] if isinstance(r, dict))
-        side = sides.setdefault(_run_of(path), {"keras_package": set(), "python": set()})
+        side = sides.setdefault(_run_of(path), {"keras_package": set(), "python": set(), "backend": set()})
         for r in payload["records"]:
             env = (r.get("environment") or {}) if isinstance(r, dict) else {}
             side["keras_package"].add(env.get("keras_package"))
+            side["backend"].add(env.get("keras_backend"))
             side["python"].add(_python_minor(env))
     for path, payload in payloads:
         _, file_commit, env_name = place_of(path)
@@ -127,16 +128,18 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
                                  f"this kerasbench reads schema {SCHEMA_VERSION}.")
             env = dict(record.get("environment") or {})
             version = env.get("tensorflow")
+            side = {key: values - {None, ""} for key, values in sides[_run_of(path)].items()}
             backend = backend_of(env)
-            if backend in OTHER_BACKENDS:  # Keras on jax or torch: a side of its own, labelled by the backend
-                version = f"{version or 'keras-' + str(env.get('keras'))}+{backend}"
-            if version is None and len(versions) == 1:
+            if not env.get("keras_backend") and len(side["backend"]) == 1:
+                backend = next(iter(side["backend"]))  # the control loop, which imports no Keras: its run's backend
+            if version is None and backend not in OTHER_BACKENDS and len(versions) == 1:
                 version = next(iter(versions))  # e.g. the control loop, which never imports TF
             if version is None and env_name and _ENV_TF.search(env_name):
                 version = _ENV_TF.search(env_name)[1]
+            if backend in OTHER_BACKENDS:  # Keras on jax or torch: a side of its own, labelled by the backend
+                version = f"{version or next(iter(versions), None) or 'keras-' + str(env.get('keras'))}+{backend}"
             if version is None:
                 continue
-            side = {key: values - {None, ""} for key, values in sides[_run_of(path)].items()}
             keras_package = env.get("keras_package") or (next(iter(side["keras_package"]))
                                                          if len(side["keras_package"]) == 1 else None)
             if backend in OTHER_BACKENDS:

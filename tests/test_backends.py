@@ -307,3 +307,29 @@ def test_triage_bisects_keras_at_one_backend():
     assert "torch" in version_pins(matrix, "3.10.0", tf="2.21.0", backend="torch")
     assert "jax" not in version_pins(matrix, "3.10.0", tf="2.21.0")
     assert run_options("3.10.0", tf="2.21.0") == ["--tf", "2.21.0", "--keras", "3.10.0"]
+
+
+def test_a_backend_run_s_controls_are_that_backend_s_side(tmp_path):
+    """The control loop imports neither TF nor Keras: in an asv environment of the torch backend its records are
+    2.21.0+torch's, as the run's other loops are, not a duplicate of the TF environment's controls beside it."""
+    from kerasbench.record import records_payload
+    from kerasbench.rule import spec_floors
+    from kerasbench.summary import make_record
+
+    def write(folder, loop, strategy, env):
+        spec = RunSpec(loop=loop, strategy=strategy, iterations=4, warmup=0).validate()
+        repeat = {"repeat": 0, "status": "skipped", "reason": "test", "result": None, "environment": env}
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{loop}.json").write_text(json.dumps(records_payload([make_record(spec, [repeat],
+                                                                                    spec_floors(spec))])))
+
+    bare = {"python": "3.11.7", "tensorflow": None, "keras": None}  # what a control's worker records
+    for name, backend in (("virtualenv-py3.11-keras3.13.2-tensorflow-cpu2.21.0", "tensorflow"),
+                          ("virtualenv-py3.11-keras3.13.2-tensorflow-cpu2.21.0-torch2.13.0-KERAS_BACKENDtorch",
+                           "torch")):
+        folder = tmp_path / "atlas-vm" / f"d6bdaf1f-{name}"
+        write(folder, "inference", "reuse_model", _env(backend, "2.21.0"))
+        write(folder, "control", "control_noop", dict(bare))
+    labels = sorted((record["loop"], version) for record, _, version in loading.load_records([str(tmp_path)]))
+    assert labels == [("control", "2.21.0"), ("control", "2.21.0+torch"),
+                      ("inference", "2.21.0"), ("inference", "2.21.0+torch")]
