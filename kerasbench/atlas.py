@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import __version__, compare, draw, rule
 from .errors import UsageError
 from .machine import FINGERPRINT_KEYS
+from .record import OTHER_BACKENDS as BACKENDS
 from .releases import version_key
 from .rule import DEFAULT_FLOOR
 from .page import esc, finite, floor_kib, frame, kib, made_from, mib, no_paths
@@ -49,7 +50,9 @@ def _split(version: str) -> Tuple[str, str]:
 
 def previous(version: str, versions: Sequence[str]) -> Optional[str]:
     """The column a column is read against: the last one before it (version order) of an earlier release with the
-    same axis label; for a labelled column with none, the last plain one of an earlier release; else None."""
+    same axis label; for a labelled column with none, a backend's or a Python's (2.21.0+torch, 2.21.0+py3.12) the
+    plain column of its own release where there is one (what the backend or the Python changes, alone), tf_keras's
+    and the rest the last plain one of an earlier release (tf_keras goes on from Keras 2); else None."""
     return previous_all([*versions, version])[version]
 
 
@@ -57,6 +60,7 @@ def previous_all(versions: Sequence[str]) -> dict:
     """{column: previous(column)} of every column at once: one sort and one pass, each version's key read once (the
     atlas' cost stays linear in its columns; a column at a time was quadratic: 3000 columns did not finish)."""
     keys = {v: (version_key(_split(v)[0]), version_key(v)) for v in versions}
+    plain = {keys[v][0]: v for v in versions if not _split(v)[1]}  # each release's own plain column
     by_release = sorted(keys, key=lambda v: keys[v][0])
     last: dict = {}  # axis label -> its last column (version order) of the releases passed so far
     out, passed = {}, 0
@@ -68,7 +72,8 @@ def previous_all(versions: Sequence[str]) -> dict:
                 last[label] = u
             passed += 1
         label = _split(v)[1]
-        out[v] = last.get(label) or (last.get("") if label else None)
+        own = plain.get(keys[v][0]) if label in BACKENDS or re.fullmatch(r"py\d+\.\d+", label) else None
+        out[v] = last.get(label) or (own or last.get("") if label else None)
     return out
 
 
@@ -145,6 +150,13 @@ def commands(loop: str, strategy: str, good: str, bad: str) -> List[Tuple[str, s
     known = loop in LOOPS
     where = f"--loop {loop}" if known else "--repro FILE"
     out = []
+    backend = bad_label if bad_label in BACKENDS else ""
+    if backend or (good_rel == bad_rel and pythons):  # one release, another backend or Python: no release to find
+        bad_python = re.fullmatch(r"py(\d+\.\d+)", bad_label)
+        if rebuilds_in(loop) or not known:
+            out.append(("which cleanup steps it needs there", f"kerasbench ablate {where} --tf {bad_rel}"
+                        + (f" --backend {backend}" if backend else f" --python {bad_python.group(1)}")))
+        return out
     if "tf_keras" not in (good_label, bad_label) and (not pythons or python):
         strat = f" --strategy {strategy}" if strategy in STRATEGIES else ""
         out.append(("which release changed it", f"kerasbench triage --good {good_rel} --bad {bad_rel} {where}"
@@ -152,13 +164,20 @@ def commands(loop: str, strategy: str, good: str, bad: str) -> List[Tuple[str, s
         if not nightly:  # attribute takes releases (or asv environments), not nightlies
             out.append(("which package carries it", f"kerasbench attribute --good {good_rel} --bad {bad_rel} {where}"
                                                     f"{strat}{python}"))
-    rebuilds = known and "rebuild_no_clear" in STRATEGIES and loop in STRATEGIES["rebuild_no_clear"].applies_to
-    if rebuilds or not known:
+    if rebuilds_in(loop) or not known:
         keras = " --keras tf_keras" if bad_label == "tf_keras" else ""
         bad_python = re.fullmatch(r"py(\d+\.\d+)", bad_label)
         out.append(("which cleanup steps it needs there", f"kerasbench ablate {where} --tf {bad_rel}{keras}"
                                                           + (f" --python {bad_python.group(1)}" if bad_python else "")))
     return out
+
+
+def rebuilds_in(loop: str) -> bool:
+    """Whether `loop` is a built-in loop that builds models (rebuild_no_clear applies): one `ablate` takes apart."""
+    from .loops import LOOPS
+    from .strategies import STRATEGIES
+
+    return loop in LOOPS and "rebuild_no_clear" in STRATEGIES and loop in STRATEGIES["rebuild_no_clear"].applies_to
 
 
 def _cli_version(release: str) -> str:

@@ -623,3 +623,17 @@ def test_every_field_of_an_atlas_file_of_another_type_is_one_line_exit_2_or_a_pa
             tried += 1
     print(f"{tried} tried, {refused} refused")
     assert tried > 400 and refused > 150, (tried, refused)
+
+
+def test_a_backend_or_a_python_is_read_against_its_own_release_first():
+    """The torch column beside TF 2.21.0 says what the backend changes: read against 2.21.0 (not 2.20.0, which
+    would mix a release's change into the backend's); a Python's first column too; tf_keras goes on from Keras 2."""
+    versions = ["2.15.1", "2.16.2", "2.16.2+tf_keras", "2.20.0", "2.21.0", "2.21.0+torch", "2.21.0+py3.12"]
+    prev = atlas.previous_all(versions)
+    assert (prev["2.21.0+torch"], prev["2.21.0+py3.12"], prev["2.16.2+tf_keras"]) == ("2.21.0", "2.21.0", "2.15.1")
+    assert atlas.previous("2.21.0+jax", ["2.20.0"]) == "2.20.0"  # its release's plain column not measured
+    assert atlas.commands("sweep", "clear_session_del_gc", "2.21.0", "2.21.0+torch") == [
+        ("which cleanup steps it needs there", "kerasbench ablate --loop sweep --tf 2.21.0 --backend torch")]
+    assert [c for _, c in atlas.commands("sweep", "reuse_model", "2.21.0", "2.21.0+py3.12")] == [
+        "kerasbench ablate --loop sweep --tf 2.21.0 --python 3.12"]
+    assert atlas.commands("control", "control_noop", "2.21.0", "2.21.0+torch") == []  # nothing to take apart
