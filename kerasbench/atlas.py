@@ -126,8 +126,25 @@ def mark(before, after) -> Optional[Tuple[str, str]]:
     flip = change(before, after)
     if flip is None:
         return None
+    floors = floors_apart(before, after)
+    if floors:  # a flip of labels read at other floors: the floors moved, not necessarily the memory
+        return "other", f"judged at other floors ({floors}): not counted as a change; compare on the RSS slope: " \
+                        f"{judged} ({why})"
     said = "a side is undecided: not counted as a change" if flip == "other" else "the verdict or what grew flipped"
     return flip, f"{said}; compare on the RSS slope: {judged} ({why})"
+
+
+def floors_apart(before, after) -> str:
+    """'' when two cells' floors came from the same kind of source, series by series (calibration, settling,
+    default …; unstamped cells: unknown, taken as alike); else what differs: 'heap: settling → the 64 KiB default'.
+    A Python without a calibration judges at the default floors: its flips against a calibrated column are the
+    floors'."""
+    out = []
+    for series in ("rss", "heap"):
+        kinds = [((r.get("summary") or {}).get("floors_from") or {}).get(series) for r in (before, after)]
+        if all(isinstance(k, dict) for k in kinds) and kinds[0].get("kind") != kinds[1].get("kind"):
+            out.append(f"{'RSS' if series == 'rss' else series}: {kinds[0].get('kind')} → {kinds[1].get('kind')}")
+    return ", ".join(out)
 
 
 def finite_or_none(value: Any) -> Optional[float]:

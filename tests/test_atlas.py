@@ -637,3 +637,18 @@ def test_a_backend_or_a_python_is_read_against_its_own_release_first():
     assert [c for _, c in atlas.commands("sweep", "reuse_model", "2.21.0", "2.21.0+py3.12")] == [
         "kerasbench ablate --loop sweep --tf 2.21.0 --python 3.12"]
     assert atlas.commands("control", "control_noop", "2.21.0", "2.21.0+torch") == []  # nothing to take apart
+
+
+def test_a_flip_read_at_other_floors_is_not_counted_as_a_change():
+    """Python 3.12 has no calibration: its heap is judged at the 64 KiB default. A reused model's heap, +1.4
+    KiB/iteration `grows` at 3.11's settling floors and +1.5 `flat` at 3.12's default, is not a Python's change."""
+    def cell(heap_verdict, kinds):
+        rec = record("inference", "reuse_model", "flat", "leak" if heap_verdict == "grows" else "flat", 2.7 * KIB)
+        rec["summary"].update(heap_verdict=heap_verdict, floors_from={s: {"kind": k} for s, k in zip(("rss", "heap"),
+                                                                                                   kinds)})
+        return rec
+    before = cell("grows", ("calibration", "settling"))
+    kind, why = atlas.mark(before, cell("flat", ("default", "default")))
+    assert kind == "other" and "judged at other floors (RSS: calibration → default, heap: settling → default)" in why
+    assert atlas.mark(before, cell("flat", ("calibration", "settling")))[0] == "better"  # same floors: a change
+    assert atlas.floors_apart(record("sweep", "reuse_model"), before) == ""  # unstamped: unknown, taken as alike
