@@ -70,10 +70,12 @@ def previous_all(versions: Sequence[str]) -> dict:
             label = _split(u)[1]
             if label not in last or keys[u][1] >= keys[last[label]][1]:
                 last[label] = u
+            if not label and "dev" not in u and ("release" not in last or keys[u][1] >= keys[last["release"]][1]):
+                last["release"] = u  # the last plain release, no nightly: where a first tf_keras column goes on
             passed += 1
         label = _split(v)[1]
         own = plain.get(keys[v][0]) if label in BACKENDS or re.fullmatch(r"py\d+\.\d+", label) else None
-        out[v] = last.get(label) or (own or last.get("") if label else None)
+        out[v] = last.get(label) or (own or last.get("release") or last.get("") if label else None)
     return out
 
 

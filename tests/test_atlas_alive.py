@@ -214,7 +214,7 @@ def test_the_budget_fails_with_one_line_naming_the_file_and_writes_nothing(tmp_p
 
 
 def test_the_retention_s_fullest_atlas_fits_the_budget(tmp_path):
-    """docs/atlas's 17 columns (16 releases and a nightly) and KEEP_DAYS + KEEP_MONTHS nightly columns, each the
+    """docs/atlas's columns (releases, their axes and nightlies) and KEEP_DAYS + KEEP_MONTHS nightly columns, each the
     newest release's cells (quiet nights: no change from one to the next), under the budgets: nothing left out."""
     with open(os.path.join(ROOT, "docs", "atlas", "atlas.json")) as f:
         payload = json.load(f)
