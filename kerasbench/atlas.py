@@ -52,7 +52,7 @@ def previous(version: str, versions: Sequence[str]) -> Optional[str]:
     """The column a column is read against: the last one before it (version order) of an earlier release with the
     same axis label; for a labelled column with none, a backend's or a Python's (2.21.0+torch, 2.21.0+py3.12) the
     plain column of its own release where there is one (what the backend or the Python changes, alone), tf_keras's
-    and the rest the last plain one of an earlier release (tf_keras goes on from Keras 2); else None."""
+    and the rest the last plain release before (not a nightly: tf_keras goes on from Keras 2); else None."""
     return previous_all([*versions, version])[version]
 
 
