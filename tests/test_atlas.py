@@ -164,7 +164,7 @@ def test_commands_use_only_options_the_commands_have(capsys):
 
 def test_real_records_show_the_tf_214_regression(tmp_path, capsys):
     # the project's atlas (protocol 8, calibrated floors): sweep × clear_session_del_gc a small heap leak on 2.13.1
-    # (RSS +22 flat, heap +7 grows), ×110 the RSS slope on 2.14.1: marked worse by compare's rule, not on 2.15.1
+    # (RSS +22 flat, heap +7 grows), ×112 the RSS slope on 2.14.1: marked worse by compare's rule, not on 2.15.1
     docs = atlas.section(atlas.load([os.path.join(HERE, "..", "docs", "atlas", "atlas.json")]))
     cells = dict(re.findall(r'<td data-ver="([^"]*)" class="([^"]*)"', "".join(row(docs, "sweep",
                                                                                   "clear_session_del_gc"))))
