@@ -63,6 +63,7 @@ def previous_all(versions: Sequence[str]) -> dict:
     plain = {keys[v][0]: v for v in versions if not _split(v)[1]}  # each release's own plain column
     by_release = sorted(keys, key=lambda v: keys[v][0])
     last: dict = {}  # axis label -> its last column (version order) of the releases passed so far
+    release = None  # the last plain column of those that is a release, not a nightly
     out, passed = {}, 0
     for v in by_release:
         while passed < len(by_release) and keys[by_release[passed]][0] < keys[v][0]:
@@ -70,12 +71,12 @@ def previous_all(versions: Sequence[str]) -> dict:
             label = _split(u)[1]
             if label not in last or keys[u][1] >= keys[last[label]][1]:
                 last[label] = u
-            if not label and "dev" not in u and ("release" not in last or keys[u][1] >= keys[last["release"]][1]):
-                last["release"] = u  # the last plain release, no nightly: where a first tf_keras column goes on
+            if not label and "dev" not in u and (release is None or keys[u][1] >= keys[release][1]):
+                release = u  # where a first tf_keras column goes on
             passed += 1
         label = _split(v)[1]
         own = plain.get(keys[v][0]) if label in BACKENDS or re.fullmatch(r"py\d+\.\d+", label) else None
-        out[v] = last.get(label) or (own or last.get("release") or last.get("") if label else None)
+        out[v] = last.get(label) or (own or release or last.get("") if label else None)
     return out
 
 
@@ -170,13 +171,8 @@ def commands(loop: str, strategy: str, good: str, bad: str) -> List[Tuple[str, s
     where = f"--loop {loop}" if known else "--repro FILE"
     out = []
     backend = bad_label if bad_label in BACKENDS else ""
-    if backend or (good_rel == bad_rel and pythons):  # one release, another backend or Python: no release to find
-        bad_python = re.fullmatch(r"py(\d+\.\d+)", bad_label)
-        if rebuilds_in(loop) or not known:
-            out.append(("which cleanup steps it needs there", f"kerasbench ablate {where} --tf {bad_rel}"
-                        + (f" --backend {backend}" if backend else f" --python {bad_python.group(1)}")))
-        return out
-    if "tf_keras" not in (good_label, bad_label) and (not pythons or python):
+    one_release = backend or (good_rel == bad_rel and pythons)  # another backend or Python: no release to find
+    if not one_release and "tf_keras" not in (good_label, bad_label) and (not pythons or python):
         strat = f" --strategy {strategy}" if strategy in STRATEGIES else ""
         out.append(("which release changed it", f"kerasbench triage --good {good_rel} --bad {bad_rel} {where}"
                                                 f"{strat}{python}"))
@@ -187,6 +183,7 @@ def commands(loop: str, strategy: str, good: str, bad: str) -> List[Tuple[str, s
         keras = " --keras tf_keras" if bad_label == "tf_keras" else ""
         bad_python = re.fullmatch(r"py(\d+\.\d+)", bad_label)
         out.append(("which cleanup steps it needs there", f"kerasbench ablate {where} --tf {bad_rel}{keras}"
+                                                          + (f" --backend {backend}" if backend else "")
                                                           + (f" --python {bad_python.group(1)}" if bad_python else "")))
     return out
 
