@@ -466,13 +466,23 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]]) -> str:
     return f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below"
 
 
-def questions(groups: compare.Groups) -> list:
+def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:
     """Every command the list under the map names for its counted changes, once each, in its order, as
-    answers.Question (what it asks, the command, the changes it explains): what `--answer` runs."""
+    answers.Question (what it asks, the command, the changes it explains): what `--answer` runs. `only`: the
+    changes into or out of these columns (a column's label, or nightly:YYYY-MM-DD for a nightly's); a one-line
+    UsageError names one that is not a column."""
     from .answers import Question
 
+    columns = set(main_axis(groups))
+    missing = [c for c in only if c not in columns and c not in {_cli_version(v) for v in columns}]
+    if missing:
+        raise UsageError(f"--answer-only {missing[0]!r} is not a column of this atlas; its columns: "
+                         f"{', '.join(sorted(columns, key=version_key))} (a nightly's also as nightly:YYYY-MM-DD).")
+    chosen = set(only)
     found: Dict[str, Tuple[str, List[str]]] = {}
     for loop, strategy, p, v in counted_changes(groups):
+        if chosen and not chosen & {p, v, _cli_version(p), _cli_version(v)}:
+            continue
         for what, command in commands(loop, strategy, p, v):
             found.setdefault(command, (what, []))[1].append(f"{loop} × {strategy}, TF {p} → {v}")
     return [Question(what, command, tuple(changes)) for command, (what, changes) in found.items()]

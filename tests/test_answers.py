@@ -136,4 +136,28 @@ def test_the_atlas_command_answers_then_writes_the_page_and_its_options_go_toget
     assert "5 command(s) answer the atlas's changes: 0 answered" in capsys.readouterr().out
     assert "2 of their 5 commands run, 2 with an answer" in (out / atlas.PAGE).read_text()
     assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--config", "asv.matrix.json"]) == 2
-    assert "--config go with --answer" in capsys.readouterr().err
+    assert "--answer-only and --config go with --answer" in capsys.readouterr().err
+
+
+def test_answer_only_asks_the_changes_of_the_columns_named_and_refuses_a_column_the_atlas_lacks(tmp_path, capsys):
+    grouped = two_changes()
+    assert atlas.questions(grouped, ("2.14.1",)) == atlas.questions(grouped)  # both changes go into 2.14.1
+    assert atlas.questions(grouped, ("2.13.1",)) == atlas.questions(grouped)  # … and out of 2.13.1
+    with pytest.raises(UsageError, match=r"--answer-only '2\.15\.1' is not a column of this atlas; its columns: "
+                                         r"2\.13\.1, 2\.14\.1"):
+        atlas.questions(grouped, ("2.15.1",))
+    three = groups(*[(v, [record("sweep", "clear_session", *grows)]) for v, grows in
+                     (("2.13.1", ()), ("2.14.1", ("grows", "leak", 3500 * KIB)), ("2.15.1", ()))])
+    into = atlas.questions(three, ("2.13.1",))  # the change 2.13.1 → 2.14.1 only, not 2.14.1 → 2.15.1
+    assert into and all("--good 2.13.1 --bad 2.14.1" in q.command or "--tf 2.14.1" in q.command for q in into)
+    assert len(atlas.questions(three)) > len(into)
+    from kerasbench.cli import main
+
+    source = tmp_path / "src"
+    source.mkdir()
+    atlas.write([], str(source), groups=grouped)
+    assert main(["atlas", str(source / atlas.DATA), "--output", str(tmp_path / "o"), "--answer-only", "2.14.1"]) == 2
+    assert "--answer-only and --config go with --answer" in capsys.readouterr().err
+    assert main(["atlas", str(source / atlas.DATA), "--output", str(tmp_path / "o"), "--answer",
+                 "--answer-only", "2.9.9"]) == 2
+    assert "--answer-only '2.9.9' is not a column" in capsys.readouterr().err

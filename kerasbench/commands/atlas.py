@@ -63,6 +63,10 @@ def add_answer_arguments(p: argparse.ArgumentParser) -> None:
                         "FOLDER/answers.json holds)")
     p.add_argument("--answer-limit", type=options.integer("answer-limit", 1), default=0, metavar="N",
                    help="with --answer: at most N commands this call (default: all)")
+    p.add_argument("--answer-only", type=options.words("answer-only"), default=(), metavar="COLUMNS",
+                   help="with --answer: only the changes into or out of these columns, a comma list of the page's "
+                        "labels (2.14.1, 2.21.0+py3.12; a nightly's label or nightly:YYYY-MM-DD): a release's "
+                        "changes answered first, the rest left for another call")
     p.add_argument("--config", metavar="FILE", type=options.path,
                    help="with --answer: the asv config whose environments the commands measure in (e.g. "
                         "asv.matrix.json)")
@@ -154,8 +158,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         nightlies = nightly_files(args.nightlies)
         groups = atlas.group_columns(compare.load(paths + nightlies), args.rejudge)
         nightlies, groups, note = fit(paths, nightlies, groups, args.output)
-    if (args.answer_limit or args.config) and not args.answer:
-        raise UsageError("--answer-limit and --config go with --answer (they say how to run the changes' commands).")
+    if (args.answer_limit or args.answer_only or args.config) and not args.answer:
+        raise UsageError("--answer-limit, --answer-only and --config go with --answer (they say which of the changes' "
+                         "commands to run and how).")
     if args.answer:
         from .. import answers
         from ..files import make_folder
@@ -163,7 +168,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if groups is None:
             groups = atlas.load(paths, args.rejudge)
         make_folder(args.output, "the atlas")
-        answers.answer_all(atlas.questions(groups), os.path.join(args.output, answers.FILE), out,
+        answers.answer_all(atlas.questions(groups, args.answer_only), os.path.join(args.output, answers.FILE), out,
                            config=args.config, limit=args.answer_limit)
     written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge)
     over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []

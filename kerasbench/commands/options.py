@@ -65,6 +65,18 @@ def integer(name: str, minimum: int = 0, maximum: Optional[int] = None):
     return parse
 
 
+def words(name: str):
+    """An argparse type: a comma list of non-empty names ('2.14.1,nightly:2026-10-26'), as a tuple without repeats;
+    an empty list is argparse's one line naming the option."""
+    def parse(text: str) -> tuple:
+        names = tuple(dict.fromkeys(w.strip() for w in text.split(",") if w.strip()))
+        if not names:
+            raise argparse.ArgumentTypeError(f"Invalid value. Received: {text!r}. Expected a comma list of names.")
+        return names
+    parse.__name__ = name
+    return parse
+
+
 class Joined(argparse.Action):
     """A repeatable option whose values join as one comma list: `--strategy a --strategy b` is `--strategy a,b`
     (before, the last one silently replaced the others). A name given twice is measured once (selection.names)."""
