@@ -155,12 +155,12 @@ def analyze_series(series: dict, iterations: Sequence[int], rates: Sequence[int]
 
 
 def make_calibration(report: dict, allocator: str, detected: str, runs: int, warmup: int, seconds: float,
-                     jobs: int = 1, heap_report: Optional[dict] = None) -> dict:
+                     jobs: int = 1, heap_report: Optional[dict] = None, python: str = "") -> dict:
     """The JSON stored per environment key (floors.KEY_FIELDS): the report plus what it was measured on."""
     cal = {
         "schema": floors.SCHEMA,
         "protocol": PROTOCOL_VERSION,  # the rule its controls were judged by (records say theirs too)
-        "key": floors.environment_key(allocator),
+        "key": floors.environment_key(allocator, python),  # the Python its controls ran on
         "host": platform.node(),  # where it was made: information only, not part of the key
         "allocator": allocator,
         "allocator_detected": detected,

@@ -96,14 +96,34 @@ def library(allocator: str) -> str:
     return text or f"{a.detects} ? ({os.path.basename(os.path.realpath(a.preload))})"
 
 
-def environment_key(allocator: str) -> dict:
-    """What a calibration of `allocator` must share with this machine to fit (KEY_FIELDS)."""
+@functools.lru_cache(maxsize=None)
+def python_version(python: str = "") -> str:
+    """'3.10' of the Python the workers run: `python` a version ('3.10.13', a record's environment says it), an
+    interpreter's path (run --tf's environment: asked once), or '' for this one; '?' (fits no calibration) when the
+    interpreter cannot say."""
+    found = re.match(r"(\d+\.\d+)(\.|$)", python)
+    if found:
+        return found.group(1)
+    if not python or os.path.realpath(python) == os.path.realpath(sys.executable):
+        return "%d.%d" % sys.version_info[:2]
+    try:
+        out = subprocess.run([python, "-S", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    return out if re.fullmatch(r"\d+\.\d+", out) else "?"
+
+
+def environment_key(allocator: str, python: str = "") -> dict:
+    """What a calibration of `allocator` must share with the workers to fit (KEY_FIELDS): this machine's, and the
+    Python the workers run (`python`: python_version's; '' this process's). A worker on another Python (run --tf X
+    --python 3.10 from a 3.11 parent) is judged by its own Python's calibration, as inside that environment."""
     return {
         "allocator": allocator,
         "library": library(allocator),
         "machine": platform.machine() or "?",
         "page_size": os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096,
-        "python": "%d.%d" % sys.version_info[:2],
+        "python": python_version(python),
     }
 
 
@@ -120,9 +140,10 @@ def file_name(key: dict) -> str:
     return f"{key['allocator']}-{lib}-{key['machine']}{pages}-py{key['python']}.json"
 
 
-def path_for(allocator: str) -> str:
-    """Where `kerasbench calibrate` stores the calibration of `allocator` on this machine (the user's folder)."""
-    return os.path.join(directory(), file_name(environment_key(allocator)))
+def path_for(allocator: str, python: str = "") -> str:
+    """Where `kerasbench calibrate` stores the calibration of `allocator` on this machine (the user's folder), for
+    workers on `python` (environment_key's)."""
+    return os.path.join(directory(), file_name(environment_key(allocator, python)))
 
 
 def legacy_path(allocator: str) -> str:
@@ -211,13 +232,14 @@ def _problem(data: Any, allocator: str) -> Optional[str]:
     return None
 
 
-def candidates(allocator: str) -> List[Tuple[str, dict]]:
-    """Every calibration that fits `allocator` here, best first: (path, calibration).
+def candidates(allocator: str, python: str = "") -> List[Tuple[str, dict]]:
+    """Every calibration that fits `allocator` here (workers on `python`: environment_key's), best first: (path,
+    calibration).
 
     The user's folder first (its keyed files, then an old host-keyed one), then the shipped folder. Files of
     other allocators are not opened; a bad file of this allocator is a UsageError naming it.
     """
-    key = environment_key(allocator)
+    key = environment_key(allocator, python)
     found = []
     for index, folder in enumerate(folders()):
         try:
@@ -230,7 +252,7 @@ def candidates(allocator: str) -> List[Tuple[str, dict]]:
                 data = read(path, allocator)
                 if data and data["schema"] >= 2 and all(data["key"].get(k) == key[k] for k in KEY_FIELDS):
                     found.append((path, data))
-        if index == 0:
+        if index == 0 and key["python"] == python_version():  # an old file of this host: this Python's
             old = read(legacy_path(allocator), allocator) if os.path.lexists(legacy_path(allocator)) else None
             if old and old["schema"] == 1:  # made on this host by an earlier kerasbench
                 found.append((legacy_path(allocator), old))
@@ -243,29 +265,30 @@ def covers(calibration: dict, iterations: int) -> Optional[int]:
     return max(counts) if counts else None
 
 
-def ranked(allocator: str, iterations: int) -> List[Tuple[str, dict, int]]:
+def ranked(allocator: str, iterations: int, python: str = "") -> List[Tuple[str, dict, int]]:
     """Every calibration fitting `allocator` at `iterations`, best first: (path, calibration, count).
 
     The best is the one calibrated at the count nearest below `iterations` (the largest count <= it); at equal
     counts, the first of `candidates` (the user's folder before the shipped one). A calibration made once for a run
     of 3 iterations (counts the shipped one has none of) does not then judge every longer run at its 10 runs.
     """
-    fitting = [(path, data, covers(data, iterations)) for path, data in candidates(allocator)]
+    fitting = [(path, data, covers(data, iterations)) for path, data in candidates(allocator, python)]
     return sorted((f for f in fitting if f[2] is not None), key=lambda f: -f[2])  # stable: ties keep their order
 
 
-def find(allocator: str, iterations: int) -> Tuple[Optional[str], Optional[dict], Optional[int]]:
-    """(path, calibration, count) of the best calibration fitting `allocator` at `iterations` (ranked); Nones if
-    none."""
-    found = ranked(allocator, iterations)
+def find(allocator: str, iterations: int, python: str = "") -> Tuple[Optional[str], Optional[dict], Optional[int]]:
+    """(path, calibration, count) of the best calibration fitting `allocator` at `iterations` for workers on
+    `python` (ranked); Nones if none."""
+    found = ranked(allocator, iterations, python)
     return found[0] if found else (None, None, None)
 
 
-def load(allocator: str, path: Optional[str] = None) -> Optional[dict]:
-    """The calibration in `path`, or the best one fitting `allocator` here (any count); None if there is none."""
+def load(allocator: str, path: Optional[str] = None, python: str = "") -> Optional[dict]:
+    """The calibration in `path`, or the best one fitting `allocator` here (workers on `python`; any count); None if
+    there is none."""
     if path is not None:
         return read(path, allocator)
-    found = candidates(allocator)
+    found = candidates(allocator, python)
     return found[0][1] if found else None
 
 

@@ -95,7 +95,7 @@ def settle_floor(base: RunSpec, allowed: bool, err: TextIO) -> RunSpec:
                              python=base.python)
     if not why:
         return base
-    floor, source = rule.floor_for(base.allocator, base.iterations, why=why)
+    floor, source = rule.floor_for(base.allocator, base.iterations, why=why, python=base.python)
     return dataclasses.replace(base, floor=floor, floor_source=source).validate()
 
 
@@ -323,8 +323,9 @@ def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequen
     series, detected = run_controls(name, runs, iterations, rates, heaps, warmup, progress, tf_control=tf_control,
                                     jobs=jobs, python=python)
     report, heap_report = analyze_series(series, iterations, rates)
-    cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started, jobs, heap_report)
-    path, seconds, how = floors.path_for(name), cal["seconds"], "wrote"
+    cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started, jobs, heap_report,
+                           python)
+    path, seconds, how = floors.path_for(name, python), cal["seconds"], "wrote"
     existing = floors.read(path, name) if merge else None
     if existing and existing.get("schema", 0) >= 2 and existing.get("key") == cal["key"]:
         cal, how = floors.merged(existing, cal), "added its counts to"  # before: replaced the fuller one there
@@ -371,20 +372,20 @@ def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bo
     from .runner import default_jobs
     from .units import KIB
 
-    if floors.find(allocator, iterations)[1] is not None:
+    if floors.find(allocator, iterations, python)[1] is not None:
         return None
     if not allowed:
         return "not calibrated: --no-calibrate or $" + floors.NO_CALIBRATE_VAR
     try:
         make_folder(floors.directory(), "calibration")
-        check_writable(floors.path_for(allocator), "calibration")
+        check_writable(floors.path_for(allocator, python), "calibration")
     except UsageError as e:
         return f"not calibrated: {str(e).rstrip('.')}"
     # only the counts no calibration here has (below them all) when one fits at larger counts: the shipped one
     # keeps judging the runs it covers (floors.find takes the count nearest below a run's)
-    fits_larger = floors.load(allocator) is not None
+    fits_larger = floors.load(allocator, python=python) is not None
     counts = sorted({c for c in DEFAULT_COUNTS if c <= iterations or not fits_larger} | {iterations})
-    status_line(err, f"kerasbench: no calibration fits {floors.describe(floors.environment_key(allocator))} at "
+    status_line(err, f"kerasbench: no calibration fits {floors.describe(floors.environment_key(allocator, python))} at "
                 f"<= {iterations} iterations: calibrating once (about a minute; cached in {floors.directory()}; "
                 "--no-calibrate skips it)", final=True)
     try:

@@ -202,6 +202,39 @@ def test_a_calibration_fits_by_key_not_host(tmp_path, monkeypatch):
     assert floors.candidates("glibc_trim") == []  # glibc-*.json is not glibc_trim's
 
 
+def test_a_worker_on_another_python_is_judged_by_its_own_pythons_calibration(tmp_path, monkeypatch):
+    # `run --tf 2.11.1 --python 3.10` from a Python 3.11 parent judged its 3.10 workers at the 3.11 calibration
+    # (32 KiB) while the same cell measured inside the 3.10 environment (asv) found none (64 KiB default): two
+    # verdicts of one measurement. The key's Python is the workers'.
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path / "mine"))
+    monkeypatch.setattr(floors, "SHIPPED", str(tmp_path / "shipped"))
+    ours = floors.python_version()
+    other = "3.9" if ours != "3.9" else "3.8"
+    floors.save(fake_calibration(floors={"30": 8 * KIB}), floors.path_for("glibc"))
+    assert rule.floor_for("glibc", 30)[0] == rule.floor_for("glibc", 30, python=ours + ".1")[0] == 8 * KIB
+    floor, source = rule.floor_for("glibc", 30, python=f"{other}.13")
+    assert floor == rule.DEFAULT_FLOOR and f"Python {other};" in source
+    assert rule.calibration_stamp("glibc", 30, python=other) == {"kind": "default"}
+    interpreter = tmp_path / "python-other"  # an environment's interpreter: asked for its version
+    interpreter.write_text(f"#!/bin/sh\necho {other}\n")
+    interpreter.chmod(0o755)
+    assert floors.python_version(str(interpreter)) == other
+    spec = RunSpec("control", "control_noop", iterations=30, python=str(interpreter))
+    assert spec_floors(spec)["rss"](30)[0] == rule.DEFAULT_FLOOR  # before the worker said its versions
+    assert spec_floors(spec, {"python": f"{ours}.2"})["rss"](30)[0] == 8 * KIB  # the record's word wins
+    assert spec_floors(spec, {"python": f"{other}.2"})["rss"].stamp(30) == {"kind": "default"}
+    made = calibration.make_calibration(calibration.analyze(simulated_runs(noise=0.5 * KIB), [30], RATES), "glibc",
+                                        "glibc", runs=20, warmup=2, seconds=1.0, python=str(interpreter))
+    assert made["key"]["python"] == other  # controls run on that interpreter: stored under its Python
+    assert floors.path_for("glibc", str(interpreter)).endswith(f"-py{other}.json")
+    floors.save({**made, "floors": {"30": 4 * KIB}}, floors.path_for("glibc", str(interpreter)))
+    assert rule.floor_for("glibc", 30, python=other)[0] == 4 * KIB and rule.floor_for("glibc", 30)[0] == 8 * KIB
+    broken = tmp_path / "python-broken"
+    broken.write_text("#!/bin/sh\nexit 3\n")
+    broken.chmod(0o755)
+    assert floors.python_version(str(broken)) == "?"  # fits no calibration: the default, said
+
+
 def test_the_count_nearest_below_the_run_wins_and_the_floor_line_names_what_it_outranks(tmp_path, monkeypatch):
     # A one-off calibration made for a run of 3 iterations (10 runs, in the user's folder) judged every later run
     # ahead of the shipped one (20 runs at every count): found twice on this project's VM, after smoke runs.

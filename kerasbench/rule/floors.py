@@ -25,10 +25,11 @@ GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
 FloorAt = Callable[[int], Tuple[float, str]]  # the floor (bytes/iteration) of a window of n iterations, and its source
 
 
-def calibration_stamp(allocator: str, iterations: int, series: str = "rss") -> dict:
-    """Which calibration floor_for takes the floor of `series` from at `iterations`, as data (a record's
-    floors_from): its file, key, when it was made and under which protocol; {"kind": "default"} when none fits."""
-    path, data, n = stored.find(allocator, iterations)
+def calibration_stamp(allocator: str, iterations: int, series: str = "rss", python: str = "") -> dict:
+    """Which calibration floor_for takes the floor of `series` from at `iterations` (workers on `python`), as data (a
+    record's floors_from): its file, key, when it was made and under which protocol; {"kind": "default"} when none
+    fits."""
+    path, data, n = stored.find(allocator, iterations, python)
     table = (data or {}).get("floors" if series == "rss" else f"{series}_floors") or {}
     if data is None or table.get(str(n)) is None:
         return {"kind": "default"}
@@ -37,20 +38,21 @@ def calibration_stamp(allocator: str, iterations: int, series: str = "rss") -> d
 
 
 def floor_for(allocator: str, iterations: int, default: float = DEFAULT_FLOOR,
-              why: str = "", series: str = "rss") -> Tuple[float, str]:
+              why: str = "", series: str = "rss", python: str = "") -> Tuple[float, str]:
     """(floor in bytes/iteration, where it came from and why) for a run of `iterations` on `allocator`.
 
     Uses the best fitting calibration's floors around `iterations` (floor_between: from its largest count <=
     `iterations` falling geometrically to the next); the default when none
     fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
-    nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration).
+    nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration). `python`:
+    the workers' Python (floors.python_version's; '' this process's).
     """
-    found = stored.ranked(allocator, iterations) or [(None, None, None)]
+    found = stored.ranked(allocator, iterations, python) or [(None, None, None)]
     path, data, n = found[0]
     if data is not None and series != "rss" and not data.get(f"{series}_floors"):
         return default, f"default (calibration {stored._where(path)} has no {series} floors)"
     if data is None:
-        key = stored.environment_key(allocator)
+        key = stored.environment_key(allocator, python)
         return default, (f"default (no calibration for {allocator} at <= {iterations} iterations fits "
                          f"{stored.describe(key)}; looked in {', '.join(stored._where(f) for f in stored.folders())}"
                          + (f"; {why}" if why else "") + ")")
@@ -87,15 +89,16 @@ def floor_at(spec: RunSpec, series: str = "rss", versions: Optional[Dict[str, An
         given.stamp = lambda n: {"kind": "given", "source": source}
         return given
     settles = series == settling.SERIES and settling.applies(spec)
+    python = (versions or {}).get("python") or spec.python  # the workers' Python: their calibration, not ours
 
     @functools.lru_cache(maxsize=None)
     def chosen(n: int) -> Tuple[float, str, dict]:
-        value, source = floor_for(spec.allocator, n, series=series)
+        value, source = floor_for(spec.allocator, n, series=series, python=python)
         if settles:
             tf = settling.floor(n, versions)
             if tf is not None and tf[0] > value:
                 return tf[0], tf[1], settling.stamp(versions)
-        return value, source, calibration_stamp(spec.allocator, n, series)
+        return value, source, calibration_stamp(spec.allocator, n, series, python)
 
     def at(n: int) -> Tuple[float, str]:
         return chosen(n)[:2]
@@ -108,7 +111,7 @@ def spec_floors(spec: RunSpec, environment: Optional[Dict[str, Any]] = None) -> 
     """The floors a spec's series are judged at, by series name (floor_at of each; a calibration is read lazily,
     once per count), for a worker whose environment (a record's) is `environment` when known. The runner resolves
     them; kerasbench.summary is given them."""
-    keys = ("tensorflow", "keras", "keras_backend")
+    keys = ("tensorflow", "keras", "keras_backend", "python")
     versions = None if environment is None else {k: environment.get(k) for k in keys}
     return {name: floor_at(spec, name, versions) for name in SERIES}
 
