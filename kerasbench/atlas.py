@@ -144,9 +144,10 @@ def floors_apart(before, after) -> str:
     floors'."""
     out = []
     for series in ("rss", "heap"):
-        kinds = [((r.get("summary") or {}).get("floors_from") or {}).get(series) for r in (before, after)]
-        if all(isinstance(k, dict) for k in kinds) and kinds[0].get("kind") != kinds[1].get("kind"):
-            out.append(f"{'RSS' if series == 'rss' else series}: {kinds[0].get('kind')} → {kinds[1].get('kind')}")
+        kinds = [rule.stamp_kind(((r.get("summary") or {}).get("floors_from") or {}).get(series))
+                 for r in (before, after)]
+        if None not in kinds and kinds[0] != kinds[1]:
+            out.append(f"{'RSS' if series == 'rss' else series}: {kinds[0]} → {kinds[1]}")
     return ", ".join(out)
 
 

@@ -94,7 +94,9 @@ def load(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
         joint = load_records(paths)
     except UsageError:  # records of two commits: a pull request's against main's
         joint = []
-    measured = [(version, r["loop"], r["strategy"]) for r, _, version in joint]
+    from . import public  # a report's records are the loop report:<name>, not one loop repro measured twice
+
+    measured = [(version, r["loop"], r["strategy"]) for r, _, version in public.relabel(joint)]
     if joint and len(measured) == len(set(measured)):
         return joint
     labels = []

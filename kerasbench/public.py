@@ -135,6 +135,8 @@ def relabel(loaded: Sequence[Tuple[dict, str, str]]) -> List[Tuple[dict, str, st
 def covers(release: str, claims: Sequence[str]) -> bool:
     """Whether a measured release ('2.13.1', '2.16.2+tf_keras') is one a claim names ('2.13' names 2.13.x, '1' 1.x)."""
     release = str(release).partition("+")[0]
+    if "dev" in release:  # a nightly (2.21.0-dev20250819) is not the release a reporter names
+        return False
     return any(release == c or release.startswith(c + ".") for c in claims)
 
 
@@ -173,6 +175,16 @@ def _reading(record) -> Tuple[str, Optional[float], Optional[float]]:
             _number(summary.get("heap_growth_per_iter")))
 
 
+def _at_default(record) -> Optional[float]:
+    """The RSS floor (bytes/iteration) when the record was judged at the no-calibration default, else None: a
+    reader must see that a `flat` there means no more than 'under 64 KiB/iteration'."""
+    from .rule import stamp_kind
+
+    summary = record.get("summary") or {}
+    stamp = (summary.get("floors_from") or {}).get("rss")
+    return _number(summary.get("floor")) if stamp_kind(stamp) == "default" else None
+
+
 def rows(groups: Mapping[str, Mapping[Tuple[str, str], Tuple[dict, str]]]) -> Tuple[List[str], List[dict]]:
     """(the versions that measured a report, [one row per report measured]) from compare's groups (relabelled).
 
@@ -184,22 +196,46 @@ def rows(groups: Mapping[str, Mapping[Tuple[str, str], Tuple[dict, str]]]) -> Tu
                        if any(loop.startswith(LOOP_PREFIX) for loop, _ in pairs)), key=version_key)
     out = []
     for report in REPORTS:
-        answers = {v: _reading(groups[v][(report.loop, report.strategy)][0])
+        records = {v: groups[v][(report.loop, report.strategy)][0]
                    for v in versions if (report.loop, report.strategy) in groups[v]}
-        if answers:
+        if records:
+            answers = {v: _reading(r) for v, r in records.items()}
             verdicts = {v: reading[0] for v, reading in answers.items()}
             out.append({"report": report, "answers": answers,
-                        "agrees": agreement(report.claimed_grows, report.claimed_flat, verdicts)})
+                        "defaults": {v: f for v, f in ((v, _at_default(r)) for v, r in records.items()) if f},
+                        "agrees": agreement(report.claimed_grows, report.claimed_flat, verdicts),
+                        "because": evidence(report, verdicts)})
     return versions, out
 
 
-def _answer(reading) -> str:
-    """'grows: RSS +3,979.3, heap +5,154.6 KiB/it' (the heap where it was read), 'failed', 'not measured'."""
+def evidence(report: Report, verdicts: Mapping[str, str]) -> str:
+    """The readings on the releases the claim names, the ones the agreement rests on, against it first: 'against:
+    2.11.1 flat; with it: 2.9.3 flat, 2.12.1 grows' ('' when no claimed release was measured)."""
+    from .versions import version_key
+
+    sides: Dict[str, List[str]] = {"against": [], "with it": [], "undecided": []}
+    for v in sorted(verdicts, key=version_key):
+        want = "grows" if covers(v, report.claimed_grows) else "flat" if covers(v, report.claimed_flat) else None
+        if want:
+            got = verdicts[v]
+            side = "undecided" if got not in ("grows", "flat") else "with it" if got == want else "against"
+            sides[side].append(f"{v} {got}")
+    return "; ".join(f"{side}: {', '.join(said)}" for side, said in sides.items() if said)
+
+
+def _agrees(row: dict) -> str:
+    return f"{row['agrees']} ({row['because']})" if row.get("because") else row["agrees"]
+
+
+def _answer(reading, default: Optional[float] = None) -> str:
+    """'grows: RSS +3,979.3, heap +5,154.6 KiB/it' (the heap where it was read), 'failed', 'not measured'; judged at
+    the no-calibration `default` floor: said ('at the 64 KiB default floor')."""
     if reading is None:
         return "not measured"
     verdict, rss, heap = reading
     slopes = [f"{what} {v / 1024:+,.1f}" for what, v in (("RSS", rss), ("heap", heap)) if v is not None]
-    return f"{verdict}: {', '.join(slopes)} KiB/it" if slopes else verdict
+    at = f" ({default / 1024:g} KiB default floor: no calibration)" if default else ""
+    return f"{verdict}: {', '.join(slopes)} KiB/it{at}" if slopes else verdict
 
 
 def render(groups, fmt: str = "markdown") -> str:
@@ -213,7 +249,8 @@ def render(groups, fmt: str = "markdown") -> str:
     for row in table:
         r = row["report"]
         link = f"[{r.name}]({r.url})" if fmt == "markdown" else r.name
-        body.append([link, r.claim] + [_answer(row["answers"].get(v)) for v in versions] + [row["agrees"]])
+        body.append([link, r.claim] + [_answer(row["answers"].get(v), row["defaults"].get(v)) for v in versions]
+                    + [_agrees(row)])
     if fmt == "markdown":
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in line) + " |" for line in body]
@@ -234,8 +271,8 @@ def html(groups) -> str:
     body = "".join(
         "<tr>" + f"<td><a href=\"{esc(row['report'].url)}\">{esc(row['report'].name)}</a></td>"
         f"<td>{esc(row['report'].claim)}</td>"
-        + "".join(f"<td>{esc(_answer(row['answers'].get(v)))}</td>" for v in versions)
-        + f"<td>{esc(row['agrees'])}</td></tr>" for row in table)
+        + "".join(f"<td>{esc(_answer(row['answers'].get(v), row['defaults'].get(v)))}</td>" for v in versions)
+        + f"<td>{esc(_agrees(row))}</td></tr>" for row in table)
     return (f"<h2>Public reports</h2><p class=\"read\">Each report's repro (kerasbench/examples/reports) under its "
             f"reporter's strategy, against the claim's releases.</p><table class=\"reports\"><tr>{head}</tr>{body}"
             "</table>")

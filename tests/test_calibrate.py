@@ -475,6 +475,17 @@ def test_no_calibrate_says_why_the_default(tmp_path, monkeypatch, capsys):
     line = next(ln for ln in text.splitlines() if ln.startswith("floor "))
     assert line.startswith("floor 64 KiB/iteration, from default (no calibration for glibc at <= 5 iterations fits")
     assert "not calibrated: --no-calibrate" in line
+    capsys.readouterr()
+    out = tmp_path.parent / f"{tmp_path.name}-r.json"  # stamped as the default it is (the atlas reads the kinds)
+    assert call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "5", "--no-calibrate",
+                 "--json", str(out)])[0] == 0, capsys.readouterr().err
+    stamp = json.loads(out.read_text())["records"][0]["summary"]["floors_from"]
+    assert stamp["rss"]["kind"] == stamp["heap"]["kind"] == "default"
+    assert stamp["rss"]["source"].startswith("default (no calibration for glibc")
+    given = tmp_path.parent / f"{tmp_path.name}-g.json"
+    assert call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "5", "--floor-kib", "64",
+                 "--json", str(given)])[0] == 0
+    assert json.loads(given.read_text())["records"][0]["summary"]["floors_from"]["rss"]["kind"] == "given"
 
 
 def test_an_allocator_that_did_not_load_is_flagged():

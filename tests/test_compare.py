@@ -627,6 +627,26 @@ def test_the_gate_of_a_pull_request_against_main(tmp_path, capsys):
     assert main(["compare", TF221, same, "--fail-on", "regressed"], out=io.StringIO()) == 0
 
 
+def test_two_public_reports_of_one_release_in_two_files_are_one_column_not_two_sides(tmp_path):
+    # `kerasbench run --repro …/reports/<name>.py --json <name>-2.21.0.json`, one file per report: every record's
+    # loop is `repro`, so the check for a pair measured twice took them for one loop twice and gave each file a
+    # side of its own (a column per report in the table)
+    def report(name):
+        data = payload(TF221)
+        first = copy.deepcopy(data["records"][0])
+        first.update(loop="repro", strategy="reuse_model")
+        first["spec"] = {**first["spec"], "repro": f"/x/kerasbench/examples/reports/{name}.py"}
+        return {**data, "records": [first]}
+
+    paths = [write(tmp_path / f"{n}-2.21.0.json", report(n)) for n in ("tf33009_predict", "tf44176_shuffle")]
+    assert {version for _, _, version in compare.load(paths)} == {"2.21.0"}
+    grouped = compare.group(compare.load(paths))
+    assert set(grouped["2.21.0"]) == {("report:tf33009_predict", "reuse_model"),
+                                      ("report:tf44176_shuffle", "reuse_model")}
+    same = [write(tmp_path / f"again-{i}.json", report("tf33009_predict")) for i in range(2)]  # one report twice
+    assert {version for _, _, version in compare.load(same)} == {"2.21.0+again.0", "2.21.0+again.1"}
+
+
 def test_different_releases_still_load_as_one_comparison():
     assert {version for _, _, version in compare.load([TF212, TF221])} == {"2.12.1", "2.21.0"}
 

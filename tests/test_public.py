@@ -129,7 +129,8 @@ def test_the_table_shows_each_release_and_the_agreement():
     assert md[2].startswith("| [tf33009_predict](https://github.com/tensorflow/tensorflow/issues/33009) | grows on "
                             "TF 2.0.x; fine on TF 1.14.x: ")
     assert md[2].endswith("| not measured | flat: RSS +0.0, heap +0.0 KiB/it | not measured on the claimed release |")
-    assert md[3].endswith("| flat: RSS -0.5, heap -0.2 KiB/it | grows: RSS +20.0, heap +10.0 KiB/it | no |")
+    assert md[3].endswith("| flat: RSS -0.5, heap -0.2 KiB/it | grows: RSS +20.0, heap +10.0 KiB/it | "
+                          "no (against: 2.20.0 flat; with it: 2.21.0 grows) |")  # which release it rests on
     text = public.render(groups, "text")
     assert "tf124972_retracing" in text and "[" not in text.splitlines()[1]
     html = public.html(groups)
@@ -189,3 +190,22 @@ def test_a_reports_real_record_is_its_own_row():
     assert list(groups[version]) == [("report:tf124972_retracing", "clear_session_del_gc")]
     _, [row] = public.rows(groups)
     assert row["report"] is report and row["answers"][version][0] in ("grows", "flat", "inconclusive")
+
+
+def test_a_nightly_is_not_the_claimed_release_and_a_default_floor_is_said():
+    # tf124972's claim names 2.20.x and 2.21.x: a 2.21.0-dev nightly is neither (before, it counted against it)
+    assert public.covers("2.21.0", ("2.21",)) and not public.covers("2.21.0-dev20250819", ("2.21",))
+    at_default = record("tf61791_fit_clear_session", "clear_session_del_gc", "flat", 15 * 1024.0)
+    at_default["summary"].update(floor=65536.0, floors_from={"rss": {"kind": "default"}})
+    settled = record("tf61791_fit_clear_session", "clear_session_del_gc", "flat", 15 * 1024.0)
+    settled["summary"].update(floor=65536.0, floors_from={"rss": {"kind": "given", "source": "default (no calibr"}})
+    calibrated = record("tf61791_fit_clear_session", "clear_session_del_gc", "grows", 28 * 1024.0)
+    calibrated["summary"].update(floor=32768.0, floors_from={"rss": {"kind": "calibration", "file": "c.json"}})
+    nightly = record("tf61791_fit_clear_session", "clear_session_del_gc", "grows", 1.0)
+    groups = groups_of(("2.11.1", at_default), ("2.12.1", calibrated), ("2.10.1", settled),
+                       ("2.21.0-dev20250819", nightly))
+    _, [row] = public.rows(groups)
+    assert row["agrees"] == public.NO and row["because"] == "against: 2.11.1 flat; with it: 2.12.1 grows"
+    md = public.render(groups).splitlines()[2]
+    assert md.count("(64 KiB default floor: no calibration)") == 2  # 2.10.1 (a run's settled default) and 2.11.1
+    assert "| grows: RSS +28.0, heap +14.0 KiB/it |" in md  # the calibrated cell: nothing added

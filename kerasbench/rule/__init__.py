@@ -31,7 +31,7 @@ _NAMES = {
                "SHAPES", "verdict", "VERDICTS",),
     "counts": ("alpha", "alpha_for", "floor_between", "look_points", "LOOK_RATIO", "planned_looks",),
     "floors": ("calibration_stamp", "DEFAULT_FLOOR", "fixed_floors", "floor_at", "floor_for", "floor_stamp", "FloorAt",
-               "GIVEN_FLOOR", "SERIES", "spec_floors",),
+               "GIVEN_FLOOR", "SERIES", "spec_floors", "stamp_kind",),
     "looks": ("Decider", "early_stop", "held_flat", "LookPlan", "PLAN_SLACK", "StopRule",),
     "pair": ("judge_results", "Judged", "period_of",),
     "scale": ("place", "Position", "SCALE_NEAR", "SCALE_Z",),

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy
 
 SERIES = ("rss", "heap")
 GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
+DEFAULT_SOURCE = "default ("  # how floor_for's text of the default floor begins
 
 
 FloorAt = Callable[[int], Tuple[float, str]]  # the floor (bytes/iteration) of a window of n iterations, and its source
@@ -86,7 +87,10 @@ def floor_at(spec: RunSpec, series: str = "rss", versions: Optional[Dict[str, An
         def given(n: int) -> Tuple[float, str]:
             return spec.floor, source
 
-        given.stamp = lambda n: {"kind": "given", "source": source}
+        # the default a run settled on when no calibration fits (session.settle_floor) is stamped as the default, as
+        # the same cell judged inside its environment is: one kind for one floor, wherever it was read
+        kind = "default" if source.startswith(DEFAULT_SOURCE) else "given"
+        given.stamp = lambda n: {"kind": kind, "source": source}
         return given
     settles = series == settling.SERIES and settling.applies(spec)
     python = (versions or {}).get("python") or spec.python  # the workers' Python: their calibration, not ours
@@ -123,6 +127,16 @@ def fixed_floors(floors: Dict[str, float], source: str) -> Dict[str, FloorAt]:
         made[name] = (lambda n, floor=floor: (floor, source))
         made[name].stamp = lambda n: {"kind": "given", "source": source}
     return made
+
+
+def stamp_kind(stamp: Any) -> Optional[str]:
+    """The kind of floor a record's stamp (floors_from's rss or heap) names: calibration, settling, given, default;
+    a default a run settled on before it was stamped so (kind given, its text the default's) is the default; None
+    for no stamp."""
+    if not isinstance(stamp, dict):
+        return None
+    kind = stamp.get("kind")
+    return "default" if kind == "given" and str(stamp.get("source", "")).startswith(DEFAULT_SOURCE) else kind
 
 
 def floor_stamp(at: FloorAt, n: int) -> Optional[dict]:
