@@ -655,3 +655,8 @@ def test_a_flip_read_at_other_floors_is_not_counted_as_a_change():
     assert kind == "other" and "judged at other floors (RSS: calibration → default, heap: settling → default)" in why
     assert atlas.mark(before, cell("flat", ("calibration", "settling")))[0] == "better"  # same floors: a change
     assert atlas.floors_apart(record("sweep", "reuse_model"), before) == ""  # unstamped: unknown, taken as alike
+    settled = cell("flat", ("default", "default"))  # a `run` before its default was stamped so: given, its text
+    settled["summary"]["floors_from"] = {s: {"kind": "given", "source": "default (no calibration for glibc …)"}
+                                         for s in ("rss", "heap")}
+    assert atlas.floors_apart(settled, cell("flat", ("default", "default"))) == ""  # the same floor: alike
+    assert "RSS: calibration → default" in atlas.floors_apart(before, settled)
