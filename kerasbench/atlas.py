@@ -519,7 +519,7 @@ def page(paths: Sequence[str], groups: compare.Groups, answered: Optional[Dict[s
                                f"{esc(', '.join(versions)) or 'none'}.</p>")
     from . import public  # the public reports' table (claim against answer), where records measured one
 
-    body += public.html(groups)
+    body += public.html(main_axis(groups))  # the map's column labels (2.16.2, not 2.16.2+py3.11)
     return frame(f"kerasbench atlas: TF {', '.join(versions)}", PAGE_CSS, f"""<h1>kerasbench atlas</h1>{body}
 <p class="read">{made_from(paths)}; `kerasbench report`
 on the same records without --atlas gives the full report (heat-tables, plots, curves).</p>""")

@@ -507,6 +507,13 @@ def test_a_release_on_several_pythons_keeps_its_main_python_as_its_plain_column(
     assert heads == ["2.15.1", "2.16.2", "2.16.2+py3.10", "2.17.1"]
     assert '<small class="prev">vs 2.16.2</small>' in html  # 2.17.1's previous: 2.16.2 on the same Python
     assert "kerasbench triage --good 2.16.2 --bad 2.17.1 --loop sweep --strategy clear_session_del_gc" in html
+    report = on("3.11.7", "grows", "leak")  # a public report's row: its table says the map's labels too
+    report.update(loop="repro", strategy="reuse_model",
+                  spec={"repro": "/x/kerasbench/examples/reports/tf33009_predict.py"})
+    both = groups(("2.15.1", [on("3.11.7")]), ("2.16.2+py3.10", [on("3.10.14")]), ("2.16.2+py3.11", [on("3.11.7")]))
+    both["2.16.2+py3.11"][("report:tf33009_predict", "reuse_model")] = (report, "r.json")
+    table = atlas.page([], both).split('<table class="reports">')[1]
+    assert "<th>TF 2.16.2</th>" in table and "py3.11" not in table
 
 
 def test_no_machine_folder_in_the_pages_and_the_data(tmp_path, monkeypatch):
