@@ -21,12 +21,12 @@ HELP = ("every loop × strategy against every TF version on one offline page, wi
 KEEP_DAYS = 14
 KEEP_MONTHS = 12
 DAY_FILE = re.compile(r"(\d{4}-\d{2}-\d{2})\.json")
-# The published atlas' size budget (--nightlies): the page and its data file, each. docs/atlas's 16 columns of
-# protocol 8 are 1,594 KiB and 1,062 KiB, ~100 and ~66 KiB a column; those and KEEP_DAYS + KEEP_MONTHS quiet
-# nightly columns (42) measured 2.80 and 2.70 MiB (tests/test_atlas_alive.py): the data file is near its budget
-# (each cell repeats its floors' stamps: stored once per column, they would shrink it).
-PAGE_BUDGET = 4 * MIB
-DATA_BUDGET = 3 * MIB
+# The published atlas' size budget (--nightlies): the page and its data file, each. docs/atlas's 23 columns and 7
+# report rows (protocol 8) are 2,656 KiB and 1,575 KiB; those and KEEP_DAYS + KEEP_MONTHS quiet nightly columns (49)
+# measured 3.95 and 3.36 MiB (tests/test_atlas_alive.py), over the 4 and 3 MiB of a 16-column atlas: raised by 1 MiB
+# each (each cell repeats its floors' stamps: stored once per column, they would shrink the data by about a third).
+PAGE_BUDGET = 5 * MIB
+DATA_BUDGET = 4 * MIB
 
 
 def parser_keywords() -> dict:
