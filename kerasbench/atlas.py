@@ -475,7 +475,8 @@ def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:
     from .answers import Question
 
     columns = set(main_axis(groups))
-    missing = [c for c in only if c not in columns and c not in {_cli_version(v) for v in columns}]
+    names = columns | {_cli_version(v) for v in columns}
+    missing = [c for c in only if c not in names]
     if missing:
         raise UsageError(f"--answer-only {missing[0]!r} is not a column of this atlas; its columns: "
                          f"{', '.join(sorted(columns, key=version_key))} (a nightly's also as nightly:YYYY-MM-DD).")

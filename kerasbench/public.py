@@ -146,14 +146,27 @@ def agreement(claimed_grows: Sequence[str], claimed_flat: Sequence[str], reading
     Only the releases the claim names count: one it says grows must read `grows`, one it says is fine `flat`.
     Any decided reading against the claim: no; else any decided reading for it: yes; claimed releases measured but
     none decided (inconclusive, failed, n/a): inconclusive; no claimed release measured: not measured."""
-    said = [("grows", v) for r, v in readings.items() if covers(r, claimed_grows)] + \
-           [("flat", v) for r, v in readings.items() if covers(r, claimed_flat) and not covers(r, claimed_grows)]
-    if not said:
+    said = sides(claimed_grows, claimed_flat, readings)
+    if not any(said.values()):
         return NOT_MEASURED
-    decided = [(want, got) for want, got in said if got in ("grows", "flat")]
-    if any(want != got for want, got in decided):
-        return NO
-    return YES if decided else INCONCLUSIVE
+    return NO if said["against"] else YES if said["with it"] else INCONCLUSIVE
+
+
+def sides(claimed_grows: Sequence[str], claimed_flat: Sequence[str],
+          readings: Mapping[str, str]) -> Dict[str, List[str]]:
+    """The readings on the releases a claim names, by side: {"against": ['2.11.1 flat'], "with it": [...],
+    "undecided": [...]}, releases in order (a release the claim says grows must read grows; one it says is fine,
+    flat); what agreement and evidence both read."""
+    from .versions import version_key
+
+    out: Dict[str, List[str]] = {"against": [], "with it": [], "undecided": []}
+    for release in sorted(readings, key=version_key):
+        want = "grows" if covers(release, claimed_grows) else "flat" if covers(release, claimed_flat) else None
+        if want:
+            got = readings[release]
+            side = "undecided" if got not in ("grows", "flat") else "with it" if got == want else "against"
+            out[side].append(f"{release} {got}")
+    return out
 
 
 # ---------------------------------------------------------------- the table (`kerasbench reports`, the atlas page)
@@ -211,16 +224,8 @@ def rows(groups: Mapping[str, Mapping[Tuple[str, str], Tuple[dict, str]]]) -> Tu
 def evidence(report: Report, verdicts: Mapping[str, str]) -> str:
     """The readings on the releases the claim names, the ones the agreement rests on, against it first: 'against:
     2.11.1 flat; with it: 2.9.3 flat, 2.12.1 grows' ('' when no claimed release was measured)."""
-    from .versions import version_key
-
-    sides: Dict[str, List[str]] = {"against": [], "with it": [], "undecided": []}
-    for v in sorted(verdicts, key=version_key):
-        want = "grows" if covers(v, report.claimed_grows) else "flat" if covers(v, report.claimed_flat) else None
-        if want:
-            got = verdicts[v]
-            side = "undecided" if got not in ("grows", "flat") else "with it" if got == want else "against"
-            sides[side].append(f"{v} {got}")
-    return "; ".join(f"{side}: {', '.join(said)}" for side, said in sides.items() if said)
+    said = sides(report.claimed_grows, report.claimed_flat, verdicts)
+    return "; ".join(f"{side}: {', '.join(releases)}" for side, releases in said.items() if releases)
 
 
 def _agrees(row: dict) -> str:

@@ -89,7 +89,7 @@ def floor_at(spec: RunSpec, series: str = "rss", versions: Optional[Dict[str, An
 
         # the default a run settled on when no calibration fits (session.settle_floor) is stamped as the default, as
         # the same cell judged inside its environment is: one kind for one floor, wherever it was read
-        kind = "default" if source.startswith(DEFAULT_SOURCE) else "given"
+        kind = stamp_kind({"kind": "given", "source": source})
         given.stamp = lambda n: {"kind": kind, "source": source}
         return given
     settles = series == settling.SERIES and settling.applies(spec)
