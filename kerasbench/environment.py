@@ -168,6 +168,7 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
             if progress:
                 progress(f"removing the half-made environment {env._path} (an earlier creation did not finish)")
             shutil.rmtree(env._path, ignore_errors=True)
+        check_free(env._path, env.name)
         uv = installer(env)
         forced, why = [name for name in reqs if name in no_deps], ""
         if not uv and "keras-nightly" in reqs and not any(k.startswith("tf-nightly") for k in reqs):
@@ -220,6 +221,41 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
 
 
 INSTALLER_VAR = "KERASBENCH_INSTALLER"
+MIN_FREE_VAR = "KERASBENCH_MIN_FREE_GIB"
+MIN_FREE_GIB = 4.0  # a TF environment takes ~2 GiB (its wheels in uv's cache, hard-linked into its folder)
+
+
+def min_free_gib() -> float:
+    """The free space an environment's creation needs, GiB: $KERASBENCH_MIN_FREE_GIB, else MIN_FREE_GIB (0: none)."""
+    text = os.environ.get(MIN_FREE_VAR, "").strip()
+    if not text:
+        return MIN_FREE_GIB
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise UsageError(f"${MIN_FREE_VAR}={text!r} is not a size in GiB (a number >= 0; 0: no check)")
+    return value
+
+
+def check_free(path: str, name: str) -> None:
+    """Refuse to create environment `name` at `path` when its file system has less than min_free_gib() free.
+
+    Nothing else bounds how many environments a triage of nightlies makes: eight nightlies and their wheels took
+    ~21 GiB and filled this project's disk mid-run (the answers being measured, and a test run beside them, lost).
+    A one-line UsageError names the folder, the space free and the way on, before the installer starts."""
+    need = min_free_gib()
+    if not need:
+        return
+    where = os.path.abspath(path)
+    while not os.path.isdir(where) and os.path.dirname(where) != where:
+        where = os.path.dirname(where)
+    free = shutil.disk_usage(where).free / 2**30
+    if free < need:
+        raise UsageError(f"could not create environment {name}: {free:.1f} GiB free on {where}, under the {need:g} "
+                         f"GiB an environment needs (${MIN_FREE_VAR}); free space (environments no longer needed in "
+                         f"{where}; uv's cache: `uv cache prune`), or set {MIN_FREE_VAR}=0 to create it anyway")
 
 
 def installer(env: object) -> Optional[str]:

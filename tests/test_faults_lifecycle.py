@@ -746,3 +746,53 @@ def test_a_calibration_made_on_the_fly_adds_to_the_users_file(tmp_path, monkeypa
     assert saved["added"][0]["counts"] == [4, 5] and saved["added"][0]["runs"] == 3
     assert set(saved["report"]["by_iterations"]) == {"4", "5", "8", "2000"}
     assert floors.find("glibc", 5)[2] == 5 and floors.find("glibc", 10)[2] == 8  # both read back
+
+
+# ---------------------------------------------------------------- a full disk (triage of nightlies filled one)
+
+
+def test_an_environment_is_not_created_on_a_disk_without_room(tmp_path, monkeypatch):
+    """Eight nightly environments and their wheels filled this project's disk mid-triage: under the free space an
+    environment needs, creation stops before the installer starts, one line naming the folder and the way on."""
+    import collections
+    import shutil
+
+    from kerasbench import environment
+    from kerasbench.errors import UsageError
+
+    env = _FakeEnv(tmp_path / "env" / "fake", None)
+    monkeypatch.setattr(environment, "environment_for", lambda config, reqs: (object(), env))
+    usage = collections.namedtuple("usage", "total used free")
+    seen = []
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: seen.append(p) or usage(100 * 2**30, 97 * 2**30, 3 * 2**30))
+    monkeypatch.delenv(environment.MIN_FREE_VAR, raising=False)
+    with pytest.raises(UsageError) as e:
+        environment.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"})
+    text = str(e.value)
+    assert "\n" not in text and env.name in text and "3.0 GiB free on " + str(tmp_path) in text
+    assert "under the 4 GiB" in text and "KERASBENCH_MIN_FREE_GIB=0" in text
+    assert seen == [str(tmp_path)]  # the nearest folder that exists: env/ is not made yet
+    assert not os.path.exists(env._path) and not hasattr(env, "child")  # nothing started, nothing half-made
+
+    monkeypatch.setenv(environment.MIN_FREE_VAR, "2.5")  # enough room at a smaller need: created
+    python, name = environment.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"})
+    env.child.kill()
+    assert name == env.name and env.created
+
+
+@pytest.mark.parametrize("value, need", [("0", 0.0), ("", 4.0), (" 8 ", 8.0)])
+def test_the_free_space_an_environment_needs_reads_its_variable(monkeypatch, value, need):
+    from kerasbench import environment
+
+    monkeypatch.setenv(environment.MIN_FREE_VAR, value)
+    assert environment.min_free_gib() == need
+
+
+@pytest.mark.parametrize("value", ["lots", "-1", "nan", "inf"])
+def test_a_bad_free_space_variable_is_a_one_line_error(monkeypatch, value):
+    from kerasbench import environment
+    from kerasbench.errors import UsageError
+
+    monkeypatch.setenv(environment.MIN_FREE_VAR, value)
+    with pytest.raises(UsageError, match=r"^\$KERASBENCH_MIN_FREE_GIB=.* is not a size in GiB"):
+        environment.min_free_gib()
