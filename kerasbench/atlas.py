@@ -530,12 +530,14 @@ on the same records without --atlas gives the full report (heat-tables, plots, c
 #
 # What the page reads of each record and nothing more: its status and reason, the summary fields the cells and
 # their details show, the hardware fingerprint and the packages of its environment, and for the two sides of a
-# change the RSS series of their first repeat (decimated) that the change's picture draws. ~0.4 KiB a cell where
-# the records are ~35 KiB: the whole matrix's atlas is published with the project; the page made again from it
-# is the page made from the records.
+# change the RSS series of their first repeat (decimated) that the change's picture draws. ~0.6 KiB a cell where
+# the records are ~35 KiB (a column's environments and floors stamps kept once, cells naming theirs by index):
+# the whole matrix's atlas is published with the project; the page made again from it is the page made from the
+# records.
 
 DATA_SCHEMA = "kerasbench-atlas"
-DATA_VERSION = 1
+DATA_VERSION = 2  # 2: a column's floors stamps once each, a cell's summary names its own by index (1 still reads)
+READS = (1, 2)
 # What a cell shows, and what a reader needs to see how it was judged: each series' slope and interval, the
 # iterations each repeat measured (the floors' counts), the level of the test and where each repeat stopped.
 SUMMARY_KEYS = ("verdict", "growth_kind", "growth_per_iter", "growth_ci_low", "growth_ci_high", "peak_loop",
@@ -604,19 +606,27 @@ def data(groups: compare.Groups) -> dict:
                 changed.update({(v, pair), (p, pair)})
     columns = []
     for v in versions:
-        cells, environments = [], []  # a column's environments once each; a cell names its own by index
+        # a column's environments and floors stamps once each (a calibration's stamp is ~0.5 KiB, the same in most
+        # of a column's cells: a quarter of the data when each cell kept its own); a cell names its own by index
+        cells, environments, floors = [], [], []
         for (loop, strategy), (record, _) in sorted(groups[v].items(), key=lambda kv: compare.pair_order(kv[0])):
             env = _environment(record)
             if env not in environments:
                 environments.append(env)
-            cell = {"loop": loop, "strategy": strategy, "status": record.get("status"),
-                    "summary": _slim_summary(record.get("summary")), "env": environments.index(env)}
+            summary = _slim_summary(record.get("summary"))
+            stamp = summary.pop("floors_from", None)
+            cell = {"loop": loop, "strategy": strategy, "status": record.get("status"), "summary": summary,
+                    "env": environments.index(env)}
+            if stamp is not None:
+                if stamp not in floors:
+                    floors.append(stamp)
+                cell["floors"] = floors.index(stamp)
             if record.get("reason"):
                 cell["reason"] = no_paths(record["reason"])  # published with the project: no machine's folders
             if (v, (loop, strategy)) in changed and (rss := rss_mib(record)):
                 cell["rss_every"], cell["rss_mib"] = rss
             cells.append(cell)
-        columns.append({"version": v, "environments": environments, "cells": cells})
+        columns.append({"version": v, "environments": environments, "floors": floors, "cells": cells})
     judged = sorted({rule.version_of(c["summary"]) for col in columns for c in col["cells"]},
                     key=lambda v: -1 if v is None else v)
     return {"schema": DATA_SCHEMA, "version": DATA_VERSION, "kerasbench": __version__,
@@ -633,8 +643,9 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
     def bad(why):
         return UsageError(f"Not a usable kerasbench atlas file: {path}: {why}.")
 
-    if payload.get("version") != DATA_VERSION:
-        raise bad(f"version {payload.get('version')!r}, this kerasbench reads version {DATA_VERSION}")
+    if payload.get("version") not in READS:
+        raise bad(f"version {payload.get('version')!r}, this kerasbench reads version "
+                  f"{' and '.join(map(str, READS))}")
     columns = payload.get("columns")
     if not isinstance(columns, list):
         raise bad("no 'columns' list")
@@ -647,6 +658,9 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
                       "and a 'cells' list")
         if column["version"] in groups:
             raise bad(f"columns[{i}]: TF {column['version']} twice")
+        stamps = column.get("floors", [])
+        if not (isinstance(stamps, list) and all(isinstance(s, dict) for s in stamps)):
+            raise bad(f"columns[{i}].floors is not a list of objects (the floors stamps its cells name)")
         for k, environment in enumerate(column["environments"]):
             problem = environment_problem(environment, f"columns[{i}].environments[{k}]")
             if problem:
@@ -663,6 +677,12 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
             if not (isinstance(env, int) and not isinstance(env, bool) and 0 <= env < len(column["environments"])):
                 raise bad(f"{where}.env is not the index of one of the column's {len(column['environments'])} "
                           "environments")
+            if "floors" in given:  # version 2: the summary's floors_from, kept once in the column
+                k = given["floors"]
+                if not (isinstance(k, int) and not isinstance(k, bool) and 0 <= k < len(stamps)):
+                    raise bad(f"{where}.floors is not the index of one of the column's {len(stamps)} floors stamps")
+                given = dict(given, summary=dict(given.get("summary", {}), floors_from=stamps[k]))
+                given.pop("floors")
             problem = cell_problem(given, where)
             if problem:
                 raise bad(problem)
@@ -930,6 +950,7 @@ def data_text(payload: dict) -> str:
         cells = ",\n".join(json.dumps(cell, separators=(",", ":"), allow_nan=False) for cell in column["cells"])
         columns.append(f'{{"version":{json.dumps(column["version"])},'
                        f'"environments":{json.dumps(column["environments"], separators=(",", ":"))},'
+                       f'"floors":{json.dumps(column.get("floors", []), separators=(",", ":"))},'
                        f'"cells":[\n{cells}]}}')
     head = {k: v for k, v in payload.items() if k != "columns"}
     return json.dumps(head, separators=(",", ":"))[:-1] + ',"columns":[\n' + ",\n".join(columns) + "]}\n"

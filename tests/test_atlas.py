@@ -314,6 +314,33 @@ def test_the_atlas_data_makes_the_same_page_and_holds_series_only_for_changes():
     assert sum(os.path.getsize(p) for p in paths) / size > 10
 
 
+def test_a_column_keeps_each_floors_stamp_once_and_its_cells_read_their_own_back():
+    """A calibration's stamp (~0.5 KiB) is the same in most of a column's cells: kept once in the column, named by
+    index, and given back as each cell's summary.floors_from when read; a version-1 file (each cell its own) reads
+    the same."""
+    paths = [os.path.join(REFERENCE, "protocol8", f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]  # stamped
+    grouped = compare.group(compare.load(paths))
+    payload = json.loads(atlas.data_text(atlas.data(grouped)))
+    assert payload["version"] == 2
+    for column in payload["columns"]:
+        stamps = column["floors"]
+        assert stamps and len(stamps) < len(column["cells"]) / 4  # the point: few stamps, many cells
+        assert all(stamps.count(s) == 1 for s in stamps)
+        assert all("floors_from" not in c["summary"] and 0 <= c["floors"] < len(stamps) for c in column["cells"])
+    read = atlas.groups_of(payload, "atlas.json")
+    for v, cells in grouped.items():
+        for pair, (record, _) in cells.items():
+            assert read[v][pair][0]["summary"]["floors_from"] == atlas._slim(record["summary"]["floors_from"]), pair
+    old = json.loads(json.dumps(payload))  # version 1: the stamp inside each cell's summary
+    old["version"] = 1
+    for column in old["columns"]:
+        for c in column["cells"]:
+            c["summary"]["floors_from"] = column["floors"][c.pop("floors")]
+        del column["floors"]
+    assert atlas.section(atlas.groups_of(old, "old.json")) == atlas.section(read) == atlas.section(grouped)
+    assert len(atlas.data_text(old)) > 1.2 * len(atlas.data_text(payload))
+
+
 def test_a_change_is_drawn_from_both_sides_series():
     before = {"status": "ok", "summary": {}, "rss_mib": [0.0, 0.1, 0.1, 0.2], "rss_every": 1}
     after = {"status": "ok", "summary": {}, "rss_mib": [0.0, 3.0, 6.0], "rss_every": 2}  # iterations 0, 2, 4
@@ -366,7 +393,16 @@ GOOD_COLUMN = {"version": "2.12.1", "environments": [{}],
 
 
 @pytest.mark.parametrize("payload, needle", [
-    ({"schema": "kerasbench-atlas", "version": 2, "columns": []}, "version 2, this kerasbench reads version 1"),
+    ({"schema": "kerasbench-atlas", "version": 3, "columns": []}, "version 3, this kerasbench reads version 1 and 2"),
+    ({"schema": "kerasbench-atlas", "version": 2, "columns": [dict(GOOD_COLUMN, floors={})]},
+     "columns[0].floors is not a list of objects"),
+    ({"schema": "kerasbench-atlas", "version": 2,
+      "columns": [dict(GOOD_COLUMN, floors=[{"rss": {"kind": "default"}}],
+                       cells=[dict(GOOD_COLUMN["cells"][0], floors=1)])]},
+     "cells[0].floors is not the index of one of the column's 1 floors stamps"),
+    ({"schema": "kerasbench-atlas", "version": 2,
+      "columns": [dict(GOOD_COLUMN, floors=[{"rss": "calibration"}], cells=[dict(GOOD_COLUMN["cells"][0], floors=0)])]},
+     "cells[0].summary.floors_from"),  # a stamp kept once is checked as the cell's own was
     ({"schema": "kerasbench-atlas", "version": 1, "columns": {}}, "no 'columns' list"),
     ({"schema": "kerasbench-atlas", "version": 1, "columns": [{"version": "2.12.1", "cells": []}]},
      "columns[0] is not an object with a 'version' string, an 'environments' list"),

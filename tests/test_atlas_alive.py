@@ -48,8 +48,9 @@ def _columns_of(folder):
 
 
 def _stamps(column):
-    return {(c["loop"], c["strategy"]): (c["summary"].get("protocol"), c["summary"].get("floors_from"),
-                                         c["summary"].get("verdict"), c["summary"].get("growth_per_iter"))
+    """Each cell's protocol, floors stamp (kept once in the column, named by index), verdict and slope."""
+    return {(c["loop"], c["strategy"]): (c["summary"].get("protocol"), column["floors"][c["floors"]] if "floors" in c
+                                         else None, c["summary"].get("verdict"), c["summary"].get("growth_per_iter"))
             for c in column["cells"]}
 
 

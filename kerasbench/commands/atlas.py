@@ -34,7 +34,7 @@ def parser_keywords() -> dict:
             ".asv/records/<machine>, or `run --json` files) into a folder: index.html, one page that works offline "
             "(a row per loop × strategy, a column per version, each change from the previous version marked with "
             "its picture and the triage, attribute and ablate commands that explain it), and atlas.json, what the "
-            "page shows and nothing more (about 0.4 KiB a cell; `kerasbench atlas FOLDER/atlas.json --output "
+            "page shows and nothing more (about 0.6 KiB a cell; `kerasbench atlas FOLDER/atlas.json --output "
             "FOLDER` makes the page again from it). With --nightlies, a column per nightly day kept beside them "
             "(the workflow's published atlas). docs/atlas/README.md: how the project's is made."}
 
