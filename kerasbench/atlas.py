@@ -464,7 +464,14 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]]) -> str:
     asked = {cmd for c in counted for _, cmd in commands(c[1], c[2], c[3], c[4])}
     ran = asked & set(answered)
     said = sum(bool(answered[cmd].get("answer")) and answered[cmd].get("rc") == 0 for cmd in ran)
-    return f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below"
+    # a command answered for a change the map no longer has (a column measured since between its two ends: the
+    # change is now steps between other columns) is kept in the file, not shown: said, not dropped in silence
+    from .answers import FILE as FILE_NAME
+
+    gone = len(set(answered) - asked)
+    return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below"
+            + (f"; {gone} more answered in {FILE_NAME} are of changes no longer on the map (columns measured "
+               "since between their two ends)" if gone else ""))
 
 
 def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:

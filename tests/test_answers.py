@@ -117,6 +117,15 @@ def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_r
     assert "no answer (exit 3, 1:05 to answer): Error: no environment for TF 2.13.1" in html
     assert "/home/me" not in html  # published: no machine's folders
     assert html.count('<code class="cmd">') == 6  # each change's three commands shown, answered or not
+    assert "no longer on the map" not in html
+    # a column measured since between a change's two ends: its answers stay in the file, the count says so
+    kept = json.loads((folder / answers.FILE).read_text())
+    kept["answers"]["kerasbench triage --good 2.12.1 --bad 2.16.2 --loop sweep"] = {"answer": "Answer: x", "rc": 0}
+    (folder / answers.FILE).write_text(json.dumps(kept))
+    atlas.write([], str(folder), groups=grouped)
+    html = (folder / atlas.PAGE).read_text()
+    assert ("2 of their 5 commands run, 1 with an answer, shown below; 1 more answered in answers.json are of changes "
+            "no longer on the map (columns measured since between their two ends)") in html
 
 
 def test_the_atlas_command_answers_then_writes_the_page_and_its_options_go_together(tmp_path, monkeypatch, capsys):
