@@ -470,8 +470,8 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]]) -> str:
 
     gone = len(set(answered) - asked)
     return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below"
-            + (f"; {gone} more answered in {FILE_NAME} are of changes no longer on the map (columns measured "
-               "since between their two ends)" if gone else ""))
+            + (f"; {FILE_NAME} holds {gone} more, of changes no longer on the map (columns measured since "
+               "between their two ends)" if gone else ""))
 
 
 def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:

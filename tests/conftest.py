@@ -20,6 +20,8 @@ def _no_stored_calibration(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("KERASBENCH_NO_CALIBRATE", "1")  # a run without a fitting calibration would calibrate (~1 min)
     monkeypatch.delenv("KERASBENCH_ALLOCATOR", raising=False)
     monkeypatch.delenv("KERAS_BACKEND", raising=False)  # Keras' backend is tensorflow unless a test says otherwise
+    monkeypatch.setenv("KERASBENCH_MIN_FREE_GIB", "0")  # the machine's free disk is no test's input (its own tests
+    # set it: tests/test_faults_lifecycle.py)
 
 
 @pytest.fixture

@@ -124,8 +124,8 @@ def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_r
     (folder / answers.FILE).write_text(json.dumps(kept))
     atlas.write([], str(folder), groups=grouped)
     html = (folder / atlas.PAGE).read_text()
-    assert ("2 of their 5 commands run, 1 with an answer, shown below; 1 more answered in answers.json are of changes "
-            "no longer on the map (columns measured since between their two ends)") in html
+    assert ("2 of their 5 commands run, 1 with an answer, shown below; answers.json holds 1 more, of changes no "
+            "longer on the map (columns measured since between their two ends)") in html
 
 
 def test_the_atlas_command_answers_then_writes_the_page_and_its_options_go_together(tmp_path, monkeypatch, capsys):
