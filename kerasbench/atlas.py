@@ -475,10 +475,12 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]]) -> str:
 
 
 def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:
-    """Every command the list under the map names for its counted changes, once each, in its order, as
-    answers.Question (what it asks, the command, the changes it explains): what `--answer` runs. `only`: the
-    changes into or out of these columns (a column's label, or nightly:YYYY-MM-DD for a nightly's); a one-line
-    UsageError names one that is not a column."""
+    """Every command the list under the map names for its counted changes, once each, as answers.Question (what it
+    asks, the command, the changes it explains): what `--answer` runs, the most telling first (a budget of
+    commands answers the most of the map): a command that explains a flip of a label (verdict or what grew) before
+    one that explains slope changes only, then the one that explains more changes, then the larger ratio of
+    slopes; the list's order where these tie. `only`: the changes into or out of these columns (a column's label,
+    or nightly:YYYY-MM-DD for a nightly's); a one-line UsageError names one that is not a column."""
     from .answers import Question
 
     columns = set(main_axis(groups))
@@ -489,12 +491,27 @@ def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:
                          f"{', '.join(sorted(columns, key=version_key))} (a nightly's also as nightly:YYYY-MM-DD).")
     chosen = set(only)
     found: Dict[str, Tuple[str, List[str]]] = {}
+    telling: Dict[str, Tuple[bool, float]] = {}  # command: (explains a label's flip, the largest ratio of slopes)
     for loop, strategy, p, v in counted_changes(groups):
         if chosen and not chosen & {p, v, _cli_version(p), _cli_version(v)}:
             continue
+        before, after = groups[p][(loop, strategy)][0], groups[v][(loop, strategy)][0]
+        flip = _state(before) != _state(after)
+        ratio = _ratio(before["summary"].get("growth_per_iter"), after["summary"].get("growth_per_iter"))
         for what, command in commands(loop, strategy, p, v):
             found.setdefault(command, (what, []))[1].append(f"{loop} × {strategy}, TF {p} → {v}")
-    return [Question(what, command, tuple(changes)) for command, (what, changes) in found.items()]
+            was = telling.get(command, (False, 1.0))
+            telling[command] = (was[0] or flip, max(was[1], ratio))
+    order = sorted(found, key=lambda c: (not telling[c][0], -len(found[c][1]), -telling[c][1]))  # stable: ties keep
+    return [Question(found[c][0], c, tuple(found[c][1])) for c in order]
+
+
+def _ratio(a: Optional[float], b: Optional[float]) -> float:
+    """How many times the larger RSS slope of two is the smaller (slopes under 1 KiB/iteration count as 1 KiB)."""
+    if a is None or b is None:
+        return 1.0
+    lo, hi = sorted((max(a, 1024.0), max(b, 1024.0)))
+    return hi / lo
 
 
 def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None) -> str:

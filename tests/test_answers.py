@@ -31,6 +31,32 @@ def test_each_command_of_the_changes_is_asked_once_with_the_changes_it_explains(
     assert not any("reuse_model" in c for c in commands)  # no change: nothing to answer
 
 
+def test_the_most_telling_commands_come_first():
+    """A budget of commands answers the most of the map: a label's flip before slope changes only, then the command
+    that explains more changes, then the larger ratio of slopes; the list under the map keeps its order."""
+    def rec(loop, strategy, verdict, kind, slope):
+        r = record(loop, strategy, verdict, kind, slope)
+        r["summary"].update(growth_ci_low=slope * 0.98, growth_ci_high=slope * 1.02)
+        return r
+
+    g = groups(("2.13.1", [rec("sweep", "clear_session", "grows", "leak", 3000 * KIB),
+                           rec("sweep", "reuse_model", "grows", "leak", 500 * KIB),
+                           rec("kfold", "clear_session_del_gc", "flat", "flat", 1 * KIB)]),
+               ("2.14.1", [rec("sweep", "clear_session", "grows", "leak", 4500 * KIB),  # ×1.5, no flip
+                           rec("sweep", "reuse_model", "grows", "leak", 1500 * KIB),  # ×3, no flip
+                           rec("kfold", "clear_session_del_gc", "grows", "leak", 3600 * KIB)]))  # flat → grows
+    listed = [(c[0], c[1]) for c in atlas.counted_changes(g)]
+    assert listed[0][0] == "sweep" and listed[-1] == ("kfold", "clear_session_del_gc")  # the page: sweep first
+    asked = [q.command for q in atlas.questions(g)]
+    assert len(asked) == len(set(asked)) == 8
+    assert all("--loop kfold" in c for c in asked[:3])  # the flip's triage, attribute and ablation first
+    assert asked[3] == "kerasbench ablate --loop sweep --tf 2.14.1"  # explains both sweep changes
+    assert asked[4:] == ["kerasbench triage --good 2.13.1 --bad 2.14.1 --loop sweep --strategy reuse_model",
+                         "kerasbench attribute --good 2.13.1 --bad 2.14.1 --loop sweep --strategy reuse_model",
+                         "kerasbench triage --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session",
+                         "kerasbench attribute --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session"]
+
+
 TRIAGE_OUT = """[1/3] sweep × clear_session_del_gc: ...
 Answer: TF 2.14.0 is the first release where sweep × clear_session_del_gc behaves like 2.14.1
 wrote 4 record(s) to x.json
@@ -101,10 +127,8 @@ def test_a_bad_answers_file_is_one_line(tmp_path, content, needle):
 
 
 def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_run(tmp_path):
-
-
     grouped = two_changes()
-    asked = atlas.questions(grouped)
+    asked = [q for q in atlas.questions(grouped) if " ablate " not in q.command]  # a triage, then an attribution
     folder = tmp_path / "atlas"
     folder.mkdir()
     outputs = iter([(0, TRIAGE_OUT), (3, "Error: no environment for TF 2.13.1 in /home/me/asv.matrix.json")])

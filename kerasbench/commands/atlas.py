@@ -62,7 +62,8 @@ def add_answer_arguments(p: argparse.ArgumentParser) -> None:
                         "the page with every answer beside its command (without --answer the page shows the answers "
                         "FOLDER/answers.json holds)")
     p.add_argument("--answer-limit", type=options.integer("answer-limit", 1), default=0, metavar="N",
-                   help="with --answer: at most N commands this call (default: all)")
+                   help="with --answer: at most N commands this call, the most telling first (a label's flip "
+                        "before slope changes, then the command explaining more changes; default: all)")
     p.add_argument("--answer-only", type=options.words("answer-only"), default=(), metavar="COLUMNS",
                    help="with --answer: only the changes into or out of these columns, a comma list of the page's "
                         "labels (2.14.1, 2.21.0+py3.12; a nightly's label or nightly:YYYY-MM-DD): a release's "
