@@ -28,8 +28,11 @@ FILE = "answers.json"  # in the atlas's folder, beside atlas.json: `kerasbench a
 SCHEMA = "kerasbench-answers"
 VERSION = 1
 TAIL = 3  # lines of a command's output kept when it gave no answer line: why it could not
-# The command's own marks of its answer: triage and attribute print one line; ablate its conclusion's sentences.
-ANSWER_PREFIXES = ("Answer:", "No answer")
+# The command's own marks of its answer: triage and attribute print one line, a nightly triage the commits between
+# the two builds it ends on, a triage whose ends differ in more than the bisected package says so; ablate its
+# conclusion's sentences.
+ANSWER_PREFIXES = ("Answer:", "No answer", "TF commits between", "Keras commits between", "Not TF's alone",
+                   "Not Keras's alone")
 ABLATE_CONCLUSION = ("no cleanup:", "The full cleanup", "Flat variants:", "Necessary (", "Sufficient (", "Alone, ")
 
 

@@ -78,6 +78,19 @@ def test_the_answer_is_read_from_each_commands_own_lines():
     no = "No answer for sweep × x: the ends do not differ (+1.0 and +2.0 KiB/iteration)."
     assert answers.answer_text("kerasbench attribute --good a --bad b", f"...\n{no}\n") == no
     assert answers.answer_text("kerasbench triage --good a --bad b", "Traceback ...\nError\n") == ""
+    nightly = ("Answer: TF 2.22.0.dev20260731 is the first nightly where sweep × x behaves like 2.22.0.dev20260808; "
+               "the last like 2.22.0.dev20260715 is 2.22.0.dev20260727.\n"
+               "Not TF's alone: the environments of 2.22.0.dev20260727 and 2.22.0.dev20260731 differ in more than TF "
+               "(keras-nightly 3.16.0.dev2026072705 -> 3.16.0.dev2026073104), so the change may be theirs: add "
+               "--attribute\n\n  TF  Keras  KiB/iter\n  2.22.0.dev20260727  3.16  +2248\n"
+               "TF commits between 2.22.0.dev20260727 (v1.12.1-142770-g75879c752e0) and 2.22.0.dev20260731 "
+               "(v1.12.1-143045-g323afda8d60): "
+               "https://github.com/tensorflow/tensorflow/compare/75879c752e0...323afda8d60\n"
+               "Environments: removed 4 this triage made (5.2 GiB, 0.1 GiB of it freed)\n")
+    said = answers.answer_text("kerasbench triage --good nightly:2026-07-15 --bad nightly:2026-08-08", nightly)
+    assert said.startswith("Answer: TF 2.22.0.dev20260731") and "Not TF's alone" in said  # the answer, its caveat,
+    assert said.endswith("/compare/75879c752e0...323afda8d60")  # … and its commits; not the table or the disk
+    assert "+2248" not in said and "Environments" not in said
 
 
 def test_answers_are_kept_one_by_one_and_a_second_call_goes_on_where_the_first_stopped(tmp_path):
