@@ -30,7 +30,7 @@ from .machine import FINGERPRINT_KEYS
 from .record import OTHER_BACKENDS as BACKENDS
 from .releases import version_key
 from .rule import DEFAULT_FLOOR
-from .page import esc, finite, floor_kib, frame, kib, made_from, mib, no_paths
+from .page import esc, finite, floor_kib, frame, kib, linked, made_from, mib, no_paths
 from .units import KIB, MIB
 
 # Worse and better are claims: only between decided readings (an `inconclusive` side, or a settling or step, is
@@ -522,7 +522,7 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
     b, a = before["summary"], after["summary"]
     def answer(cmd: str) -> str:
         said = shown((answered or {}).get(cmd))
-        return f'<span class="answer">{esc(no_paths(said))}</span> ' if said else ""
+        return f'<span class="answer">{linked(esc(no_paths(said)))}</span> ' if said else ""
 
     cmds = "".join(f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>'
                    for what, cmd in commands(loop, strategy, p, v))

@@ -59,13 +59,19 @@ def path_name(path: str) -> str:
     return os.path.basename(full.rstrip(os.sep)) or full
 
 
-ABSOLUTE = re.compile(r"(?<![\w.~])/(?:[^\s/:;,()'\"]+/)+([^\s/:;,()'\"]*)")
+ABSOLUTE = re.compile(r"(?<![\w.~:/])/(?:[^\s/:;,()'\"]+/)+([^\s/:;,()'\"]*)")  # not a URL's path
+URL = re.compile(r"https://[^\s<>\"]+?(?=[.,;)]?(?:\s|$))")
 
 
 def no_paths(text: Any) -> str:
     """`text` (a record's floor source, reason or why) with every absolute path cut to its last part:
     'calibration /usr/lib/python3/site-packages/kerasbench/x.json (fits …)' -> 'calibration x.json (fits …)'."""
     return ABSOLUTE.sub(lambda m: m.group(1) or m.group(0).rstrip("/").rsplit("/", 1)[-1], str(text))
+
+
+def linked(escaped: str) -> str:
+    """Escaped text with each https:// address in it a link (a triage's commits, an issue)."""
+    return URL.sub(lambda m: f'<a href="{m.group(0)}">{m.group(0)}</a>', escaped)
 
 
 def made_from(paths: Sequence[str]) -> str:

@@ -155,6 +155,14 @@ def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_r
     assert "/home/me" not in html  # published: no machine's folders
     assert html.count('<code class="cmd">') == 6  # each change's three commands shown, answered or not
     assert "no longer on the map" not in html
+    # a nightly triage's commits: the address whole (no machine's folders cut from it) and a link
+    kept = json.loads((folder / answers.FILE).read_text())
+    url = "https://github.com/tensorflow/tensorflow/compare/75879c752e0...323afda8d60"
+    kept["answers"][asked[0].command]["answer"] = f"Answer: TF 2.14.0 is the first. TF commits between a and b: {url}"
+    (folder / answers.FILE).write_text(json.dumps(kept))
+    atlas.write([], str(folder), groups=grouped)
+    html = (folder / atlas.PAGE).read_text()
+    assert f'<a href="{url}">{url}</a>' in html and "https:/75879c752e0" not in html
     # a column measured since between a change's two ends: its answers stay in the file, the count says so
     kept = json.loads((folder / answers.FILE).read_text())
     kept["answers"]["kerasbench triage --good 2.12.1 --bad 2.16.2 --loop sweep"] = {"answer": "Answer: x", "rc": 0}
