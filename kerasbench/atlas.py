@@ -39,6 +39,8 @@ from .units import KIB, MIB
 VERDICT_RANK = {"flat": 0, "grows": 1}
 KIND_RANK = {"flat": 0, "retention": 1, "leak": 2}
 GLYPHS = {"worse": "▲", "better": "▼", "other": "◆"}
+REPORTS_FOLDER = "kerasbench/examples/reports"  # a public report's repro file: FOLDER/<name>.py (public.Report)
+REPRO_PLACEHOLDER = "FILE"  # another repro's: the page names no machine's path, --answer cannot run it
 TRACES = ("train_path_traces", "predict_path_traces", "all_traces", "train_traces", "predict_traces")
 
 
@@ -155,21 +157,30 @@ def finite_or_none(value: Any) -> Optional[float]:
     return float(value) if finite(value) else None
 
 
-def commands(loop: str, strategy: str, good: str, bad: str) -> List[Tuple[str, str]]:
+def commands(loop: str, strategy: str, good: str, bad: str,
+             pythons: Optional[Dict[str, str]] = None) -> List[Tuple[str, str]]:
     """[(what, command)] that bisect, attribute and ablate the change of a pair from `good` to `bad` (columns),
-    with only options those commands have: the release of each side, --python for a Python axis, ablate's
-    --keras tf_keras for the tf_keras axis (triage and attribute measure the release's own Keras: not offered)."""
+    with only options those commands have: the release of each side, --python for a Python axis or for a column
+    measured on another Python than the atlas' own (`pythons`, other_pythons: TF 2.8–2.11 on 3.10), ablate's
+    --keras tf_keras for the tf_keras axis (triage and attribute measure the release's own Keras: not offered); a
+    public report's row names its repro file (kerasbench/examples/reports/NAME.py), another repro `FILE`."""
     from .loops import LOOPS
+    from .public import LOOP_PREFIX as REPORT
     from .strategies import STRATEGIES
 
+    pythons_of = pythons or {}
     (good_rel, good_label), (bad_rel, bad_label) = _split(good), _split(bad)
     good_rel, bad_rel = _cli_version(good_rel), _cli_version(bad_rel)
     nightly = good_rel.startswith("nightly:") or bad_rel.startswith("nightly:")
     pythons = {re.fullmatch(r"py(\d+\.\d+)", lb).group(1) for lb in (good_label, bad_label)
                if re.fullmatch(r"py(\d+\.\d+)", lb)}
     python = f" --python {next(iter(pythons))}" if len(pythons) == 1 and good_label == bad_label else ""
-    known = loop in LOOPS
-    where = f"--loop {loop}" if known else "--repro FILE"
+    other = sorted({pythons_of[c] for c in (good, bad) if c in pythons_of}, key=version_key)
+    if other and not python:  # one end on an older Python (no wheel for the atlas' own): both ends measured on it
+        python = f" --python {other[0]}"
+    known = loop in LOOPS and loop != "repro"  # a repro file's records: loop repro, the file not kept by name
+    where = (f"--loop {loop}" if known else f"--repro {REPORTS_FOLDER}/{loop[len(REPORT):]}.py"
+             if loop.startswith(REPORT) else f"--repro {REPRO_PLACEHOLDER}")
     out = []
     backend = bad_label if bad_label in BACKENDS else ""
     one_release = backend or (good_rel == bad_rel and pythons)  # another backend or Python: no release to find
@@ -183,9 +194,10 @@ def commands(loop: str, strategy: str, good: str, bad: str) -> List[Tuple[str, s
     if rebuilds_in(loop) or not known:
         keras = " --keras tf_keras" if bad_label == "tf_keras" else ""
         bad_python = re.fullmatch(r"py(\d+\.\d+)", bad_label)
+        bad_python = bad_python.group(1) if bad_python else pythons_of.get(bad)
         out.append(("which cleanup steps it needs there", f"kerasbench ablate {where} --tf {bad_rel}{keras}"
                                                           + (f" --backend {backend}" if backend else "")
-                                                          + (f" --python {bad_python.group(1)}" if bad_python else "")))
+                                                          + (f" --python {bad_python}" if bad_python else "")))
     return out
 
 
@@ -353,6 +365,15 @@ def _python_minor(column) -> Optional[str]:
     return found.most_common(1)[0][0] if found else None
 
 
+def other_pythons(groups: compare.Groups) -> Dict[str, str]:
+    """{column: 'X.Y'} of the unlabelled columns measured on another Python than most of them (TF 2.8–2.11 on 3.10:
+    no wheel for the atlas' own 3.11): their commands must name it (`commands`)."""
+    found = {v: _python_minor(column) for v, column in groups.items() if not _split(v)[1]}
+    counts = collections.Counter(p for p in found.values() if p)
+    own = max(counts, key=lambda p: (counts[p], version_key(p))) if counts else None  # a tie: the newer Python
+    return {v: p for v, p in found.items() if p and p != own}
+
+
 def main_axis(groups: compare.Groups) -> compare.Groups:
     """`groups` with the main Python's columns unlabelled: when a release is measured on several Pythons, compare
     labels each (2.16.2+py3.10, 2.16.2+py3.11, …), also the one on the Python every unlabelled release ran on; that
@@ -375,6 +396,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
     shapes'); '' for records of one version. `answered`: an answers file's answers by command (kerasbench.answers),
     shown beside the commands of each change."""
     groups = main_axis(groups)
+    pythons = other_pythons(groups)
     versions = sorted(groups, key=version_key)
     if len(versions) < 2:
         return ""
@@ -412,13 +434,14 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
     v_options = "".join(f'<option value="{esc(v)}" data-prev="{esc(prev[v] or "")}">{esc(v)}</option>'
                         for v in versions)
     counted = [c for c in changes if c[5] != "other"]
+    answered_count = _answered_count(counted, answered, pythons)
     undecided = [c for c in changes if c[5] == "other"]
-    listing = (f'<ol class="changes">{"".join(_item(*c, answered) for c in counted)}</ol>' if counted
+    listing = (f'<ol class="changes">{"".join(_item(*c, answered, pythons) for c in counted)}</ol>' if counted
                else "<p>No pair changes between consecutive versions by compare's rule or its verdict.</p>")
     if undecided:
         listing += (f'<details class="undecided"><summary>{len(undecided)} flip{"" if len(undecided) == 1 else "s"} '
                     "of a verdict with a side undecided (◆): not counted as changes</summary>"
-                    f'<ol class="changes">{"".join(_item(*c, answered) for c in undecided)}</ol></details>')
+                    f'<ol class="changes">{"".join(_item(*c, answered, pythons) for c in undecided)}</ol></details>')
     return f"""<div id="atlas" class="atlas"><style>{CSS}</style>
 <h2>Atlas: every pair across the TF versions</h2>
 <p class="read">{esc(HOW_TO_READ)}</p>
@@ -436,7 +459,7 @@ TF <select id="atlas-tf" title="one version and the one it is read against"><opt
 number is the RSS slope, KiB/iteration</span></div>
 <div class="scroll"><table class="atlas"><thead><tr><th>loop × strategy \\ TF</th>{head}</tr></thead>
 <tbody>{"".join(rows)}</tbody></table></div>{_unmeasured(unmeasured, groups, versions)}
-<h3>What changed, and the commands that explain it ({len(counted)} in all){_answered_count(counted, answered)}</h3>
+<h3>What changed, and the commands that explain it ({len(counted)} in all){answered_count}</h3>
 {listing}
 <script>{JS}</script></div>
 """
@@ -458,10 +481,10 @@ def counted_changes(groups: compare.Groups) -> List[Tuple[str, str, str, str]]:
     return out
 
 
-def _answered_count(counted, answered: Optional[Dict[str, dict]]) -> str:
+def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optional[Dict[str, str]] = None) -> str:
     if not answered:
         return ""
-    asked = {cmd for c in counted for _, cmd in commands(c[1], c[2], c[3], c[4])}
+    asked = {cmd for c in counted for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)}
     ran = asked & set(answered)
     said = sum(bool(answered[cmd].get("answer")) and answered[cmd].get("rc") == 0 for cmd in ran)
     # a command answered for a change the map no longer has (a column measured since between its two ends: the
@@ -490,6 +513,7 @@ def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:
         raise UsageError(f"--answer-only {missing[0]!r} is not a column of this atlas; its columns: "
                          f"{', '.join(sorted(columns, key=version_key))} (a nightly's also as nightly:YYYY-MM-DD).")
     chosen = set(only)
+    pythons = other_pythons(main_axis(groups))
     found: Dict[str, Tuple[str, List[str]]] = {}
     telling: Dict[str, Tuple[bool, float]] = {}  # command: (explains a label's flip, the largest ratio of slopes)
     for loop, strategy, p, v in counted_changes(groups):
@@ -498,7 +522,9 @@ def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:
         before, after = groups[p][(loop, strategy)][0], groups[v][(loop, strategy)][0]
         flip = _state(before) != _state(after)
         ratio = _ratio(before["summary"].get("growth_per_iter"), after["summary"].get("growth_per_iter"))
-        for what, command in commands(loop, strategy, p, v):
+        for what, command in commands(loop, strategy, p, v, pythons):
+            if f"--repro {REPRO_PLACEHOLDER}" in command:  # the page's hint for a repro of the user's: not runnable
+                continue
             found.setdefault(command, (what, []))[1].append(f"{loop} × {strategy}, TF {p} → {v}")
             was = telling.get(command, (False, 1.0))
             telling[command] = (was[0] or flip, max(was[1], ratio))
@@ -514,7 +540,8 @@ def _ratio(a: Optional[float], b: Optional[float]) -> float:
     return hi / lo
 
 
-def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None) -> str:
+def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None,
+          pythons: Optional[Dict[str, str]] = None) -> str:
     """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands (with
     each one's answer where `answered` has it)."""
     from .answers import shown
@@ -525,7 +552,7 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
         return f'<span class="answer">{linked(esc(no_paths(said)))}</span> ' if said else ""
 
     cmds = "".join(f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>'
-                   for what, cmd in commands(loop, strategy, p, v))
+                   for what, cmd in commands(loop, strategy, p, v, pythons))
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
             f'data-ver="{esc(v)}"><span class="glyph {moved}">{GLYPHS[moved]}</span> '

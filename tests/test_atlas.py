@@ -148,6 +148,38 @@ def test_axes_are_read_against_their_own_previous_column():
                        "--strategy reuse_model", "kerasbench ablate --loop inference --tf nightly:2026-05-14"]
 
 
+def test_a_column_on_an_older_python_and_a_report_s_row_get_commands_that_run():
+    """TF 2.8–2.11 have no wheel for the atlas' own Python: their columns ran on 3.10, unlabelled, and their commands
+    name it (both ends of a triage on it); a public report's row names its repro file, another repro's `FILE` is
+    shown but not asked of --answer (it cannot run)."""
+    def on(python, *records):
+        for r in records:
+            r["environment"] = {"python": f"{python}.7", "tensorflow": "x"}
+        return list(records)
+
+    report = "report:tf57982_tf_function"
+    g = groups(("2.11.1", on("3.10", record("sweep", "clear_session"), record(report, "reuse_model"),
+                             record("repro", "reuse_model"))),
+               ("2.12.1", on("3.11", record("sweep", "clear_session", "grows", "leak", 3600 * KIB),
+                             record(report, "reuse_model", "grows", "leak", 200 * KIB),
+                             record("repro", "reuse_model", "grows", "leak", 200 * KIB))),
+               ("2.13.1", on("3.11", record("sweep", "clear_session"), record(report, "reuse_model"),
+                             record("repro", "reuse_model"))))
+    assert atlas.other_pythons(g) == {"2.11.1": "3.10"}
+    asked = [q.command for q in atlas.questions(g)]
+    assert "kerasbench triage --good 2.11.1 --bad 2.12.1 --loop sweep --strategy clear_session --python 3.10" \
+        in asked
+    assert "kerasbench ablate --loop sweep --tf 2.12.1" in asked  # its bad end on the atlas' own Python
+    both = {"2.10.1": "3.10", "2.11.1": "3.10"}
+    assert atlas.commands("sweep", "clear_session", "2.10.1", "2.11.1", both)[-1][1] == \
+        "kerasbench ablate --loop sweep --tf 2.11.1 --python 3.10"
+    assert ("kerasbench triage --good 2.11.1 --bad 2.12.1 --repro kerasbench/examples/reports/tf57982_tf_function.py "
+            "--strategy reuse_model --python 3.10") in asked
+    assert not any("FILE" in c for c in asked)
+    html = atlas.section(g)
+    assert "--repro FILE" in html and "--python 3.10" in html
+
+
 def test_commands_use_only_options_the_commands_have(capsys):
     for command in ("triage", "attribute", "ablate"):
         try:
