@@ -513,13 +513,14 @@ def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:
         raise UsageError(f"--answer-only {missing[0]!r} is not a column of this atlas; its columns: "
                          f"{', '.join(sorted(columns, key=version_key))} (a nightly's also as nightly:YYYY-MM-DD).")
     chosen = set(only)
-    pythons = other_pythons(main_axis(groups))
+    axis = main_axis(groups)  # the columns counted_changes names
+    pythons = other_pythons(axis)
     found: Dict[str, Tuple[str, List[str]]] = {}
     telling: Dict[str, Tuple[bool, float]] = {}  # command: (explains a label's flip, the largest ratio of slopes)
     for loop, strategy, p, v in counted_changes(groups):
         if chosen and not chosen & {p, v, _cli_version(p), _cli_version(v)}:
             continue
-        before, after = groups[p][(loop, strategy)][0], groups[v][(loop, strategy)][0]
+        before, after = axis[p][(loop, strategy)][0], axis[v][(loop, strategy)][0]
         flip = _state(before) != _state(after)
         ratio = _ratio(before["summary"].get("growth_per_iter"), after["summary"].get("growth_per_iter"))
         for what, command in commands(loop, strategy, p, v, pythons):

@@ -57,6 +57,21 @@ def test_the_most_telling_commands_come_first():
                          "kerasbench attribute --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session"]
 
 
+def test_a_release_measured_on_several_pythons_is_asked_as_its_plain_column():
+    """2.16.2 on 3.11 and 3.12 (labelled by compare), 2.17.1 on 3.11: the change 2.16.2 → 2.17.1 is the plain
+    column's (main_axis), and its commands are asked, not a KeyError on the label the records do not carry."""
+    def on(python, *records):
+        for r in records:
+            r["environment"] = {"python": f"{python}.7", "tensorflow": "x"}
+        return list(records)
+
+    g = groups(("2.16.2+py3.11", on("3.11", record("sweep", "clear_session"))),
+               ("2.16.2+py3.12", on("3.12", record("sweep", "clear_session"))),
+               ("2.17.1", on("3.11", record("sweep", "clear_session", "grows", "leak", 3600 * KIB))))
+    asked = [q.command for q in atlas.questions(g)]
+    assert "kerasbench triage --good 2.16.2 --bad 2.17.1 --loop sweep --strategy clear_session" in asked
+
+
 TRIAGE_OUT = """[1/3] sweep × clear_session_del_gc: ...
 Answer: TF 2.14.0 is the first release where sweep × clear_session_del_gc behaves like 2.14.1
 wrote 4 record(s) to x.json
