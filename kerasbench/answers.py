@@ -94,9 +94,10 @@ def read(path: str) -> dict:
 
 def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Optional[str] = None,
                extra: Sequence[str] = (), run: Optional[Callable[[List[str]], Tuple[int, str]]] = None,
-               clock: Callable[[], float] = time.monotonic, limit: int = 0) -> dict:
+               clock: Callable[[], float] = time.monotonic, limit: int = 0, minutes: float = 0) -> dict:
     """Run each question's command not yet answered in `path`, writing the file after each; the answers file.
-    `extra`: options added to every command (e.g. --jobs 2); `limit`: at most this many commands this call."""
+    `extra`: options added to every command (e.g. --jobs 2); `limit`: at most this many commands this call;
+    `minutes`: start no command once this many minutes have passed (one started before runs to its end)."""
     from .files import write_json
 
     run = run or _run
@@ -112,6 +113,10 @@ def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Option
     began = clock()
     for i, q in enumerate(todo, 1):
         spent = clock() - began
+        if minutes and spent >= minutes * 60:
+            out.write(f"the budget of {minutes:g} minute(s) is spent ({_clock(spent)}): {len(todo) - i + 1} of "
+                      f"{len(todo)} left for another call (--answer-minutes)\n")
+            break
         left = f", ~{_clock(spent / (i - 1) * (len(todo) - i + 1))} left" if i > 1 else ""
         out.write(f"[{i}/{len(todo)}] {q.what}: {q.command} ({i - 1} of {len(todo)} done, {_clock(spent)} elapsed"
                   f"{left})\n")

@@ -188,6 +188,27 @@ def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_r
             "longer on the map (columns measured since between their two ends)") in html
 
 
+def test_a_budget_of_minutes_starts_no_command_after_it_and_leaves_the_rest_for_another_call(tmp_path):
+    """--answer-minutes 5 (the workflow's nightly budget): commands of 4 minutes each; the second starts at 4:00,
+    within the budget, and runs to its end (8:00); the third is not started; a second call goes on."""
+    asked = atlas.questions(two_changes())
+    path = str(tmp_path / "answers.json")
+    ran, now = [], [0.0]
+
+    def fake(argv):
+        ran.append(argv)
+        now[0] += 240
+        return 0, ABLATE_OUT if "ablate" in argv else TRIAGE_OUT
+
+    out = io.StringIO()
+    answers.answer_all(asked, path, out, run=fake, clock=lambda: now[0], minutes=5)
+    assert len(ran) == 2 and list(json.loads(open(path).read())["answers"]) == [q.command for q in asked[:2]]
+    assert (f"the budget of 5 minute(s) is spent (8:00): {len(asked) - 2} of {len(asked)} left for another call "
+            "(--answer-minutes)") in out.getvalue()
+    answers.answer_all(asked, path, io.StringIO(), run=fake, clock=lambda: now[0], minutes=5)
+    assert len(ran) == 4 and ran[2] not in ran[:2]  # the third and fourth, within its own 5 minutes
+
+
 def test_the_atlas_command_answers_then_writes_the_page_and_its_options_go_together(tmp_path, monkeypatch, capsys):
 
     from kerasbench.cli import main
@@ -206,6 +227,10 @@ def test_the_atlas_command_answers_then_writes_the_page_and_its_options_go_toget
     assert "2 of their 5 commands run, 2 with an answer" in (out / atlas.PAGE).read_text()
     assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--config", "asv.matrix.json"]) == 2
     assert "--answer-only and --config go with --answer" in capsys.readouterr().err
+    assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--answer-minutes", "30"]) == 2
+    assert "--answer-minutes, --answer-only and --config go with --answer" in capsys.readouterr().err
+    assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--answer", "--answer-minutes", "0"]) == 2
+    assert "answer-minutes" in capsys.readouterr().err
 
 
 def test_answer_only_asks_the_changes_of_the_columns_named_and_refuses_a_column_the_atlas_lacks(tmp_path, capsys):

@@ -100,6 +100,49 @@ def test_each_night_adds_its_nightly_column_and_keeps_the_older_ones_as_measured
     assert "vs 2.23.0-dev20261026" in page2  # day 2 read against day 1
 
 
+def test_each_night_answers_its_changes_within_its_budget_and_keeps_the_answers_in_the_history(workflow, tmp_path):
+    """Night 1 with no budget (vars.KERASBENCH_ANSWER_MINUTES 0): the page lists its changes' commands, none run.
+    Their answers then stand in the history branch (answers/answers.json), as earlier nights leave them; night 2
+    (the same nightly on the next day: no new change) with a budget of 60 minutes answers the newest nightly's
+    changes, then the rest: nothing left to run, each answer on the page and kept in the history."""
+    from kerasbench import answers, atlas
+
+    releases = {env: _relabelled(tmp_path, f"{tf}.json", FIXTURES / ("tf212.json" if tf == "2.12.1" else "tf221.json"),
+                                 tensorflow=tf)
+                for tf, env in RELEASE_ENV.items()}
+    runner = Runner(tmp_path, {"default": str(FIXTURES / "tf221.json"), **releases})
+    _, _, merge = _night(runner, workflow, ",".join(RELEASE_ENV), day="2026-10-26")
+    assert "--answer" not in merge.transcript()
+    asked = atlas.questions(atlas.load([str(runner.artifacts / "github-pages" / "atlas" / atlas.DATA)]))
+    assert asked  # 2.12.1 → 2.20.0 changes
+
+    history = tmp_path / "history-edit"
+    _git(tmp_path, "clone", "-q", "--branch", "benchmark-results", str(runner.remote), str(history))
+    (history / "answers").mkdir()
+    (history / "answers" / answers.FILE).write_text(json.dumps({
+        "schema": answers.SCHEMA, "version": answers.VERSION, "answers": {
+            q.command: {"what": q.what, "answer": f"Answer: known answer {i}", "rc": 0, "seconds": 60.0 + i,
+                        "changes": list(q.changes)} for i, q in enumerate(asked)}}))
+    _git(history, "add", "answers")
+    _git(history, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "answers of earlier nights")
+    _git(history, "push", "-q", "origin", "HEAD:refs/heads/benchmark-results")
+
+    _git(runner.source, "commit", "-q", "--allow-empty", "-m", "another day")
+    _git(runner.source, "push", "-q", "origin", "HEAD:refs/heads/main")
+    shutil.rmtree(runner.artifacts)
+    runner.artifacts.mkdir()
+    _, _, merge2 = _night(runner, workflow, ",".join(RELEASE_ENV), day="2026-10-27", answer_minutes="60")
+    said = merge2.transcript()
+    assert "the newest nightly's changes: 0 command(s)" in said or "0 command(s) answer the atlas's changes" in said
+    assert (f"{len(asked)} command(s) answer the atlas's changes: {len(asked)} answered in "
+            f".asv/html/atlas/answers.json, 0 to run") in said
+    page = (runner.artifacts / "github-pages" / "atlas" / "index.html").read_text(encoding="utf-8")
+    assert all(f"known answer {i}" in page for i in range(len(asked)))
+    _git(history, "pull", "-q")
+    kept = json.loads((history / "answers" / answers.FILE).read_text())["answers"]
+    assert sorted(kept) == sorted(q.command for q in asked)
+
+
 def test_columns_of_two_protocols_keep_their_own_stamps(tmp_path):
     """A nightly judged by protocol 7 beside one of protocol 8 and unstamped releases: each column as measured (not
     re-judged, not refused), the page naming the three rules; one column of two protocols is still refused."""

@@ -169,9 +169,12 @@ def _nightly_records(runner, day, source):
     (runner.tmp / "nightly-run.json").write_text(json.dumps(data))
 
 
-def _night(runner, workflow, releases, day="2026-10-26", nightly_source=FIXTURES / "tf221.json"):
+def _night(runner, workflow, releases, day="2026-10-26", nightly_source=FIXTURES / "tf221.json", answer_minutes="0"):
+    """One night's plan → cpu jobs → nightly → merge; `answer_minutes`: the atlas' answers' budget (0: none here,
+    where a command would measure for real: tests/test_atlas_alive.py's night with every command answered)."""
     head = _git(runner.source, "rev-parse", "HEAD")
-    context = _context("schedule", head, vars={"KERASBENCH_RELEASES": releases})
+    context = _context("schedule", head, vars={"KERASBENCH_RELEASES": releases,
+                                               "KERASBENCH_ANSWER_MINUTES": answer_minutes})
     plan, jobs = _plan(runner, workflow, context)
     cpu = [runner.job(workflow, "cpu", dict(context, matrix=entry)) for entry in jobs]
     for job in cpu:

@@ -64,6 +64,11 @@ def add_answer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--answer-limit", type=options.integer("answer-limit", 1), default=0, metavar="N",
                    help="with --answer: at most N commands this call, the most telling first (a label's flip "
                         "before slope changes, then the command explaining more changes; default: all)")
+    p.add_argument("--answer-minutes", type=options.number("answer-minutes", 0.1), default=0,
+                   metavar="M",
+                   help="with --answer: start no command after M minutes this call (one already started runs to "
+                        "its end: a triage of nightlies takes minutes); the rest is left for another call (the "
+                        "workflow's nightly budget)")
     p.add_argument("--answer-only", type=options.words("answer-only"), default=(), metavar="COLUMNS",
                    help="with --answer: only the changes into or out of these columns, a comma list of the page's "
                         "labels (2.14.1, 2.21.0+py3.12; a nightly's label or nightly:YYYY-MM-DD): a release's "
@@ -159,8 +164,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         nightlies = nightly_files(args.nightlies)
         groups = atlas.group_columns(compare.load(paths + nightlies), args.rejudge)
         nightlies, groups, note = fit(paths, nightlies, groups, args.output)
-    if (args.answer_limit or args.answer_only or args.config) and not args.answer:
-        raise UsageError("--answer-limit, --answer-only and --config go with --answer (they say which of the changes' "
+    if (args.answer_limit or args.answer_minutes or args.answer_only or args.config) and not args.answer:
+        raise UsageError("--answer-limit, --answer-minutes, --answer-only and --config go with --answer (they say which of the changes' "
                          "commands to run and how).")
     if args.answer:
         from .. import answers
@@ -170,7 +175,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             groups = atlas.load(paths, args.rejudge)
         make_folder(args.output, "the atlas")
         answers.answer_all(atlas.questions(groups, args.answer_only), os.path.join(args.output, answers.FILE), out,
-                           config=args.config, limit=args.answer_limit)
+                           config=args.config, limit=args.answer_limit,
+                           minutes=args.answer_minutes)
     written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge)
     over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []
     if over:  # fit measured the same text: a guard
