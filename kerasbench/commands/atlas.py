@@ -165,8 +165,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         groups = atlas.group_columns(compare.load(paths + nightlies), args.rejudge)
         nightlies, groups, note = fit(paths, nightlies, groups, args.output)
     if (args.answer_limit or args.answer_minutes or args.answer_only or args.config) and not args.answer:
-        raise UsageError("--answer-limit, --answer-minutes, --answer-only and --config go with --answer (they say which of the changes' "
-                         "commands to run and how).")
+        raise UsageError("--answer-limit, --answer-minutes, --answer-only and --config go with --answer (they say "
+                         "which of the changes' commands to run and how).")
     if args.answer:
         from .. import answers
         from ..files import make_folder
