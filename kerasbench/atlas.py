@@ -163,7 +163,10 @@ def commands(loop: str, strategy: str, good: str, bad: str,
     with only options those commands have: the release of each side, --python for a Python axis or for a column
     measured on another Python than the atlas' own (`pythons`, other_pythons: TF 2.8–2.11 on 3.10), ablate's
     --keras tf_keras for the tf_keras axis (triage and attribute measure the release's own Keras: not offered); a
-    public report's row names its repro file (kerasbench/examples/reports/NAME.py), another repro `FILE`."""
+    public report's row names its repro file (kerasbench/examples/reports/NAME.py), another repro `FILE`. A nightly
+    then a release (columns in version order put a release at its branch cut, after the main branch's last nightly
+    before it) has no triage: triage goes from a release or a nightly to a later nightly, not from a nightly to a
+    release (nightly_then_release; the page says why)."""
     from .loops import LOOPS
     from .public import LOOP_PREFIX as REPORT
     from .strategies import STRATEGIES
@@ -184,7 +187,8 @@ def commands(loop: str, strategy: str, good: str, bad: str,
     out = []
     backend = bad_label if bad_label in BACKENDS else ""
     one_release = backend or (good_rel == bad_rel and pythons)  # another backend or Python: no release to find
-    if not one_release and "tf_keras" not in (good_label, bad_label) and (not pythons or python):
+    if (not one_release and "tf_keras" not in (good_label, bad_label) and (not pythons or python)
+            and not nightly_then_release(good, bad)):
         strat = f" --strategy {strategy}" if strategy in STRATEGIES else ""
         out.append(("which release changed it", f"kerasbench triage --good {good_rel} --bad {bad_rel} {where}"
                                                 f"{strat}{python}"))
@@ -199,6 +203,16 @@ def commands(loop: str, strategy: str, good: str, bad: str,
                                                           + (f" --backend {backend}" if backend else "")
                                                           + (f" --python {bad_python}" if bad_python else "")))
     return out
+
+
+def nightly_then_release(good: str, bad: str) -> bool:
+    """Whether the change goes from a nightly to a release (the nightly of 2026-01-15 → 2.21.0, at its branch cut)."""
+    ends = [_cli_version(_split(c)[0]).startswith("nightly:") for c in (good, bad)]
+    return ends == [True, False]
+
+
+BRANCH_CUT_NOTE = ("a nightly of the main branch, then a release cut from it: not one branch's history, and triage "
+                   "goes from a release or a nightly to a later nightly, not back to a release: no triage here")
 
 
 def rebuilds_in(loop: str) -> bool:
@@ -552,8 +566,9 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
         said = shown((answered or {}).get(cmd))
         return f'<span class="answer">{linked(esc(no_paths(said)))}</span> ' if said else ""
 
-    cmds = "".join(f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>'
-                   for what, cmd in commands(loop, strategy, p, v, pythons))
+    cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + "".join(
+        f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>'
+        for what, cmd in commands(loop, strategy, p, v, pythons))
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
             f'data-ver="{esc(v)}"><span class="glyph {moved}">{GLYPHS[moved]}</span> '

@@ -146,6 +146,13 @@ def test_axes_are_read_against_their_own_previous_column():
     nightly = [c for _, c in atlas.commands("inference", "reuse_model", "2.21.0", "2.22.0-dev20260514")]
     assert nightly == ["kerasbench triage --good 2.21.0 --bad nightly:2026-05-14 --loop inference "
                        "--strategy reuse_model", "kerasbench ablate --loop inference --tf nightly:2026-05-14"]
+    # a nightly, then the release cut after it (2.21.0 at its branch cut): `triage --good nightly:… --bad 2.21.0`
+    # exits 2 ("Unknown TF nightly"), so only the ablation is offered, and the page says why
+    cut = [c for _, c in atlas.commands("sweep", "reuse_model", "2.21.0-dev20260115", "2.21.0")]
+    assert cut == ["kerasbench ablate --loop sweep --tf 2.21.0"]
+    g = groups(("2.21.0-dev20260115", [record("sweep", "reuse_model")]),
+               ("2.21.0", [record("sweep", "reuse_model", "grows", "leak", 3600 * KIB)]))
+    assert "no triage here" in atlas.section(g) and not any("triage" in q.command for q in atlas.questions(g))
 
 
 def test_a_column_on_an_older_python_and_a_report_s_row_get_commands_that_run():
