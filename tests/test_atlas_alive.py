@@ -282,7 +282,10 @@ def test_the_merge_job_publishes_the_atlas_after_the_history_is_pushed(workflow)
     names = [s.get("name", "") for s in steps]
     push = next(i for i, n in enumerate(names) if n.startswith("the history, with this run"))
     alive = next(i for i, n in enumerate(names) if n.startswith("the atlas, alive"))
+    answers_push = next(i for i, n in enumerate(names) if n.startswith("the answers, pushed to the history"))
     site = next(i for i, n in enumerate(names) if n.startswith("the site"))
-    assert push < alive < site
+    assert push < alive < answers_push < site  # the results pushed before the answers' budget, the answers after it
+    assert steps[answers_push]["run"] == ".ci/history push history .asv"
+    assert "--answer-minutes" in steps[alive]["run"] and "history/answers" in steps[alive]["run"]
     assert "--nightlies history/nightly --output .asv/html/atlas" in steps[alive]["run"]
     assert gha.uses(steps[-2], "actions/upload-pages-artifact")
