@@ -44,6 +44,12 @@ OLDER_MINORS = ((2, 8), (2, 9), (2, 10), (2, 11))
 # the aliases they still use (np.bool in Keras 2.8-2.11's conv_utils, np.object in TF 2.8's ragged_tensor, np.float
 # in their TensorBoard); 1.23.5 is the last numpy before 1.24.
 OLDER_PINS = {"numpy": "1.23.5"}
+# The releases whose tensorflow-cpu wheels leave protobuf unbounded where every other 2.8-2.11 wheel bounds it below
+# 3.20 (`uv pip compile` of each on CPython 3.10 resolves them to protobuf 7, the others to 3.19.6), and protobuf 4 or
+# newer cannot import them ("Descriptors cannot be created directly"): their derived pins add UNBOUNDED_PINS, what the
+# bounded ones resolve to. Only these: the matrix's 2.8.4 ... 2.11.1 entries and `run --tf` share one environment.
+UNBOUNDED_PROTOBUF = ("2.8.0", "2.8.1", "2.9.0")
+UNBOUNDED_PINS = {"protobuf": "3.19.6"}
 
 
 def index(package: str) -> Dict[str, Any]:
@@ -181,6 +187,8 @@ def requirements_for(version: str, includes: List[Dict[str, Any]], package: Opti
         reqs = dict(same_minor[0])
         reqs[package] = version
         reqs["keras"] = keras_for(version, uploaded, keras_doc or index("keras"), python)
+        if version in UNBOUNDED_PROTOBUF:
+            reqs.update(UNBOUNDED_PINS)
     if python != made_for:
         reqs = for_python(reqs, python, package, tf_doc)
     return reqs

@@ -128,6 +128,8 @@ def older_index(tmp_path, monkeypatch):
     add("keras", [wheel(f"keras-{v}-py2.py3-none-any.whl", when) for v, when in OLDER_KERAS.items()])
     add("numpy", [wheel(f"numpy-1.23.5-{cp}-{cp}-{WHEEL_TAIL}", "2022-11-20T01:22:30Z", requires=">=3.8")
                   for cp in ("cp38", "cp39", "cp310", "cp311")])
+    (tmp_path / "protobuf.json").write_text(json.dumps(
+        doc([wheel("protobuf-3.19.6-py2.py3-none-any.whl", "2022-09-29T22:08:11Z", requires=">=3.5")])))
     monkeypatch.setenv("KERASBENCH_PYPI", str(tmp_path))
     return tmp_path
 
@@ -145,7 +147,10 @@ def test_2_9_3_on_python_3_10_is_a_release_with_its_own_keras_and_numpy_below_1_
     assert releases.older_minors(includes) == [(2, 8), (2, 9), (2, 10), (2, 11)]
     assert len(includes) == 10  # derived, as a patch release's pins are: the matrix and its entries unchanged
     # a patch release of an older minor: the same pins, its own TF and the Keras uploaded before it
-    assert releases.requirements_for("2.9.0", includes, python="3.10")["keras"] == "2.9.0"
+    # and protobuf below 3.20, which every 2.8-2.11 wheel asks for but 2.8.0's, 2.8.1's and 2.9.0's (protobuf 4
+    # cannot import them); the others, the matrix's entries among them, as they were
+    assert releases.requirements_for("2.9.0", includes, python="3.10") == {**pins_before_2_12("2.9.0", "2.9.0"),
+                                                                           "protobuf": "3.19.6"}
     # Python 3.9: scipy moves to the newest release with a 3.9 wheel, TF and Keras stay
     on_39 = releases.requirements_for("2.9.3", includes, python="3.9")
     assert on_39["tensorflow-cpu"] == "2.9.3" and on_39["keras"] == "2.9.0" and on_39["numpy"] == "1.23.5"
