@@ -841,21 +841,55 @@ SCALARS = (str, int, float, type(None))
 
 def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:
     """Grouped records of `paths` (compare's inputs and checks; `rejudge`: compare.group's), or the groups of one
-    atlas data file (one protocol, or refused: its cells keep no series to judge again)."""
+    atlas data file (one protocol, or refused: its cells keep no series to judge again), with the cells of any
+    records beside it put into its columns (merge)."""
+    return merge(paths, rejudge)[0]
+
+
+def merge(paths: Sequence[str], rejudge: bool = False) -> Tuple[compare.Groups, Dict[str, int]]:
+    """(the groups of `paths`, what the records added): `paths` are records, or one atlas data file and records to
+    add to it. Each record's cell goes into its column, a new column where the atlas has none, and replaces the
+    atlas' cell of the same pair there (the atlas keeps the cells of the records that made it, not the records:
+    cells are added to it, it is not made again). The checks are the atlas' as if every cell were a record: a
+    column judged by one protocol, traced with untraced and two bodies for one pair refused. The counts: {"added",
+    "replaced", "columns"} (all 0 without an atlas file)."""
     from .files import DATA_LIMIT, read_json
 
-    if len(paths) == 1 and os.path.isfile(paths[0]) and paths[0].endswith(".json"):
-        payload = read_json(paths[0], "records file", limit=DATA_LIMIT)
-        if is_data(payload):
-            groups = groups_of(payload, paths[0])
-            group_columns([(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], rejudge)
-            return groups
-    try:
-        return compare.group(compare.load(paths), rejudge)
-    except UsageError as e:
-        if len(paths) > 1 and any(holds_data(p) for p in paths):
-            raise UsageError(f"{e} An atlas file (kerasbench-atlas) is read alone: give it as the only path.") from None
-        raise
+    counts = {"added": 0, "replaced": 0, "columns": 0}
+    atlases = [p for p in paths if p.endswith(".json") and holds_data(p)]
+    if not atlases:
+        return compare.group(compare.load(paths), rejudge), counts
+    if len(atlases) > 1:
+        raise UsageError(f"Two atlas files (kerasbench-atlas): {atlases[0]} and {atlases[1]}; give one, and the "
+                         "records whose cells go into it.")
+    base = atlases[0]
+    groups = groups_of(read_json(base, "records file", limit=DATA_LIMIT), base)
+    records = [p for p in paths if p != base]
+    if records:
+        if rejudge:
+            raise UsageError(f"--rejudge judges records again from their series; {base}'s cells keep none: add "
+                             "records of this protocol to it, or make the atlas again from all the records.")
+        added = group_columns(compare.load(records))
+        counts["columns"] = len(added)
+        for version, cells in added.items():
+            column = groups.setdefault(version, {})
+            had, new = _protocols(column.values()), _protocols(cells.values())
+            if had and new and had != new:  # each side one protocol (groups_of's and group_columns' checks)
+                path = next(iter(cells.values()))[1]
+                raise UsageError(f"{path} was judged by {rule.version_text(new.pop())}, the column TF {version} of "
+                                 f"{base} by {rule.version_text(had.pop())}: a column is judged by one protocol; "
+                                 "measure it again with this kerasbench, or make the atlas again from all its records "
+                                 "with --rejudge.")
+            for pair, cell in cells.items():
+                counts["replaced" if pair in column else "added"] += 1
+                column[pair] = cell
+    group_columns([(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], rejudge)
+    return groups, counts
+
+
+def _protocols(cells) -> set:
+    """The protocols (rule.version_of) that judged the measured ones of (record or cell, path) `cells`."""
+    return {rule.version_of(cell.get("summary")) for cell, _ in cells if cell.get("status", "ok") == "ok"}
 
 
 def group_columns(loaded, rejudge: bool = False):
@@ -1029,23 +1063,26 @@ PAGE, DATA = "index.html", "atlas.json"
 def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = None, rejudge: bool = False,
           page_name: str = PAGE, with_data: bool = True) -> List[str]:
     """The one writer of the atlas (`kerasbench atlas`, `report --atlas`, publish): the atlas of `paths` (records, or
-    one atlas data file; `groups`: already loaded from them, else loaded here with `rejudge`) into `folder`, made if
+    one atlas data file and records to add to it; `groups`: already loaded from them, else loaded here with `rejudge`)
+    into `folder`, made if
     missing: the page (PAGE, or `page_name`: `report --atlas --output FILE`) and, `with_data`, DATA, each atomically.
     The inputs' errors come first, then the outputs' (a folder that is a file; an output that is an input; a folder
-    made for outputs then refused is removed again); DATA is not written again when it is the input (the page is made
-    again from it). Returns the paths written, the page last."""
+    made for outputs then refused is removed again); DATA is not written again when it is the only input (the page is
+    made again from it), and written in place, atomically, when records beside it add cells. Returns the paths
+    written, the page last."""
     from . import answers, files, floors
 
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise UsageError(f"Cannot write the atlas to {folder}: it is not a folder; give a folder (made if missing).")
     groups = load(paths, rejudge) if groups is None else groups  # the inputs' errors: nothing made for them
     outputs = {"the atlas page": os.path.join(folder, page_name)}
-    if with_data and not is_own_data(paths, folder):
+    own = own_data(paths, folder)
+    if with_data and not (own and len(paths) == 1):
         outputs["the atlas data"] = os.path.join(folder, DATA)
     made = not os.path.isdir(folder)
     files.make_folder(folder, "the atlas")  # check_outputs checks files in existing folders
-    try:
-        files.check_outputs(outputs, {"PATH": list(paths)}, floors.folders())
+    try:  # FOLDER/atlas.json with records beside it: written again, their cells added (its own input, atomically)
+        files.check_outputs(outputs, {"PATH": [p for p in paths if p != own]}, floors.folders())
     except UsageError:
         if made:  # refused: no empty folder left behind (inside an input records folder, say)
             os.rmdir(folder)
@@ -1059,6 +1096,10 @@ def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = 
     return written
 
 
-def is_own_data(paths: Sequence[str], folder: str) -> bool:
+def own_data(paths: Sequence[str], folder: str) -> Optional[str]:
+    """The one of `paths` that is `folder`'s own DATA (the atlas made again, or added to, where it is), else None."""
     own = os.path.join(folder, DATA)
-    return len(paths) == 1 and os.path.isfile(own) and os.path.samefile(paths[0], own)
+    if not os.path.isfile(own):
+        return None
+    return next((p for p in paths if os.path.isfile(p) and os.path.samefile(p, own)), None)
+

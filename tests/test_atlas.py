@@ -477,8 +477,9 @@ def test_the_atlas_command_refuses_a_file_as_its_folder_and_an_atlas_file_beside
     assert "it is not a folder" in capsys.readouterr().err and page.read_text() == "mine"
     assert main(["atlas", *paths, "--output", str(tmp_path / "a")]) == 0
     capsys.readouterr()
-    assert main(["atlas", str(tmp_path / "a" / "atlas.json"), paths[0], "--output", str(tmp_path / "b")]) == 2
-    assert "An atlas file (kerasbench-atlas) is read alone" in capsys.readouterr().err
+    a = str(tmp_path / "a" / "atlas.json")
+    assert main(["atlas", a, a, "--output", str(tmp_path / "b")]) == 2  # one atlas file, and records to add
+    assert "Two atlas files (kerasbench-atlas)" in capsys.readouterr().err and not (tmp_path / "b").exists()
     # the records folder as the output would put index.html / atlas.json where compare reads records
     folder = tmp_path / "recs"
     folder.mkdir()
@@ -488,6 +489,57 @@ def test_the_atlas_command_refuses_a_file_as_its_folder_and_an_atlas_file_beside
         assert main(["atlas", str(folder), "--output", str(output)]) == 2
         assert "where it would be read as a records file" in capsys.readouterr().err
         assert sorted(os.listdir(folder)) == ["tf-2.12.1.json", "tf-2.21.0.json"]
+
+
+def _records_file(path, records):
+    path.write_text(json.dumps({"schema": "kerasbench-records", "records": records}))
+    return str(path)
+
+
+def test_records_beside_an_atlas_file_put_their_cells_into_its_columns_in_place(tmp_path, capsys):
+    """The atlas keeps cells, not records: new records add cells to atlas.json (a new column, or a pair's cell
+    replaced), checked as the atlas' own, written in place; a record of another protocol or --rejudge is refused."""
+    paths = [os.path.join(REFERENCE, "protocol8", f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
+    folder = tmp_path / "atlas"
+    assert main(["atlas", *paths, "--output", str(folder)]) == 0
+    capsys.readouterr()
+    data = str(folder / "atlas.json")
+    before = atlas.load([data])
+    with open(paths[1]) as f:
+        measured = [r for r in json.load(f)["records"] if r["status"] == "ok"]
+    again = json.loads(json.dumps(measured[0]))  # the same pair of 2.21.0, measured again: another slope
+    again["summary"]["growth_per_iter"] = 123.0 * KIB
+    newer = json.loads(json.dumps(measured[1]))  # a release the atlas has no column of
+    newer["environment"]["tensorflow"] = "2.22.0"
+    added = _records_file(tmp_path / "new.json", [again, newer])
+    old_page = (folder / "index.html").read_text(encoding="utf-8")
+
+    assert main(["atlas", data, added, "--output", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "2 cell(s) of the records put into the atlas file's columns (1 in place of its own, 2 column(s))" in out
+    assert sorted(os.listdir(folder)) == ["atlas.json", "index.html"]  # in place, atomically: no temp file left
+    after = atlas.load([data])
+    assert sorted(after, key=atlas.version_key) == ["2.12.1", "2.21.0", "2.22.0"]
+    pair = (again["loop"], again["strategy"])
+    assert after["2.21.0"][pair][0]["summary"]["growth_per_iter"] == 123.0 * KIB
+    assert list(after["2.22.0"]) == [(newer["loop"], newer["strategy"])]
+    for v in ("2.12.1", "2.21.0"):  # every other cell as it was
+        assert {k: c["summary"] for k, (c, _) in after[v].items() if k != pair} == \
+               {k: c["summary"] for k, (c, _) in before[v].items() if k != pair}
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    assert page != old_page and "2.22.0" in page
+
+    kept = (folder / "atlas.json").read_bytes()
+    unstamped = json.loads(json.dumps(measured[2]))
+    del unstamped["summary"]["protocol"]  # judged by protocol 7 or older
+    old = _records_file(tmp_path / "old.json", [unstamped])
+    assert main(["atlas", data, old, "--output", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "old.json was judged by protocol 7 or older (unstamped)" in err
+    assert "column TF 2.21.0" in err and "by protocol 8" in err
+    assert main(["atlas", data, added, "--rejudge", "--output", str(folder)]) == 2
+    assert "cells keep none" in capsys.readouterr().err
+    assert (folder / "atlas.json").read_bytes() == kept  # refused: nothing written
 
 
 def test_nan_and_infinite_figures_are_left_out_of_the_data_and_read_as_n_a(tmp_path):

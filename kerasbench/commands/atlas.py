@@ -35,12 +35,14 @@ def parser_keywords() -> dict:
             "(a row per loop × strategy, a column per version, each change from the previous version marked with "
             "its picture and the triage, attribute and ablate commands that explain it), and atlas.json, what the "
             "page shows and nothing more (about 0.6 KiB a cell; `kerasbench atlas FOLDER/atlas.json --output "
-            "FOLDER` makes the page again from it). With --nightlies, a column per nightly day kept beside them "
+            "FOLDER` makes the page again from it; `kerasbench atlas FOLDER/atlas.json RECORDS... --output FOLDER` "
+            "adds the records' cells to it). With --nightlies, a column per nightly day kept beside them "
             "(the workflow's published atlas). docs/atlas/README.md: how the project's is made."}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    options.records(p, what="records of two or more TF versions, or one atlas.json", baseline=False)
+    options.records(p, what="records of two or more TF versions, or one atlas.json (with records: their cells "
+                    "added to its columns, a cell of the same pair and column replaced)", baseline=False)
     p.add_argument("--output", metavar="FOLDER", type=options.path, default=DEFAULT_OUTPUT,
                    help=f"the folder of index.html and atlas.json (default: {DEFAULT_OUTPUT}, beside the dashboard)")
     p.add_argument("--nightlies", metavar="FOLDER", type=options.path,
@@ -167,12 +169,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if (args.answer_limit or args.answer_minutes or args.answer_only or args.config) and not args.answer:
         raise UsageError("--answer-limit, --answer-minutes, --answer-only and --config go with --answer (they say "
                          "which of the changes' commands to run and how).")
+    added = ""
+    if groups is None:
+        groups, counts = atlas.merge(paths, args.rejudge)
+        if counts["columns"]:
+            added = (f"; {counts['added'] + counts['replaced']} cell(s) of the records put into the atlas file's "
+                     f"columns ({counts['replaced']} in place of its own, {counts['columns']} column(s))")
     if args.answer:
         from .. import answers
         from ..files import make_folder
 
-        if groups is None:
-            groups = atlas.load(paths, args.rejudge)
         make_folder(args.output, "the atlas")
         answers.answer_all(atlas.questions(groups, args.answer_only), os.path.join(args.output, answers.FILE), out,
                            config=args.config, limit=args.answer_limit,
@@ -185,6 +191,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     sizes = ", ".join(f"{os.path.basename(p)} {os.path.getsize(p) / 1024:,.0f} KiB" for p in written)
     kept = "" if len(written) > 1 else f" ({atlas.DATA}, the input, kept as it is)"
     days = (f" with {len(nightlies)} nightly column(s) of {args.nightlies}" if args.nightlies is not None else "")
-    out.write(f"wrote the atlas to {args.output}{days}: {sizes}{kept}{note}; open {written[-1]} in a browser, it "
-              "needs no server\n")
+    out.write(f"wrote the atlas to {args.output}{days}: {sizes}{kept}{added}{note}; open {written[-1]} in a "
+              "browser, it needs no server\n")
     return 0
