@@ -153,7 +153,7 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
     tensorflow and its Keras, and `install_note` of it says so. `no_deps` are always installed that way, and
     so is tf-keras (its own requirement would add the `tensorflow` wheel beside tensorflow-cpu).
     """
-    import time
+    from . import nightlies
 
     # a pin that says --no-deps (tf-keras: its `tensorflow` requirement beside tensorflow-cpu would install a
     # second TF over the first), and tf-keras however it is pinned
@@ -162,6 +162,78 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
     conf, env = environment_for(config, reqs, python) if python else environment_for(config, reqs)
     if here and not no_deps and provided_here(reqs, getattr(env, "_python", "")) and not gpu_extras(conf, reqs):
         return sys.executable, SAME
+    with creating(env._path, env.name, progress):
+        _make(conf, env, reqs, no_deps, progress)
+        nightlies.write_note(env._path, reqs, getattr(env, "_python", "") or "3.11")
+    return os.path.join(env._path, "bin", "python"), env.name
+
+
+# environment folder -> its use lock (FOLDER.use), held shared while this process may measure in it
+_IN_USE: dict = {}
+
+
+@contextlib.contextmanager
+def creating(path: str, name: str, progress: Optional[Callable[[str], None]] = None):
+    """Held while environment `name` at `path` is looked for and made: a second kerasbench asking for it (two
+    triages of nightlies with one config, two answer lanes) waits, then finds it made, where it would have removed
+    the first's half-made folder as an interrupted creation's and made it again under the first's feet: an
+    exclusive flock on its .lock (for the making), then a shared one on its .use for as long as this process
+    lives (the environment in use: another's clean-up leaves it, remove_unused). Both files stay, empty, in
+    locks_of(path)'s folder beside the environments' (asv's folder holds environments only)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    path = os.path.abspath(path)
+    lock = locks_of(path)
+    os.makedirs(os.path.dirname(lock), exist_ok=True)
+    with open(lock + ".lock", "a") as making:
+        try:
+            fcntl.flock(making, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if progress:
+                progress(f"waiting for another process making environment {name} (it holds {lock}.lock)")
+            fcntl.flock(making, fcntl.LOCK_EX)
+        yield  # released with the file
+        if path not in _IN_USE:
+            use = open(lock + ".use", "a")
+            fcntl.flock(use, fcntl.LOCK_SH)  # never waits: an exclusive one is only taken under .lock
+            _IN_USE[path] = use
+
+
+def locks_of(path: str) -> str:
+    """The stem of environment `path`'s lock files: .asv/env/NAME -> .asv/env.locks/NAME (+ .lock, .use)."""
+    return os.path.join(os.path.dirname(path) + ".locks", os.path.basename(path))
+
+
+def remove_unused(folder: str) -> bool:
+    """Remove the environment at `folder` unless another process uses it (holds its use lock: `creating`); True
+    when removed. A nightly triage's clean-up: another triage may measure in an environment this one made."""
+    try:
+        import fcntl
+    except ImportError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+    folder = os.path.abspath(folder)
+    lock = locks_of(folder)
+    os.makedirs(os.path.dirname(lock), exist_ok=True)
+    with open(lock + ".lock", "a") as making:
+        fcntl.flock(making, fcntl.LOCK_EX)  # no one making it or taking it up meanwhile
+        use = _IN_USE.pop(folder, None) or open(lock + ".use", "a")
+        with use:  # this process's own shared lock converted, or a new one
+            try:
+                fcntl.flock(use, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            shutil.rmtree(folder, ignore_errors=True)
+            return True
+
+
+def _make(conf: object, env, reqs: dict, no_deps: Sequence[str], progress: Optional[Callable[[str], None]]) -> None:
+    """Environment `env` with exactly `reqs` made, unless present (python_for, under its lock)."""
+    import time
+
     if not env.check_presence():
         started = time.monotonic()
         if os.path.isdir(env._path):  # what an interrupted or failed creation left: asv would stop on it
@@ -214,10 +286,6 @@ def python_for(config: str, reqs: dict, progress: Optional[Callable[[str], None]
             raise
         if progress:
             progress(f"environment ready in {time.monotonic() - started:.0f} s")
-    from . import nightlies
-
-    nightlies.write_note(env._path, reqs, getattr(env, "_python", "") or "3.11")
-    return os.path.join(env._path, "bin", "python"), env.name
 
 
 INSTALLER_VAR = "KERASBENCH_INSTALLER"

@@ -29,6 +29,8 @@ if argv[0] == "venv":
 elif mode == "fail":
     print("error: No solution found when resolving dependencies")
     sys.exit(1)
+elif mode == "slow":
+    time.sleep(3)
 elif mode == "hang":
     with open({log!r} + ".pid", "w") as f:
         f.write(str(os.getpid()))
@@ -107,6 +109,58 @@ def test_an_interrupted_uv_is_ended_and_leaves_no_folder(config, fake_uv, tmp_pa
         os.kill(pid, 0)  # uv ended (reaped) with the interrupt
     _, env = environment.environment_for(config, REQS)
     assert not os.path.exists(env._path)
+
+
+MAKES = """
+import sys
+sys.path.insert(0, {root!r})
+from kerasbench import environment
+environment.installer = lambda env: {uv!r}
+print(environment.python_for({config!r}, {reqs!r})[1])
+"""
+
+
+def test_two_processes_asking_for_one_environment_make_it_once(config, fake_uv, tmp_path):
+    """A second kerasbench asking for an environment another is making (two nightly triages, two answer lanes, one
+    config) waits for it, then uses it: before the lock it removed the first's half-made folder and made it again."""
+    import subprocess
+
+    log = fake_uv("slow")  # uv's install takes 3 s after the venv is made
+    _, env = environment.environment_for(config, REQS)
+    code = MAKES.format(root=str(ROOT), uv=str(tmp_path / "bin" / "uv"), config=config, reqs=REQS)
+    first = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(400):  # the first has made the venv: the folder is half made
+        if os.path.isdir(os.path.join(env._path, "bin")):
+            break
+        time.sleep(0.05)
+    assert os.path.isdir(os.path.join(env._path, "bin")), first.communicate(timeout=60)
+    said = []
+    python, name = environment.python_for(config, REQS, said.append)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0 and out.strip() == name == env.name, err
+    assert any("waiting for another process making environment" in s for s in said), said
+    assert not any("half-made" in s or "creating asv environment" in s for s in said), said
+    assert [line.split()[0] for line in log.read_text().splitlines()] == ["venv", "pip"]  # made once
+    assert env.check_presence() and python == os.path.join(env._path, "bin", "python")
+
+
+def test_an_environment_another_process_measures_in_is_not_removed_under_it(config, fake_uv, tmp_path):
+    """A nightly triage's clean-up removes the environments it made, but not one another kerasbench took up and may
+    still measure in (stop 51: "No module named 'tensorflow'" in a lane whose nightly the other lane removed)."""
+    import subprocess
+
+    fake_uv()
+    _, env = environment.environment_for(config, REQS)
+    holds = MAKES.format(root=str(ROOT), uv=str(tmp_path / "bin" / "uv"), config=config, reqs=REQS) + \
+        "sys.stdout.flush()\nsys.stdin.readline()\n"  # uses it until told to end
+    other = subprocess.Popen([sys.executable, "-c", holds], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert other.stdout.readline().strip() == env.name, other.stderr.read()
+    environment.python_for(config, REQS)  # this process takes it up too (found made), as a triage would
+    assert not environment.remove_unused(env._path) and env.check_presence()  # the other uses it: kept
+    other.communicate("\n", timeout=60)
+    environment.python_for(config, REQS)  # taken up again after the refusal
+    assert environment.remove_unused(env._path) and not os.path.exists(env._path)  # no one else: removed
 
 
 def test_a_release_this_interpreter_already_is_not_made_again(config, fake_uv, monkeypatch):

@@ -773,6 +773,7 @@ def test_an_environment_is_not_created_on_a_disk_without_room(tmp_path, monkeypa
     assert "under the 4 GiB" in text and "KERASBENCH_MIN_FREE_GIB=0" in text
     assert seen == [str(tmp_path)]  # the nearest folder that exists: env/ is not made yet
     assert not os.path.exists(env._path) and not hasattr(env, "child")  # nothing started, nothing half-made
+    assert os.listdir(tmp_path / "env.locks") == ["fake.lock"]  # the creation's lock, beside env/
 
     monkeypatch.setenv(environment.MIN_FREE_VAR, "2.5")  # enough room at a smaller need: created
     python, name = environment.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"})

@@ -231,9 +231,7 @@ def nightly_epilogue(outcome: Outcome, records: Dict[str, Record], tf: Optional[
                      notes: Sequence[str], made: Dict[str, str], flavour: str) -> str:
     """A nightly triage's ending: the commits between the bracket's two builds, the window's notes, and the
     environments it made removed but the bracket's (the disk they held, and what stays)."""
-    import shutil
-
-    from .. import nightlies
+    from .. import environment, nightlies
     from ..files import tree_size
     from ..units import GIB
 
@@ -252,18 +250,21 @@ def nightly_epilogue(outcome: Outcome, records: Dict[str, Record], tf: Optional[
     if flavour:
         lines.append(f"  build compared: {flavour} (every nightly of one build; the release in the same build)")
     kept = set(outcome.bracket)
-    removed, freed, gone = 0, 0, 0
+    removed, freed, gone, busy = 0, 0, 0, 0
     for version, interpreter in made.items():
         folder = os.path.dirname(os.path.dirname(interpreter))
         if version in kept or not os.path.isdir(folder):
             continue
         size, shared = tree_size(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+        if not environment.remove_unused(folder):  # another kerasbench measures in it
+            busy += 1
+            continue
         removed, freed, gone = removed + size, freed + size - shared, gone + 1
     held = [tree_size(os.path.dirname(os.path.dirname(made[v]))) for v in kept if v in made]
     if made:
+        in_use = f"; kept {busy} another process measures in" if busy else ""
         lines.append(f"Environments: removed {gone} this triage made ({removed / GIB:.1f} GiB, {freed / GIB:.1f} GiB "
-                     f"of it freed: the rest are hard links into uv's cache); kept the bracket's "
+                     f"of it freed: the rest are hard links into uv's cache){in_use}; kept the bracket's "
                      f"{len(held)} ({sum(h[0] for h in held) / GIB:.1f} GiB, {sum(h[1] for h in held) / GIB:.1f} GiB "
                      "of it linked from uv's cache), for the commands above.")
     return "\n".join(lines) + "\n"
