@@ -229,7 +229,9 @@ def _cli_version(release: str) -> str:
     return f"nightly:{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else release
 
 
-def _details(record, version) -> List[str]:
+def _details(record, version, floors: Optional[Dict[str, int]] = None) -> List[str]:
+    """A cell's lines (the page's hover and focus list). `floors`: the page's floors stamps by number (section's), a
+    cell naming its stamp's number, the words once under the map (a stamp is a column's, 2000 cells repeated it)."""
     s = _slim_summary(record.get("summary"))  # as the data keeps it: a page from records and one from data agree
     lines = [f"TF {version}: {verdicts_text(s)}, RSS slope {kib(s.get('growth_per_iter'))} KiB/iteration"
              + (f" (95% CI {kib(s.get('growth_ci_low'))} … {kib(s.get('growth_ci_high'))})"
@@ -247,7 +249,11 @@ def _details(record, version) -> List[str]:
         measured = (f", {','.join(str(n) for n in counts)} iterations measured"
                     if isinstance(counts, list) and counts else "")
         lines.append(f"repeats: {s.get('repeats')}{measured}, floor {floor_kib(s.get('floor'))}{heap} KiB/iteration")
-    lines.append(f"floors from {floors_text(s.get('floors_from'))}")  # the protocol: once, in the map's line
+    text = floors_text(s.get("floors_from"))  # the protocol: once, in the map's line
+    if floors is None:
+        lines.append(f"floors from {text}")
+    else:
+        lines.append(f"floors [{floors.setdefault(text, len(floors) + 1)}], listed under the map")
     if s.get("why"):
         lines.append(f"not decided: {no_paths(s['why'])}")
     return lines
@@ -277,7 +283,8 @@ def floors_text(stamps: Any) -> str:
     return "; ".join(f"{'RSS' if s == 'rss' else s}: {what}" for s, what in words)
 
 
-def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[Tuple[str, str]]]:
+def _cell(record, version, prev, prev_record, cid,
+          floors: Optional[Dict[str, int]] = None) -> Tuple[str, Optional[Tuple[str, str]]]:
     """(one <td>, its mark: (kind, why), or None)."""
     if record is None:
         return f'<td class="na" title="not measured on TF {esc(version)}">n/a</td>', None
@@ -289,7 +296,7 @@ def _cell(record, version, prev, prev_record, cid) -> Tuple[str, Optional[Tuple[
     shown, kind = verdict(s), s.get("growth_kind")
     marked = mark(prev_record, record) if prev else None
     moved = marked[0] if marked else None
-    tip = _details(record, version)
+    tip = _details(record, version, floors)
     glyph, cls = "", f"v-{shown}"
     if marked:
         p = prev_record["summary"]
@@ -349,6 +356,14 @@ def _count(pairs, versions, groups: compare.Groups, changes) -> str:
             + (f"; {undecided} flip{'' if undecided == 1 else 's'} with a side undecided (◆, not counted)"
                if undecided else "")
             + f"; judged by {', '.join(sorted(rule.version_text(v) for v in judged))}.")
+
+
+def _floors_legend(floors: Dict[str, int]) -> str:
+    """The floors stamps the cells name by number ("floors [2]"), each in words once."""
+    if not floors:
+        return ""
+    items = "; ".join(f'<span id="atlas-floors-{n}">[{n}] {esc(text)}</span>' for text, n in floors.items())
+    return f'<p class="read floors">Floors each cell was judged at (a cell names its number): {items}.</p>'
 
 
 def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
@@ -416,7 +431,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
         return ""
     pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
     prev = previous_all(versions)
-    rows, changes = [], []
+    rows, changes, floors = [], [], {}  # floors: each stamp's words -> its number on the page
     # a pair no version measured (the GPU strategies on a CPU machine, a loop a strategy does not apply to): named
     # under the map, not drawn as a row of n/a
     unmeasured = [pair for pair in pairs
@@ -430,7 +445,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
             p = prev[v]
             prev_record = groups[p].get((loop, strategy), (None, None))[0] if p else None
             cid = f"atlas-change-{len(changes)}"
-            td, marked = _cell(record, v, p, prev_record, cid)
+            td, marked = _cell(record, v, p, prev_record, cid, floors)
             tds.append(td.replace("<td ", f'<td data-ver="{esc(v)}" ', 1))
             if marked:
                 changes.append((cid, loop, strategy, p, v, marked[0], prev_record, record, marked[1]))
@@ -472,7 +487,7 @@ TF <select id="atlas-tf" title="one version and the one it is read against"><opt
 <span class="key v-inconclusive">inconclusive</span> the pair's verdict (RSS and heap together); then what grew; the
 number is the RSS slope, KiB/iteration</span></div>
 <div class="scroll"><table class="atlas"><thead><tr><th>loop × strategy \\ TF</th>{head}</tr></thead>
-<tbody>{"".join(rows)}</tbody></table></div>{_unmeasured(unmeasured, groups, versions)}
+<tbody>{"".join(rows)}</tbody></table></div>{_floors_legend(floors)}{_unmeasured(unmeasured, groups, versions)}
 <h3>What changed, and the commands that explain it ({len(counted)} in all){answered_count}</h3>
 {listing}
 <script>{JS}</script></div>

@@ -542,6 +542,28 @@ def test_records_beside_an_atlas_file_put_their_cells_into_its_columns_in_place(
     assert (folder / "atlas.json").read_bytes() == kept  # refused: nothing written
 
 
+def test_each_floors_stamp_is_written_once_under_the_map_and_each_cell_names_its_number():
+    """A stamp is a column's: 2000 cells repeating its words were 7 % of the page. Each cell says "floors [n]", the
+    legend under the map gives each stamp's words once, and a cell of another stamp names another number."""
+    calibrated = {"rss": {"kind": "calibration", "file": "glibc-py3.11.json"}, "heap": {"kind": "settling"}}
+    grouped = groups(("2.13.1", [record("sweep", "reuse_model"), record("kfold", "clear_session")]),
+                     ("2.14.1", [record("sweep", "reuse_model"), record("kfold", "clear_session")]))
+    for v, column in grouped.items():
+        for rec, _ in column.values():
+            rec["summary"]["floors_from"] = calibrated if v == "2.13.1" else {"rss": {"kind": "default"}}
+    html = atlas.section(grouped)
+    first = "RSS: calibration glibc-py3.11.json; heap: TF&#x27;s settling (made on this TF/Keras)"
+    second = "RSS: the 64 KiB default (no calibration)"
+    assert html.count(first) == 1 and html.count(second) == 1  # in the legend alone
+    legend = html[html.index('<p class="read floors">'):]
+    assert legend.index(f"[1] {first}") < legend.index(f"[2] {second}")
+    cells = re.findall(r'<td data-ver="([^"]+)".*?</td>', html, flags=re.S)
+    assert cells == ["2.13.1", "2.14.1"] * 2
+    for v, cell in zip(cells, re.findall(r'<td data-ver="[^"]+".*?</td>', html, flags=re.S)):
+        n = 1 if v == "2.13.1" else 2
+        assert f"<li>floors [{n}], listed under the map</li>" in cell, cell
+
+
 def test_nan_and_infinite_figures_are_left_out_of_the_data_and_read_as_n_a(tmp_path):
     """A run too short for a CI has NaN bounds: JSON has no NaN, and the page shows n/a for both."""
     short = record("sweep", "reuse_model", "grows", "leak", 300 * KIB)
