@@ -187,9 +187,12 @@ def commands(loop: str, strategy: str, good: str, bad: str,
     out = []
     backend = bad_label if bad_label in BACKENDS else ""
     one_release = backend or (good_rel == bad_rel and pythons)  # another backend or Python: no release to find
+    strat = f" --strategy {strategy}" if strategy in STRATEGIES else ""
+    if backend and good_rel == bad_rel and good_label not in BACKENDS:  # the release's own backend, then another
+        out.append(("which backend carries it", f"kerasbench attribute --backends tensorflow,{backend} --tf "
+                                                f"{bad_rel} {where}{strat}"))
     if (not one_release and "tf_keras" not in (good_label, bad_label) and (not pythons or python)
             and not nightly_then_release(good, bad)):
-        strat = f" --strategy {strategy}" if strategy in STRATEGIES else ""
         out.append(("which release changed it", f"kerasbench triage --good {good_rel} --bad {bad_rel} {where}"
                                                 f"{strat}{python}"))
         if not nightly:  # attribute takes releases (or asv environments), not nightlies

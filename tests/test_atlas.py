@@ -195,7 +195,7 @@ def test_commands_use_only_options_the_commands_have(capsys):
             pass
         known = set(re.findall(r"--[a-z][a-z-]*", capsys.readouterr().out))
         for good, bad in (("2.13.1", "2.14.1"), ("2.16.2+py3.12", "2.17.1+py3.12"),
-                          ("2.16.2+tf_keras", "2.17.1+tf_keras")):
+                          ("2.16.2+tf_keras", "2.17.1+tf_keras"), ("2.21.0", "2.21.0+jax")):
             for _, cmd in atlas.commands("sweep", "clear_session_del_gc", good, bad):
                 if cmd.split()[1] == command:
                     assert set(re.findall(r"--[a-z][a-z-]*", cmd)) <= known, cmd
@@ -792,10 +792,16 @@ def test_a_backend_or_a_python_is_read_against_its_own_release_first():
     # a first tf_keras column goes on from the last release, not from a nightly of its own release's branch
     assert atlas.previous("2.21.0+tf_keras", ["2.20.0", "2.21.0-dev20250819", "2.21.0"]) == "2.20.0"
     assert atlas.commands("sweep", "clear_session_del_gc", "2.21.0", "2.21.0+torch") == [
+        ("which backend carries it", "kerasbench attribute --backends tensorflow,torch --tf 2.21.0 --loop sweep "
+                                     "--strategy clear_session_del_gc"),  # both in the columns' environments
         ("which cleanup steps it needs there", "kerasbench ablate --loop sweep --tf 2.21.0 --backend torch")]
     assert [c for _, c in atlas.commands("sweep", "reuse_model", "2.21.0", "2.21.0+py3.12")] == [
         "kerasbench ablate --loop sweep --tf 2.21.0 --python 3.12"]
-    assert atlas.commands("control", "control_noop", "2.21.0", "2.21.0+torch") == []  # nothing to take apart
+    assert [w for w, _ in atlas.commands("control", "control_noop", "2.21.0", "2.21.0+torch")] == [
+        "which backend carries it"]  # nothing to take apart
+    report = atlas.commands("report:tf61791_fit_clear_session", "clear_session_del_gc", "2.21.0", "2.21.0+jax")
+    assert report[0][1] == ("kerasbench attribute --backends tensorflow,jax --tf 2.21.0 --repro "
+                            "kerasbench/examples/reports/tf61791_fit_clear_session.py --strategy clear_session_del_gc")
 
 
 def test_a_flip_read_at_other_floors_is_not_counted_as_a_change():

@@ -283,7 +283,40 @@ def test_attribute_backends_measures_the_pair_on_each_and_answers(monkeypatch, t
     assert saved["attribution"]["backends"] == ["tensorflow", "jax", "torch"] and len(saved["records"]) == 3
 
 
+def test_attribute_backends_in_a_release_s_environments_measures_each_where_its_column_was(monkeypatch, tmp_path):
+    """--tf V: each backend in V's asv environment with its framework (the atlas' 2.21.0 and 2.21.0+jax columns'),
+    as `run --tf V --backend B` would make it, not in this interpreter (which may have neither jax nor torch)."""
+    import io
+
+    from kerasbench import cli, environment, runner
+
+    made, seen = [], []
+
+    def python_for_tf(config, version, progress=None, python=None, pins=None, keras="", backend=""):
+        made.append((version, python, backend))
+        path = tmp_path / f"{version}-{backend or 'tf'}"  # an interpreter the spec accepts
+        if not path.exists():
+            path.symlink_to(sys.executable)
+        return str(path)
+
+    def fake(specs, jobs, progress=None, finished=None, metric=""):
+        seen.extend((s.backend, s.python) for s in specs)
+        return [_fake_record(s, "grows" if s.backend == "tensorflow" else "flat", "flat") for s in specs]
+
+    monkeypatch.setattr(environment, "python_for_tf", python_for_tf)
+    monkeypatch.setattr(runner, "measure_specs", fake)
+    out = io.StringIO()
+    assert cli.main(["attribute", "--backends", "tensorflow,jax", "--tf", "2.21.0", "--loop", "sweep", "--strategy",
+                     "clear_session_del_gc", "--config", "asv.matrix.json"], out=out) == 0
+    assert made == [("2.21.0", None, ""), ("2.21.0", None, "jax")]
+    assert seen == [("tensorflow", str(tmp_path / "2.21.0-tf")), ("jax", str(tmp_path / "2.21.0-jax"))]
+    text = out.getvalue()
+    assert "on 2 Keras backends in TF 2.21.0's environments" in text and "Answer: Only on tensorflow" in text
+
+
 @pytest.mark.parametrize("argv, message", [
+    (["--tf", "2.21.0", "--good", "2.12.1", "--bad", "2.13.1"], "--tf goes with --backends"),
+    (["--backends", "jax,torch", "--python", "3.12"], "give --tf VERSION too"),
     (["--backends", "jax"], "Expected two or more of tensorflow, jax, torch"),
     (["--backends", "jax,mxnet"], "Received: 'jax,mxnet'"),
     (["--backends", "jax,torch", "--good", "2.12.1"], "leave out --good and --bad"),

@@ -37,8 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "pins) or an asv environment (name or folder) with the behaviour you expect")
     p.add_argument("--bad", metavar="ENV_OR_RELEASE", help="the one whose behaviour changed")
     p.add_argument("--backends", metavar="A,B,…", help="instead of --good/--bad: the pair measured on each of these "
-                   "Keras 3 backends (tensorflow,jax,torch) in this interpreter, answering whether the growth follows "
-                   "Keras across them or is one backend's (docs/backends.md)")
+                   "Keras 3 backends (tensorflow,jax,torch) in this interpreter (or --tf's environments), answering "
+                   "whether the growth follows Keras across them or is one backend's (docs/backends.md)")
+    p.add_argument("--tf", metavar="VERSION", help="with --backends: each backend measured in the asv environment of "
+                   "this TF release with that backend's framework (`run --tf V --backend B`'s: the atlas' 2.21.0+jax "
+                   "column), not in this interpreter")
     options.bisected_pair(p)
     options.counts(p, "environment")
     options.bisect_environments(p, "the environments on this Python (default: the config's)")
@@ -60,6 +63,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.backends is not None:
         return across_backends(args, out)
+    if args.tf is not None:
+        raise UsageError("--tf goes with --backends (the release whose environments each backend is measured in); "
+                         "--good and --bad name the two sides of an attribution.")
     if not args.good or not args.bad:
         raise UsageError("Attribute what? Give --good and --bad (two releases or environments), or --backends A,B.")
     metric = triage.check_metric(args.metric)
@@ -309,13 +315,21 @@ def across_backends(args: argparse.Namespace, out: TextIO) -> int:
     template = options.template(args, loop)
     options.check_outputs({"--json": args.json}, {"--repro": args.repro})
     specs = [dataclasses.replace(template, backend=b).validate() for b in named]
+    if args.tf is not None:  # each in the release's environment with its framework, as the atlas' columns
+        from ..session import use_release
+
+        specs = [use_release(spec, args.config, args.tf, sys.stderr, args.python) for spec in specs]
+    elif args.python:
+        raise UsageError("--python with --backends picks the Python of --tf's environments: give --tf VERSION too.")
     started = time.monotonic()
     records = runner.measure_specs(specs, args.jobs, Progress(sys.stderr, len(specs), template.warmup))
     rows = list(zip(named, records))
     verdicts = {b: (pair_verdict(r.get("summary") or {}) if r.get("status") == "ok" else "inconclusive",
                     str((r.get("summary") or {}).get("growth_kind") or "")) for b, r in rows}
     answer = backends_conclusion(verdicts)
-    out.write(f"{loop} × {args.strategy} on {len(named)} Keras backends ({time.monotonic() - started:.0f} s):\n")
+    where = f" in TF {args.tf}'s environments" if args.tf is not None else ""
+    out.write(f"{loop} × {args.strategy} on {len(named)} Keras backends{where} "
+              f"({time.monotonic() - started:.0f} s):\n")
     out.write("\n".join(text_table(BACKENDS_HEADERS, backends_table(rows))) + "\n")
     out.write(f"Answer: {answer}\n")
     if args.json:
