@@ -141,6 +141,14 @@ def _clock(seconds: float) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}:{s:02d}" if minutes >= 60 else f"{minutes}:{s:02d}"
 
 
+def unconfirmed(entry: Optional[dict]) -> bool:
+    """Whether an answer found its change's two ends alike on measuring them again (a triage or attribution that
+    ran to its end and said so): the change the atlas marked is not confirmed."""
+    from .triage import ENDS_ALIKE
+
+    return bool(entry) and entry.get("rc") == 0 and ENDS_ALIKE in str(entry.get("answer") or "")
+
+
 def shown(entry: Optional[dict]) -> Optional[str]:
     """An answer as the atlas shows it beside its command: the answer and its wall, or why there is none."""
     if not entry:

@@ -449,6 +449,9 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
             prev_record = groups[p].get((loop, strategy), (None, None))[0] if p else None
             cid = f"atlas-change-{len(changes)}"
             td, marked = _cell(record, v, p, prev_record, cid, floors)
+            if marked and marked[0] != "other" and not_confirmed(commands(loop, strategy, p, v, pythons), answered):
+                td = td.replace('tabindex="0">', 'tabindex="0" data-unconfirmed="1">', 1).replace(
+                    "<ul class=\"more\">", f"<ul class=\"more\"><li>{esc(UNCONFIRMED)}</li>", 1)
             tds.append(td.replace("<td ", f'<td data-ver="{esc(v)}" ', 1))
             if marked:
                 changes.append((cid, loop, strategy, p, v, marked[0], prev_record, record, marked[1]))
@@ -513,18 +516,32 @@ def counted_changes(groups: compare.Groups) -> List[Tuple[str, str, str, str]]:
     return out
 
 
+UNCONFIRMED = ("not confirmed: measured again by a command below, its two ends do not differ; read the mark as the "
+               "map's one measurement, not a change")
+
+
+def not_confirmed(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]]) -> bool:
+    """Whether one of a change's commands (commands()'s) answered that its two ends, measured again, are alike."""
+    from .answers import unconfirmed
+
+    return bool(answered) and any(unconfirmed(answered.get(cmd)) for _, cmd in cmds)
+
+
 def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optional[Dict[str, str]] = None) -> str:
     if not answered:
         return ""
     asked = {cmd for c in counted for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)}
     ran = asked & set(answered)
     said = sum(bool(answered[cmd].get("answer")) and answered[cmd].get("rc") == 0 for cmd in ran)
+    alike = sum(not_confirmed(commands(c[1], c[2], c[3], c[4], pythons), answered) for c in counted)
     # a command answered for a change the map no longer has (a column measured since between its two ends: the
     # change is now steps between other columns) is kept in the file, not shown: said, not dropped in silence
     from .answers import FILE as FILE_NAME
 
     gone = len(set(answered) - asked)
     return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below"
+            + (f"; {alike} not confirmed: measured again, the two ends do not differ (a pale, dashed mark on the "
+               "map)" if alike else "")
             + (f"; {FILE_NAME} holds {gone} more, of changes no longer on the map (columns measured since "
                "between their two ends)" if gone else ""))
 
@@ -584,9 +601,10 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
         said = shown((answered or {}).get(cmd))
         return f'<span class="answer">{linked(esc(no_paths(said)))}</span> ' if said else ""
 
+    listed = commands(loop, strategy, p, v, pythons)
     cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + "".join(
-        f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>'
-        for what, cmd in commands(loop, strategy, p, v, pythons))
+        f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>' for what, cmd in listed)
+    alike = moved != "other" and not_confirmed(listed, answered)
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
             f'data-ver="{esc(v)}"><span class="glyph {moved}">{GLYPHS[moved]}</span> '
@@ -595,6 +613,7 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
             f"{esc(verdict(a))}/{esc(a.get('growth_kind') or '-')} ({esc(kib(a.get('growth_per_iter')))} KiB/it)"
             + (f' <span class="hw">different hardware ({esc(hw)}): measure both on one machine</span>' if hw else "")
             + f'<br><span class="why">{esc(why)}</span>'
+            + (f'<br><span class="unconfirmed">{esc(UNCONFIRMED)}</span>' if alike else "")
             + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
 
 
@@ -988,6 +1007,8 @@ table.atlas td.na{color:#888;text-align:center;cursor:default}table.atlas td.fai
 .atlas .glyph{font-weight:700;margin-right:3px}.atlas .worse>.glyph,.atlas .glyph.worse{color:#c00}
 .atlas .better>.glyph,.atlas .glyph.better{color:#070}.atlas .other>.glyph,.atlas .glyph.other{color:#333}
 .atlas .key.changed{border-left-width:5px;border-left-style:solid;padding-left:3px}
+.atlas td[data-unconfirmed]{border-left-style:dashed}.atlas td[data-unconfirmed]>.glyph{opacity:.45}
+.atlas .unconfirmed{color:#735;font-style:italic}
 .atlas ul.more{display:none;margin:4px 0 0;padding-left:1.1em;font-size:11px;white-space:normal;width:22em}
 .atlas td:hover>ul.more,.atlas td:focus>ul.more{display:block;position:absolute;left:0;top:100%;z-index:10;
 margin:0;padding:4px 8px 4px 1.6em;background:#fffef3;border:1px solid #bbb;box-shadow:0 2px 6px rgba(0,0,0,.2)}

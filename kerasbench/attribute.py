@@ -246,7 +246,9 @@ def conclude(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], dif
              what: str) -> Conclusion:
     """The conclusion from the classified rows (triage.classify against the two ends), in words."""
     if not differ:
-        return Conclusion("no change", [], f"No answer for {what}: the ends do not differ ({why}).")
+        from .triage import ENDS_ALIKE
+
+        return Conclusion("no change", [], f"No answer for {what}: {ENDS_ALIKE} ({why}).")
     names = differing(good, bad)
     singles = [r for r in rows if r.kind == "single"]
     carriers = [r for r in singles if r.cls == "bad"]

@@ -27,6 +27,10 @@ from .units import KIB, MIB
 if TYPE_CHECKING:  # the type only: the command's bisect_releases imports runner (loop shapes, numpy) when it runs
     pass
 
+# What triage and attribute say when, measured again, the two ends of a change do not differ (answers.unconfirmed
+# reads it: the atlas shows such a mark as not confirmed).
+ENDS_ALIKE = "the ends do not differ"
+
 
 @dataclass
 class Outcome:
@@ -70,7 +74,7 @@ def bisect(versions: Sequence[str], classify: Callable[[str], Union[str, Tuple[s
 
     for end, expected in ((versions[0], "good"), (versions[-1], "bad")):
         if tried(end) != expected:
-            out.stopped = f"the ends do not differ ({end} is {out.tried[end]}, not {expected})"
+            out.stopped = f"{ENDS_ALIKE} ({end} is {out.tried[end]}, not {expected})"
             out.bracket = (versions[0], versions[-1])
             return out
     lo, hi = 0, len(versions) - 1

@@ -65,6 +65,29 @@ def test_the_changed_cell_is_marked_and_its_commands_name_the_versions(three):
     assert "worse than the previous version" in html
 
 
+def test_a_mark_its_measuring_again_finds_alike_is_shown_not_confirmed(three):
+    """A triage or attribution that ran to its end and found the change's two ends alike does not confirm the mark:
+    the cell's mark is pale and dashed with why, the change says so, the count line counts it; another answer (a
+    release found) or a failed command leaves the mark as it is."""
+    from kerasbench.triage import ENDS_ALIKE
+
+    triage = "kerasbench triage --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session_del_gc"
+    attribute = triage.replace("triage", "attribute", 1)
+    alike = {"what": "which release changed it", "rc": 0, "seconds": 40.0,
+             "answer": f"No answer for sweep × clear_session_del_gc (growth_per_iter): {ENDS_ALIKE} (2.13.1 is bad)."}
+    html = atlas.section(three, {triage: alike})
+    new = row(html, "sweep", "clear_session_del_gc")[1]
+    said = atlas.esc(atlas.UNCONFIRMED)
+    assert 'data-unconfirmed="1"' in new and f"<li>{said}</li>" in new
+    assert f'<span class="unconfirmed">{said}</span>' in html
+    assert "1 not confirmed: measured again, the two ends do not differ" in html
+    found = {"what": "which release changed it", "rc": 0, "seconds": 90.0, "answer": "TF 2.14.0 is the first release"}
+    failed = dict(alike, rc=1)
+    for answered in ({triage: found}, {attribute: failed}, {}):
+        html = atlas.section(three, answered)
+        assert 'data-unconfirmed="1"' not in html and "not confirmed:" not in html, answered
+
+
 def test_a_cell_leads_with_the_pairs_one_verdict_and_a_change_of_it_is_marked():
     # RSS flat on both versions; the heap grows on the second: the pair grows (a leak RSS hides in held pages)
     before = record("sweep", "reuse_model")
