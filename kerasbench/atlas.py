@@ -1102,9 +1102,9 @@ PAGE, DATA = "index.html", "atlas.json"
 def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = None, rejudge: bool = False,
           page_name: str = PAGE, with_data: bool = True) -> List[str]:
     """The one writer of the atlas (`kerasbench atlas`, `report --atlas`, publish): the atlas of `paths` (records, or
-    one atlas data file and records to add to it; `groups`: already loaded from them, else loaded here with `rejudge`)
-    into `folder`, made if
-    missing: the page (PAGE, or `page_name`: `report --atlas --output FILE`) and, `with_data`, DATA, each atomically.
+    one atlas data file and records to add to it; `groups`: already loaded from them, else loaded here with
+    `rejudge`) into `folder`, made if missing: the page (PAGE, or `page_name`: `report --atlas --output FILE`) and,
+    `with_data`, DATA, each atomically.
     The inputs' errors come first, then the outputs' (a folder that is a file; an output that is an input; a folder
     made for outputs then refused is removed again); DATA is not written again when it is the only input (the page is
     made again from it), and written in place, atomically, when records beside it add cells. Returns the paths

@@ -302,3 +302,25 @@ def test_an_index_answer_of_another_shape_is_one_line_and_odd_entries_are_left_o
                      {"filename": wheel.format(day="20260103"), "upload-time": "2026-01-03T00:00:00Z", "size": 9}]}
     found = nightlies.listing("tf-nightly-cpu", doc=doc)
     assert [(n.version, n.day) for n in found] == [("2.22.0.dev20260103", datetime.date(2026, 1, 3))]
+
+
+def test_a_nightly_triage_keeps_an_environment_another_process_measures_in(tmp_path, monkeypatch):
+    """The clean-up removes the environments the triage made but the bracket's, and keeps one another kerasbench has
+    taken up (environment.remove_unused refuses it), saying so."""
+    from kerasbench import environment
+    from kerasbench.commands.triage import nightly_epilogue
+    from kerasbench.triage import Outcome
+
+    made, envs = {}, tmp_path / "env"
+    for v in ("a", "b", "c", "d"):
+        (envs / v / "bin").mkdir(parents=True)
+        (envs / v / "bin" / "python").write_text("")
+        made[v] = str(envs / v / "bin" / "python")
+    busy = str(envs / "c")
+    real = environment.remove_unused
+    monkeypatch.setattr(environment, "remove_unused", lambda folder: folder != busy and real(folder))
+    outcome = Outcome(versions=list(made), bracket=("b", "d"))  # no first_bad: no commits line
+    text = nightly_epilogue(outcome, {}, None, "3.11", [], made, "")
+    assert "Environments: removed 1 this triage made" in text and "; kept 1 another process measures in;" in text
+    assert "kept the bracket's 2" in text
+    assert sorted(os.listdir(envs)) == ["b", "c", "d"]
