@@ -141,12 +141,18 @@ def _clock(seconds: float) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}:{s:02d}" if minutes >= 60 else f"{minutes}:{s:02d}"
 
 
-def unconfirmed(entry: Optional[dict]) -> bool:
+def unconfirmed(entry: Optional[dict], flipped: bool = False) -> bool:
     """Whether an answer found its change's two ends alike on measuring them again (a triage or attribution that
-    ran to its end and said so): the change the atlas marked is not confirmed."""
+    ran to its end and said so): the change the atlas marked is not confirmed. `flipped`: the mark is a flip of the
+    verdict, which an attribution across backends that finds every backend alike (all grow, or none) contradicts
+    too (it speaks of verdicts, not of a slope's size)."""
+    from .attribute import BACKENDS_ALIKE
     from .triage import ENDS_ALIKE
 
-    return bool(entry) and entry.get("rc") == 0 and ENDS_ALIKE in str(entry.get("answer") or "")
+    said = str((entry or {}).get("answer") or "")
+    if not entry or entry.get("rc") != 0:
+        return False
+    return ENDS_ALIKE in said or (flipped and said.startswith(BACKENDS_ALIKE))
 
 
 def shown(entry: Optional[dict]) -> Optional[str]:

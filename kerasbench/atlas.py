@@ -449,7 +449,8 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
             prev_record = groups[p].get((loop, strategy), (None, None))[0] if p else None
             cid = f"atlas-change-{len(changes)}"
             td, marked = _cell(record, v, p, prev_record, cid, floors)
-            if marked and marked[0] != "other" and not_confirmed(commands(loop, strategy, p, v, pythons), answered):
+            if marked and marked[0] != "other" and not_confirmed(commands(loop, strategy, p, v, pythons), answered,
+                                                                 prev_record, record):
                 td = td.replace('tabindex="0">', 'tabindex="0" data-unconfirmed="1">', 1).replace(
                     "<ul class=\"more\">", f"<ul class=\"more\"><li>{esc(UNCONFIRMED)}</li>", 1)
             tds.append(td.replace("<td ", f'<td data-ver="{esc(v)}" ', 1))
@@ -520,11 +521,15 @@ UNCONFIRMED = ("not confirmed: measured again by a command below, its two ends d
                "map's one measurement, not a change")
 
 
-def not_confirmed(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]]) -> bool:
-    """Whether one of a change's commands (commands()'s) answered that its two ends, measured again, are alike."""
+def not_confirmed(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]], before, after) -> bool:
+    """Whether one of a change's commands (commands()'s) answered that its two ends (records `before`, `after`),
+    measured again, are alike (answers.unconfirmed; a flip of the pair verdict between them, or not)."""
     from .answers import unconfirmed
 
-    return bool(answered) and any(unconfirmed(answered.get(cmd)) for _, cmd in cmds)
+    if not answered:
+        return False
+    flipped = verdict((before or {}).get("summary")) != verdict((after or {}).get("summary"))
+    return any(unconfirmed(answered.get(cmd), flipped) for _, cmd in cmds)
 
 
 def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optional[Dict[str, str]] = None) -> str:
@@ -533,7 +538,7 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
     asked = {cmd for c in counted for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)}
     ran = asked & set(answered)
     said = sum(bool(answered[cmd].get("answer")) and answered[cmd].get("rc") == 0 for cmd in ran)
-    alike = sum(not_confirmed(commands(c[1], c[2], c[3], c[4], pythons), answered) for c in counted)
+    alike = sum(not_confirmed(commands(c[1], c[2], c[3], c[4], pythons), answered, c[6], c[7]) for c in counted)
     # a command answered for a change the map no longer has (a column measured since between its two ends: the
     # change is now steps between other columns) is kept in the file, not shown: said, not dropped in silence
     from .answers import FILE as FILE_NAME
@@ -604,7 +609,7 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
     listed = commands(loop, strategy, p, v, pythons)
     cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + "".join(
         f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>' for what, cmd in listed)
-    alike = moved != "other" and not_confirmed(listed, answered)
+    alike = moved != "other" and not_confirmed(listed, answered, before, after)
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
             f'data-ver="{esc(v)}"><span class="glyph {moved}">{GLYPHS[moved]}</span> '

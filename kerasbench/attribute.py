@@ -407,6 +407,11 @@ def summary(rows: Sequence[Row], metric: str, good: Optional[Dict[str, str]] = N
 # Across Keras 3's backends (attribute --backends): one pair measured on each, in one environment ---------------------
 
 
+# The conclusions where every backend reads alike (all grow, all flat): answers.unconfirmed reads them (a change the
+# atlas marks as a flip between two backends' columns that, measured again, every backend shares is not confirmed).
+BACKENDS_ALIKE = ("The growth follows Keras", "No growth on any backend")
+
+
 def backends_conclusion(verdicts: Dict[str, Tuple[str, str]]) -> str:
     """Whose growth it is, from each backend's pair verdict (`rule.pair_verdict`: grows, flat or inconclusive, each
     decided by the protocol at its floors, as a package attribution's ends are) and what it says of it: growth on
@@ -420,13 +425,13 @@ def backends_conclusion(verdicts: Dict[str, Tuple[str, str]]) -> str:
         return (f"Not decided: {_and(open_)} {'is' if len(open_) == 1 else 'are'} inconclusive"
                 f"{' (' + known + ')' if known else ''}; measure longer (--profile full) or with --repeats 3.")
     if len(grows) == len(verdicts) and len(grows) > 1:
-        return (f"The growth follows Keras: it grows on every backend measured ({_and(grows)}), so it is Keras's "
+        return (f"{BACKENDS_ALIKE[0]}: it grows on every backend measured ({_and(grows)}), so it is Keras's "
                 "own (or a package every backend shares), not one backend's.")
     if grows:
         whose, it = ("that backend's", "it") if len(grows) == 1 else ("those backends'", "them")
         return (f"Only on {_and(grows)}: flat on {_and(flat)} with the same Keras and loop, so the growth is "
                 f"{whose} (or how Keras drives {it}), not Keras's alone.")
-    return f"No growth on any backend measured ({_and(flat)}): nothing to attribute."
+    return f"{BACKENDS_ALIKE[1]} measured ({_and(flat)}): nothing to attribute."
 
 
 BACKENDS_HEADERS = ["backend", "verdict", "RSS KiB/iter [95% CI]", "heap KiB/iter [95% CI]", "iterations", "traces"]

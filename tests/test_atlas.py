@@ -88,6 +88,30 @@ def test_a_mark_its_measuring_again_finds_alike_is_shown_not_confirmed(three):
         assert 'data-unconfirmed="1"' not in html and "not confirmed:" not in html, answered
 
 
+def test_a_backends_attribution_that_finds_every_backend_alike_does_not_confirm_a_flip_only():
+    """tensorflow grows, jax flat on the map; `attribute --backends tensorflow,jax --tf 2.21.0` measured again finds
+    both growing: the flip is not confirmed. A mark of the slope alone (both grow on the map) is not about verdicts:
+    the same answer leaves it as it is."""
+    from kerasbench.attribute import BACKENDS_ALIKE
+
+    def column(v, verdict, kind, slope):
+        rec = record("sweep", "clear_session_del_gc", verdict, kind, slope)
+        rec["summary"].update(growth_ci_low=slope * 0.98, growth_ci_high=slope * 1.02)
+        return (v, [rec])
+
+    cmd = "kerasbench attribute --backends tensorflow,jax --tf 2.21.0 --loop sweep --strategy clear_session_del_gc"
+    alike = {cmd: {"what": "which backend carries it", "rc": 0, "seconds": 60.0,
+                   "answer": f"{BACKENDS_ALIKE[0]}: it grows on every backend measured (tensorflow and jax), so …"}}
+    flip = groups(column("2.21.0", "grows", "leak", 3600 * KIB), column("2.21.0+jax", "flat", "flat", 4 * KIB))
+    html = atlas.section(flip, alike)
+    assert cmd in html and 'data-unconfirmed="1"' in row(html, "sweep", "clear_session_del_gc")[1]
+    assert "1 not confirmed" in html
+    slope = groups(column("2.21.0", "grows", "leak", 3600 * KIB), column("2.21.0+jax", "grows", "leak", 900 * KIB))
+    html = atlas.section(slope, alike)
+    assert "changed better" in row(html, "sweep", "clear_session_del_gc")[1]  # marked, by the slope
+    assert 'data-unconfirmed="1"' not in html and "not confirmed:" not in html
+
+
 def test_a_cell_leads_with_the_pairs_one_verdict_and_a_change_of_it_is_marked():
     # RSS flat on both versions; the heap grows on the second: the pair grows (a leak RSS hides in held pages)
     before = record("sweep", "reuse_model")
