@@ -521,6 +521,44 @@ UNCONFIRMED = ("not confirmed: measured again by a command below, its two ends d
                "map's one measurement, not a change")
 
 
+# A nightly triage's answer names the first nightly that behaves like its bad end (kerasbench.commands.triage).
+FIRST_NIGHTLY = re.compile(r"Answer: TF \S*?dev(\d{4})(\d{2})(\d{2}) is the first nightly")
+
+
+def _nightly_range(cmd: str) -> Optional[Tuple[Tuple[str, ...], str, str]]:
+    """(the triage's other words, its good day, its bad day) for a triage between two nightlies, else None."""
+    words = cmd.split()
+    if words[1:2] != ["triage"] or "--good" not in words or "--bad" not in words:
+        return None
+    good, bad = words[words.index("--good") + 1], words[words.index("--bad") + 1]
+    if not (good.startswith("nightly:") and bad.startswith("nightly:")):
+        return None
+    rest = tuple(w for i, w in enumerate(words) if w not in (good, bad) or words[i - 1] not in ("--good", "--bad"))
+    return rest, good[len("nightly:"):], bad[len("nightly:"):]
+
+
+def wider(cmd: str, answered: Optional[Dict[str, dict]]) -> Optional[Tuple[str, dict]]:
+    """(command, answer) of the narrowest answered triage of the same pair over nightlies around `cmd`'s (a nightly
+    column measured since between its two ends split its change: the workflow adds a column a night) whose answer,
+    the first nightly like its bad end, lies in `cmd`'s range; else None."""
+    mine = _nightly_range(cmd) if answered else None
+    if mine is None:
+        return None
+    found = []
+    for other, entry in answered.items():
+        theirs = _nightly_range(other)
+        first = FIRST_NIGHTLY.search(str(entry.get("answer") or "")) if entry.get("rc") == 0 else None
+        day = "-".join(first.groups()) if first else ""
+        if (theirs and theirs[0] == mine[0] and theirs[1] <= mine[1] and theirs[2] >= mine[2] and other != cmd
+                and mine[1] < day <= mine[2]):  # the nightly it found lies in this change's range
+            found.append((theirs[1], theirs[2], other, entry))
+    if not found:
+        return None
+    found.sort(key=lambda f: f[1])  # the earliest bad end ...
+    found.sort(key=lambda f: f[0], reverse=True)  # ... of the latest good end (sorts are stable)
+    return found[0][2], found[0][3]
+
+
 def not_confirmed(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]], before, after) -> bool:
     """Whether one of a change's commands (commands()'s) answered that its two ends (records `before`, `after`),
     measured again, are alike (answers.unconfirmed; a flip of the pair verdict between them, or not)."""
@@ -544,7 +582,10 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
     from .answers import FILE as FILE_NAME
 
     gone = len(set(answered) - asked)
+    around = sum(wider(cmd, answered) is not None for cmd in asked - ran)
     return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below"
+            + (f"; {around} more answered by a triage over a wider range of nightlies (a column measured since "
+               "splits it), shown with its range" if around else "")
             + (f"; {alike} not confirmed: measured again, the two ends do not differ (a pale, dashed mark on the "
                "map)" if alike else "")
             + (f"; {FILE_NAME} holds {gone} more, of changes no longer on the map (columns measured since "
@@ -604,7 +645,14 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
     b, a = before["summary"], after["summary"]
     def answer(cmd: str) -> str:
         said = shown((answered or {}).get(cmd))
-        return f'<span class="answer">{linked(esc(no_paths(said)))}</span> ' if said else ""
+        if said:
+            return f'<span class="answer">{linked(esc(no_paths(said)))}</span> '
+        around = wider(cmd, answered)
+        if around is None:
+            return ""
+        good, bad = around[0].split("--good ")[1].split()[0], around[0].split("--bad ")[1].split()[0]
+        return (f'<span class="answer wider">over a wider range, {esc(good)} → {esc(bad)} (a column measured since '
+                f'splits it): {linked(esc(no_paths(shown(around[1]))))}</span> ')
 
     listed = commands(loop, strategy, p, v, pythons)
     cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + "".join(

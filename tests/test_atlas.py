@@ -112,6 +112,27 @@ def test_a_backends_attribution_that_finds_every_backend_alike_does_not_confirm_
     assert 'data-unconfirmed="1"' not in html and "not confirmed:" not in html
 
 
+def test_a_nightly_triage_over_a_wider_range_answers_the_part_of_it_where_its_nightly_lies():
+    """A column measured between a triage's two nightlies (the workflow adds one a night) splits its change: the
+    triage's answer is shown beside the part holding the nightly it found, with its range; not beside the other part,
+    nor from another pair's triage, a failed one, or one without a nightly found."""
+    def triage(good, bad, loop="sweep"):
+        return f"kerasbench triage --good nightly:{good} --bad nightly:{bad} --loop {loop} --strategy clear_session"
+
+    found = "Answer: TF 2.22.0.dev20260731 is the first nightly where sweep × clear_session behaves like the bad end."
+    answered = {triage("2026-07-15", "2026-08-08"): {"rc": 0, "seconds": 200.0, "answer": found},
+                triage("2026-06-15", "2026-09-05"): {"rc": 0, "seconds": 300.0, "answer": found},  # wider still
+                triage("2026-07-15", "2026-08-08", "kfold"): {"rc": 0, "seconds": 200.0, "answer": found}}
+    near = atlas.wider(triage("2026-07-15", "2026-07-31"), answered)
+    assert near == (triage("2026-07-15", "2026-08-08"), answered[triage("2026-07-15", "2026-08-08")])  # narrowest
+    assert atlas.wider(triage("2026-07-31", "2026-08-08"), answered) is None  # its nightly is this part's good end
+    assert atlas.wider(triage("2026-07-15", "2026-08-08"), answered)[0] == triage("2026-06-15", "2026-09-05")
+    assert atlas.wider(triage("2026-07-15", "2026-07-31", "notebook"), answered) is None  # no triage of that pair
+    for entry in ({"rc": 1, "answer": found}, {"rc": 0, "answer": "No answer for sweep × clear_session: …"}):
+        assert atlas.wider(triage("2026-07-15", "2026-07-31"), {triage("2026-07-15", "2026-08-08"): entry}) is None
+    assert atlas.wider("kerasbench ablate --loop sweep --tf 2.21.0", answered) is None
+
+
 def test_a_cell_leads_with_the_pairs_one_verdict_and_a_change_of_it_is_marked():
     # RSS flat on both versions; the heap grows on the second: the pair grows (a leak RSS hides in held pages)
     before = record("sweep", "reuse_model")
