@@ -434,7 +434,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
         return ""
     pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
     prev = previous_all(versions)
-    rows, changes, floors = [], [], {}  # floors: each stamp's words -> its number on the page
+    rows, changes, floors, pale = [], [], {}, 0  # floors: each stamp's words -> its number on the page
     # a pair no version measured (the GPU strategies on a CPU machine, a loop a strategy does not apply to): named
     # under the map, not drawn as a row of n/a
     unmeasured = [pair for pair in pairs
@@ -451,6 +451,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
             td, marked = _cell(record, v, p, prev_record, cid, floors)
             if marked and marked[0] != "other" and not_confirmed(commands(loop, strategy, p, v, pythons), answered,
                                                                  prev_record, record):
+                pale += 1
                 td = td.replace('tabindex="0">', 'tabindex="0" data-unconfirmed="1">', 1).replace(
                     "<ul class=\"more\">", f"<ul class=\"more\"><li>{esc(UNCONFIRMED)}</li>", 1)
             tds.append(td.replace("<td ", f'<td data-ver="{esc(v)}" ', 1))
@@ -490,6 +491,7 @@ TF <select id="atlas-tf" title="one version and the one it is read against"><opt
 <label><input type="checkbox" id="atlas-undecided"> show the flips with a side undecided (◆, {len(undecided)})</label>
 <span class="legend"><span class="key changed worse">▲</span> worse than the previous version
 <span class="key changed better">▼</span> better (compare's rule on the RSS slope, else the verdict's flip)
+{'<span class="key changed worse unconf">▲</span> pale, dashed: not confirmed, measured again' if pale else ''}
 <span class="key v-grows">grows</span> <span class="key v-flat">flat</span>
 <span class="key v-inconclusive">inconclusive</span> the pair's verdict (RSS and heap together); then what grew; the
 number is the RSS slope, KiB/iteration</span></div>
@@ -1061,6 +1063,7 @@ table.atlas td.na{color:#888;text-align:center;cursor:default}table.atlas td.fai
 .atlas .better>.glyph,.atlas .glyph.better{color:#070}.atlas .other>.glyph,.atlas .glyph.other{color:#333}
 .atlas .key.changed{border-left-width:5px;border-left-style:solid;padding-left:3px}
 .atlas td[data-unconfirmed]{border-left-style:dashed}.atlas td[data-unconfirmed]>.glyph{opacity:.45}
+.atlas .key.unconf{border-left-style:dashed;color:rgba(204,0,0,.45)}
 .atlas .unconfirmed{color:#735;font-style:italic}
 .atlas ul.more{display:none;margin:4px 0 0;padding-left:1.1em;font-size:11px;white-space:normal;width:22em}
 .atlas td:hover>ul.more,.atlas td:focus>ul.more{display:block;position:absolute;left:0;top:100%;z-index:10;
