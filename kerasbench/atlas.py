@@ -652,8 +652,9 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
         around = wider(cmd, answered)
         if around is None:
             return ""
-        good, bad = around[0].split("--good ")[1].split()[0], around[0].split("--bad ")[1].split()[0]
-        return (f'<span class="answer wider">over a wider range, {esc(good)} → {esc(bad)} (a column measured since '
+        _, good, bad = _nightly_range(around[0])  # wider() found it a triage between two nightlies
+        return (f'<span class="answer wider">over a wider range, nightly:{esc(good)} → nightly:{esc(bad)} '
+                f'(a column measured since '
                 f'splits it): {linked(esc(no_paths(shown(around[1]))))}</span> ')
 
     listed = commands(loop, strategy, p, v, pythons)
