@@ -434,7 +434,8 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
         return ""
     pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
     prev = previous_all(versions)
-    rows, changes, floors, pale = [], [], {}, 0  # floors: each stamp's words -> its number on the page
+    rows, changes, floors, pale = [], [], {}, set()  # floors: each stamp's words -> its number on the page; pale:
+    # the ids of the changes not confirmed (not_confirmed, asked once per change: the cell, the count and the list)
     # a pair no version measured (the GPU strategies on a CPU machine, a loop a strategy does not apply to): named
     # under the map, not drawn as a row of n/a
     unmeasured = [pair for pair in pairs
@@ -451,7 +452,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
             td, marked = _cell(record, v, p, prev_record, cid, floors)
             if marked and marked[0] != "other" and not_confirmed(commands(loop, strategy, p, v, pythons), answered,
                                                                  prev_record, record):
-                pale += 1
+                pale.add(cid)
                 td = td.replace('tabindex="0">', 'tabindex="0" data-unconfirmed="1">', 1).replace(
                     "<ul class=\"more\">", f"<ul class=\"more\"><li>{esc(UNCONFIRMED)}</li>", 1)
             tds.append(td.replace("<td ", f'<td data-ver="{esc(v)}" ', 1))
@@ -471,9 +472,10 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
     v_options = "".join(f'<option value="{esc(v)}" data-prev="{esc(prev[v] or "")}">{esc(v)}</option>'
                         for v in versions)
     counted = [c for c in changes if c[5] != "other"]
-    answered_count = _answered_count(counted, answered, pythons)
+    answered_count = _answered_count(counted, answered, pythons, len(pale))
     undecided = [c for c in changes if c[5] == "other"]
-    listing = (f'<ol class="changes">{"".join(_item(*c, answered, pythons) for c in counted)}</ol>' if counted
+    items = "".join(_item(*c, answered, pythons, c[0] in pale) for c in counted)
+    listing = (f'<ol class="changes">{items}</ol>' if counted
                else "<p>No pair changes between consecutive versions by compare's rule or its verdict.</p>")
     if undecided:
         listing += (f'<details class="undecided"><summary>{len(undecided)} flip{"" if len(undecided) == 1 else "s"} '
@@ -572,13 +574,15 @@ def not_confirmed(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, 
     return any(unconfirmed(answered.get(cmd), flipped) for _, cmd in cmds)
 
 
-def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optional[Dict[str, str]] = None) -> str:
+def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optional[Dict[str, str]] = None,
+                    alike: int = 0) -> str:
+    """The count after the list's heading: its commands run and answered, answered over a wider range, `alike` (of
+    the changes not confirmed), and the answers of changes no longer on the map."""
     if not answered:
         return ""
     asked = {cmd for c in counted for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)}
     ran = asked & set(answered)
     said = sum(bool(answered[cmd].get("answer")) and answered[cmd].get("rc") == 0 for cmd in ran)
-    alike = sum(not_confirmed(commands(c[1], c[2], c[3], c[4], pythons), answered, c[6], c[7]) for c in counted)
     # a command answered for a change the map no longer has (a column measured since between its two ends: the
     # change is now steps between other columns) is kept in the file, not shown: said, not dropped in silence
     from .answers import FILE as FILE_NAME
@@ -639,9 +643,9 @@ def _ratio(a: Optional[float], b: Optional[float]) -> float:
 
 
 def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None,
-          pythons: Optional[Dict[str, str]] = None) -> str:
+          pythons: Optional[Dict[str, str]] = None, alike: bool = False) -> str:
     """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands (with
-    each one's answer where `answered` has it)."""
+    each one's answer where `answered` has it); `alike`: not confirmed (not_confirmed, asked by section)."""
     from .answers import shown
 
     b, a = before["summary"], after["summary"]
@@ -660,7 +664,6 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
     listed = commands(loop, strategy, p, v, pythons)
     cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + "".join(
         f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>' for what, cmd in listed)
-    alike = moved != "other" and not_confirmed(listed, answered, before, after)
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
             f'data-ver="{esc(v)}"><span class="glyph {moved}">{GLYPHS[moved]}</span> '
