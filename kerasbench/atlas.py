@@ -589,7 +589,14 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
 
     gone = len(set(answered) - asked)
     around = sum(wider(cmd, answered) is not None for cmd in asked - ran)
-    return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below"
+
+    def told(cmd: str) -> bool:  # an answer shown beside the command: its own, or a wider triage's
+        entry = answered.get(cmd) or {}
+        return (bool(entry.get("answer")) and entry.get("rc") == 0) or wider(cmd, answered) is not None
+
+    covered = sum(any(told(cmd) for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)) for c in counted)
+    return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below ({covered} of the "
+            f"{len(counted)} changes with an answer beside one of their commands, {len(counted) - covered} with none)"
             + (f"; {around} more answered by a triage over a wider range of nightlies (a column measured since "
                "splits it), shown with its range" if around else "")
             + (f"; {alike} not confirmed: measured again, the two ends do not differ (a pale, dashed mark on the "

@@ -165,6 +165,7 @@ def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_r
     atlas.write([], str(folder), groups=grouped)
     html = (folder / atlas.PAGE).read_text()
     assert "2 of their 5 commands run, 1 with an answer, shown below" in html
+    assert "(1 of the 2 changes with an answer beside one of their commands, 1 with none)" in html
     assert '<span class="answer">Answer: TF 2.14.0 is the first release' in html and "(1:05 to answer)" in html
     assert "no answer (exit 3, 1:05 to answer): Error: no environment for TF 2.13.1" in html
     assert "/home/me" not in html  # published: no machine's folders
@@ -184,8 +185,9 @@ def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_r
     (folder / answers.FILE).write_text(json.dumps(kept))
     atlas.write([], str(folder), groups=grouped)
     html = (folder / atlas.PAGE).read_text()
-    assert ("2 of their 5 commands run, 1 with an answer, shown below; answers.json holds 1 more, of changes no "
-            "longer on the map (columns measured since between their two ends)") in html
+    assert ("2 of their 5 commands run, 1 with an answer, shown below (1 of the 2 changes with an answer beside one of "
+            "their commands, 1 with none); answers.json holds 1 more, of changes no longer on the map (columns "
+            "measured since between their two ends)") in html
 
 
 def test_a_budget_of_minutes_starts_no_command_after_it_and_leaves_the_rest_for_another_call(tmp_path):
