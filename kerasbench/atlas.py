@@ -582,19 +582,20 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
         return ""
     asked = {cmd for c in counted for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)}
     ran = asked & set(answered)
-    said = sum(bool(answered[cmd].get("answer")) and answered[cmd].get("rc") == 0 for cmd in ran)
+
+    def own(cmd: str) -> bool:  # the command ran and answered
+        entry = answered.get(cmd) or {}
+        return bool(entry.get("answer")) and entry.get("rc") == 0
+
+    said = sum(own(cmd) for cmd in ran)
     # a command answered for a change the map no longer has (a column measured since between its two ends: the
     # change is now steps between other columns) is kept in the file, not shown: said, not dropped in silence
     from .answers import FILE as FILE_NAME
 
     gone = len(set(answered) - asked)
     around = sum(wider(cmd, answered) is not None for cmd in asked - ran)
-
-    def told(cmd: str) -> bool:  # an answer shown beside the command: its own, or a wider triage's
-        entry = answered.get(cmd) or {}
-        return (bool(entry.get("answer")) and entry.get("rc") == 0) or wider(cmd, answered) is not None
-
-    covered = sum(any(told(cmd) for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)) for c in counted)
+    covered = sum(any(own(cmd) or wider(cmd, answered) is not None  # its own answer, or a wider triage's, shown
+                      for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)) for c in counted)
     return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below ({covered} of the "
             f"{len(counted)} changes with an answer beside one of their commands, {len(counted) - covered} with none)"
             + (f"; {around} more answered by a triage over a wider range of nightlies (a column measured since "
