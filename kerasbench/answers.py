@@ -4,8 +4,9 @@ The atlas marks a change between consecutive columns (▲ worse, ▼ better; a f
 change) and lists, per change, the commands that explain it (atlas.commands: which release, which package, which
 cleanup steps). `kerasbench atlas RECORDS --answer --config asv.matrix.json` runs them (atlas.questions): each
 command once (an ablation of a loop on a release serves every change of that loop there), each in a process of its
-own, in the order of the list, and keeps per command its answer (triage's and attribute's "Answer: …" or "No
-answer …" line, ablate's conclusion), its exit status, its wall and when it finished, in FILE beside atlas.json.
+own, one answer for each change first, then the most telling (atlas.first_answers), and keeps per command its
+answer (triage's and attribute's "Answer: …" or "No answer …" line, ablate's conclusion), its exit status, its wall
+and when it finished, in FILE beside atlas.json.
 The file is written after each command, so an interrupt keeps what finished, and a second call goes on where the
 first stopped (a command answered is not run again). The atlas page shows each answer beside its command; a
 command that could not answer shows why (its own last line).
@@ -43,6 +44,7 @@ class Question:
     what: str
     command: str
     changes: Tuple[str, ...]
+    first: bool = False  # it answers a change with no answer yet (atlas.first_answers)
 
 
 def answer_text(command: str, output: str) -> str:
@@ -108,8 +110,10 @@ def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Option
     if limit:
         todo = todo[:limit]
     later = f" ({waiting - len(todo)} left for another call: --answer-limit)" if waiting > len(todo) else ""
+    first = sum(q.first for q in asked if q.command not in done)
+    first = f"; the first {first} each answer a change with no answer yet" if first else ""
     out.write(f"{len(asked)} command(s) answer the atlas's changes: {len(asked) - waiting} answered in {path}, "
-              f"{len(todo)} to run{later}\n")
+              f"{len(todo)} to run{later}{first}\n")
     began = clock()
     for i, q in enumerate(todo, 1):
         spent = clock() - began

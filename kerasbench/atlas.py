@@ -18,6 +18,8 @@ goes through the page kit's esc (kerasbench.page), a change's picture is the dra
 from __future__ import annotations
 
 import collections
+import dataclasses
+import functools
 import json
 import math
 import os
@@ -574,6 +576,12 @@ def not_confirmed(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, 
     return any(unconfirmed(answered.get(cmd), flipped) for _, cmd in cmds)
 
 
+def ran_and_answered(cmd: str, answered: Dict[str, dict]) -> bool:
+    """Whether `cmd` ran (exit 0) and gave an answer in `answered` (an answers file's commands)."""
+    entry = answered.get(cmd) or {}
+    return bool(entry.get("answer")) and entry.get("rc") == 0
+
+
 def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optional[Dict[str, str]] = None,
                     alike: int = 0) -> str:
     """The count after the list's heading: its commands run and answered, answered over a wider range, `alike` (of
@@ -582,11 +590,7 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
         return ""
     asked = {cmd for c in counted for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)}
     ran = asked & set(answered)
-
-    def own(cmd: str) -> bool:  # the command ran and answered
-        entry = answered.get(cmd) or {}
-        return bool(entry.get("answer")) and entry.get("rc") == 0
-
+    own = functools.partial(ran_and_answered, answered=answered)
     said = sum(own(cmd) for cmd in ran)
     # a command answered for a change the map no longer has (a column measured since between its two ends: the
     # change is now steps between other columns) is kept in the file, not shown: said, not dropped in silence
@@ -606,13 +610,14 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
                "between their two ends)" if gone else ""))
 
 
-def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:
+def questions(groups: compare.Groups, only: Sequence[str] = (), answered: Optional[Dict[str, dict]] = None) -> list:
     """Every command the list under the map names for its counted changes, once each, as answers.Question (what it
     asks, the command, the changes it explains): what `--answer` runs, the most telling first (a budget of
     commands answers the most of the map): a command that explains a flip of a label (verdict or what grew) before
     one that explains slope changes only, then the one that explains more changes, then the larger ratio of
     slopes; the list's order where these tie. `only`: the changes into or out of these columns (a column's label,
-    or nightly:YYYY-MM-DD for a nightly's); a one-line UsageError names one that is not a column."""
+    or nightly:YYYY-MM-DD for a nightly's); a one-line UsageError names one that is not a column.
+    `answered` (an answers file's commands): one answer for each change before a second (first_answers)."""
     from .answers import Question
 
     columns = set(main_axis(groups))
@@ -639,7 +644,31 @@ def questions(groups: compare.Groups, only: Sequence[str] = ()) -> list:
             was = telling.get(command, (False, 1.0))
             telling[command] = (was[0] or flip, max(was[1], ratio))
     order = sorted(found, key=lambda c: (not telling[c][0], -len(found[c][1]), -telling[c][1]))  # stable: ties keep
-    return [Question(found[c][0], c, tuple(found[c][1])) for c in order]
+    asked = [Question(found[c][0], c, tuple(found[c][1])) for c in order]
+    return asked if answered is None else first_answers(asked, answered)
+
+
+def first_answers(asked: Sequence, answered: Dict[str, dict]) -> list:
+    """`asked` (questions()'s, the most telling first) so that a budget gives each change one answer before any a
+    second: first, one at a time, the command not yet run that answers the most changes with no answer yet (its own
+    command's, or a wider triage's: _answered_count's "with none"; the most telling of ties), then the rest in their
+    order; commands a wider triage answers (wider) last. A command run that gave no answer leaves its changes
+    open: another of their commands comes first."""
+    own = functools.partial(ran_and_answered, answered=answered)
+    around = {q.command for q in asked if q.command not in answered and wider(q.command, answered) is not None}
+    covered = {c for q in asked if own(q.command) or q.command in around for c in q.changes}
+    rest = [q for q in asked if q.command not in answered and q.command not in around]
+    first = []
+    while rest:
+        best = max(rest, key=lambda q: len(set(q.changes) - covered))  # max keeps the first of ties
+        if not set(best.changes) - covered:
+            break
+        first.append(dataclasses.replace(best, first=True))
+        covered.update(best.changes)
+        rest.remove(best)
+    chosen = {q.command for q in first}
+    return first + [q for q in asked if q.command not in chosen and q.command not in around] + [
+        q for q in asked if q.command in around]
 
 
 def _ratio(a: Optional[float], b: Optional[float]) -> float:

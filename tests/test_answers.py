@@ -57,6 +57,37 @@ def test_the_most_telling_commands_come_first():
                          "kerasbench attribute --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session"]
 
 
+def test_a_budget_gives_each_change_one_answer_before_any_a_second(tmp_path):
+    """With the answers file read (`--answer`), the commands not yet run that answer a change with no answer come
+    first, the one answering the most of them first; a run command that gave no answer leaves its changes open; a
+    command a wider nightly triage answers comes last."""
+    telling = [q.command for q in atlas.questions(two_changes())]
+    ablate, triage_gc, attribute_gc, triage_cs, attribute_cs = telling  # the ablation explains both changes
+    fresh = atlas.questions(two_changes(), answered={})
+    assert [q.command for q in fresh] == telling and [q.first for q in fresh] == [True] + [False] * 4
+    failed = {ablate: {"rc": 1, "answer": "", "tail": ["out of memory"]}}
+    again = atlas.questions(two_changes(), answered=failed)
+    assert [q.command for q in again] == [triage_gc, triage_cs, ablate, attribute_gc, attribute_cs]  # ran: skipped
+    assert [q.first for q in again] == [True, True, False, False, False]
+    done = {ablate: {"rc": 0, "answer": "The full cleanup is flat."}}
+    assert not any(q.first for q in atlas.questions(two_changes(), answered=done))
+    out, ran = io.StringIO(), []
+    answers.answer_all(again, str(tmp_path / answers.FILE), out, limit=1,
+                       run=lambda argv: (ran.append(argv), (0, "Answer: TF 2.14.0 is the first release …"))[1])
+    assert "; the first 2 each answer a change with no answer yet" in out.getvalue()
+    assert ran[0][3:5] == ["triage", "--good"] and len(ran) == 1
+    # a wider triage's answer covers the part of a split change holding the nightly it found: asked last
+    def triage(good, bad, strategy):
+        return f"kerasbench triage --good nightly:{good} --bad nightly:{bad} --loop sweep --strategy {strategy}"
+
+    found = "Answer: TF 2.22.0.dev20260731 is the first nightly where sweep × clear_session behaves like the bad end."
+    split = answers.Question("first release", triage("2026-07-15", "2026-07-31", "clear_session"), ("a",))
+    other = answers.Question("first release", triage("2026-07-15", "2026-07-31", "reuse_model"), ("b",))
+    wide = {triage("2026-07-15", "2026-08-08", "clear_session"): {"rc": 0, "answer": found}}
+    assert [(q.command, q.first) for q in atlas.first_answers([split, other], wide)] == [
+        (other.command, True), (split.command, False)]
+
+
 def test_a_release_measured_on_several_pythons_is_asked_as_its_plain_column():
     """2.16.2 on 3.11 and 3.12 (labelled by compare), 2.17.1 on 3.11: the change 2.16.2 → 2.17.1 is the plain
     column's (main_axis), and its commands are asked, not a KeyError on the label the records do not carry."""

@@ -65,8 +65,9 @@ def add_answer_arguments(p: argparse.ArgumentParser) -> None:
                         "the page with every answer beside its command (without --answer the page shows the answers "
                         "FOLDER/answers.json holds)")
     p.add_argument("--answer-limit", type=options.integer("answer-limit", 1), default=0, metavar="N",
-                   help="with --answer: at most N commands this call, the most telling first (a label's flip "
-                        "before slope changes, then the command explaining more changes; default: all)")
+                   help="with --answer: at most N commands this call: one answer for each change first, then "
+                        "the most telling (a label's flip before slope changes, then the command explaining more "
+                        "changes; default: all)")
     p.add_argument("--answer-minutes", type=options.number("answer-minutes", 0.1), default=0,
                    metavar="M",
                    help="with --answer: start no command after M minutes this call (one already started runs to "
@@ -181,9 +182,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         from ..files import make_folder
 
         make_folder(args.output, "the atlas")
-        answers.answer_all(atlas.questions(groups, args.answer_only), os.path.join(args.output, answers.FILE), out,
-                           config=args.config, limit=args.answer_limit,
-                           minutes=args.answer_minutes)
+        path = os.path.join(args.output, answers.FILE)
+        asked = atlas.questions(groups, args.answer_only, answers.read(path)["answers"])
+        answers.answer_all(asked, path, out, config=args.config, limit=args.answer_limit, minutes=args.answer_minutes)
     written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge)
     over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []
     if over:  # fit measured the same text: a guard
