@@ -597,8 +597,9 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
     from .answers import FILE as FILE_NAME
 
     gone = len(set(answered) - asked)
-    around = sum(wider(cmd, answered) is not None for cmd in asked - ran)
-    covered = sum(any(own(cmd) or wider(cmd, answered) is not None  # its own answer, or a wider triage's, shown
+    wide = {cmd for cmd in asked if not own(cmd) and wider(cmd, answered) is not None}  # asked once each
+    around = len(wide - ran)
+    covered = sum(any(own(cmd) or cmd in wide  # its own answer, or a wider triage's, shown
                       for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)) for c in counted)
     return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below ({covered} of the "
             f"{len(counted)} changes with an answer beside one of their commands, {len(counted) - covered} with none)"
@@ -986,17 +987,17 @@ def merge(paths: Sequence[str], rejudge: bool = False) -> Tuple[compare.Groups, 
     cells are added to it, it is not made again). The checks are the atlas' as if every cell were a record: a
     column judged by one protocol, traced with untraced and two bodies for one pair refused. The counts: {"added",
     "replaced", "columns"} (all 0 without an atlas file)."""
-    from .files import DATA_LIMIT, read_json
 
     counts = {"added": 0, "replaced": 0, "columns": 0}
-    atlases = [p for p in paths if p.endswith(".json") and holds_data(p)]
+    found = {p: _data_in(p) for p in paths if p.endswith(".json")}  # each file read once here
+    atlases = [p for p in paths if found.get(p) is not None]
     if not atlases:
         return compare.group(compare.load(paths), rejudge), counts
     if len(atlases) > 1:
         raise UsageError(f"Two atlas files (kerasbench-atlas): {atlases[0]} and {atlases[1]}; give one, and the "
                          "records whose cells go into it.")
     base = atlases[0]
-    groups = groups_of(read_json(base, "records file", limit=DATA_LIMIT), base)
+    groups = groups_of(found[base], base)
     records = [p for p in paths if p != base]
     if records:
         if rejudge:
@@ -1053,12 +1054,18 @@ def group_columns(loaded, rejudge: bool = False):
 
 
 def holds_data(path: str) -> bool:
+    return _data_in(path) is not None
+
+
+def _data_in(path: str) -> Optional[dict]:
+    """The atlas data file at `path` (kerasbench-atlas), read; None when `path` is not one (records, a folder)."""
     from .files import DATA_LIMIT, read_json
 
     try:
-        return os.path.isfile(path) and is_data(read_json(path, "atlas file", limit=DATA_LIMIT))
+        data = read_json(path, "atlas file", limit=DATA_LIMIT) if os.path.isfile(path) else None
     except UsageError:
-        return False
+        return None
+    return data if data is not None and is_data(data) else None
 
 
 HOW_TO_READ = (
