@@ -94,6 +94,30 @@ def read(path: str) -> dict:
     return data
 
 
+def _todo(asked: Sequence[Question], done: dict, path: str, limit: int) -> Tuple[List[Question], str]:
+    """(the questions this call runs, its first line: how many answer, are answered, run now, each change's first)."""
+    todo = [q for q in asked if q.command not in done]
+    waiting = len(todo)
+    if limit:
+        todo = todo[:limit]
+    later = f" ({waiting - len(todo)} left for another call: --answer-limit)" if waiting > len(todo) else ""
+    first = sum(q.first for q in asked if q.command not in done)
+    first = f"; the first {first} each answer a change with no answer yet" if first else ""
+    return todo, (f"{len(asked)} command(s) answer the atlas's changes: {len(asked) - waiting} answered in {path}, "
+                  f"{len(todo)} to run{later}{first}\n")
+
+
+def plan(asked: Sequence[Question], path: str, out: TextIO, limit: int = 0) -> List[Question]:
+    """What answer_all would run (--answer-plan), in its order, each with the changes it explains; none run."""
+    todo, head = _todo(asked, read(path)["answers"], path, limit)
+    out.write(head)
+    for i, q in enumerate(todo, 1):
+        mark = ", the first answer of a change" if q.first else ""
+        out.write(f"[{i}/{len(todo)}] {q.what}: {q.command}\n    explains {len(q.changes)}{mark}: "
+                  f"{'; '.join(q.changes)}\n")
+    return todo
+
+
 def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Optional[str] = None,
                extra: Sequence[str] = (), run: Optional[Callable[[List[str]], Tuple[int, str]]] = None,
                clock: Callable[[], float] = time.monotonic, limit: int = 0, minutes: float = 0) -> dict:
@@ -105,15 +129,8 @@ def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Option
     run = run or _run
     data = read(path)
     done = data["answers"]
-    todo = [q for q in asked if q.command not in done]
-    waiting = len(todo)
-    if limit:
-        todo = todo[:limit]
-    later = f" ({waiting - len(todo)} left for another call: --answer-limit)" if waiting > len(todo) else ""
-    first = sum(q.first for q in asked if q.command not in done)
-    first = f"; the first {first} each answer a change with no answer yet" if first else ""
-    out.write(f"{len(asked)} command(s) answer the atlas's changes: {len(asked) - waiting} answered in {path}, "
-              f"{len(todo)} to run{later}{first}\n")
+    todo, head = _todo(asked, done, path, limit)
+    out.write(head)
     began = clock()
     for i, q in enumerate(todo, 1):
         spent = clock() - began

@@ -253,15 +253,26 @@ def test_the_atlas_command_answers_then_writes_the_page_and_its_options_go_toget
     monkeypatch.setattr(answers, "_run", lambda argv: (ran.append(argv), (0, ABLATE_OUT if "ablate" in argv
                                                                              else TRIAGE_OUT))[1])
     out = tmp_path / "out"
+    # --answer-plan: what it would run, in its order, with the changes each explains; none run, nothing written
+    assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--answer", "--answer-plan",
+                 "--answer-limit", "2"]) == 0
+    told = capsys.readouterr().out
+    assert not ran and not out.exists()
+    assert "5 command(s) answer the atlas's changes: 0 answered" in told and "2 to run (3 left for another call" in told
+    assert ("[1/2] which cleanup steps it needs there: kerasbench ablate --loop sweep --tf 2.14.1\n    explains 2, "
+            "the first answer of a change: sweep × clear_session, TF 2.13.1 → 2.14.1; sweep × clear_session_del_gc")  \
+        in told
+    assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--answer-plan"]) == 2
+    assert "--answer-plan and --config go with --answer" in capsys.readouterr().err
     code = main(["atlas", str(source / atlas.DATA), "--output", str(out), "--answer", "--answer-limit", "2",
                  "--config", "asv.matrix.json"])
     assert code == 0 and len(ran) == 2 and all(argv[-2:] == ["--config", "asv.matrix.json"] for argv in ran)
     assert "5 command(s) answer the atlas's changes: 0 answered" in capsys.readouterr().out
     assert "2 of their 5 commands run, 2 with an answer" in (out / atlas.PAGE).read_text()
     assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--config", "asv.matrix.json"]) == 2
-    assert "--answer-only and --config go with --answer" in capsys.readouterr().err
+    assert "--answer-plan and --config go with --answer" in capsys.readouterr().err
     assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--answer-minutes", "30"]) == 2
-    assert "--answer-minutes, --answer-only and --config go with --answer" in capsys.readouterr().err
+    assert "--answer-minutes, --answer-only, --answer-plan and --config go with --answer" in capsys.readouterr().err
     assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--answer", "--answer-minutes", "0"]) == 2
     assert "answer-minutes" in capsys.readouterr().err
 
@@ -284,7 +295,7 @@ def test_answer_only_asks_the_changes_of_the_columns_named_and_refuses_a_column_
     source.mkdir()
     atlas.write([], str(source), groups=grouped)
     assert main(["atlas", str(source / atlas.DATA), "--output", str(tmp_path / "o"), "--answer-only", "2.14.1"]) == 2
-    assert "--answer-only and --config go with --answer" in capsys.readouterr().err
+    assert "--answer-plan and --config go with --answer" in capsys.readouterr().err
     assert main(["atlas", str(source / atlas.DATA), "--output", str(tmp_path / "o"), "--answer",
                  "--answer-only", "2.9.9"]) == 2
     assert "--answer-only '2.9.9' is not a column" in capsys.readouterr().err

@@ -80,6 +80,9 @@ def add_answer_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", type=options.path,
                    help="with --answer: the asv config whose environments the commands measure in (e.g. "
                         "asv.matrix.json)")
+    p.add_argument("--answer-plan", action="store_true",
+                   help="with --answer: print the commands it would run this call, in its order, each with the "
+                        "changes it explains, and run none (nor write the page)")
 
 
 def kept_days(days: Sequence[str], keep_days: int = KEEP_DAYS, keep_months: int = KEEP_MONTHS) -> List[str]:
@@ -168,9 +171,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         nightlies = nightly_files(args.nightlies)
         groups = atlas.group_columns(compare.load(paths + nightlies), args.rejudge)
         nightlies, groups, note = fit(paths, nightlies, groups, args.output)
-    if (args.answer_limit or args.answer_minutes or args.answer_only or args.config) and not args.answer:
-        raise UsageError("--answer-limit, --answer-minutes, --answer-only and --config go with --answer (they say "
-                         "which of the changes' commands to run and how).")
+    if (args.answer_limit or args.answer_minutes or args.answer_only or args.config or args.answer_plan) and not \
+            args.answer:
+        raise UsageError("--answer-limit, --answer-minutes, --answer-only, --answer-plan and --config go with "
+                         "--answer (they say which of the changes' commands to run and how).")
     added = ""
     if groups is None:
         groups, counts = atlas.merge(paths, args.rejudge)
@@ -181,9 +185,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         from .. import answers
         from ..files import make_folder
 
-        make_folder(args.output, "the atlas")
         path = os.path.join(args.output, answers.FILE)
         asked = atlas.questions(groups, args.answer_only, answers.read(path)["answers"])
+        if args.answer_plan:
+            answers.plan(asked, path, out, limit=args.answer_limit)
+            return 0
+        make_folder(args.output, "the atlas")
         answers.answer_all(asked, path, out, config=args.config, limit=args.answer_limit, minutes=args.answer_minutes)
     written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge)
     over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []
