@@ -210,6 +210,29 @@ def commands(loop: str, strategy: str, good: str, bad: str,
     return out
 
 
+def no_command(loop: str, strategy: str, good: str, bad: str) -> Tuple[str, List[str]]:
+    """(why commands() offers nothing for this change: what each command cannot take there, the `kerasbench run` of
+    each end that would measure it again); ('', []) when it offers one."""
+    if commands(loop, strategy, good, bad):
+        return "", []
+    bad_rel, bad_label = _split(bad)
+    if nightly_then_release(good, bad):
+        release = "triage goes to a later nightly, not back to the release cut from it"
+    elif "tf_keras" in (_split(good)[1], bad_label):
+        release = "triage and attribute measure each release's own Keras, not tf_keras beside it"
+    else:
+        release = f"one release ({_cli_version(bad_rel)}) on another Python: no release to find or compare"
+    runs = []
+    for column in (good, bad):
+        rel, label = _split(column)
+        python = re.fullmatch(r"py(\d+\.\d+)", label)
+        runs.append(f"kerasbench run --loop {loop} --strategy {strategy} --tf {_cli_version(rel)}"
+                    + (f" --python {python.group(1)}" if python else f" --keras {label}" if label == "tf_keras"
+                       else f" --backend {label}" if label in BACKENDS else "") + " --profile full")
+    return (f"No command answers this change here: {release}, and ablate takes apart the cleanup of loops that build "
+            f"models, which {loop} does not. Both ends measured again would confirm or undo it:"), runs
+
+
 def nightly_then_release(good: str, bad: str) -> bool:
     """Whether the change goes from a nightly to a release (the nightly of 2026-01-15 → 2.21.0, at its branch cut)."""
     ends = [_cli_version(_split(c)[0]).startswith("nightly:") for c in (good, bad)]
@@ -601,8 +624,11 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
     around = len(wide - ran)
     covered = sum(any(own(cmd) or cmd in wide  # its own answer, or a wider triage's, shown
                       for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)) for c in counted)
+    bare = sum(not commands(c[1], c[2], c[3], c[4], pythons) for c in counted)
+    bare = f", {bare} of them with no command to run: each says why" if bare else ""
     return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below ({covered} of the "
-            f"{len(counted)} changes with an answer beside one of their commands, {len(counted) - covered} with none)"
+            f"{len(counted)} changes with an answer beside one of their commands, {len(counted) - covered} with "
+            f"none{bare})"
             + (f"; {around} more answered by a triage over a wider range of nightlies (a column measured since "
                "splits it), shown with its range" if around else "")
             + (f"; {alike} not confirmed: measured again, the two ends do not differ (a pale, dashed mark on the "
@@ -680,6 +706,11 @@ def _ratio(a: Optional[float], b: Optional[float]) -> float:
     return hi / lo
 
 
+def _no_command_item(loop: str, strategy: str, p: str, v: str) -> str:
+    why, runs = no_command(loop, strategy, p, v)
+    return f'<li class="none">{esc(why)} ' + " ".join(f'<code class="cmd">{esc(r)}</code>' for r in runs) + "</li>"
+
+
 def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None,
           pythons: Optional[Dict[str, str]] = None, alike: bool = False) -> str:
     """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands (with
@@ -700,7 +731,8 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
                 f'splits it): {linked(esc(no_paths(shown(around[1]))))}</span> ')
 
     listed = commands(loop, strategy, p, v, pythons)
-    cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + "".join(
+    cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + (
+        "" if listed else _no_command_item(loop, strategy, p, v)) + "".join(
         f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>' for what, cmd in listed)
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '

@@ -133,6 +133,28 @@ def test_a_nightly_triage_over_a_wider_range_answers_the_part_of_it_where_its_ni
     assert atlas.wider("kerasbench ablate --loop sweep --tf 2.21.0", answered) is None
 
 
+def test_a_change_no_command_can_answer_says_why_and_how_to_measure_it_again():
+    """tf1_graph builds no model (no ablation), and one release on another Python has no release to find: the change
+    lists no command, so it says why and gives the two `kerasbench run`s that would measure its ends again."""
+    g = groups(("2.16.2", [record("tf1_graph", "tf1_default_graph")]),
+               ("2.16.2+py3.12", [record("tf1_graph", "tf1_default_graph", "grows", "leak", 3600 * KIB)]))
+    assert atlas.questions(g) == []
+    html = atlas.section(g, {"kerasbench ablate --loop sweep --tf 2.13.1": {"rc": 0, "answer": "Flat variants: none."}})
+    assert ("No command answers this change here: one release (2.16.2) on another Python: no release to find or "
+            "compare, and ablate takes apart the cleanup of loops that build models, which tf1_graph does not.") in html
+    assert ("kerasbench run --loop tf1_graph --strategy tf1_default_graph --tf 2.16.2 --python 3.12 --profile full"
+            in html)
+    assert "(0 of the 1 changes with an answer beside one of their commands, 1 with none, 1 of them with no command " \
+           "to run: each says why)" in html
+    why, runs = atlas.no_command("batch_stream", "keep_outputs", "2.15.1", "2.16.2+tf_keras")
+    assert "not tf_keras beside it" in why and runs == [
+        "kerasbench run --loop batch_stream --strategy keep_outputs --tf 2.15.1 --profile full",
+        "kerasbench run --loop batch_stream --strategy keep_outputs --tf 2.16.2 --keras tf_keras --profile full"]
+    assert "not back to the release cut" in atlas.no_command("tf1_graph", "tf1_sess_close", "2.21.0-dev20260115",
+                                                            "2.21.0")[0]
+    assert atlas.no_command("sweep", "reuse_model", "2.16.2", "2.16.2+py3.12") == ("", [])  # ablate takes sweep
+
+
 def test_a_cell_leads_with_the_pairs_one_verdict_and_a_change_of_it_is_marked():
     # RSS flat on both versions; the heap grows on the second: the pair grows (a leak RSS hides in held pages)
     before = record("sweep", "reuse_model")
