@@ -708,7 +708,7 @@ def _ratio(a: Optional[float], b: Optional[float]) -> float:
 
 def _no_command_item(loop: str, strategy: str, p: str, v: str) -> str:
     why, runs = no_command(loop, strategy, p, v)
-    return f'<li class="none">{esc(why)} ' + " ".join(f'<code class="cmd">{esc(r)}</code>' for r in runs) + "</li>"
+    return f'<li class="none">{esc(why)} ' + " and ".join(f'<code class="cmd">{esc(r)}</code>' for r in runs) + "</li>"
 
 
 def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None,
