@@ -1019,7 +1019,6 @@ def merge(paths: Sequence[str], rejudge: bool = False) -> Tuple[compare.Groups, 
     cells are added to it, it is not made again). The checks are the atlas' as if every cell were a record: a
     column judged by one protocol, traced with untraced and two bodies for one pair refused. The counts: {"added",
     "replaced", "columns"} (all 0 without an atlas file)."""
-
     counts = {"added": 0, "replaced": 0, "columns": 0}
     found = {p: _data_in(p) for p in paths if p.endswith(".json")}  # each file read once here
     atlases = [p for p in paths if found.get(p) is not None]
