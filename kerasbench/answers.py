@@ -124,6 +124,7 @@ def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Option
     """Run each question's command not yet answered in `path`, writing the file after each; the answers file.
     `extra`: options added to every command (e.g. --jobs 2); `limit`: at most this many commands this call;
     `minutes`: start no command once this many minutes have passed (one started before runs to its end)."""
+    from .environment import NO_ROOM
     from .files import write_json
 
     run = run or _run
@@ -147,6 +148,10 @@ def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Option
         seconds = clock() - start
         found = answer_text(q.command, output)
         tail = [line for line in output.splitlines() if line.strip()][-TAIL:]
+        if code and not found and any(NO_ROOM in line for line in tail):  # this disk, not the question: not kept
+            out.write(f"    {tail[-1]}\n    stopped: the disk is full, {len(todo) - i + 1} of {len(todo)} left for "
+                      "another call (this one not kept: it runs again once there is room)\n")
+            break
         done[q.command] = {"what": q.what, "answer": found, "rc": code, "seconds": round(seconds, 1),
                            "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                            "changes": list(q.changes), **({} if found and code == 0 else {"tail": tail})}

@@ -291,6 +291,7 @@ def _make(conf: object, env, reqs: dict, no_deps: Sequence[str], progress: Optio
 INSTALLER_VAR = "KERASBENCH_INSTALLER"
 MIN_FREE_VAR = "KERASBENCH_MIN_FREE_GIB"
 MIN_FREE_GIB = 4.0  # a TF environment takes ~2 GiB (its wheels in uv's cache, hard-linked into its folder)
+NO_ROOM = "GiB an environment needs"  # in check_free's refusal: the machine's disk, not the question (answers)
 
 
 def min_free_gib() -> float:
@@ -322,7 +323,7 @@ def check_free(path: str, name: str) -> None:
     free = shutil.disk_usage(where).free / 2**30
     if free < need:
         raise UsageError(f"could not create environment {name}: {free:.1f} GiB free on {where}, under the {need:g} "
-                         f"GiB an environment needs (${MIN_FREE_VAR}); free space (environments no longer needed in "
+                         f"{NO_ROOM} (${MIN_FREE_VAR}); free space (environments no longer needed in "
                          f"{where}; uv's cache: `uv cache prune`), or set {MIN_FREE_VAR}=0 to create it anyway")
 
 

@@ -172,6 +172,23 @@ def test_answers_are_kept_one_by_one_and_a_second_call_goes_on_where_the_first_s
     assert ran == []  # every command answered (or tried): none run again
 
 
+def test_a_command_refused_for_a_full_disk_is_not_kept_and_the_call_stops(tmp_path, monkeypatch):
+    """The disk guard's refusal is the machine's, not the question's: kept as a failure it would never run again
+    (and a night of the workflow would mark every command left so, a second each); the call stops there instead."""
+    from kerasbench import environment
+
+    monkeypatch.setenv(environment.MIN_FREE_VAR, "1e9")  # the guard's own message, from a disk that is never enough
+    with pytest.raises(UsageError) as refused:
+        environment.check_free(str(tmp_path), "tf-nightly")
+    asked = atlas.questions(two_changes())
+    path, ran, out = str(tmp_path / answers.FILE), [], io.StringIO()
+    answers.answer_all(asked, path, out, run=lambda argv: (ran.append(argv), (2, f"kerasbench: {refused.value}"))[1])
+    assert len(ran) == 1 and answers.read(path)["answers"] == {}
+    assert "stopped: the disk is full, 5 of 5 left for another call" in out.getvalue()
+    answers.answer_all(asked, path, io.StringIO(), run=lambda argv: (ran.append(argv), (0, TRIAGE_OUT))[1], limit=1)
+    assert len(ran) == 2 and list(answers.read(path)["answers"]) == [asked[0].command]  # run again once there is room
+
+
 @pytest.mark.parametrize("content, needle", [
     ('{"schema": "kerasbench-atlas"}', "Not a kerasbench answers file"),
     ('{"schema": "kerasbench-answers", "version": 9, "answers": {}}', "version 9"),
