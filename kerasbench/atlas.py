@@ -624,6 +624,8 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
     around = len(wide - ran)
     covered = sum(any(own(cmd) or cmd in wide  # its own answer, or a wider triage's, shown
                       for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)) for c in counted)
+    again = sum(any(cmd.split()[1] in ("triage", "attribute") and own(cmd)  # its ends measured again
+                    for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)) for c in counted)
     bare = sum(not commands(c[1], c[2], c[3], c[4], pythons) for c in counted)
     bare = f", {bare} of them with no command to run: each says why" if bare else ""
     return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below ({covered} of the "
@@ -631,8 +633,8 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
             f"none{bare})"
             + (f"; {around} more answered by a triage over a wider range of nightlies (a column measured since "
                "splits it), shown with its range" if around else "")
-            + (f"; {alike} not confirmed: measured again, the two ends do not differ (a pale, dashed mark on the "
-               "map)" if alike else "")
+            + (f"; {alike} not confirmed, of the {again} changes a triage or attribution measured again: the two "
+               "ends do not differ (a pale, dashed mark on the map)" if alike else "")
             + (f"; {FILE_NAME} holds {gone} more, of changes no longer on the map (columns measured since "
                "between their two ends)" if gone else ""))
 

@@ -80,7 +80,8 @@ def test_a_mark_its_measuring_again_finds_alike_is_shown_not_confirmed(three):
     said = atlas.esc(atlas.UNCONFIRMED)
     assert 'data-unconfirmed="1"' in new and f"<li>{said}</li>" in new
     assert f'<span class="unconfirmed">{said}</span>' in html
-    assert "1 not confirmed: measured again, the two ends do not differ" in html
+    assert "1 not confirmed, of the 1 changes a triage or attribution measured again: the two ends do not differ" \
+        in html
     found = {"what": "which release changed it", "rc": 0, "seconds": 90.0, "answer": "TF 2.14.0 is the first release"}
     failed = dict(alike, rc=1)
     for answered in ({triage: found}, {attribute: failed}, {}):
