@@ -210,10 +210,11 @@ def commands(loop: str, strategy: str, good: str, bad: str,
     return out
 
 
-def no_command(loop: str, strategy: str, good: str, bad: str) -> Tuple[str, List[str]]:
+def no_command(loop: str, strategy: str, good: str, bad: str,
+               pythons: Optional[Dict[str, str]] = None) -> Tuple[str, List[str]]:
     """(why commands() offers nothing for this change: what each command cannot take there, the `kerasbench run` of
     each end that would measure it again); ('', []) when it offers one."""
-    if commands(loop, strategy, good, bad):
+    if commands(loop, strategy, good, bad, pythons):
         return "", []
     bad_rel, bad_label = _split(bad)
     if nightly_then_release(good, bad):
@@ -611,7 +612,8 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
     the changes not confirmed), and the answers of changes no longer on the map."""
     if not answered:
         return ""
-    asked = {cmd for c in counted for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)}
+    listed = [[cmd for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)] for c in counted]  # per change, once
+    asked = {cmd for cmds in listed for cmd in cmds}
     ran = asked & set(answered)
     own = functools.partial(ran_and_answered, answered=answered)
     said = sum(own(cmd) for cmd in ran)
@@ -622,11 +624,10 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
     gone = len(set(answered) - asked)
     wide = {cmd for cmd in asked if not own(cmd) and wider(cmd, answered) is not None}  # asked once each
     around = len(wide - ran)
-    covered = sum(any(own(cmd) or cmd in wide  # its own answer, or a wider triage's, shown
-                      for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)) for c in counted)
-    again = sum(any(cmd.split()[1] in ("triage", "attribute") and own(cmd)  # its ends measured again
-                    for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)) for c in counted)
-    bare = sum(not commands(c[1], c[2], c[3], c[4], pythons) for c in counted)
+    covered = sum(any(own(cmd) or cmd in wide for cmd in cmds) for cmds in listed)  # its own answer or a wider's
+    again = sum(any(cmd.split()[1] in ("triage", "attribute") and own(cmd) for cmd in cmds)  # ends measured again
+                for cmds in listed)
+    bare = sum(not cmds for cmds in listed)
     bare = f", {bare} of them with no command to run: each says why" if bare else ""
     return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below ({covered} of the "
             f"{len(counted)} changes with an answer beside one of their commands, {len(counted) - covered} with "
@@ -708,8 +709,8 @@ def _ratio(a: Optional[float], b: Optional[float]) -> float:
     return hi / lo
 
 
-def _no_command_item(loop: str, strategy: str, p: str, v: str) -> str:
-    why, runs = no_command(loop, strategy, p, v)
+def _no_command_item(loop: str, strategy: str, p: str, v: str, pythons: Optional[Dict[str, str]]) -> str:
+    why, runs = no_command(loop, strategy, p, v, pythons)
     return f'<li class="none">{esc(why)} ' + " and ".join(f'<code class="cmd">{esc(r)}</code>' for r in runs) + "</li>"
 
 
@@ -734,7 +735,7 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
 
     listed = commands(loop, strategy, p, v, pythons)
     cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + (
-        "" if listed else _no_command_item(loop, strategy, p, v)) + "".join(
+        "" if listed else _no_command_item(loop, strategy, p, v, pythons)) + "".join(
         f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>' for what, cmd in listed)
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
