@@ -29,6 +29,7 @@ FILE = "answers.json"  # in the atlas's folder, beside atlas.json: `kerasbench a
 SCHEMA = "kerasbench-answers"
 VERSION = 1
 TAIL = 3  # lines of a command's output kept when it gave no answer line: why it could not
+DISK_FULL = "stopped: the disk is full"  # then "N of M left for another call": .ci/answers makes room on it
 # The command's own marks of its answer: triage and attribute print one line, a nightly triage the commits between
 # the two builds it ends on, a triage whose ends differ in more than the bisected package says so; ablate its
 # conclusion's sentences.
@@ -149,8 +150,8 @@ def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Option
         found = answer_text(q.command, output)
         tail = [line for line in output.splitlines() if line.strip()][-TAIL:]
         if code and not found and any(NO_ROOM in line for line in tail):  # this disk, not the question: not kept
-            out.write(f"    {tail[-1]}\n    stopped: the disk is full, {len(todo) - i + 1} of {len(todo)} left for "
-                      "another call (this one not kept: it runs again once there is room)\n")
+            out.write(f"    {tail[-1]}\n    {DISK_FULL}, {len(todo) - i + 1} of {len(todo)} left for another call "
+                      "(this one not kept: it runs again once there is room)\n")
             break
         done[q.command] = {"what": q.what, "answer": found, "rc": code, "seconds": round(seconds, 1),
                            "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

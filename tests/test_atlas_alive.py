@@ -286,6 +286,63 @@ def test_the_merge_job_publishes_the_atlas_after_the_history_is_pushed(workflow)
     site = next(i for i, n in enumerate(names) if n.startswith("the site"))
     assert push < alive < answers_push < site  # the results pushed before the answers' budget, the answers after it
     assert steps[answers_push]["run"] == ".ci/history push history .asv"
-    assert "--answer-minutes" in steps[alive]["run"] and "history/answers" in steps[alive]["run"]
+    assert '.ci/answers "$ANSWER_MINUTES"' in steps[alive]["run"] and "history/answers" in steps[alive]["run"]
     assert "--nightlies history/nightly --output .asv/html/atlas" in steps[alive]["run"]
     assert gha.uses(steps[-2], "actions/upload-pages-artifact")
+
+
+FAKE_ATLAS = """#!/usr/bin/env bash
+echo "$*" >> "$CALLS"
+sed -n "$(wc -l < "$CALLS")p" "$SAYS"
+"""
+
+
+def _answers_night(tmp_path, says, day="2026-10-27"):
+    """.ci/answers with a fake `kerasbench` (call i prints line i of `says`) and a fake `uv`: the atlas calls made,
+    uv's calls, what it printed, and whether the answers' environments (.asv/env) are still there."""
+    import subprocess
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "kerasbench").write_text(FAKE_ATLAS)
+    (bin_ / "uv").write_text('#!/usr/bin/env bash\necho "uv $*" >> "$UV_CALLS"\n')
+    for name in ("kerasbench", "uv"):
+        (bin_ / name).chmod(0o755)
+    (tmp_path / "says").write_text("".join(line + "\n" for line in says))
+    (tmp_path / ".asv" / "env" / "0123abcd").mkdir(parents=True)
+    env = dict(os.environ, PATH=f"{bin_}{os.pathsep}{os.environ['PATH']}", CALLS=str(tmp_path / "calls"),
+               SAYS=str(tmp_path / "says"), UV_CALLS=str(tmp_path / "uv-calls"))
+    done = subprocess.run([os.path.join(ROOT, ".ci", "answers"), "60", day, "records", "--output", "site/atlas",
+                           "--config", "asv.matrix.json"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    calls = (tmp_path / "calls").read_text().splitlines()
+    uv = (tmp_path / "uv-calls").read_text().splitlines() if (tmp_path / "uv-calls").exists() else []
+    return calls, uv, done.stdout, (tmp_path / ".asv" / "env").exists()
+
+
+def test_a_night_s_answers_make_room_on_a_full_disk_and_go_on(tmp_path):
+    """The workflow's answers (.ci/answers): the newest nightly's first, then the rest, within the minutes left; a
+    stop on a full disk (answer_all's line) removes the answers' environments and uv's cache and calls again."""
+    from kerasbench import answers
+
+    full = f"    could not create environment …\n    {answers.DISK_FULL}, 3 of 5 left for another call"
+    calls, uv, said, envs = _answers_night(tmp_path, [full.replace("\n", " "), "0 to run", "2 to run"])
+    assert len(calls) == 3
+    assert all(c.startswith("atlas records --output site/atlas --config asv.matrix.json --answer") for c in calls)
+    assert all("--answer-only nightly:2026-10-27 --answer-minutes" in c for c in calls[:2])
+    assert "--answer-only" not in calls[2] and "--answer-minutes 60" in calls[2]
+    assert uv == ["uv cache clean"] and not envs
+    assert "answers: the disk was full; removed the answers' environments (.asv/env) and uv's cache" in said
+    assert "::warning::" not in said
+
+
+def test_a_night_s_answers_end_when_the_disk_is_full_again_with_nothing_run(tmp_path):
+    """Room made, and the next call stops before any command ran (one environment does not fit): a warning, no
+    second clean, the other changes left for another night; with no nightly day, only the call over all changes."""
+    from kerasbench import answers
+
+    calls, uv, said, _ = _answers_night(tmp_path, [f"{answers.DISK_FULL}, 4 of 9 left for another call",
+                                                   f"{answers.DISK_FULL}, 4 of 4 left for another call"], day="")
+    assert len(calls) == 2 and not any("--answer-only" in c for c in calls)
+    assert uv == ["uv cache clean"]
+    assert "::warning::answers: the disk is full again with nothing run since room was made" in said
