@@ -320,7 +320,9 @@ def test_a_nightly_triage_keeps_an_environment_another_process_measures_in(tmp_p
     real = environment.remove_unused
     monkeypatch.setattr(environment, "remove_unused", lambda folder: folder != busy and real(folder))
     outcome = Outcome(versions=list(made), bracket=("b", "d"))  # no first_bad: no commits line
-    text = nightly_epilogue(outcome, {}, None, "3.11", [], made, "")
-    assert "Environments: removed 1 this triage made" in text and "; kept 1 another process measures in;" in text
+    text = nightly_epilogue(outcome, {}, None, "3.11", [], made, "cpu")
+    assert "Environments: removed 1 this triage made" in text
+    assert "; kept 1 another process measures in;" in text
+    assert "hard links into uv's cache, which keeps them: `uv cache clean tf-nightly-cpu` frees them)" in text
     assert "kept the bracket's 2" in text
     assert sorted(os.listdir(envs)) == ["b", "c", "d"]

@@ -230,7 +230,8 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
 def nightly_epilogue(outcome: Outcome, records: Dict[str, Record], tf: Optional[str], python: str,
                      notes: Sequence[str], made: Dict[str, str], flavour: str) -> str:
     """A nightly triage's ending: the commits between the bracket's two builds, the window's notes, and the
-    environments it made removed but the bracket's (the disk they held, and what stays)."""
+    environments it made removed but the bracket's (the disk they held, and what stays: the nightlies' wheels in
+    uv's cache, ~1.3 GB each)."""
     from .. import environment, nightlies
     from ..files import tree_size
     from ..units import GIB
@@ -249,6 +250,7 @@ def nightly_epilogue(outcome: Outcome, records: Dict[str, Record], tf: Optional[
     lines += [f"  {note}" for note in notes]
     if flavour:
         lines.append(f"  build compared: {flavour} (every nightly of one build; the release in the same build)")
+    package = nightlies.KERAS if tf else nightlies.FLAVOURS.get(flavour, "")
     kept = set(outcome.bracket)
     removed, freed, gone, busy = 0, 0, 0, 0
     for version, interpreter in made.items():
@@ -264,7 +266,8 @@ def nightly_epilogue(outcome: Outcome, records: Dict[str, Record], tf: Optional[
     if made:
         in_use = f"; kept {busy} another process measures in" if busy else ""
         lines.append(f"Environments: removed {gone} this triage made ({removed / GIB:.1f} GiB, {freed / GIB:.1f} GiB "
-                     f"of it freed: the rest are hard links into uv's cache){in_use}; kept the bracket's "
+                     f"of it freed: the rest are hard links into uv's cache, which keeps them"
+                     f"{f': `uv cache clean {package}` frees them' if package else ''}){in_use}; kept the bracket's "
                      f"{len(held)} ({sum(h[0] for h in held) / GIB:.1f} GiB, {sum(h[1] for h in held) / GIB:.1f} GiB "
                      "of it linked from uv's cache), for the commands above.")
     return "\n".join(lines) + "\n"
