@@ -460,8 +460,9 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
         return ""
     pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
     prev = previous_all(versions)
-    rows, changes, floors, pale = [], [], {}, set()  # floors: each stamp's words -> its number on the page; pale:
-    # the ids of the changes not confirmed (not_confirmed, asked once per change: the cell, the count and the list)
+    rows, changes, floors, pale = [], [], {}, {}  # floors: each stamp's words -> its number on the page; pale:
+    # the ids of the changes not confirmed or contested -> the note (confirmation, asked once per change: the cell,
+    # the count and the list)
     # a pair no version measured (the GPU strategies on a CPU machine, a loop a strategy does not apply to): named
     # under the map, not drawn as a row of n/a
     unmeasured = [pair for pair in pairs
@@ -476,11 +477,12 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
             prev_record = groups[p].get((loop, strategy), (None, None))[0] if p else None
             cid = f"atlas-change-{len(changes)}"
             td, marked = _cell(record, v, p, prev_record, cid, floors)
-            if marked and marked[0] != "other" and not_confirmed(commands(loop, strategy, p, v, pythons), answered,
-                                                                 prev_record, record):
-                pale.add(cid)
+            note = confirmation(commands(loop, strategy, p, v, pythons), answered, prev_record, record) \
+                if marked and marked[0] != "other" else ""
+            if note:
+                pale[cid] = note
                 td = td.replace('tabindex="0">', 'tabindex="0" data-unconfirmed="1">', 1).replace(
-                    "<ul class=\"more\">", f"<ul class=\"more\"><li>{esc(UNCONFIRMED)}</li>", 1)
+                    "<ul class=\"more\">", f"<ul class=\"more\"><li>{esc(note)}</li>", 1)
             tds.append(td.replace("<td ", f'<td data-ver="{esc(v)}" ', 1))
             if marked:
                 changes.append((cid, loop, strategy, p, v, marked[0], prev_record, record, marked[1]))
@@ -498,9 +500,10 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
     v_options = "".join(f'<option value="{esc(v)}" data-prev="{esc(prev[v] or "")}">{esc(v)}</option>'
                         for v in versions)
     counted = [c for c in changes if c[5] != "other"]
-    answered_count = _answered_count(counted, answered, pythons, len(pale))
+    answered_count = _answered_count(counted, answered, pythons, len(pale),
+                                     sum(note == CONTESTED for note in pale.values()))
     undecided = [c for c in changes if c[5] == "other"]
-    items = "".join(_item(*c, answered, pythons, c[0] in pale) for c in counted)
+    items = "".join(_item(*c, answered, pythons, pale.get(c[0], "")) for c in counted)
     listing = (f'<ol class="changes">{items}</ol>' if counted
                else "<p>No pair changes between consecutive versions by compare's rule or its verdict.</p>")
     if undecided:
@@ -519,7 +522,7 @@ TF <select id="atlas-tf" title="one version and the one it is read against"><opt
 <label><input type="checkbox" id="atlas-undecided"> show the flips with a side undecided (◆, {len(undecided)})</label>
 <span class="legend"><span class="key changed worse">▲</span> worse than the previous version
 <span class="key changed better">▼</span> better (compare's rule on the RSS slope, else the verdict's flip)
-{'<span class="key changed worse unconf">▲</span> pale, dashed: not confirmed, measured again' if pale else ''}
+{'<span class="key changed worse unconf">▲</span> pale, dashed: not confirmed or contested' if pale else ''}
 <span class="key v-grows">grows</span> <span class="key v-flat">flat</span>
 <span class="key v-inconclusive">inconclusive</span> the pair's verdict (RSS and heap together); then what grew; the
 number is the RSS slope, KiB/iteration</span></div>
@@ -549,6 +552,8 @@ def counted_changes(groups: compare.Groups) -> List[Tuple[str, str, str, str]]:
 
 UNCONFIRMED = ("not confirmed: measured again by a command below, its two ends do not differ; read the mark as the "
                "map's one measurement, not a change")
+CONTESTED = ("contested: measured again by the commands below, one found its two ends alike and another found them "
+             "different; the change sits at the edge of what one measurement decides")
 
 
 # A nightly triage's answer names the first nightly that behaves like its bad end (kerasbench.commands.triage).
@@ -600,6 +605,21 @@ def not_confirmed(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, 
     return any(unconfirmed(answered.get(cmd), flipped) for _, cmd in cmds)
 
 
+def confirmation(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]], before, after) -> str:
+    """What measuring a change's two ends again says against its mark: UNCONFIRMED (an answer found them alike:
+    not_confirmed), CONTESTED (that, and another answer found them different: a triage that bisected, a release
+    attribution that measured a change to attribute), or '' (nothing measured them again to say otherwise)."""
+    if not not_confirmed(cmds, answered, before, after):
+        return ""
+    from .answers import unconfirmed
+
+    flipped = verdict((before or {}).get("summary")) != verdict((after or {}).get("summary"))
+    differ = any(cmd.split()[1] in ("triage", "attribute") and "--good" in cmd.split()
+                 and ran_and_answered(cmd, answered) and not unconfirmed(answered.get(cmd), flipped)
+                 for _, cmd in cmds)
+    return CONTESTED if differ else UNCONFIRMED
+
+
 def ran_and_answered(cmd: str, answered: Dict[str, dict]) -> bool:
     """Whether `cmd` ran (exit 0) and gave an answer in `answered` (an answers file's commands)."""
     entry = answered.get(cmd) or {}
@@ -607,9 +627,10 @@ def ran_and_answered(cmd: str, answered: Dict[str, dict]) -> bool:
 
 
 def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optional[Dict[str, str]] = None,
-                    alike: int = 0) -> str:
+                    alike: int = 0, contested: int = 0) -> str:
     """The count after the list's heading: its commands run and answered, answered over a wider range, `alike` (of
-    the changes not confirmed), and the answers of changes no longer on the map."""
+    the changes not confirmed or contested, `contested` of them contested), and the answers of changes no longer on
+    the map."""
     if not answered:
         return ""
     listed = [[cmd for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)] for c in counted]  # per change, once
@@ -634,8 +655,10 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
             f"none{bare})"
             + (f"; {around} more answered by a triage over a wider range of nightlies (a column measured since "
                "splits it), shown with its range" if around else "")
-            + (f"; {alike} not confirmed, of the {again} changes a triage or attribution measured again: the two "
-               "ends do not differ (a pale, dashed mark on the map)" if alike else "")
+            + (f"; {alike - contested} not confirmed, of the {again} changes a triage or attribution measured again: "
+               "the two ends do not differ" + (f", and {contested} contested: one answer found them alike, another "
+                                               "different" if contested else "")
+               + " (a pale, dashed mark on the map)" if alike else "")
             + (f"; {FILE_NAME} holds {gone} more, of changes no longer on the map (columns measured since "
                "between their two ends)" if gone else ""))
 
@@ -715,9 +738,9 @@ def _no_command_item(loop: str, strategy: str, p: str, v: str, pythons: Optional
 
 
 def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None,
-          pythons: Optional[Dict[str, str]] = None, alike: bool = False) -> str:
+          pythons: Optional[Dict[str, str]] = None, alike: str = "") -> str:
     """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands (with
-    each one's answer where `answered` has it); `alike`: not confirmed (not_confirmed, asked by section)."""
+    each one's answer where `answered` has it); `alike`: UNCONFIRMED or CONTESTED (confirmation, asked by section)."""
     from .answers import shown
 
     b, a = before["summary"], after["summary"]
@@ -745,7 +768,7 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
             f"{esc(verdict(a))}/{esc(a.get('growth_kind') or '-')} ({esc(kib(a.get('growth_per_iter')))} KiB/it)"
             + (f' <span class="hw">different hardware ({esc(hw)}): measure both on one machine</span>' if hw else "")
             + f'<br><span class="why">{esc(why)}</span>'
-            + (f'<br><span class="unconfirmed">{esc(UNCONFIRMED)}</span>' if alike else "")
+            + (f'<br><span class="unconfirmed">{esc(alike)}</span>' if alike else "")
             + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
 
 

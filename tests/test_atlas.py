@@ -89,6 +89,31 @@ def test_a_mark_its_measuring_again_finds_alike_is_shown_not_confirmed(three):
         assert 'data-unconfirmed="1"' not in html and "not confirmed:" not in html, answered
 
 
+def test_a_mark_whose_answers_disagree_is_shown_contested(three):
+    """Measured again twice, the triage finds the two ends alike and the attribution finds a package that carries
+    the change: the mark is pale with the contested note (not the not-confirmed one), the count says so; an
+    attribution that did not run to its end beside the alike triage: not confirmed, as before."""
+    from kerasbench.triage import ENDS_ALIKE
+
+    triage = "kerasbench triage --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session_del_gc"
+    attribute = triage.replace("triage", "attribute", 1)
+    alike = {"what": "which release changed it", "rc": 0, "seconds": 40.0,
+             "answer": f"No answer for sweep × clear_session_del_gc (growth_per_iter): {ENDS_ALIKE} (2.13.1 is bad)."}
+    carried = {"what": "which package carries it", "rc": 0, "seconds": 90.0,
+               "answer": "Answer: carried by keras 2.14.0: the good environment with it alone behaves like the bad end"}
+    html = atlas.section(three, {triage: alike, attribute: carried})
+    new = row(html, "sweep", "clear_session_del_gc")[1]
+    contested, unconfirmed = atlas.esc(atlas.CONTESTED), atlas.esc(atlas.UNCONFIRMED)
+    assert 'data-unconfirmed="1"' in new and f"<li>{contested}</li>" in new
+    assert f'<span class="unconfirmed">{contested}</span>' in html and unconfirmed not in html
+    assert ("0 not confirmed, of the 1 changes a triage or attribution measured again: the two ends do not differ, "
+            "and 1 contested: one answer found them alike, another different (a pale, dashed mark on the map)") in html
+    failed = dict(carried, rc=1)  # an attribution that did not run to its end says nothing of the two ends
+    html = atlas.section(three, {triage: alike, attribute: failed})
+    assert f'<span class="unconfirmed">{unconfirmed}</span>' in html and contested not in html
+    assert "1 not confirmed, of the 1 changes" in html and "contested:" not in html
+
+
 def test_a_backends_attribution_that_finds_every_backend_alike_does_not_confirm_a_flip_only():
     """tensorflow grows, jax flat on the map; `attribute --backends tensorflow,jax --tf 2.21.0` measured again finds
     both growing: the flip is not confirmed. A mark of the slope alone (both grow on the map) is not about verdicts:
