@@ -324,7 +324,8 @@ def check_free(path: str, name: str) -> None:
     if free < need:
         raise UsageError(f"could not create environment {name}: {free:.1f} GiB free on {where}, under the {need:g} "
                          f"{NO_ROOM} (${MIN_FREE_VAR}); free space (environments no longer needed in "
-                         f"{where}; uv's cache: `uv cache prune`), or set {MIN_FREE_VAR}=0 to create it anyway")
+                         f"{where}; uv's cache: `uv cache prune`, and `uv cache clean tf-nightly-cpu` for the "
+                         f"nightlies' wheels), or set {MIN_FREE_VAR}=0 to create it anyway")
 
 
 def installer(env: object) -> Optional[str]:

@@ -771,6 +771,7 @@ def test_an_environment_is_not_created_on_a_disk_without_room(tmp_path, monkeypa
     text = str(e.value)
     assert "\n" not in text and env.name in text and "3.0 GiB free on " + str(tmp_path) in text
     assert "under the 4 GiB" in text and "KERASBENCH_MIN_FREE_GIB=0" in text
+    assert "`uv cache clean tf-nightly-cpu` for the nightlies' wheels" in text  # what uv cache prune keeps
     assert seen == [str(tmp_path)]  # the nearest folder that exists: env/ is not made yet
     assert not os.path.exists(env._path) and not hasattr(env, "child")  # nothing started, nothing half-made
     assert os.listdir(tmp_path / "env.locks") == ["fake.lock"]  # the creation's lock, beside env/
