@@ -351,7 +351,7 @@ def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: C
 
 def measure_specs(specs: Sequence[RunSpec], jobs: int, progress: Optional[Any] = None,
                   finished: Optional[Callable[[record.Record], None]] = None,
-                  metric: str = "") -> List[record.Record]:
+                  metric: str = "", repro_raises: bool = True) -> List[record.Record]:
     """Measure `specs` (each complete but for how many run at once: its interpreter, pair, counts), at most `jobs` at
     once; their records, in the order given. The one place that decides how many run at once:
 
@@ -363,7 +363,9 @@ def measure_specs(specs: Sequence[RunSpec], jobs: int, progress: Optional[Any] =
     `progress`, a console.Progress (or console.Labelled) or None, is told when a pair starts and ends and sees its
     workers' events; `finished` gets each record as its pair ends (so a caller keeps them through an interrupt or
     a later error). A repro file that raises in the worker stops the run with that error (after `finished` got its
-    record): the next pair would raise it again.
+    record): the next pair would raise it again. With `repro_raises` False its record (status failed) is returned
+    as any other: specs that differ in their environment (attribute's steps: a mix of two releases' packages may
+    fail where neither release does).
     """
     from .metrics import METRICS
 
@@ -375,7 +377,7 @@ def measure_specs(specs: Sequence[RunSpec], jobs: int, progress: Optional[Any] =
              for spec in specs]
     with procs.terminations():  # the API's SIGTERM or SIGHUP ends the workers (and a caller's `finally` runs)
         if at_once > 1:
-            return measure_at_once(specs, at_once, progress, finished)
+            return measure_at_once(specs, at_once, progress, finished, repro_raises=repro_raises)
         records = []
         for index, spec in enumerate(specs, 1):
             if progress is not None:
@@ -386,7 +388,7 @@ def measure_specs(specs: Sequence[RunSpec], jobs: int, progress: Optional[Any] =
             records.append(result)
             if finished is not None:
                 finished(result)
-            if spec.repro and result["status"] == "failed":
+            if spec.repro and result["status"] == "failed" and repro_raises:
                 raise repro_failed(spec.repro, result)
         return records
 
@@ -443,7 +445,8 @@ def _free_memory() -> int:
 
 
 def measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
-                     finished: Optional[Callable[[record.Record], None]]) -> List[record.Record]:
+                     finished: Optional[Callable[[record.Record], None]],
+                     repro_raises: bool = True) -> List[record.Record]:
     """Measure `specs` (each complete: its own interpreter, counts, jobs), `jobs` at once; their records, in order.
 
     A thread per running pair, each pair still in its own workers (measure_specs' way for more than one at once: the
@@ -483,7 +486,7 @@ def measure_at_once(specs: List[RunSpec], jobs: int, progress: Optional[Any],
             records[index] = result
             if finished is not None:
                 finished(result)
-        if spec.repro and result["status"] == "failed":
+        if spec.repro and result["status"] == "failed" and repro_raises:
             raised.append(result)
             stop.set()
 

@@ -14,6 +14,8 @@ from test_compare import synthetic
 
 from test_triage import KIB, MATRIX, call, offline_index  # noqa: F401 (offline_index: autouse here too)
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 GOOD = {"tensorflow-cpu": "2.13.1", "keras": "2.13.1", "numpy": "1.24.3", "scipy": "1.15.3",
         "pip+asv_runner": "0.3.2"}
 BAD = {"tensorflow-cpu": "2.14.0", "keras": "2.14.0", "numpy": "1.26.4", "scipy": "1.17.1",
@@ -328,7 +330,7 @@ def fake_environments(monkeypatch, carrier, forced=(), refuses=lambda pins: ""):
         made[path] = dict(reqs)
         return path, f"env-{len(made)}"
 
-    def measure_at_once(specs, jobs, progress, finished):
+    def measure_at_once(specs, jobs, progress, finished, repro_raises=True):
         out = []
         for i, spec in enumerate(specs):
             pins = made[spec.python]
@@ -411,7 +413,7 @@ def test_attribute_when_only_the_whole_bad_environment_grows(monkeypatch, capsys
 
     inner = runner.measure_at_once
 
-    def at_once(specs, jobs, progress, finished):
+    def at_once(specs, jobs, progress, finished, repro_raises=True):
         out = inner(specs, jobs, progress, finished)
         if len(specs) > 3:  # the first batch: the ends first
             out[1] = record("2.14.0", 2400 * KIB, seed=9)
@@ -424,6 +426,53 @@ def test_attribute_when_only_the_whole_bad_environment_grows(monkeypatch, capsys
     # every single move and group is flat, and so is every return (scipy's is the numpy group)
     assert out.startswith("Answer: carried by tensorflow-cpu 2.14.0, keras 2.14.0, numpy 1.26.4 and scipy 1.17.1 "
                           "together: none moved alone reproduces the change")
+
+
+def _failed(spec, line):
+    """The record of a repro that raised in its worker (runner.measure's, as measure_at_once returns it)."""
+    tail = ["Traceback (most recent call last):", f'  File "{spec.repro}", line 26, in step', line]
+    r = record("2.13.1", 0)
+    r.update(status="failed", reason=f"worker exited with code 1: {line}",
+             repeats=[{"status": "failed", "log_tail": tail}])
+    r["spec"].update(python=spec.python, repro=spec.repro)
+    return r
+
+
+@pytest.mark.parametrize("at_end", [False, True])
+def test_a_repro_that_raises_in_a_step_s_mix_is_that_step_s_failure_and_at_an_end_the_file_s(monkeypatch, capsys,
+                                                                                             at_end):
+    """tf33009's repro under TF 2.12.1 with keras 2.13.1 raised (a keras the TF does not know): the attribution
+    ended with exit 2 as if the file were broken. A step's mix that fails is like neither end and the attribution
+    goes on; in a release's own environment (an end) the failure is the file's: one line naming it, exit 2."""
+    made = fake_environments(monkeypatch, "tensorflow-cpu")
+    from kerasbench import runner
+
+    inner = runner.measure_at_once
+    error = "TypeError: VariableMetaclass._variable_v1_call() got an unexpected keyword argument 'lifting'"
+
+    def at_once(specs, jobs, progress, finished, repro_raises=True):
+        assert not repro_raises  # attribute measures each step to its end
+        out = inner(specs, jobs, progress, finished)
+        for i, spec in enumerate(specs):
+            pins = made[spec.python]
+            mixed = pins["tensorflow-cpu"] == GOOD["tensorflow-cpu"] and pins["keras"] == BAD["keras"]
+            if mixed or (at_end and pins == GOOD):
+                out[i] = _failed(spec, error)
+        return out
+
+    monkeypatch.setattr(runner, "measure_at_once", at_once)
+    repro = os.path.join(ROOT, "kerasbench", "examples", "reports", "tf33009_predict.py")
+    argv = [a for a in ATTRIBUTE if a not in ("--loop", "sweep", "--strategy", "clear_session_del_gc")]
+    code, out = call(argv + ["--repro", repro, "--strategy", "reuse_model"])
+    err = capsys.readouterr().err
+    if at_end:
+        assert code == 2 and out == "" and "Traceback" not in err
+        assert err.strip().splitlines()[-1] == f"kerasbench: error: Repro file {repro} failed in the worker at " \
+                                               f"line 26: {error}"
+        return
+    assert code == 0, err
+    assert out.startswith("Answer: carried by tensorflow-cpu 2.14.0"), out
+    assert f"attribute: good + keras 2.14.0: like neither end: failed: worker exited with code 1: {error}" in err
 
 
 @pytest.mark.parametrize("limit, message", [
@@ -474,7 +523,7 @@ def test_triage_package_keras_bisects_keras_releases_at_one_tf(monkeypatch, caps
         slope = 3600 * KIB if releases.version_key(keras) >= (3, 6) else 0
         return record("2.21.0", slope, seed=len(made), keras=keras)
 
-    def at_once(specs, jobs, progress, finished):
+    def at_once(specs, jobs, progress, finished, repro_raises=True):
         return [measure(s) for s in specs]
 
     monkeypatch.setattr(environment, "python_for", python_for)

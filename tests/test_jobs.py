@@ -138,7 +138,7 @@ def test_measure_specs_decides_how_many_at_once_the_records_jobs_and_the_shared_
     at_once_calls = []
     real_at_once = runner.measure_at_once
     monkeypatch.setattr(runner, "measure", fake_measure)
-    monkeypatch.setattr(runner, "measure_at_once", lambda specs, jobs, progress, finished:
+    monkeypatch.setattr(runner, "measure_at_once", lambda specs, jobs, progress, finished, repro_raises=True:
                         at_once_calls.append(jobs) or real_at_once(specs, jobs, progress, finished))
     template = RunSpec("sweep", "reuse_model", iterations=5, memory_cap=given_cap).validate()  # jobs 1, its cap
     skipped = dataclasses.replace(template, loop="control", strategy="reuse_model")  # does not apply: no worker

@@ -185,7 +185,9 @@ def _measure(envs: environment.Ahead, rows: Sequence[Row], template: RunSpec, me
         return
     specs = [dataclasses.replace(template, python=row.python) for row in todo]
     progress = Labelled(Progress(err, len(todo), template.warmup), [row.label for row in todo])
-    measured = runner.measure_specs(specs, jobs, progress, metric=metric)
+    # a repro that raises in a step's mix of two releases' packages is that step's failure (like neither end), not
+    # the file's; one that raises at an end, in a release's own environment, is the file's: its error, as run says
+    measured = runner.measure_specs(specs, jobs, progress, metric=metric, repro_raises=False)
     # in the order given; when an interrupt left some out, each record's spec names its interpreter
     by_python = {r["spec"].get("python"): r for r in measured} if len(measured) < len(specs) else \
         {spec.python: r for spec, r in zip(specs, measured)}
@@ -193,6 +195,9 @@ def _measure(envs: environment.Ahead, rows: Sequence[Row], template: RunSpec, me
         row.record = by_python.get(spec.python)
         if row.record is not None:
             row.record["asv_env"] = row.env_name
+    for row in todo:
+        if row.kind == "end" and row.record is not None and template.repro and row.record["status"] == "failed":
+            raise runner.repro_failed(template.repro, row.record)
 
 
 def attribute(config: str, good: Dict[str, str], bad: Dict[str, str], template: RunSpec, metric: str,
