@@ -265,10 +265,14 @@ def conclude(rows: Sequence[Row], good: Dict[str, str], bad: Dict[str, str], dif
         return _across_keras3(bridged, good, bad, what)
     said = []
     goods, unclear = [r for r in singles if r.cls == "good"], [r for r in singles if r.cls == "unclear"]
+    failed = [r for r in unclear if (r.record or {}).get("status") == "failed"]  # a mix the body cannot run in
+    unclear = [r for r in unclear if r not in failed]
     if goods:
         said.append(f"with {_names(goods)} alone the good environment behaves like the good end")
     if unclear:
         said.append(f"with {_names(unclear)} alone like neither end")
+    if failed:
+        said.append(f"with {_names(failed)} alone it fails to run (its row says why)")
     if necessary and (carriers or len(necessary) < 2):  # else the head says it
         said.append(f"putting back {at(good, necessary)} makes the bad end good")
     stays = [n for n, r in back.items() if r.cls == "bad"]

@@ -472,6 +472,7 @@ def test_a_repro_that_raises_in_a_step_s_mix_is_that_step_s_failure_and_at_an_en
         return
     assert code == 0, err
     assert out.startswith("Answer: carried by tensorflow-cpu 2.14.0"), out
+    assert "with keras 2.14.0 alone it fails to run (its row says why)" in out.splitlines()[0]
     assert f"attribute: good + keras 2.14.0: like neither end: failed: worker exited with code 1: {error}" in err
 
 
