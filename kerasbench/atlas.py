@@ -594,29 +594,21 @@ def wider(cmd: str, answered: Optional[Dict[str, dict]]) -> Optional[Tuple[str, 
     return found[0][2], found[0][3]
 
 
-def not_confirmed(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]], before, after) -> bool:
-    """Whether one of a change's commands (commands()'s) answered that its two ends (records `before`, `after`),
-    measured again, are alike (answers.unconfirmed; a flip of the pair verdict between them, or not)."""
+def confirmation(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]], before, after) -> str:
+    """What measuring a change's two ends (records `before`, `after`) again says against its mark, from its commands
+    (commands()'s) answered: UNCONFIRMED (one found them alike: answers.unconfirmed, a flip of the pair verdict
+    between them or not), CONTESTED (that, and another found them different: a triage that bisected, a release
+    attribution that measured a change to attribute), or '' (nothing measured them again to say otherwise)."""
     from .answers import unconfirmed
 
     if not answered:
-        return False
-    flipped = verdict((before or {}).get("summary")) != verdict((after or {}).get("summary"))
-    return any(unconfirmed(answered.get(cmd), flipped) for _, cmd in cmds)
-
-
-def confirmation(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]], before, after) -> str:
-    """What measuring a change's two ends again says against its mark: UNCONFIRMED (an answer found them alike:
-    not_confirmed), CONTESTED (that, and another answer found them different: a triage that bisected, a release
-    attribution that measured a change to attribute), or '' (nothing measured them again to say otherwise)."""
-    if not not_confirmed(cmds, answered, before, after):
         return ""
-    from .answers import unconfirmed
-
     flipped = verdict((before or {}).get("summary")) != verdict((after or {}).get("summary"))
-    differ = any(cmd.split()[1] in ("triage", "attribute") and "--good" in cmd.split()
-                 and ran_and_answered(cmd, answered) and not unconfirmed(answered.get(cmd), flipped)
-                 for _, cmd in cmds)
+    alike = [unconfirmed(answered.get(cmd), flipped) for _, cmd in cmds]
+    if not any(alike):
+        return ""
+    differ = any(not same and cmd.split()[1] in ("triage", "attribute") and "--good" in cmd.split()
+                 and ran_and_answered(cmd, answered) for (_, cmd), same in zip(cmds, alike))
     return CONTESTED if differ else UNCONFIRMED
 
 
