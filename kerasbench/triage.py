@@ -6,7 +6,8 @@ fresh worker there. The ends must differ (kerasbench.compare.judge: regressed or
 between them is placed on the scale of that change (classify, rule.place: how far from the good end
 towards the bad one, with its uncertainty): like the good end, like the bad end, or neither (between
 them, or too uncertain to place), and the bisection stops at neither with the range it narrowed the
-change to, rather than guess. The same classes serve `kerasbench attribute` (its environments).
+change to, rather than guess. A version a repro file cannot run on is skipped (as `git bisect skip`): the next
+nearest to the middle is tried. The same classes serve `kerasbench attribute` (its environments).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ if TYPE_CHECKING:  # the type only: the command's bisect_releases imports runner
 # What triage and attribute say when, measured again, the two ends of a change do not differ (answers.unconfirmed
 # reads it: the atlas shows such a mark as not confirmed).
 ENDS_ALIKE = "the ends do not differ"
+# The class of a version between the ends that a repro file cannot run on (it raised in the worker there: an API that
+# release lacks); bisect skips it.
+SKIPPED = "skipped"
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Outcome:
     last_good: Optional[str] = None
     first_bad: Optional[str] = None
     stopped: Optional[str] = None  # why the bisection ended without an answer
+    skipped: List[str] = field(default_factory=list)  # versions between the ends a repro cannot run on (SKIPPED)
     bracket: Tuple[str, ...] = ()  # the nearest good and bad versions measured: the change lies between them
     pins: Dict[str, Dict[str, str]] = field(default_factory=dict)  # the bracket's environments' pins (--attribute)
 
@@ -52,8 +57,10 @@ def steps_needed(n: int) -> int:
 
 def bisect(versions: Sequence[str], classify: Callable[[str], Union[str, Tuple[str, str]]],
            ahead: Optional[Callable[[List[str]], None]] = None) -> Outcome:
-    """Bisect `versions` (good end first) with `classify(version) -> 'good' | 'bad' | 'unclear'` (or that class and
-    why: the why of a version like neither end is said where the bisection stops).
+    """Bisect `versions` (good end first) with `classify(version) -> 'good' | 'bad' | 'unclear' | SKIPPED` (or that
+    class and why: the why of a version like neither end is said where the bisection stops). A SKIPPED version is
+    skipped: the untried version nearest the middle of the range left is tried instead, and when every version
+    between the nearest good and bad ones failed, the bisection stops there and says so.
 
     The ends are classified against themselves by the caller's function as well: a good end that
     is not "good" or a bad end that is not "bad" means there is nothing to bisect. `ahead(versions)`, when
@@ -79,7 +86,15 @@ def bisect(versions: Sequence[str], classify: Callable[[str], Union[str, Tuple[s
             return out
     lo, hi = 0, len(versions) - 1
     while hi - lo > 1:
-        mid = (lo + hi) // 2
+        untried = [i for i in range(lo + 1, hi) if versions[i] not in out.skipped]
+        if not untried:
+            first = versions[lo + 1]
+            why = f" ({whys[first]})" if whys.get(first) else ""
+            between = versions[lo + 1:hi]
+            out.stopped = (f"the change is between {versions[lo]} and {versions[hi]}, and {_listed(between)} between "
+                           f"them {'fails' if len(between) == 1 else 'fail'} to run{why}")
+            break
+        mid = min(untried, key=lambda i: (abs(i - (lo + hi) / 2), i))  # the middle, (lo + hi) // 2, unless skipped
         if ahead is not None:
             ahead([versions[(a + b) // 2] for a, b in ((lo, mid), (mid, hi)) if b - a > 1])
         verdict = tried(versions[mid])
@@ -87,6 +102,8 @@ def bisect(versions: Sequence[str], classify: Callable[[str], Union[str, Tuple[s
             lo = mid
         elif verdict == "bad":
             hi = mid
+        elif verdict == SKIPPED:
+            out.skipped.append(versions[mid])
         else:
             middle = versions[mid]
             why = f" ({whys[middle]})" if whys.get(middle) else ""
@@ -98,6 +115,11 @@ def bisect(versions: Sequence[str], classify: Callable[[str], Union[str, Tuple[s
     if not out.stopped:
         out.last_good, out.first_bad = out.bracket
     return out
+
+
+def _listed(names: Sequence[str]) -> str:
+    """'2.13.1', '2.13.1 and 2.14.1', '2.13.1, 2.14.1 and 2.15.1'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def classify(metric: str, good: Record, bad: Record, record: Record,

@@ -66,6 +66,23 @@ def test_bisect_stops_at_a_version_like_neither_end_and_names_the_range():
     assert "triage each side: --good 2.12.1 --bad 2.14.1, and --good 2.14.1 --bad 2.16.2" in outcome.stopped
 
 
+def test_bisect_skips_a_version_the_repro_cannot_run_on_and_stops_when_none_between_runs():
+    """A repro that raises on a release between the ends (an API it lacks) is skipped, as `git bisect skip`: the
+    untried version nearest the middle is tried instead; when every version between the nearest good and bad ones
+    fails, the change is between those two and the answer says which failed."""
+    versions = ["2.12.1", "2.13.1", "2.14.1", "2.15.1", "2.16.2", "2.17.1"]
+    # 2.14.1 (the middle) fails: 2.15.1, the next nearest, is tried, and the change found between it and 2.16.2
+    outcome, asked = run_bisect(dict(zip(versions, ["good", "good", triage.SKIPPED, "good", "bad", "bad"])))
+    assert (outcome.last_good, outcome.first_bad) == ("2.15.1", "2.16.2") and outcome.stopped is None
+    assert asked[2:4] == ["2.14.1", "2.15.1"] and outcome.skipped == ["2.14.1"]
+    assert len(asked) == len(set(asked))
+    # the change sits where nothing runs: the nearest good and bad versions and the two that failed between them
+    outcome, asked = run_bisect(dict(zip(versions, ["good", "good", triage.SKIPPED, triage.SKIPPED, "bad", "bad"])))
+    assert outcome.first_bad is None and outcome.bracket == ("2.13.1", "2.16.2")
+    assert outcome.stopped == "the change is between 2.13.1 and 2.16.2, and 2.14.1 and 2.15.1 between them fail to run"
+    assert len(asked) == len(set(asked)) == 6
+
+
 def test_bisect_with_ends_that_do_not_differ_measures_only_the_ends():
     outcome, asked = run_bisect({"2.12.1": "unclear", "2.15.1": "good", "2.21.0": "unclear"})
     assert asked == ["2.12.1"] and outcome.first_bad is None and "do not differ" in outcome.stopped
@@ -299,6 +316,48 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
                       "--strategy", "reuse_model", "--profile", "quick", "--iterations", "12", "--repeats", "2"])
     assert code == 0 and {(s.profile, s.budgeted, s.iterations, s.repeats) for s in specs} == {("quick", False, 12, 2)}
     assert "--profile quick --iterations 12 --repeats 2 --device cpu --tf 2.15.1" in out
+
+
+@pytest.mark.parametrize("at_end", [False, True])
+def test_a_repro_that_raises_between_the_ends_is_skipped_and_at_an_end_is_the_file_s_error(monkeypatch, capsys,
+                                                                                            at_end):
+    """A report's repro that raises on one release between the ends (an API that release lacks) no longer ends the
+    triage with the file's error: that release is skipped (its line says why) and the bisection goes on; at an end
+    (a release the change is measured on) the failure is still the file's: one line naming it, exit 2."""
+    from kerasbench import environment, runner
+
+    repro = str(ROOT / "kerasbench" / "examples" / "reports" / "tf33009_predict.py")
+    error = "AttributeError: module 'keras' has no attribute 'lifted'"
+    measured = []
+
+    def measure(spec, progress=None):
+        version = spec.python.split("-", 1)[1]
+        measured.append(version)
+        if len(measured) == (1 if at_end else 3):  # the good end, or the first release between the ends
+            tail = ["Traceback (most recent call last):", f'  File "{spec.repro}", line 26, in step', error]
+            r = record(version, 0)
+            r.update(status="failed", reason=f"worker exited with code 1: {error}",
+                     repeats=[{"status": "failed", "log_tail": tail}])
+            r["spec"].update(repro=spec.repro)
+            return r
+        return record(version, 400 * KIB if releases.version_key(version) < (2, 16, 1) else 0, seed=len(measured))
+
+    monkeypatch.setattr(environment, "python_for", lambda config, reqs, progress=None, python=None:
+                        (f"python-{reqs['tensorflow-cpu']}", f"env-{reqs['tensorflow-cpu']}"))
+    monkeypatch.setattr(runner, "measure", measure)
+    code, out = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--repro", repro,
+                      "--strategy", "reuse_model", "--jobs", "1"])
+    err = capsys.readouterr().err
+    if at_end:
+        assert code == 2 and out == "" and "Traceback" not in err
+        assert err.strip().splitlines()[-1] == f"kerasbench: error: Repro file {repro} failed in the worker at " \
+                                               f"line 26: {error}"
+        return
+    assert code == 0, err
+    skipped = measured[2]
+    assert f"triage: TF {skipped}: skipped: Repro file {repro} failed in the worker at line 26: {error}" in err
+    assert "Answer: TF 2.16.1 is the first release" in out and "the last like 2.12.1 is 2.15.1" in out
+    assert len(measured) == len(set(measured))
 
 
 @pytest.mark.parametrize("config", ["asv.matrix.json", "asv.gpu.json"])

@@ -15,8 +15,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from ..errors import UsageError
-from ..triage import Outcome, bisect, classify, ends_differ, render, steps_needed
+from ..errors import UsageError, repro_failed
+from ..triage import SKIPPED, Outcome, bisect, classify, ends_differ, render, steps_needed
 from . import options
 
 if TYPE_CHECKING:  # types only: the runner loads the loop shapes (numpy) when a command measures
@@ -183,11 +183,12 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     backend = template.backend if template.backend != "tensorflow" else ""
     envs = environment.Ahead(config, lambda v: version_pins(config, v, python, tf, flavour, backend), note, python)
 
-    def measure(chosen):  # the versions' records (each with its asv environment's name), kept
+    def measure(chosen, ends=True):  # the versions' records (each with its asv environment's name), kept
         made = [envs.get(v) for v in chosen]
-        labels = [f"[step {len(records) + i + 1}/≤{expected}] {name} {v}" for i, v in enumerate(chosen)]
+        labels = [f"[step {len(records) + i + 1}/≤{progress.total}] {name} {v}" for i, v in enumerate(chosen)]
         specs = [dataclasses.replace(template, python=path) for path, _ in made]
-        measured = runner.measure_specs(specs, jobs, Labelled(progress, labels), metric=metric)
+        # a repro that raises at an end is the file's error, as run says; between the ends, that version is skipped
+        measured = runner.measure_specs(specs, jobs, Labelled(progress, labels), metric=metric, repro_raises=ends)
         if len(measured) < len(chosen):  # measure_specs keeps only finished pairs; a repro failure raised already
             raise UsageError("triage: an end of the bisection was not measured")
         for version, record, (_, env_name) in zip(chosen, measured, made):
@@ -205,12 +206,17 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         def classify_version(version):
             if version in (versions[0], versions[-1]):
                 return ("good" if version == versions[0] else "bad") if differ else "unclear"
-            record = records.get(version) or measure([version])[0]
+            record = records.get(version) or measure([version], ends=False)[0]
             ends = (f"{name} {versions[0]}", f"{name} {versions[-1]}")
-            verdict, reason = classify(metric, good_end, bad_end, record, ends) if record["status"] == "ok" \
-                else ("unclear", f"like neither end: {record['status']}: {record['reason']}")
+            if record["status"] == "failed" and template.repro:  # skipped: one step more, at most
+                verdict, reason = SKIPPED, str(repro_failed(template.repro, record))
+                progress.total += 1
+            else:
+                verdict, reason = classify(metric, good_end, bad_end, record, ends) if record["status"] == "ok" \
+                    else ("unclear", f"like neither end: {record['status']}: {record['reason']}")
             record["triage"] = {"class": verdict, "why": reason}
-            status_line(err, f"triage: {name} {version}: {reason}", final=True)
+            status_line(err, f"triage: {name} {version}: {'skipped: ' if verdict == SKIPPED else ''}{reason}",
+                        final=True)
             return verdict, reason
 
         outcome = bisect(versions, classify_version, ahead=envs.want if differ else None)
