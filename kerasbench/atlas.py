@@ -223,6 +223,14 @@ def no_command(loop: str, strategy: str, good: str, bad: str,
         release = "triage and attribute measure each release's own Keras, not tf_keras beside it"
     else:
         release = f"one release ({_cli_version(bad_rel)}) on another Python: no release to find or compare"
+    return (f"No command answers this change here: {release}, and ablate takes apart the cleanup of loops that build "
+            f"models, which {loop} does not. Both ends measured again would confirm or undo it:"), \
+        end_runs(loop, strategy, good, bad)
+
+
+def end_runs(loop: str, strategy: str, good: str, bad: str) -> List[str]:
+    """The `kerasbench run … --profile full` of each end of a change (columns `good`, `bad`): its pair measured again,
+    longer and three times (what confirms or undoes a change no command answers, or settles a contested one)."""
     runs = []
     for column in (good, bad):
         rel, label = _split(column)
@@ -230,8 +238,7 @@ def no_command(loop: str, strategy: str, good: str, bad: str,
         runs.append(f"kerasbench run --loop {loop} --strategy {strategy} --tf {_cli_version(rel)}"
                     + (f" --python {python.group(1)}" if python else f" --keras {label}" if label == "tf_keras"
                        else f" --backend {label}" if label in BACKENDS else "") + " --profile full")
-    return (f"No command answers this change here: {release}, and ablate takes apart the cleanup of loops that build "
-            f"models, which {loop} does not. Both ends measured again would confirm or undo it:"), runs
+    return runs
 
 
 def nightly_then_release(good: str, bad: str) -> bool:
@@ -724,9 +731,13 @@ def _ratio(a: Optional[float], b: Optional[float]) -> float:
     return hi / lo
 
 
-def _no_command_item(loop: str, strategy: str, p: str, v: str, pythons: Optional[Dict[str, str]]) -> str:
-    why, runs = no_command(loop, strategy, p, v, pythons)
-    return f'<li class="none">{esc(why)} ' + " and ".join(f'<code class="cmd">{esc(r)}</code>' for r in runs) + "</li>"
+def _runs_item(text: str, runs: Sequence[str]) -> str:
+    """A line of a change's list that is not one of its commands: why, and the runs (end_runs) that would measure it."""
+    return f'<li class="none">{esc(text)} ' + " and ".join(f'<code class="cmd">{esc(r)}</code>' for r in runs) + "</li>"
+
+
+# What a contested change's list says before its commands, with the runs of its ends (end_runs)
+SETTLE = "To settle it, measure both ends again, longer and three times:"
 
 
 def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None,
@@ -750,7 +761,8 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
 
     listed = commands(loop, strategy, p, v, pythons)
     cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + (
-        "" if listed else _no_command_item(loop, strategy, p, v, pythons)) + "".join(
+        "" if listed else _runs_item(*no_command(loop, strategy, p, v, pythons))) + (
+        _runs_item(SETTLE, end_runs(loop, strategy, p, v)) if alike == CONTESTED else "") + "".join(
         f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>' for what, cmd in listed)
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '

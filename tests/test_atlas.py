@@ -108,9 +108,15 @@ def test_a_mark_whose_answers_disagree_is_shown_contested(three):
     assert f'<span class="unconfirmed">{contested}</span>' in html and unconfirmed not in html
     assert ("0 not confirmed, of the 1 changes a triage or attribution measured again: the two ends do not differ, "
             "and 1 contested: one answer found them alike, another different (a pale, dashed mark on the map)") in html
+    # what would settle it: both ends measured again at the full profile, before its commands
+    settle = (f'<li class="none">{atlas.esc(atlas.SETTLE)} <code class="cmd">kerasbench run --loop sweep --strategy '
+              f'clear_session_del_gc --tf 2.13.1 --profile full</code> and <code class="cmd">kerasbench run --loop '
+              f'sweep --strategy clear_session_del_gc --tf 2.14.1 --profile full</code></li>')
+    assert html.count(settle) == 1
     failed = dict(carried, rc=1)  # an attribution that did not run to its end says nothing of the two ends
     html = atlas.section(three, {triage: alike, attribute: failed})
     assert f'<span class="unconfirmed">{unconfirmed}</span>' in html and contested not in html
+    assert atlas.esc(atlas.SETTLE) not in html  # not confirmed: one answer, nothing to settle
     assert "1 not confirmed, of the 1 changes" in html and "contested:" not in html
 
 
