@@ -230,7 +230,7 @@ def no_command(loop: str, strategy: str, good: str, bad: str,
 
 def end_runs(loop: str, strategy: str, good: str, bad: str) -> List[str]:
     """The `kerasbench run … --profile full` of each end of a change (columns `good`, `bad`): its pair measured again,
-    longer and three times (what confirms or undoes a change no command answers, or settles a contested one)."""
+    longer and three times (what confirms or undoes a change no command answers)."""
     runs = []
     for column in (good, bad):
         rel, label = _split(column)
@@ -467,9 +467,9 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
         return ""
     pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
     prev = previous_all(versions)
-    rows, changes, floors, pale = [], [], {}, {}  # floors: each stamp's words -> its number on the page; pale:
-    # the ids of the changes not confirmed or contested -> the note (confirmation, asked once per change: the cell,
-    # the count and the list)
+    rows, changes, floors, pale, settled = [], [], {}, {}, {}  # floors: each stamp's words -> its number on the
+    # page; pale: the ids of the changes not confirmed or contested -> the note (confirmation, asked once per change:
+    # the cell, the count and the list); settled: those a longer triage found different (SETTLED), not pale
     # a pair no version measured (the GPU strategies on a CPU machine, a loop a strategy does not apply to): named
     # under the map, not drawn as a row of n/a
     unmeasured = [pair for pair in pairs
@@ -484,9 +484,11 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
             prev_record = groups[p].get((loop, strategy), (None, None))[0] if p else None
             cid = f"atlas-change-{len(changes)}"
             td, marked = _cell(record, v, p, prev_record, cid, floors)
-            note = confirmation(commands(loop, strategy, p, v, pythons), answered, prev_record, record) \
-                if marked and marked[0] != "other" else ""
-            if note:
+            note = confirmation(listed_commands(loop, strategy, p, v, pythons, answered, prev_record, record),
+                                answered, prev_record, record, marked[0]) if marked and marked[0] != "other" else ""
+            if note == SETTLED:
+                settled[cid] = note
+            elif note:
                 pale[cid] = note
                 td = td.replace('tabindex="0">', 'tabindex="0" data-unconfirmed="1">', 1).replace(
                     "<ul class=\"more\">", f"<ul class=\"more\"><li>{esc(note)}</li>", 1)
@@ -508,9 +510,10 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
                         for v in versions)
     counted = [c for c in changes if c[5] != "other"]
     answered_count = _answered_count(counted, answered, pythons, len(pale),
-                                     sum(note == CONTESTED for note in pale.values()))
+                                     sum(note == CONTESTED for note in pale.values()), len(settled),
+                                     sum(note == REVERSED for note in pale.values()))
     undecided = [c for c in changes if c[5] == "other"]
-    items = "".join(_item(*c, answered, pythons, pale.get(c[0], "")) for c in counted)
+    items = "".join(_item(*c, answered, pythons, pale.get(c[0], "") or settled.get(c[0], "")) for c in counted)
     listing = (f'<ol class="changes">{items}</ol>' if counted
                else "<p>No pair changes between consecutive versions by compare's rule or its verdict.</p>")
     if undecided:
@@ -561,6 +564,13 @@ UNCONFIRMED = ("not confirmed: measured again by a command below, its two ends d
                "map's one measurement, not a change")
 CONTESTED = ("contested: measured again by the commands below, one found its two ends alike and another found them "
              "different; the change sits at the edge of what one measurement decides")
+SETTLED = ("settled: its answers disagreed, and its triage measured longer (the full profile: three repeats of a "
+           "minute's loop at each end) found its two ends different, the same way: the mark holds")
+REVERSED = ("not confirmed: its triage measured longer (the full profile) found its two ends different the other way; "
+            "read the mark as the map's one measurement, not a change")
+# A contested change's own triage at the full profile: what settles it (settle_command), and what it asks
+SETTLE_PROFILE = "--profile full"
+SETTLE_WHAT = "does it hold, measured longer"
 
 
 # A nightly triage's answer names the first nightly that behaves like its bad end (kerasbench.commands.triage).
@@ -601,16 +611,46 @@ def wider(cmd: str, answered: Optional[Dict[str, dict]]) -> Optional[Tuple[str, 
     return found[0][2], found[0][3]
 
 
-def confirmation(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]], before, after) -> str:
+def settle_command(cmds: Sequence[Tuple[str, str]]) -> Optional[str]:
+    """The command that settles a contested change (commands()'s `cmds`): its triage at the full profile, whose first
+    step measures both ends again, three repeats of up to a minute's loop each; None for a change with no triage."""
+    triage = next((cmd for _, cmd in cmds if cmd.split()[1] == "triage" and "--profile" not in cmd.split()), None)
+    return f"{triage} {SETTLE_PROFILE}" if triage else None
+
+
+def listed_commands(loop: str, strategy: str, good: str, bad: str, pythons: Optional[Dict[str, str]],
+                    answered: Optional[Dict[str, dict]], before, after) -> List[Tuple[str, str]]:
+    """A change's commands as its list shows them: commands()'s, then its settling triage (settle_command) where its
+    answers contest it (confirmation: CONTESTED) or that triage has run already."""
+    cmds = commands(loop, strategy, good, bad, pythons)
+    settle = settle_command(cmds)
+    if settle and answered and (settle in answered or confirmation(cmds, answered, before, after) == CONTESTED):
+        cmds = cmds + [(SETTLE_WHAT, settle)]
+    return cmds
+
+
+def confirmation(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]], before, after,
+                 moved: str = "") -> str:
     """What measuring a change's two ends (records `before`, `after`) again says against its mark, from its commands
-    (commands()'s) answered: UNCONFIRMED (one found them alike: answers.unconfirmed, a flip of the pair verdict
-    between them or not), CONTESTED (that, and another found them different: a triage that bisected, a release
-    attribution that measured a change to attribute), or '' (nothing measured them again to say otherwise)."""
+    (listed_commands()'s) answered: UNCONFIRMED (one found them alike: answers.unconfirmed, a flip of the pair
+    verdict between them or not), CONTESTED (that, and another found them different: a triage that bisected, a
+    release attribution that measured a change to attribute), or '' (nothing measured them again to say otherwise).
+    A settling triage that ran to an answer (settle_command: the longer measurement) decides alone: UNCONFIRMED when
+    it found the ends alike; found different, SETTLED when its answer's ends went the mark's way (`moved`: worse is
+    regressed, better improved), REVERSED the other way, and CONTESTED still when either is not known."""
     from .answers import unconfirmed
+    from .triage import ends_verdict
 
     if not answered:
         return ""
     flipped = verdict((before or {}).get("summary")) != verdict((after or {}).get("summary"))
+    settled = [cmd for what, cmd in cmds if what == SETTLE_WHAT and ran_and_answered(cmd, answered)]
+    if settled:
+        entry = answered[settled[0]]
+        if unconfirmed(entry, flipped):
+            return UNCONFIRMED
+        found, expected = ends_verdict(entry["answer"]), {"worse": "regressed", "better": "improved"}.get(moved)
+        return CONTESTED if found is None or expected is None else SETTLED if found == expected else REVERSED
     alike = [unconfirmed(answered.get(cmd), flipped) for _, cmd in cmds]
     if not any(alike):
         return ""
@@ -626,13 +666,15 @@ def ran_and_answered(cmd: str, answered: Dict[str, dict]) -> bool:
 
 
 def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optional[Dict[str, str]] = None,
-                    alike: int = 0, contested: int = 0) -> str:
+                    alike: int = 0, contested: int = 0, settled: int = 0, reversed_: int = 0) -> str:
     """The count after the list's heading: its commands run and answered, answered over a wider range, `alike` (of
-    the changes not confirmed or contested, `contested` of them contested), and the answers of changes no longer on
-    the map."""
+    the changes not confirmed or contested, `contested` of them contested, `reversed_` found the other way by a
+    longer triage), `settled` (a longer triage found the ends different the mark's way), and the answers of changes
+    no longer on the map."""
     if not answered:
         return ""
-    listed = [[cmd for _, cmd in commands(c[1], c[2], c[3], c[4], pythons)] for c in counted]  # per change, once
+    listed = [[cmd for _, cmd in listed_commands(c[1], c[2], c[3], c[4], pythons, answered, c[6], c[7])]
+              for c in counted]  # per change, once
     asked = {cmd for cmds in listed for cmd in cmds}
     ran = asked & set(answered)
     own = functools.partial(ran_and_answered, answered=answered)
@@ -655,9 +697,12 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
             + (f"; {around} more answered by a triage over a wider range of nightlies (a column measured since "
                "splits it), shown with its range" if around else "")
             + (f"; {alike - contested} not confirmed, of the {again} changes a triage or attribution measured again: "
-               "the two ends do not differ" + (f", and {contested} contested: one answer found them alike, another "
-                                               "different" if contested else "")
+               "the two ends do not differ" + (f" ({reversed_} of them: differ the other way, measured longer)"
+                                               if reversed_ else "")
+               + (f", and {contested} contested: one answer found them alike, another different" if contested else "")
                + " (a pale, dashed mark on the map)" if alike else "")
+            + (f"; {settled} contested before and settled by their triage measured longer: the mark holds"
+               if settled else "")
             + (f"; {FILE_NAME} holds {gone} more, of changes no longer on the map (columns measured since "
                "between their two ends)" if gone else ""))
 
@@ -689,13 +734,15 @@ def questions(groups: compare.Groups, only: Sequence[str] = (), answered: Option
         before, after = axis[p][(loop, strategy)][0], axis[v][(loop, strategy)][0]
         flip = _state(before) != _state(after)
         ratio = _ratio(before["summary"].get("growth_per_iter"), after["summary"].get("growth_per_iter"))
-        for what, command in commands(loop, strategy, p, v, pythons):
+        for what, command in listed_commands(loop, strategy, p, v, pythons, answered, before, after):
             if f"--repro {REPRO_PLACEHOLDER}" in command:  # the page's hint for a repro of the user's: not runnable
                 continue
             found.setdefault(command, (what, []))[1].append(f"{loop} × {strategy}, TF {p} → {v}")
             was = telling.get(command, (False, 1.0))
             telling[command] = (was[0] or flip, max(was[1], ratio))
-    order = sorted(found, key=lambda c: (not telling[c][0], -len(found[c][1]), -telling[c][1]))  # stable: ties keep
+    # a settling triage first (a mark the page cannot back until it runs), then the most telling
+    order = sorted(found, key=lambda c: (found[c][0] != SETTLE_WHAT, not telling[c][0], -len(found[c][1]),
+                                         -telling[c][1]))  # stable: ties keep the list's order
     asked = [Question(found[c][0], c, tuple(found[c][1])) for c in order]
     return asked if answered is None else first_answers(asked, answered)
 
@@ -731,19 +778,17 @@ def _ratio(a: Optional[float], b: Optional[float]) -> float:
     return hi / lo
 
 
-def _runs_item(text: str, runs: Sequence[str]) -> str:
-    """A line of a change's list that is not one of its commands: why, and the runs (end_runs) that would measure it."""
-    return f'<li class="none">{esc(text)} ' + " and ".join(f'<code class="cmd">{esc(r)}</code>' for r in runs) + "</li>"
+def _no_command_item(loop: str, strategy: str, p: str, v: str, pythons: Optional[Dict[str, str]]) -> str:
+    why, runs = no_command(loop, strategy, p, v, pythons)
+    return f'<li class="none">{esc(why)} ' + " and ".join(f'<code class="cmd">{esc(r)}</code>' for r in runs) + "</li>"
 
-
-# What a contested change's list says before its commands, with the runs of its ends (end_runs)
-SETTLE = "To settle it, measure both ends again, longer and three times:"
 
 
 def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None,
           pythons: Optional[Dict[str, str]] = None, alike: str = "") -> str:
     """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands (with
-    each one's answer where `answered` has it); `alike`: UNCONFIRMED or CONTESTED (confirmation, asked by section)."""
+    each one's answer where `answered` has it); `alike`: UNCONFIRMED, CONTESTED or SETTLED (confirmation, asked by
+    section)."""
     from .answers import shown
 
     b, a = before["summary"], after["summary"]
@@ -759,10 +804,9 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
                 f'(a column measured since '
                 f'splits it): {linked(esc(no_paths(shown(around[1]))))}</span> ')
 
-    listed = commands(loop, strategy, p, v, pythons)
+    listed = listed_commands(loop, strategy, p, v, pythons, answered, before, after)
     cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + (
-        "" if listed else _runs_item(*no_command(loop, strategy, p, v, pythons))) + (
-        _runs_item(SETTLE, end_runs(loop, strategy, p, v)) if alike == CONTESTED else "") + "".join(
+        "" if listed else _no_command_item(loop, strategy, p, v, pythons)) + "".join(
         f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>' for what, cmd in listed)
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
@@ -772,7 +816,8 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
             f"{esc(verdict(a))}/{esc(a.get('growth_kind') or '-')} ({esc(kib(a.get('growth_per_iter')))} KiB/it)"
             + (f' <span class="hw">different hardware ({esc(hw)}): measure both on one machine</span>' if hw else "")
             + f'<br><span class="why">{esc(why)}</span>'
-            + (f'<br><span class="unconfirmed">{esc(alike)}</span>' if alike else "")
+            + (f'<br><span class="{"settled" if alike == SETTLED else "unconfirmed"}">{esc(alike)}</span>'
+               if alike else "")
             + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
 
 
@@ -1174,6 +1219,7 @@ table.atlas td.na{color:#888;text-align:center;cursor:default}table.atlas td.fai
 .atlas td[data-unconfirmed]{border-left-style:dashed}.atlas td[data-unconfirmed]>.glyph{opacity:.45}
 .atlas .key.unconf{border-left-style:dashed;color:rgba(204,0,0,.45)}
 .atlas .unconfirmed{color:#735;font-style:italic}
+.atlas .settled{color:#355;font-style:italic}
 .atlas ul.more{display:none;margin:4px 0 0;padding-left:1.1em;font-size:11px;white-space:normal;width:22em}
 .atlas td:hover>ul.more,.atlas td:focus>ul.more{display:block;position:absolute;left:0;top:100%;z-index:10;
 margin:0;padding:4px 8px 4px 1.6em;background:#fffef3;border:1px solid #bbb;box-shadow:0 2px 6px rgba(0,0,0,.2)}

@@ -13,6 +13,7 @@ nearest to the middle is tried. The same classes serve `kerasbench attribute` (i
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -31,6 +32,9 @@ if TYPE_CHECKING:  # the type only: the command's bisect_releases imports runner
 # What triage and attribute say when, measured again, the two ends of a change do not differ (answers.unconfirmed
 # reads it: the atlas shows such a mark as not confirmed).
 ENDS_ALIKE = "the ends do not differ"
+# The sentence a triage's answer ends its first line with: how its two ends compare, as compare judged them (the
+# direction a change was confirmed in: ends_verdict reads it back)
+ENDS_SAID = "The ends:"
 # The class of a version between the ends that a repro file cannot run on (it raised in the worker there: an API that
 # release lacks); bisect skips it.
 SKIPPED = "skipped"
@@ -46,6 +50,7 @@ class Outcome:
     first_bad: Optional[str] = None
     stopped: Optional[str] = None  # why the bisection ended without an answer
     skipped: List[str] = field(default_factory=list)  # versions between the ends a repro cannot run on (SKIPPED)
+    ends: str = ""  # the bad end against the good one, compare's verdict and why ('regressed: CI … vs …')
     bracket: Tuple[str, ...] = ()  # the nearest good and bad versions measured: the change lies between them
     pins: Dict[str, Dict[str, str]] = field(default_factory=dict)  # the bracket's environments' pins (--attribute)
 
@@ -145,6 +150,13 @@ def classify(metric: str, good: Record, bad: Record, record: Record,
     if verdict == change:
         return "bad", f"like {names[1]}: {verdict} as it is ({why})"
     return "unclear", f"like neither end: {verdict} against {names[0]} ({why}), where {names[1]} is {change}"
+
+
+def ends_verdict(said: str) -> Optional[str]:
+    """compare's verdict of a triage's bad end against its good one ('regressed', 'improved', 'unchanged', …) from
+    its answer's ENDS_SAID sentence; None for an answer without one (made before stop 56)."""
+    found = re.search(rf"{ENDS_SAID} .+? against .+?, (\w+):", said)
+    return found.group(1) if found else None
 
 
 def ends_differ(metric: str, good: Record, bad: Record) -> Tuple[bool, str]:
@@ -266,6 +278,8 @@ def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str,
     later = None if fixed_at is None else pair_verdict(fixed_at["summary"]) if fixed_at["status"] == "ok" \
         else fixed_at["status"]
     head = answer(outcome, what, name, later)
+    if outcome.ends:  # the direction found, which the answer's words do not say (a regression or a fix is the order)
+        head += f" {ENDS_SAID} {name} {outcome.versions[-1]} against {name} {outcome.versions[0]}, {outcome.ends}."
     others = others_differ(outcome, "keras" if name == "Keras" else "tensorflow-cpu")
     if others:
         moved = ", ".join(f"{n} {a} -> {b}" for n, a, b in others)
@@ -291,5 +305,5 @@ def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str,
 def summary(outcome: Outcome, metric: str) -> dict:
     """The answer as JSON-ready data."""
     return {"metric": metric, "versions": outcome.versions, "tried": outcome.tried, "last_good": outcome.last_good,
-            "first_bad": outcome.first_bad, "stopped": outcome.stopped}
+            "first_bad": outcome.first_bad, "stopped": outcome.stopped, "ends": outcome.ends}
 

@@ -115,16 +115,61 @@ def test_a_mark_whose_answers_disagree_is_shown_contested(three):
     assert f'<span class="unconfirmed">{contested}</span>' in html and unconfirmed not in html
     assert ("0 not confirmed, of the 1 changes a triage or attribution measured again: the two ends do not differ, "
             "and 1 contested: one answer found them alike, another different (a pale, dashed mark on the map)") in html
-    # what would settle it: both ends measured again at the full profile, before its commands
-    settle = (f'<li class="none">{atlas.esc(atlas.SETTLE)} <code class="cmd">kerasbench run --loop sweep --strategy '
-              f'clear_session_del_gc --tf 2.13.1 --profile full</code> and <code class="cmd">kerasbench run --loop '
-              f'sweep --strategy clear_session_del_gc --tf 2.14.1 --profile full</code></li>')
-    assert html.count(settle) == 1
+    # what would settle it: its triage measured longer, listed last, and the first command --answer runs
+    settle = f"{triage} --profile full"
+    assert html.count(f'<li>{atlas.SETTLE_WHAT}: <code class="cmd">{settle}</code></li>') == 1
+    asked = atlas.questions(three, answered={triage: alike, attribute: carried})
+    assert asked[0].command == settle and asked[0].changes == ("sweep × clear_session_del_gc, TF 2.13.1 → 2.14.1",)
     failed = dict(carried, rc=1)  # an attribution that did not run to its end says nothing of the two ends
     html = atlas.section(three, {triage: alike, attribute: failed})
     assert f'<span class="unconfirmed">{unconfirmed}</span>' in html and contested not in html
-    assert atlas.esc(atlas.SETTLE) not in html  # not confirmed: one answer, nothing to settle
     assert "1 not confirmed, of the 1 changes" in html and "contested:" not in html
+    assert settle not in html  # not confirmed: one answer, nothing to settle
+    assert settle not in [q.command for q in atlas.questions(three, answered={triage: alike, attribute: failed})]
+
+
+def test_a_contested_mark_is_settled_by_its_triage_measured_longer(three):
+    """The settling triage (--profile full) decides alone once it ran: it found the ends different the mark's way
+    (it bisected, or stopped at a release like neither end), the mark holds, not pale, its note says settled and the
+    count says how many; the other way, or alike, the mark is not confirmed; it failed, or its answer does not say
+    which way, the change stays contested (and shows why)."""
+    from kerasbench.triage import ENDS_ALIKE
+
+    triage = "kerasbench triage --good 2.13.1 --bad 2.14.1 --loop sweep --strategy clear_session_del_gc"
+    attribute = triage.replace("triage", "attribute", 1)
+    settle = f"{triage} --profile full"
+    said = "No answer for sweep × clear_session_del_gc (growth_per_iter): "
+    alike = {"what": "which release changed it", "rc": 0, "seconds": 40.0,
+             "answer": f"{said}{ENDS_ALIKE} (2.13.1 is bad)."}
+    carried = {"what": "which package carries it", "rc": 0, "seconds": 90.0,
+               "answer": "Answer: carried by keras 2.14.0: the good environment with it alone behaves like the bad end"}
+    held = {"what": atlas.SETTLE_WHAT, "rc": 0, "seconds": 600.0,
+            "answer": "Answer: TF 2.14.0 is the first release where sweep × clear_session_del_gc (growth_per_iter) "
+                      "behaves like 2.14.1; the last like 2.13.1 is 2.13.1. The ends: TF 2.14.1 against TF 2.13.1, "
+                      "regressed: CI [+380, +420] vs [-10, +12] KiB/iter: above, by more than the floor."}
+    html = atlas.section(three, {triage: alike, attribute: carried, settle: held})
+    new = row(html, "sweep", "clear_session_del_gc")[1]
+    assert 'data-unconfirmed="1"' not in new and "contested:" not in html and "not confirmed:" not in html
+    assert f'<span class="settled">{atlas.esc(atlas.SETTLED)}</span>' in html
+    assert "; 1 contested before and settled by their triage measured longer: the mark holds" in html
+    assert f"{atlas.SETTLE_WHAT}: <span class=\"answer\">Answer: TF 2.14.0 is the first release" in html
+    assert "of their 4 commands run, 3 with an answer" in html  # the settle counted with the change's commands
+    # the other way (the mark is worse, the longer triage found the bad end improved): not confirmed, and said so
+    other = dict(held, answer=held["answer"].replace("regressed", "improved"))
+    html = atlas.section(three, {triage: alike, attribute: carried, settle: other})
+    assert f'<span class="unconfirmed">{atlas.esc(atlas.REVERSED)}</span>' in html and "settled:" not in html
+    assert "(1 of them: differ the other way, measured longer)" in html
+    # an answer that does not say which way its ends went (made before stop 56): still contested
+    unsaid = dict(held, answer=held["answer"].split(" The ends:")[0])
+    html = atlas.section(three, {triage: alike, attribute: carried, settle: unsaid})
+    assert f'<span class="unconfirmed">{atlas.esc(atlas.CONTESTED)}</span>' in html and "settled:" not in html
+    gone = dict(alike, seconds=620.0)  # measured longer, the ends alike: not confirmed
+    html = atlas.section(three, {triage: alike, attribute: carried, settle: gone})
+    assert f'<span class="unconfirmed">{atlas.esc(atlas.UNCONFIRMED)}</span>' in html and "settled:" not in html
+    failed = dict(held, rc=1, answer="", tail=["kerasbench: error: the disk is full"])
+    html = atlas.section(three, {triage: alike, attribute: carried, settle: failed})
+    assert f'<span class="unconfirmed">{atlas.esc(atlas.CONTESTED)}</span>' in html
+    assert "no answer (exit 1, 10:00 to answer): kerasbench: error: the disk is full" in html
 
 
 def test_a_backends_attribution_that_finds_every_backend_alike_does_not_confirm_a_flip_only():

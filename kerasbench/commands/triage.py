@@ -220,6 +220,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
             return verdict, reason
 
         outcome = bisect(versions, classify_version, ahead=envs.want if differ else None)
+        outcome.ends = why
     finally:
         envs.stop()  # a look-ahead creation no step needs any more: ended, its folder removed
 
