@@ -740,7 +740,8 @@ def questions(groups: compare.Groups, only: Sequence[str] = (), answered: Option
             found.setdefault(command, (what, []))[1].append(f"{loop} × {strategy}, TF {p} → {v}")
             was = telling.get(command, (False, 1.0))
             telling[command] = (was[0] or flip, max(was[1], ratio))
-    # a settling triage first (a mark the page cannot back until it runs), then the most telling
+    # a settling triage first (a mark the page cannot back until it runs; first_answers still puts the commands of
+    # changes with no answer before it), then the most telling
     order = sorted(found, key=lambda c: (found[c][0] != SETTLE_WHAT, not telling[c][0], -len(found[c][1]),
                                          -telling[c][1]))  # stable: ties keep the list's order
     asked = [Question(found[c][0], c, tuple(found[c][1])) for c in order]
