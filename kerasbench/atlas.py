@@ -560,8 +560,8 @@ def counted_changes(groups: compare.Groups) -> List[Tuple[str, str, str, str]]:
     return out
 
 
-UNCONFIRMED = ("not confirmed: measured again by a command below, its two ends do not differ; read the mark as the "
-               "map's one measurement, not a change")
+UNCONFIRMED = ("not confirmed: measured again by a command below, its two ends were not found different (alike, or "
+               "too uncertain to tell); read the mark as the map's one measurement, not a change")
 CONTESTED = ("contested: measured again by the commands below, one found its two ends alike and another found them "
              "different; the change sits at the edge of what one measurement decides")
 SETTLED = ("settled: its answers disagreed, and its triage measured longer (the full profile: three repeats of a "
@@ -697,7 +697,7 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
             + (f"; {around} more answered by a triage over a wider range of nightlies (a column measured since "
                "splits it), shown with its range" if around else "")
             + (f"; {alike - contested} not confirmed, of the {again} changes a triage or attribution measured again: "
-               "the two ends do not differ" + (f" ({reversed_} of them: differ the other way, measured longer)"
+               "the two ends not found different" + (f" ({reversed_} of them: the other way, measured longer)"
                                                if reversed_ else "")
                + (f", and {contested} contested: one answer found them alike, another different" if contested else "")
                + " (a pale, dashed mark on the map)" if alike else "")
