@@ -669,8 +669,8 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
                     alike: int = 0, contested: int = 0, settled: int = 0, reversed_: int = 0) -> str:
     """The count after the list's heading: its commands run and answered, answered over a wider range, `alike` (of
     the changes not confirmed or contested, `contested` of them contested, `reversed_` found the other way by a
-    longer triage), `settled` (a longer triage found the ends different the mark's way), and the answers of changes
-    no longer on the map."""
+    longer triage), `settled` (of those a longer triage measured, found different the mark's way), and the answers of
+    changes no longer on the map."""
     if not answered:
         return ""
     listed = [[cmd for _, cmd in listed_commands(c[1], c[2], c[3], c[4], pythons, answered, c[6], c[7])]
@@ -689,6 +689,7 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
     covered = sum(any(own(cmd) or cmd in wide for cmd in cmds) for cmds in listed)  # its own answer or a wider's
     again = sum(any(cmd.split()[1] in ("triage", "attribute") and own(cmd) for cmd in cmds)  # ends measured again
                 for cmds in listed)
+    longer = sum(any(cmd.endswith(f" {SETTLE_PROFILE}") and own(cmd) for cmd in cmds) for cmds in listed)
     bare = sum(not cmds for cmds in listed)
     bare = f", {bare} of them with no command to run: each says why" if bare else ""
     return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below ({covered} of the "
@@ -701,8 +702,8 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
                                                if reversed_ else "")
                + (f", and {contested} contested: one answer found them alike, another different" if contested else "")
                + " (a pale, dashed mark on the map)" if alike else "")
-            + (f"; {settled} contested before and settled by their triage measured longer: the mark holds"
-               if settled else "")
+            + (f"; {longer} contested before and measured longer by their triage (the full profile): {settled} "
+               f"hold, {longer - settled} not confirmed (counted above)" if longer else "")
             + (f"; {FILE_NAME} holds {gone} more, of changes no longer on the map (columns measured since "
                "between their two ends)" if gone else ""))
 

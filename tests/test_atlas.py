@@ -152,7 +152,8 @@ def test_a_contested_mark_is_settled_by_its_triage_measured_longer(three):
     new = row(html, "sweep", "clear_session_del_gc")[1]
     assert 'data-unconfirmed="1"' not in new and "contested:" not in html and "not confirmed:" not in html
     assert f'<span class="settled">{atlas.esc(atlas.SETTLED)}</span>' in html
-    assert "; 1 contested before and settled by their triage measured longer: the mark holds" in html
+    assert ("; 1 contested before and measured longer by their triage (the full profile): 1 hold, 0 not confirmed "
+            "(counted above)") in html
     assert f"{atlas.SETTLE_WHAT}: <span class=\"answer\">Answer: TF 2.14.0 is the first release" in html
     assert "of their 4 commands run, 3 with an answer" in html  # the settle counted with the change's commands
     # the other way (the mark is worse, the longer triage found the bad end improved): not confirmed, and said so
@@ -160,6 +161,7 @@ def test_a_contested_mark_is_settled_by_its_triage_measured_longer(three):
     html = atlas.section(three, {triage: alike, attribute: carried, settle: other})
     assert f'<span class="unconfirmed">{atlas.esc(atlas.REVERSED)}</span>' in html and "settled:" not in html
     assert "(1 of them: the other way, measured longer)" in html
+    assert "longer by their triage (the full profile): 0 hold, 1 not confirmed" in html
     # an answer that does not say which way its ends went (made before stop 56): still contested
     unsaid = dict(held, answer=held["answer"].split(" The ends:")[0])
     html = atlas.section(three, {triage: alike, attribute: carried, settle: unsaid})
