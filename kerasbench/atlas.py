@@ -785,7 +785,6 @@ def _no_command_item(loop: str, strategy: str, p: str, v: str, pythons: Optional
     return f'<li class="none">{esc(why)} ' + " and ".join(f'<code class="cmd">{esc(r)}</code>' for r in runs) + "</li>"
 
 
-
 def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Optional[Dict[str, dict]] = None,
           pythons: Optional[Dict[str, str]] = None, alike: str = "") -> str:
     """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands (with
