@@ -12,7 +12,7 @@ from kerasbench.errors import UsageError
 
 from test_compare import synthetic
 
-from test_triage import KIB, MATRIX, call, offline_index  # noqa: F401 (offline_index: autouse here too)
+from test_triage import KIB, MATRIX, assert_the_file_s_error, call, failed_record, offline_index  # noqa: F401 (autouse)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -428,16 +428,6 @@ def test_attribute_when_only_the_whole_bad_environment_grows(monkeypatch, capsys
                           "together: none moved alone reproduces the change")
 
 
-def _failed(spec, line):
-    """The record of a repro that raised in its worker (runner.measure's, as measure_at_once returns it)."""
-    tail = ["Traceback (most recent call last):", f'  File "{spec.repro}", line 26, in step', line]
-    r = record("2.13.1", 0)
-    r.update(status="failed", reason=f"worker exited with code 1: {line}",
-             repeats=[{"status": "failed", "log_tail": tail}])
-    r["spec"].update(python=spec.python, repro=spec.repro)
-    return r
-
-
 @pytest.mark.parametrize("at_end", [False, True])
 def test_a_repro_that_raises_in_a_step_s_mix_is_that_step_s_failure_and_at_an_end_the_file_s(monkeypatch, capsys,
                                                                                              at_end):
@@ -457,7 +447,7 @@ def test_a_repro_that_raises_in_a_step_s_mix_is_that_step_s_failure_and_at_an_en
             pins = made[spec.python]
             mixed = pins["tensorflow-cpu"] == GOOD["tensorflow-cpu"] and pins["keras"] == BAD["keras"]
             if mixed or (at_end and pins == GOOD):
-                out[i] = _failed(spec, error)
+                out[i] = failed_record(spec, error)
         return out
 
     monkeypatch.setattr(runner, "measure_at_once", at_once)
@@ -466,10 +456,7 @@ def test_a_repro_that_raises_in_a_step_s_mix_is_that_step_s_failure_and_at_an_en
     code, out = call(argv + ["--repro", repro, "--strategy", "reuse_model"])
     err = capsys.readouterr().err
     if at_end:
-        assert code == 2 and out == "" and "Traceback" not in err
-        assert err.strip().splitlines()[-1] == f"kerasbench: error: Repro file {repro} failed in the worker at " \
-                                               f"line 26: {error}"
-        return
+        return assert_the_file_s_error(code, out, err, repro, error)
     assert code == 0, err
     assert out.startswith("Answer: carried by tensorflow-cpu 2.14.0"), out
     assert "with keras 2.14.0 alone it fails to run (its row says why)" in out.splitlines()[0]

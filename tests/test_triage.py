@@ -322,6 +322,24 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
     assert "--profile quick --iterations 12 --repeats 2 --device cpu --tf 2.15.1" in out
 
 
+def failed_record(spec, line):
+    """The record of a repro that raised in its worker at its line 26 (runner.measure's, as measure_at_once returns
+    it)."""
+    tail = ["Traceback (most recent call last):", f'  File "{spec.repro}", line 26, in step', line]
+    r = record("2.13.1", 0)
+    r.update(status="failed", reason=f"worker exited with code 1: {line}",
+             repeats=[{"status": "failed", "log_tail": tail}])
+    r["spec"].update(python=spec.python, repro=spec.repro)
+    return r
+
+
+def assert_the_file_s_error(code, out, err, repro, line):
+    """A repro that raised at an end (failed_record's): the file's error in one line naming it and its line, exit 2."""
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == f"kerasbench: error: Repro file {repro} failed in the worker at line 26: " \
+                                           f"{line}"
+
+
 @pytest.mark.parametrize("at_end", [False, True])
 def test_a_repro_that_raises_between_the_ends_is_skipped_and_at_an_end_is_the_file_s_error(monkeypatch, capsys,
                                                                                             at_end):
@@ -338,12 +356,7 @@ def test_a_repro_that_raises_between_the_ends_is_skipped_and_at_an_end_is_the_fi
         version = spec.python.split("-", 1)[1]
         measured.append(version)
         if len(measured) == (1 if at_end else 3):  # the good end, or the first release between the ends
-            tail = ["Traceback (most recent call last):", f'  File "{spec.repro}", line 26, in step', error]
-            r = record(version, 0)
-            r.update(status="failed", reason=f"worker exited with code 1: {error}",
-                     repeats=[{"status": "failed", "log_tail": tail}])
-            r["spec"].update(repro=spec.repro)
-            return r
+            return failed_record(spec, error)
         return record(version, 400 * KIB if releases.version_key(version) < (2, 16, 1) else 0, seed=len(measured))
 
     monkeypatch.setattr(environment, "python_for", lambda config, reqs, progress=None, python=None:
@@ -353,10 +366,7 @@ def test_a_repro_that_raises_between_the_ends_is_skipped_and_at_an_end_is_the_fi
                       "--strategy", "reuse_model", "--jobs", "1"])
     err = capsys.readouterr().err
     if at_end:
-        assert code == 2 and out == "" and "Traceback" not in err
-        assert err.strip().splitlines()[-1] == f"kerasbench: error: Repro file {repro} failed in the worker at " \
-                                               f"line 26: {error}"
-        return
+        return assert_the_file_s_error(code, out, err, repro, error)
     assert code == 0, err
     skipped = measured[2]
     assert f"triage: TF {skipped}: skipped: Repro file {repro} failed in the worker at line 26: {error}" in err
