@@ -564,8 +564,8 @@ UNCONFIRMED = ("not confirmed: measured again by a command below, its two ends w
                "too uncertain to tell); read the mark as the map's one measurement, not a change")
 CONTESTED = ("contested: measured again by the commands below, one found its two ends alike and another found them "
              "different; the change sits at the edge of what one measurement decides")
-SETTLED = ("settled: its answers disagreed, and its triage measured longer (the full profile: three repeats of a "
-           "minute's loop at each end) found its two ends different, the same way: the mark holds")
+SETTLED = ("settled: its answers disagreed, and its triage measured longer (the full profile: three repeats of up to "
+           "a minute's loop at each end) found its two ends different, the same way: the mark holds")
 REVERSED = ("not confirmed: its triage measured longer (the full profile) found its two ends different the other way; "
             "read the mark as the map's one measurement, not a change")
 # A contested change's own triage at the full profile: what settles it (settle_command), and what it asks
