@@ -467,9 +467,9 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
         return ""
     pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
     prev = previous_all(versions)
-    rows, changes, floors, pale, settled = [], [], {}, {}, {}  # floors: each stamp's words -> its number on the
-    # page; pale: the ids of the changes not confirmed or contested -> the note (confirmation, asked once per change:
-    # the cell, the count and the list); settled: those a longer triage found different (SETTLED), not pale
+    rows, changes, floors, notes = [], [], {}, {}  # floors: each stamp's words -> its number on the page; notes:
+    # the ids of the changes measured again -> what that says (confirmation, asked once per change: the cell, the count
+    # and the list); all but SETTLED are drawn pale
     # a pair no version measured (the GPU strategies on a CPU machine, a loop a strategy does not apply to): named
     # under the map, not drawn as a row of n/a
     unmeasured = [pair for pair in pairs
@@ -486,10 +486,9 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
             td, marked = _cell(record, v, p, prev_record, cid, floors)
             note = confirmation(listed_commands(loop, strategy, p, v, pythons, answered, prev_record, record),
                                 answered, prev_record, record, marked[0]) if marked and marked[0] != "other" else ""
-            if note == SETTLED:
-                settled[cid] = note
-            elif note:
-                pale[cid] = note
+            if note:
+                notes[cid] = note
+            if note and note != SETTLED:
                 td = td.replace('tabindex="0">', 'tabindex="0" data-unconfirmed="1">', 1).replace(
                     "<ul class=\"more\">", f"<ul class=\"more\"><li>{esc(note)}</li>", 1)
             tds.append(td.replace("<td ", f'<td data-ver="{esc(v)}" ', 1))
@@ -509,11 +508,10 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
     v_options = "".join(f'<option value="{esc(v)}" data-prev="{esc(prev[v] or "")}">{esc(v)}</option>'
                         for v in versions)
     counted = [c for c in changes if c[5] != "other"]
-    answered_count = _answered_count(counted, answered, pythons, len(pale),
-                                     sum(note == CONTESTED for note in pale.values()), len(settled),
-                                     sum(note == REVERSED for note in pale.values()))
+    answered_count = _answered_count(counted, answered, pythons, notes)
+    pale = set(notes.values()) - {SETTLED}
     undecided = [c for c in changes if c[5] == "other"]
-    items = "".join(_item(*c, answered, pythons, pale.get(c[0], "") or settled.get(c[0], "")) for c in counted)
+    items = "".join(_item(*c, answered, pythons, notes.get(c[0], "")) for c in counted)
     listing = (f'<ol class="changes">{items}</ol>' if counted
                else "<p>No pair changes between consecutive versions by compare's rule or its verdict.</p>")
     if undecided:
@@ -666,13 +664,15 @@ def ran_and_answered(cmd: str, answered: Dict[str, dict]) -> bool:
 
 
 def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optional[Dict[str, str]] = None,
-                    alike: int = 0, contested: int = 0, settled: int = 0, reversed_: int = 0) -> str:
-    """The count after the list's heading: its commands run and answered, answered over a wider range, `alike` (of
-    the changes not confirmed or contested, `contested` of them contested, `reversed_` found the other way by a
-    longer triage), `settled` (of those a longer triage measured, found different the mark's way), and the answers of
+                    notes: Optional[Dict[str, str]] = None) -> str:
+    """The count after the list's heading: its commands run and answered, answered over a wider range, the changes
+    `notes` (section's: change id -> confirmation) says are not confirmed, contested or settled, and the answers of
     changes no longer on the map."""
     if not answered:
         return ""
+    said_again = list((notes or {}).values())
+    alike = sum(note != SETTLED for note in said_again)  # drawn pale: not confirmed or contested
+    contested, settled, reversed_ = (said_again.count(note) for note in (CONTESTED, SETTLED, REVERSED))
     listed = [[cmd for _, cmd in listed_commands(c[1], c[2], c[3], c[4], pythons, answered, c[6], c[7])]
               for c in counted]  # per change, once
     asked = {cmd for cmds in listed for cmd in cmds}

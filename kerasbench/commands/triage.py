@@ -189,7 +189,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         specs = [dataclasses.replace(template, python=path) for path, _ in made]
         # a repro that raises at an end is the file's error, as run says; between the ends, that version is skipped
         measured = runner.measure_specs(specs, jobs, Labelled(progress, labels), metric=metric, repro_raises=ends)
-        if len(measured) < len(chosen):  # measure_specs keeps only finished pairs; a repro failure raised already
+        if len(measured) < len(chosen):  # measure_specs keeps only finished pairs (an end's repro failure raised)
             raise UsageError("triage: an end of the bisection was not measured")
         for version, record, (_, env_name) in zip(chosen, measured, made):
             record["asv_env"] = env_name
