@@ -234,10 +234,10 @@ def _slope_side(side: Side, record: Record, results: list, n: int, how: SlopeCI,
         floor = s.get("heap_floor") or floor
     prefix, verdict = ("heap_growth", s.get("heap_verdict")) if how.series == "heap" else ("growth", s.get("verdict"))
     low, high = (s.get(f"{prefix}_ci_{end}") for end in ("low", "high"))
-    kind = s.get("growth_kind")  # what grew (rule.growth_kind), named beside the verdict
+    kind = s.get("growth_kind")  # what grew (rule.growth_kind), named beside the series' verdict
     side.update(low=float("nan") if low is None else low, high=float("nan") if high is None else high,
-                verdict=f"{verdict} ({kind})" if kind else str(verdict), bare=str(verdict), floor=floor,
-                alpha=s.get("alpha") or ALPHA)
+                verdict=f"{verdict} (what grew: {kind})" if kind else str(verdict), bare=str(verdict), kind=kind,
+                series="heap" if how.series == "heap" else "RSS", floor=floor, alpha=s.get("alpha") or ALPHA)
 
 
 def _magnitude_side(side: Side, record: Record, results: list, n: int, how: Magnitude, metric: str) -> None:
@@ -341,9 +341,22 @@ def _slope_ci(base, new):
         return "improved", f"{ci}: below, by more than the floor"
     # the series' own verdicts, not what grew beside them: +3646 "grows (settling)" and +3649 "grows (leak)" of one
     # sweep are one growth whose heap was judged differently at 20 iterations
-    if base.get("bare", base["verdict"]) == new.get("bare", new["verdict"]) and abs(diff) < floor:
-        return "unchanged", f"both {new['verdict']}, slopes within the floor ({floor / KIB:g} KiB/iter)"
+    bare = new.get("bare", new["verdict"])
+    if base.get("bare", base["verdict"]) == bare and abs(diff) < floor:
+        return "unchanged", (f"{new.get('series', 'series')} {bare} in both{_what_grew(base, new)}, slopes within "
+                             f"the floor ({floor / KIB:g} KiB/iter)")
     return "inconclusive", f"{ci}; verdicts {base['verdict']} / {new['verdict']}"
+
+
+def _what_grew(base, new) -> str:
+    """What grew on each side, where the records say (their series' verdicts being the same, what grew may differ:
+    RSS flat with the heap flat on one side, growing on the other)."""
+    kinds = (base.get("kind"), new.get("kind"))
+    if kinds == (None, None):
+        return ""
+    if kinds[0] == kinds[1]:
+        return f"; what grew: {kinds[1]}"
+    return f"; what grew: {kinds[0] or 'not read'} → {kinds[1] or 'not read'}"
 
 
 def _magnitude(base, new, rule):

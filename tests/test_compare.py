@@ -182,10 +182,14 @@ def test_one_growth_whose_heap_was_judged_otherwise_is_unchanged(tmp_path):
     """+3646 KiB/iteration "grows (settling)" against +3649 "grows (leak)" (a TF nightly triage's two sides): the
     growth is the same; what grew beside it is shown, not judged, in this cell (heap_growth_per_iter judges it)."""
     base = compare.cell_side(synthetic("2.21.0", 3646 * KIB)["records"][0], "growth_per_iter")
-    new = dict(base, value=base["value"] + 3 * KIB, verdict="grows (leak)")
-    base = dict(base, verdict="grows (settling)")
+    new = dict(base, value=base["value"] + 3 * KIB, verdict="grows (what grew: leak)", kind="leak")
+    base = dict(base, verdict="grows (what grew: settling)", kind="settling")
     verdict, why = compare.judge("growth_per_iter", base, new)
     assert base["bare"] == "grows" and verdict == "unchanged", why
+    # each side's own: "both flat (leak)" said of flat/flat against grows/leak read as if both had leaked
+    assert why.startswith("RSS grows in both; what grew: settling → leak, slopes within the floor"), why
+    _, why = compare.judge("growth_per_iter", dict(base, kind="leak"), new)
+    assert why.startswith("RSS grows in both; what grew: leak, slopes"), why
 
 
 def test_a_count_without_its_series_over_runs_of_different_lengths_is_inconclusive(tmp_path):
