@@ -21,6 +21,12 @@ the end) there is no truth to score against, and the profile's label there is sh
 A pair the reference calls flat (RSS flat, and nothing grew) at the scored floors and at its own that the profile
 calls `grows` or a leak is a false alarm; one flat at the scored floors but not at its own finer floors is
 "overstated" (a growth, at a rate under the floor the profile claimed it exceeded). Both are listed apart.
+
+A verdict can be right and its slope not: a growth that is fast for its first iterations and slower after reads
+`grows` at both, at the rate of the iterations each measured. So the slopes of the pairs both sides read `grows`
+are set side by side too: the scored slope over the reference's, their median, and each pair off by more than
+SLOPE_OFF either way, with the iterations each side measured (on TF 2.12.1 the cells the atlas decided after 12
+iterations show up to ×25 the long run's slope).
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ if TYPE_CHECKING:  # the type only: the spec module loads the loop shapes (numpy
     from .spec import RunSpec
 
 KINDS = tuple(GROWTH_KINDS) + ("n/a",)
+# A scored slope within this factor of the reference's (either way) tells a reader the size of the growth; beyond
+# it, the direction may hold but the size read off the record does not (a rate of its first iterations).
+SLOPE_OFF = 1.5
 
 
 def rejudged(record: Record, floors: Optional[Dict[str, float]] = None) -> dict:
@@ -110,7 +119,26 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
             "false_alarms": sum(r["false_alarm"] for r in rows), "overstated": sum(r["overstated"] for r in rows),
             "as_shown": sum(r["as_shown"] for r in rows),
             "agreement_own": {name: _share([r for r in rows if r["reference"]["own"][name] not in UNDECIDED[name]],
-                                           f"own_{name}") for name in ("verdict", "kind")}}
+                                           f"own_{name}") for name in ("verdict", "kind")},
+            "slopes": slopes(rows)}
+
+
+def slopes(rows: Sequence[dict]) -> Dict[str, Any]:
+    """The RSS slopes of the pairs both sides read `grows`: each pair's scored slope over the reference's, their
+    median, how many are within SLOPE_OFF either way, and the pairs beyond it (largest factor first)."""
+    import statistics
+
+    both = [r for r in rows if r["reference"]["verdict"] == r["scored"]["verdict"] == "grows"
+            and (r["reference"]["slope"] or 0) > 0 and (r["scored"]["slope"] or 0) > 0]
+    ratios = [r["scored"]["slope"] / r["reference"]["slope"] for r in both]
+    off = sorted(([r, x] for r, x in zip(both, ratios) if not 1 / SLOPE_OFF <= x <= SLOPE_OFF),
+                 key=lambda rx: -max(rx[1], 1 / rx[1]))
+    return {"pairs": len(both), "median_ratio": statistics.median(ratios) if ratios else None,
+            "within": len(both) - len(off), "off_by": SLOPE_OFF,
+            "off": [{"version": r["version"], "loop": r["loop"], "strategy": r["strategy"], "ratio": x,
+                     "scored": r["scored"]["slope"], "reference": r["reference"]["slope"],
+                     "scored_measured": r["scored"]["measured"], "reference_measured": r["reference"]["measured"]}
+                    for r, x in off]}
 
 
 # The reference's labels that say its long run could not decide: no truth to score a profile against.
@@ -182,6 +210,7 @@ def text(result: Dict[str, Any], top: int = 0) -> str:
                  f"{result['false_alarms']}")
     lines.append(f"overstated (reference flat at the scored floors but not at its own finer ones, scored grows or "
                  f"leak): {result.get('overstated', 0)}")
+    lines += _slopes_text(result.get("slopes"), top)
     differ = [r for r in result["pairs"] if not (r["agree_verdict"] and r["agree_kind"])]
     if differ:
         lines += ["", f"pairs that disagree ({len(differ)}):"]
@@ -203,6 +232,27 @@ def text(result: Dict[str, Any], top: int = 0) -> str:
     if result["unscored"]:
         lines.append(f"{len(result['unscored'])} pair(s) not ok on both sides (not scored)")
     return "\n".join(lines) + "\n"
+
+
+def _counts(measured: Any) -> str:
+    return ",".join(str(x) for x in measured or []) or "n/a"
+
+
+def _slopes_text(found: Optional[Dict[str, Any]], top: int = 0) -> List[str]:
+    """The slopes' lines of `text`: none where no pair grows on both sides."""
+    if not found or not found["pairs"]:
+        return []
+    k = found["off_by"]
+    lines = ["", f"RSS slopes of the {found['pairs']} pair(s) both read grows: scored / reference, median "
+                 f"×{found['median_ratio']:.2f}; within ×{k:g} either way: {found['within']} of {found['pairs']}"]
+    shown = found["off"][:top] if top else found["off"]
+    for o in shown:
+        lines.append(f"  TF {o['version']} {o['loop']} × {o['strategy']}: ×{o['ratio']:.2f} "
+                     f"({_kib(o['scored'])} KiB/it over n={_counts(o['scored_measured'])}, reference "
+                     f"{_kib(o['reference'])} over n={_counts(o['reference_measured'])})")
+    if len(shown) < len(found["off"]):
+        lines.append(f"  … and {len(found['off']) - len(shown)} more (--json has all)")
+    return lines
 
 
 Loaded = List[Tuple[Record, str, str]]

@@ -241,3 +241,40 @@ def test_an_atlas_is_scored_as_shown_its_stored_labels_at_its_stored_floors(tmp_
     # a run's records are judged again: the same cell's series, kept, says grows
     assert score.score(*score.load([save(tmp_path, "run.json", [cell])], [ref]))["pairs"][0]["scored"]["verdict"] \
         == "grows"
+
+
+def ramp(n, fast, slow, until=12, level=500 * MIB, noise=16 * KIB):
+    """RSS that grows `fast` bytes an iteration for `until` iterations, then `slow`: a warm-up longer than a short
+    run."""
+    steps = np.array([fast if i < until else slow for i in range(n)])
+    return lambda rng: level + np.concatenate([[0], np.cumsum(steps[:-1])]) + rng.normal(0, noise, n)
+
+
+def test_a_right_verdict_with_the_wrong_slope_is_listed_with_its_factor(tmp_path):
+    """Both sides read grows; one short run measured only a 12-iteration ramp of 4 MiB/iteration (×16 the long run's
+    256 KiB), the other the steady rate: the first is listed off by ×16, the second counted within."""
+    heap = line(300, 256 * KIB, 100 * MIB, 256)
+    ref = save(tmp_path, "ref.json", [record("clear_session", ramp(300, 4 * MIB, 256 * KIB), heap, floor=64 * KIB),
+                                      record("reuse_model", line(300, 256 * KIB), heap, floor=64 * KIB)])
+    short = [record("clear_session", ramp(12, 4 * MIB, 256 * KIB), line(12, 256 * KIB, 100 * MIB, 256),
+                    floor=64 * KIB),
+             record("reuse_model", line(20, 256 * KIB), line(20, 256 * KIB, 100 * MIB, 256), floor=64 * KIB)]
+    result = score.score(*score.load([save(tmp_path, "s.json", short)], [ref]))
+    found = result["slopes"]
+    assert (found["pairs"], found["within"]) == (2, 1), found
+    [off] = found["off"]
+    assert off["strategy"] == "clear_session" and off["scored_measured"] == [12]
+    # 4 MiB over the long run's 256 KiB: its own 12-iteration ramp is its warm-up, cut by the rule
+    assert off["ratio"] == pytest.approx(16, rel=0.05), off
+    text = score.text(result)
+    assert "RSS slopes of the 2 pair(s) both read grows: scored / reference, median ×8.50; within ×1.5 either " \
+           "way: 1 of 2" in text
+    assert "× clear_session: ×16.00 (+4095.0 KiB/it over n=12, reference +256.0 over n=300)" in text
+    assert "× reuse_model: ×" not in text  # within: counted, not listed
+
+
+def test_no_slope_line_where_nothing_grows_on_both_sides(tmp_path):
+    ref = save(tmp_path, "ref.json", [record("reuse_model", flat(300), flat(300, 100 * MIB), floor=64 * KIB)])
+    same = save(tmp_path, "s.json", [record("reuse_model", flat(20), flat(20, 100 * MIB), floor=64 * KIB)])
+    result = score.score(*score.load([same], [ref]))
+    assert result["slopes"]["pairs"] == 0 and "RSS slopes" not in score.text(result)
