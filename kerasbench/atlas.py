@@ -863,7 +863,8 @@ def _slim(value: Any) -> Any:
     """A summary figure as the page needs it: bytes to a tenth of a byte (the page shows tenths of a KiB); a text
     (a why, a floor's stamp) without a machine's folders (page.no_paths: the data is published)."""
     if isinstance(value, float):
-        return int(value) if value.is_integer() else round(value, 1)
+        tenths = round(value, 1)
+        return int(tenths) if tenths.is_integer() else tenths  # 4.96 -> 5, as 5.0 is: one spelling of a number
     if isinstance(value, str):
         return no_paths(value)
     if isinstance(value, dict):

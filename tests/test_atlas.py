@@ -752,6 +752,12 @@ def test_nan_and_infinite_figures_are_left_out_of_the_data_and_read_as_n_a(tmp_p
     assert atlas.section(again) == atlas.section(grouped) and "peak: n/a" in atlas.section(again)
 
 
+def test_a_figure_is_kept_to_tenths_and_a_whole_one_written_as_a_whole_number():
+    """One spelling per number in the published data: 4.96 rounds to 5 as 5.0 is 5 (before: 5.0 beside 5)."""
+    assert [atlas._slim(v) for v in (4.96, 5.0, 4.94, -0.04, 12)] == [5, 5, 4.9, 0, 12]
+    assert [type(atlas._slim(v)) for v in (4.96, 5.0, 4.94)] == [int, int, float]
+
+
 def test_the_map_says_its_size_and_changes_and_each_column_its_keras(three):
     html = atlas.section(three)
     assert ("4 pairs × 3 versions: 11 cells measured; 1 change from one version to the next (1 worse; 1 verdict "
