@@ -456,10 +456,11 @@ def main_axis(groups: compare.Groups) -> compare.Groups:
     return out
 
 
-def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) -> str:
+def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None, trust: Sequence[str] = ()) -> str:
     """The atlas as a <div id="atlas"> (its own style and script inline; not a <section>: those are the loop
     shapes'); '' for records of one version. `answered`: an answers file's answers by command (kerasbench.answers),
-    shown beside the commands of each change."""
+    shown beside the commands of each change; `trust`: how far to trust a cell, a sentence per column scored against
+    its long runs (trust_lines), under the count."""
     groups = main_axis(groups)
     pythons = other_pythons(groups)
     versions = sorted(groups, key=version_key)
@@ -521,7 +522,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) 
     return f"""<div id="atlas" class="atlas"><style>{CSS}</style>
 <h2>Atlas: every pair across the TF versions</h2>
 <p class="read">{esc(HOW_TO_READ)}</p>
-<p class="count">{_count(pairs, versions, groups, changes)}</p>
+<p class="count">{_count(pairs, versions, groups, changes)}</p>{_trust(trust)}
 <div class="filters">Loop <select id="atlas-loop"><option value="">all</option>{options}</select>
 Strategy <select id="atlas-strategy"><option value="">all</option>{s_options}</select>
 TF <select id="atlas-tf" title="one version and the one it is read against"><option value="">all</option>
@@ -540,6 +541,26 @@ number is the RSS slope, KiB/iteration</span></div>
 {listing}
 <script>{JS}</script></div>
 """
+
+
+TRUST_HEAD = ("<b>How far to trust a cell</b>: a column's cells scored as shown (their labels at their floors) "
+              "against long runs of the same pairs (<code>kerasbench score atlas.json --reference FILE</code> lists "
+              "every pair):")
+
+
+def _trust(lines: Sequence[str]) -> str:
+    if not lines:
+        return ""
+    return f'<div class="trust"><p>{TRUST_HEAD}</p><ul>{"".join(f"<li>{esc(x)}</li>" for x in lines)}</ul></div>'
+
+
+def trust_lines(groups: compare.Groups, references: Sequence[str]) -> List[str]:
+    """A sentence per reference file (score.brief): the atlas column of its release scored as shown against it. A
+    UsageError naming a file that cannot be read or whose release no column is."""
+    from . import score
+
+    cells = [(cell, path, v) for v, by_pair in groups.items() for cell, path in by_pair.values()]
+    return [score.brief(*score.against(cells, path), path) for path in references]
 
 
 def counted_changes(groups: compare.Groups) -> List[Tuple[str, str, str, str]]:
@@ -822,10 +843,11 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
             + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
 
 
-def page(paths: Sequence[str], groups: compare.Groups, answered: Optional[Dict[str, dict]] = None) -> str:
+def page(paths: Sequence[str], groups: compare.Groups, answered: Optional[Dict[str, dict]] = None,
+         trust: Sequence[str] = ()) -> str:
     """The atlas alone as one offline page (`kerasbench atlas`, `report --atlas`, publish)."""
     versions = sorted(groups, key=version_key)
-    body = section(groups, answered) or ("<p>The atlas needs records of at least two TF versions; these hold "
+    body = section(groups, answered, trust) or ("<p>The atlas needs records of at least two TF versions; these hold "
                                f"{esc(', '.join(versions)) or 'none'}.</p>")
     from . import public  # the public reports' table (claim against answer), where records measured one
 
@@ -1207,6 +1229,7 @@ vertical-align:top}
 table.atlas th.pair{text-align:left;font-weight:500}table.atlas th.pair .x{color:#999}
 table.atlas th.ver{font-weight:600;text-align:center}table.atlas th.ver small{font-weight:400;color:#666}
 .atlas .count{font-weight:600}
+.atlas .trust{font-size:.92em}.atlas .trust p{margin:.2em 0}.atlas .trust ul{margin:.2em 0 .6em 1.2em;padding:0}
 table.atlas td{min-width:7.5em;cursor:pointer;position:relative}
 table.atlas td.na{color:#888;text-align:center;cursor:default}table.atlas td.failed{background:#fbe3e3;color:#900}
 .atlas .verdict{font-weight:600;margin-right:4px}.atlas .kind{font-size:11px;color:#444;margin-right:4px}
@@ -1313,20 +1336,22 @@ PAGE, DATA = "index.html", "atlas.json"
 
 
 def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = None, rejudge: bool = False,
-          page_name: str = PAGE, with_data: bool = True) -> List[str]:
+          page_name: str = PAGE, with_data: bool = True, references: Sequence[str] = ()) -> List[str]:
     """The one writer of the atlas (`kerasbench atlas`, `report --atlas`, publish): the atlas of `paths` (records, or
     one atlas data file and records to add to it; `groups`: already loaded from them, else loaded here with
     `rejudge`) into `folder`, made if missing: the page (PAGE, or `page_name`: `report --atlas --output FILE`) and,
     `with_data`, DATA, each atomically.
     The inputs' errors come first, then the outputs' (a folder that is a file; an output that is an input; a folder
     made for outputs then refused is removed again); DATA is not written again when it is the only input (the page is
-    made again from it), and written in place, atomically, when records beside it add cells. Returns the paths
-    written, the page last."""
+    made again from it), and written in place, atomically, when records beside it add cells. `references`: long runs
+    (docs/reference/), each scored against the column of its release, said under the map (trust_lines). Returns the
+    paths written, the page last."""
     from . import answers, files, floors
 
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise UsageError(f"Cannot write the atlas to {folder}: it is not a folder; give a folder (made if missing).")
     groups = load(paths, rejudge) if groups is None else groups  # the inputs' errors: nothing made for them
+    trust = trust_lines(groups, references)  # the references' errors too
     outputs = {"the atlas page": os.path.join(folder, page_name)}
     own = own_data(paths, folder)
     if with_data and not (own and len(paths) == 1):
@@ -1340,7 +1365,8 @@ def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = 
             os.rmdir(folder)
         raise
     answered = answers.read(os.path.join(folder, answers.FILE))["answers"]  # the changes' answers, when run
-    text, payload = page(paths, groups, answered), data_text(data(groups)) if "the atlas data" in outputs else None
+    text = page(paths, groups, answered, trust)
+    payload = data_text(data(groups)) if "the atlas data" in outputs else None
     written = []
     if payload is not None:
         written.append(files.write_text(outputs["the atlas data"], payload, "the atlas data"))

@@ -32,6 +32,7 @@ iterations show up to ×25 the long run's slope).
 from __future__ import annotations
 
 import copy
+import os
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from . import rule
@@ -232,6 +233,53 @@ def text(result: Dict[str, Any], top: int = 0) -> str:
     if result["unscored"]:
         lines.append(f"{len(result['unscored'])} pair(s) not ok on both sides (not scored)")
     return "\n".join(lines) + "\n"
+
+
+def against(cells: Sequence[Tuple[Record, str, str]], reference_path: str) -> Tuple[str, Dict[str, Any]]:
+    """(the release, the scoring) of an atlas's `cells` (version-labelled, as shown) against one reference file: the
+    cells of the column of the reference's release. A UsageError naming the file where it holds more than one release
+    or none the cells have."""
+    from .errors import UsageError
+
+    reference = load_records([reference_path])
+    releases = sorted({version for _, _, version in reference})
+    if len(releases) != 1:
+        raise UsageError(f"{reference_path} holds records of {len(releases)} TF releases ({', '.join(releases)}); a "
+                         "reference to score an atlas column against is the long runs of one release.")
+    [release] = releases
+    column = [c for c in cells if c[2] == release]
+    if not column:
+        shown = sorted({version for _, _, version in cells})
+        raise UsageError(f"{reference_path} holds long runs of TF {release}, which no column of the atlas is "
+                         f"(its columns: {', '.join(shown)}); give a reference of a release it shows.")
+    return release, score(column, reference)
+
+
+def brief(release: str, result: Dict[str, Any], reference_path: str) -> str:
+    """One sentence of a scoring of cells as shown: the agreement of the pairs the long runs decide, the false
+    alarms and overstated pairs, the slopes (an atlas page's "how far to trust a cell")."""
+    import statistics
+
+    rows = result["pairs"]
+    lengths = [n for r in rows for n in (r["reference"].get("measured") or [])]
+    repeats = sorted({len(r["reference"].get("measured") or []) for r in rows})
+    median = f"a median {statistics.median(lengths):.0f} iterations" if lengths else "iterations not recorded"
+
+    def share(name: str) -> str:
+        decided, agreement = result["decided"][name], result["agreement_decided"][name]
+        return "n/a" if agreement is None else f"{agreement:.0%} of the {decided} they decide"
+
+    found = result["slopes"]
+    off = [o["ratio"] for o in found["off"]]
+    spread = "" if not off else (f" (the other {len(off)} ×{min(off):.3g} … ×{max(off):.3g}: the rate of the "
+                                 "iterations the cell measured, not of the long run)")
+    slopes = (f"; RSS slopes within ×{found['off_by']:g} of theirs for {found['within']} of the {found['pairs']} "
+              f"pairs both read grows{spread}") if found["pairs"] else ""
+    return (f"TF {release}: {len(rows)} pairs against their long runs ({os.path.basename(reference_path)}: "
+            f"{median}, {'/'.join(map(str, repeats)) or 'n/a'} repeat{'' if repeats == [1] else 's'} each): "
+            f"the RSS verdict agrees on {share('verdict')}, what grew on {share('kind')}; "
+            f"{result['false_alarms']} false alarm{'' if result['false_alarms'] == 1 else 's'}, "
+            f"{result['overstated']} overstated{slopes}.")
 
 
 def _counts(measured: Any) -> str:

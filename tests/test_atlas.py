@@ -1005,3 +1005,39 @@ def test_a_flip_read_at_other_floors_is_not_counted_as_a_change():
                                          for s in ("rss", "heap")}
     assert atlas.floors_apart(settled, cell("flat", ("default", "default"))) == ""  # the same floor: alike
     assert "RSS: calibration → default" in atlas.floors_apart(before, settled)
+
+
+def test_the_page_says_how_far_to_trust_a_column_scored_against_its_long_runs(tmp_path, capsys):
+    """`--reference FILE`: the column of the file's release scored as shown (score.brief) under the map; a right
+    verdict whose slope is a ramp's is counted apart; a reference of a release no column is: exit 2, nothing
+    written; without one, no such lines."""
+    from test_score import flat, line, ramp, record as measured, save
+
+    heap = line(300, 256 * KIB, 100 * MIB, 256)
+    reference = save(tmp_path, "tf-2.21.0.json", [
+        measured("clear_session", ramp(300, 4 * MIB, 256 * KIB), heap, floor=64 * KIB),
+        measured("reuse_model", flat(300, noise=8 * KIB), flat(300, 100 * MIB), floor=64 * KIB)])
+    short = [measured("clear_session", ramp(12, 4 * MIB, 256 * KIB), line(12, 256 * KIB, 100 * MIB, 256),
+                      floor=64 * KIB),
+             measured("reuse_model", flat(20, noise=8 * KIB), flat(20, 100 * MIB), floor=64 * KIB)]
+    records = [save(tmp_path, f"{v}.json", [dict(r, environment=dict(r["environment"], tensorflow=v))
+                                            for r in short]) for v in ("2.20.0", "2.21.0")]
+    folder = tmp_path / "atlas"
+    assert main(["atlas", *records, "--output", str(folder)]) == 0
+    assert "How far to trust a cell" not in (folder / "index.html").read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(["atlas", str(folder / "atlas.json"), "--output", str(folder), "--reference", reference]) == 0
+    html = (folder / "index.html").read_text(encoding="utf-8")
+    assert "<b>How far to trust a cell</b>" in html
+    said = re.search(r'<div class="trust">.*?<li>(.*?)</li>', html, re.S).group(1)
+    assert said.startswith("TF 2.21.0: 2 pairs against their long runs (tf-2.21.0.json: a median 300 iterations, 1 "
+                           "repeat each): the RSS verdict agrees on 100% of the 2 they decide"), said
+    assert "RSS slopes within ×1.5 of theirs for 0 of the 1 pairs both read grows (the other 1 ×16 … ×16" in said
+    # a reference no column is: one line naming it, exit 2, the page as it was
+    other = save(tmp_path, "tf-2.12.1.json", [dict(r, environment=dict(r["environment"], tensorflow="2.12.1"))
+                                              for r in json.loads(open(reference).read())["records"]])
+    before = (folder / "index.html").read_bytes()
+    assert main(["atlas", str(folder / "atlas.json"), "--output", str(folder), "--reference", other]) == 2
+    err = capsys.readouterr().err
+    assert "tf-2.12.1.json holds long runs of TF 2.12.1, which no column of the atlas is" in err
+    assert len(err.strip().splitlines()) == 1 and (folder / "index.html").read_bytes() == before

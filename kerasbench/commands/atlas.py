@@ -54,6 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"data then have a size budget ({PAGE_BUDGET // MIB} and {DATA_BUDGET // MIB} MiB): over it, "
                         "the oldest nightly columns are left out until they fit, and when the releases and the "
                         "newest nightly alone do not, exit 2 and nothing written")
+    p.add_argument("--reference", nargs="+", action="extend", default=[], metavar="FILE", type=options.path,
+                   help="long runs of one release's pairs (repeatable; docs/reference/protocol8/tf-2.21.0.json): the "
+                        "atlas column of that release scored as shown against them, said under the map (how far to "
+                        "trust a cell: `kerasbench score` of that column, in one sentence)")
     add_answer_arguments(p)
 
 
@@ -192,7 +196,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             return 0
         make_folder(args.output, "the atlas")
         answers.answer_all(asked, path, out, config=args.config, limit=args.answer_limit, minutes=args.answer_minutes)
-    written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge)
+    written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge,
+                          references=args.reference)
     over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []
     if over:  # fit measured the same text: a guard
         name, size, constant, budget = over[0]
