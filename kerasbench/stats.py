@@ -63,7 +63,13 @@ def _binned(y: np.ndarray, points: int = MAX_POINTS) -> Tuple[np.ndarray, np.nda
         return np.arange(n, dtype=float), y
     edges = np.linspace(0, n, points + 1).astype(int)
     x = (edges[:-1] + edges[1:] - 1) / 2.0
-    return x, np.array([np.median(y[a:b]) for a, b in zip(edges[:-1], edges[1:])])
+    # the bins are of two lengths at most (floor and ceil of n / points): each length's bins as the rows of one
+    # array, one median call for them all (the same numbers as a median per bin, ~100× fewer calls)
+    starts, sizes, medians = edges[:-1], np.diff(edges), np.empty(points)
+    for size in np.unique(sizes):
+        rows = np.flatnonzero(sizes == size)
+        medians[rows] = np.median(y[starts[rows, None] + np.arange(size)], axis=1)
+    return x, medians
 
 
 def steady_start(values: Sequence[float], keep: int = MIN_WINDOW) -> Tuple[int, bool]:

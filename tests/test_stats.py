@@ -120,6 +120,19 @@ def test_series_up_to_the_bin_limit_are_fitted_exactly():
     assert (fit.slope, fit.low, fit.high) == (slope, low, high)
 
 
+@pytest.mark.parametrize("n", [stats.MAX_POINTS + 1, 1837, 2 * stats.MAX_POINTS, 4091])
+def test_a_longer_series_is_fitted_on_its_bins_medians(n):
+    """Past MAX_POINTS readings the fit takes the median of each of MAX_POINTS equal bins (of two lengths where n is
+    not a multiple), x at each bin's centre: the medians as one per bin gives them."""
+    rng = np.random.default_rng(n)
+    y = np.cumsum(rng.normal(0, 1000, n)) + rng.integers(0, 3, n) * 4096.0
+    x, medians = stats._binned(y)
+    edges = np.linspace(0, n, stats.MAX_POINTS + 1).astype(int)
+    assert len(set(np.diff(edges))) == (1 if n % stats.MAX_POINTS == 0 else 2)
+    assert np.array_equal(medians, [np.median(y[a:b]) for a, b in zip(edges[:-1], edges[1:])])
+    assert np.array_equal(x, (edges[:-1] + edges[1:] - 1) / 2.0)
+
+
 # A sweep's heap on TF 2.21.0 (default profile, 23 iterations): +7.2 MiB an iteration, the GC taking back ~30 MiB
 # every 9; the reference measured +3391 KiB/iteration over 150 iterations: a leak.
 SWEEP_HEAP_DIFFS_KIB = [7236, 7571, 7222, 7349, 7225, 7225, 7310, -30679, 7323, 7224, 7331, 7147, 7221, 7237, 7314,
