@@ -258,6 +258,23 @@ def test_the_budget_fails_with_one_line_naming_the_file_and_writes_nothing(tmp_p
     assert main(["atlas", *PATHS, "--output", str(out)]) == 0
 
 
+def test_the_budget_counts_the_lines_a_reference_adds(tmp_path, capsys, monkeypatch):
+    """--reference with --nightlies: the page's "how far to trust a cell" lines are in the size the budget checks
+    before anything is written (not found over it by the guard after writing)."""
+    nights = _nights(tmp_path / "nightly", ["2026-10-26"])
+    reference = os.path.join(ROOT, "docs", "reference", "protocol8", "tf-2.21.0.json")
+    args = [*PATHS, "--nightlies", str(nights), "--reference", reference]
+    assert main(["atlas", *args, "--output", str(tmp_path / "a")]) == 0
+    assert "How far to trust a cell" in (tmp_path / "a" / "index.html").read_text(encoding="utf-8")
+    page, _ = _sizes(tmp_path / "a")
+    capsys.readouterr()
+    monkeypatch.setattr(atlas_command, "PAGE_BUDGET", page - 1)
+    out = tmp_path / "b"
+    assert main(["atlas", *args, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "PAGE_BUDGET" in err and "nothing written" in err and not out.exists(), err
+
+
 def test_the_retention_s_fullest_atlas_fits_the_budget(tmp_path):
     """docs/atlas's columns (releases, their axes and nightlies) and KEEP_DAYS + KEEP_MONTHS nightly columns, each the
     newest release's cells (quiet nights: no change from one to the next), under the budgets: nothing left out."""

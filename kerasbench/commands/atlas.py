@@ -134,11 +134,12 @@ def _budget_error(path: str, size: int, constant: str, budget: int, more: str) -
                       "fewer columns, and say so in docs/workflow.md.")
 
 
-def fit(paths: Sequence[str], nightlies: Sequence[str], groups: dict, output: str) -> Tuple[List[str], dict, str]:
+def fit(paths: Sequence[str], nightlies: Sequence[str], groups: dict, output: str,
+        trust: Sequence[str] = ()) -> Tuple[List[str], dict, str]:
     """(the nightly files kept, their groups, a note) within the budget: the atlas of every column, else the oldest
-    nightly columns left out, a quarter of them at a time, until the page and its data fit (the newest nightly is
-    kept); a one-line UsageError naming the file and its size against its budget when even the releases and the
-    newest nightly do not fit."""
+    nightly columns left out, a quarter of them at a time, until the page (with its `trust` lines) and its data fit
+    (the newest nightly is kept); a one-line UsageError naming the file and its size against its budget when even the
+    releases and the newest nightly do not fit."""
     from .. import atlas
 
     columns = {path: {v for v, cells in groups.items() for _, where in cells.values() if where == path}
@@ -148,7 +149,7 @@ def fit(paths: Sequence[str], nightlies: Sequence[str], groups: dict, output: st
         shown = {v: cells for v, cells in groups.items()
                  if not any(v in columns[p] for p in nightlies if p not in kept)}
         used = [*paths, *kept]
-        sizes = {atlas.PAGE: len(atlas.page(used, shown).encode("utf-8")),
+        sizes = {atlas.PAGE: len(atlas.page(used, shown, trust=trust).encode("utf-8")),
                  atlas.DATA: len(atlas.data_text(atlas.data(shown)).encode("utf-8"))}
         over = _over(sizes)
         if not over:
@@ -167,14 +168,16 @@ def fit(paths: Sequence[str], nightlies: Sequence[str], groups: dict, output: st
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from .. import atlas, compare
 
-    paths, groups, nightlies, note = list(args.paths), None, [], ""
+    paths, groups, nightlies, note, trust = list(args.paths), None, [], "", None
     if args.nightlies is not None:
         if any(atlas.holds_data(p) for p in paths):
             raise UsageError("--nightlies adds columns to records, not to an atlas file (kerasbench-atlas): give the "
                              "records of the releases.")
         nightlies = nightly_files(args.nightlies)
         groups = atlas.group_columns(compare.load(paths + nightlies), args.rejudge)
-        nightlies, groups, note = fit(paths, nightlies, groups, args.output)
+        # a reference scores a release's column, which fit never leaves out: its lines are the page's whatever fits
+        trust = atlas.trust_lines(groups, args.reference)
+        nightlies, groups, note = fit(paths, nightlies, groups, args.output, trust)
     if (args.answer_limit or args.answer_minutes or args.answer_only or args.config or args.answer_plan) and not \
             args.answer:
         raise UsageError("--answer-limit, --answer-minutes, --answer-only, --answer-plan and --config go with "
@@ -197,7 +200,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         make_folder(args.output, "the atlas")
         answers.answer_all(asked, path, out, config=args.config, limit=args.answer_limit, minutes=args.answer_minutes)
     written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge,
-                          references=args.reference)
+                          references=args.reference, trust=trust)
     over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []
     if over:  # fit measured the same text: a guard
         name, size, constant, budget = over[0]
