@@ -292,3 +292,21 @@ def test_ablate_on_another_metric_asks_whether_a_step_keeps_it_where_the_full_cl
     assert ablate.variant_header(result)[-1] == "peak_over_baseline" and "+400.0 MiB" in text
     # on the growth (the default) the same records: every variant is flat, every step sufficient
     assert {p["sufficient"] for p in ablate.analyse(records, "inference", steps, base)["per_step"]} == {"sufficient"}
+
+
+def test_all_steps_leave_out_another_backend_s_and_a_gpu_s_and_a_gpu_step_named_is_refused(capsys):
+    """ablate measures on the CPU: torch_empty_cache (a GPU's) would skip, and with it the full cleanup and every
+    leave-one-out but its own (on torch, 'full cleanup: skipped; necessary: n/a' for every step, before)."""
+    from kerasbench.commands.ablate import chosen_steps
+    from kerasbench.errors import UsageError
+
+    on_torch, on_jax, on_tf = (chosen_steps("all", b) for b in ("torch", "jax", "tensorflow"))
+    assert "torch_empty_cache" not in on_torch and "jax_clear_caches" not in on_torch
+    assert "jax_clear_caches" in on_jax and "torch_empty_cache" not in on_jax
+    assert not {"jax_clear_caches", "torch_empty_cache"} & set(on_tf)
+    assert {"del_model", "clear_session", "gc_collect", "malloc_trim"} <= set(on_torch)
+    with pytest.raises(UsageError, match="Step torch_empty_cache needs a GPU, and ablate measures on the CPU"):
+        chosen_steps("del_model,torch_empty_cache", "torch")
+    assert cli.main(["ablate", "--loop", "sweep", "--steps", "gc_collect,torch_empty_cache"]) == 2
+    err = capsys.readouterr().err
+    assert "torch_empty_cache needs a GPU" in err and len(err.strip().splitlines()) == 1

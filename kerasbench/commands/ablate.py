@@ -49,7 +49,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from .. import _compat, ablate, selection, session
     from ..errors import UsageError
     from ..profiles import get_profile
-    from ..strategies import CLEANUPS
     from ..triage import check_metric
 
     profile = get_profile(args.profile)
@@ -60,11 +59,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     loops = selection.loops_named(loop)
     for name in loops:
         ablate.check_base(args.base, name)
-    named = selection.names(args.steps, CLEANUPS, "steps")
-    if args.steps == "all":  # another backend's own steps would only skip
-        chosen = args.backend or _compat.backend()
-        named = [s for s in named if not (set(_compat.BACKENDS) - {chosen}) & set(CLEANUPS[s].needs)]
-    steps = ablate.check_steps(named)
+    steps = chosen_steps(args.steps, args.backend or _compat.backend())
     metric = check_metric(args.metric)
     base = session.base_spec(profile, [(loops[0], args.base)], args.iterations, args.warmup, args.repeats,
                              backend=args.backend, **options.spec_options(args))
@@ -82,6 +77,24 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
         out.write(f"wrote the HTML report to {report.write([json_path], args.html)}\n")
     return 1 if kept.failed() else 0
+
+
+def chosen_steps(given: str, backend: str) -> tuple:
+    """The cleanup steps of `--steps` (ablate.check_steps): 'all' leaves out another backend's own steps and those
+    that need a GPU (ablate measures on the CPU: they would only skip, and with them the full cleanup and every
+    leave-one-out but their own); a GPU's step named is a UsageError."""
+    from .. import _compat, ablate, selection
+    from ..errors import UsageError
+    from ..strategies import CLEANUPS
+
+    named = selection.names(given, CLEANUPS, "steps")
+    if given == "all":
+        named = [s for s in named if not ((set(_compat.BACKENDS) - {backend}) | {"gpu"}) & set(CLEANUPS[s].needs)]
+    on_gpu = [s for s in named if s in CLEANUPS and "gpu" in CLEANUPS[s].needs]  # unknown ones: check_steps
+    if on_gpu:
+        raise UsageError(f"Step {on_gpu[0]} needs a GPU, and ablate measures on the CPU: every variant with it would "
+                         "be skipped. Leave it out of --steps (--steps all leaves it out).")
+    return ablate.check_steps(named)
 
 
 def measure(spec: RunSpec, loops: Sequence[str], steps: Sequence[str], base: str, progress: Optional[Any] = None,
