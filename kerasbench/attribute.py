@@ -416,11 +416,11 @@ def summary(rows: Sequence[Row], metric: str, good: Optional[Dict[str, str]] = N
 BACKENDS_ALIKE = ("The growth follows Keras", "No growth on any backend")
 
 
-def backends_conclusion(verdicts: Dict[str, Tuple[str, str]]) -> str:
+def backends_conclusion(verdicts: Dict[str, Tuple[str, str]], records: Optional[Dict[str, Record]] = None) -> str:
     """Whose growth it is, from each backend's pair verdict (`rule.pair_verdict`: grows, flat or inconclusive, each
     decided by the protocol at its floors, as a package attribution's ends are) and what it says of it: growth on
-    every backend follows Keras (or what they share); on some, it is those backends'; any backend undecided leaves
-    the answer open, said with what would decide it."""
+    every backend follows Keras (or what they share), and, given their `records`, whether at one size (sizes_text);
+    on some, it is those backends'; any backend undecided leaves the answer open, said with what would decide it."""
     grows = [b for b, (v, _) in verdicts.items() if v == "grows"]
     flat = [b for b, (v, _) in verdicts.items() if v == "flat"]
     open_ = [b for b in verdicts if b not in grows and b not in flat]
@@ -430,12 +430,36 @@ def backends_conclusion(verdicts: Dict[str, Tuple[str, str]]) -> str:
                 f"{' (' + known + ')' if known else ''}; measure longer (--profile full) or with --repeats 3.")
     if len(grows) == len(verdicts) and len(grows) > 1:
         return (f"{BACKENDS_ALIKE[0]}: it grows on every backend measured ({_and(grows)}), so it is Keras's "
-                "own (or a package every backend shares), not one backend's.")
+                "own (or a package every backend shares), not one backend's" + sizes_text(records or {}) + ".")
     if grows:
         whose, it = ("that backend's", "it") if len(grows) == 1 else ("those backends'", "them")
         return (f"Only on {_and(grows)}: flat on {_and(flat)} with the same Keras and loop, so the growth is "
                 f"{whose} (or how Keras drives {it}), not Keras's alone.")
     return f"{BACKENDS_ALIKE[1]} measured ({_and(flat)}): nothing to attribute."
+
+
+def sizes_text(records: Dict[str, Record], metric: str = "growth_per_iter") -> str:
+    """Whether backends that all grow grow at one size, by compare's rule on the RSS slope (CIs apart by more than the
+    floor) between the fastest and each other: '' without records; else the slopes and, where one differs, how many
+    times the fastest's it is. An atlas mark between two backends' columns is often that size, not the verdict."""
+    from . import compare
+    from .units import kib_text
+
+    sides = {b: compare.cell_side(r, metric) for b, r in records.items() if r.get("status") == "ok"}
+    sides = {b: side for b, side in sides.items() if side.get("value") is not None}
+    if len(sides) < 2:
+        return ""
+    fastest = max(sides, key=lambda b: sides[b]["value"])
+    slopes = ", ".join(f"{b} {kib_text(sides[b]['value'], ',')}" for b in sides)
+    said = {b: compare.judge(metric, sides[fastest], sides[b])[0] for b in sides if b != fastest}
+    smaller = [b for b, verdict in said.items() if verdict == "improved"]
+    if smaller:
+        times = ", ".join(f"{b} ×{sides[b]['value'] / sides[fastest]['value']:.3g}" for b in smaller)
+        return (f"; but not at one size ({slopes} KiB/iteration: {times} of {fastest}'s, compare's slope rule), so "
+                "the size is the backend's")
+    if all(verdict == "unchanged" for verdict in said.values()):
+        return f", at one size ({slopes} KiB/iteration, within the floor)"
+    return f"; their sizes not decided ({slopes} KiB/iteration: CIs too wide to tell)"
 
 
 BACKENDS_HEADERS = ["backend", "verdict", "RSS KiB/iter [95% CI]", "heap KiB/iter [95% CI]", "iterations", "traces"]

@@ -366,3 +366,31 @@ def test_a_backend_run_s_controls_are_that_backend_s_side(tmp_path):
     labels = sorted((record["loop"], version) for record, _, version in loading.load_records([str(tmp_path)]))
     assert labels == [("control", "2.21.0"), ("control", "2.21.0+torch"),
                       ("inference", "2.21.0"), ("inference", "2.21.0+torch")]
+
+
+def _grows(slope_kib, half_kib):
+    """An ok record whose RSS grows `slope_kib` KiB/iteration, its 95 % CI ± `half_kib` (the summary a slope's compare
+    rule reads)."""
+    kib = 1024
+    return {"status": "ok", "summary": {"verdict": "grows", "heap_verdict": "grows", "growth_kind": "leak",
+                                        "growth_per_iter": slope_kib * kib,
+                                        "growth_ci_low": (slope_kib - half_kib) * kib,
+                                        "growth_ci_high": (slope_kib + half_kib) * kib, "floor": 32 * kib}}
+
+
+def test_growth_on_every_backend_says_whether_at_one_size():
+    """Every backend grows, so the growth is Keras's: and where the atlas marks tensorflow +5,001 against torch +126
+    KiB/iteration (sweep × rebuild_no_clear, TF 2.21.0), the answer says the size is the backend's, not only 'grows on
+    every backend'; one size within the floor says so; CIs too wide say they cannot tell."""
+    from kerasbench.attribute import backends_conclusion
+
+    both = {"tensorflow": ("grows", "leak"), "torch": ("grows", "leak")}
+    apart = backends_conclusion(both, {"tensorflow": _grows(5001, 700), "torch": _grows(126, 3)})
+    assert apart.startswith("The growth follows Keras: it grows on every backend measured (tensorflow and torch)")
+    assert "but not at one size (tensorflow +5,001.0, torch +126.0 KiB/iteration: torch ×0.0252 of tensorflow's" \
+        in apart and apart.endswith("so the size is the backend's."), apart
+    alike = backends_conclusion(both, {"tensorflow": _grows(3650, 10), "torch": _grows(3660, 10)})
+    assert alike.endswith(", at one size (tensorflow +3,650.0, torch +3,660.0 KiB/iteration, within the floor)."), alike
+    wide = backends_conclusion(both, {"tensorflow": _grows(500, 450), "torch": _grows(200, 150)})
+    assert "their sizes not decided" in wide, wide
+    assert backends_conclusion(both) == backends_conclusion(both, {})  # no records: the verdicts alone, as before

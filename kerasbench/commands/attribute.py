@@ -331,7 +331,7 @@ def across_backends(args: argparse.Namespace, out: TextIO) -> int:
     rows = list(zip(named, records))
     verdicts = {b: (pair_verdict(r.get("summary") or {}) if r.get("status") == "ok" else "inconclusive",
                     str((r.get("summary") or {}).get("growth_kind") or "")) for b, r in rows}
-    answer = backends_conclusion(verdicts)
+    answer = backends_conclusion(verdicts, dict(rows))
     where = f" in TF {args.tf}'s environments" if args.tf is not None else ""
     out.write(f"{loop} × {args.strategy} on {len(named)} Keras backends{where} "
               f"({time.monotonic() - started:.0f} s):\n")
