@@ -183,7 +183,8 @@ def unconfirmed(entry: Optional[dict], flipped: bool = False) -> bool:
     # the words inside a middle release's why ("2.13.0 behaves like neither end (… for certain: the ends do not differ
     # by more than their own uncertainty)": there the ends differed, and the bisection went on to 2.13.0)
     alike = said.startswith("No answer for ") and f"): {ENDS_ALIKE} (" in said
-    return alike or (flipped and said.startswith(BACKENDS_ALIKE))
+    # attribute prints its conclusion as "Answer: The growth follows Keras: …", and keeps that line
+    return alike or (flipped and said.removeprefix("Answer: ").startswith(BACKENDS_ALIKE))
 
 
 def shown(entry: Optional[dict]) -> Optional[str]:
