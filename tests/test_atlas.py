@@ -1043,3 +1043,8 @@ def test_the_page_says_how_far_to_trust_a_column_scored_against_its_long_runs(tm
     err = capsys.readouterr().err
     assert "tf-2.12.1.json holds long runs of TF 2.12.1, which no column of the atlas is" in err
     assert len(err.strip().splitlines()) == 1 and (folder / "index.html").read_bytes() == before
+    # before any command of --answer runs (hours): its plan is not even printed
+    assert main(["atlas", str(folder / "atlas.json"), "--output", str(folder), "--answer", "--answer-plan",
+                 "--reference", other]) == 2
+    said = capsys.readouterr()
+    assert "which no column of the atlas is" in said.err and "command(s)" not in said.out

@@ -188,6 +188,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         if counts["columns"]:
             added = (f"; {counts['added'] + counts['replaced']} cell(s) of the records put into the atlas file's "
                      f"columns ({counts['replaced']} in place of its own, {counts['columns']} column(s))")
+    if trust is None:  # a reference's error before any --answer runs (hours), as the records' are
+        trust = atlas.trust_lines(groups, args.reference)
     if args.answer:
         from .. import answers
         from ..files import make_folder
