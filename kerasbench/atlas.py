@@ -1336,23 +1336,20 @@ PAGE, DATA = "index.html", "atlas.json"
 
 
 def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = None, rejudge: bool = False,
-          page_name: str = PAGE, with_data: bool = True, references: Sequence[str] = (),
-          trust: Optional[Sequence[str]] = None) -> List[str]:
+          page_name: str = PAGE, with_data: bool = True, trust: Sequence[str] = ()) -> List[str]:
     """The one writer of the atlas (`kerasbench atlas`, `report --atlas`, publish): the atlas of `paths` (records, or
     one atlas data file and records to add to it; `groups`: already loaded from them, else loaded here with
     `rejudge`) into `folder`, made if missing: the page (PAGE, or `page_name`: `report --atlas --output FILE`) and,
     `with_data`, DATA, each atomically.
     The inputs' errors come first, then the outputs' (a folder that is a file; an output that is an input; a folder
     made for outputs then refused is removed again); DATA is not written again when it is the only input (the page is
-    made again from it), and written in place, atomically, when records beside it add cells. `references`: long runs
-    (docs/reference/), each scored against the column of its release, said under the map (trust_lines; `trust`:
-    those lines already made). Returns the paths written, the page last."""
+    made again from it), and written in place, atomically, when records beside it add cells. `trust`: the lines
+    trust_lines made of long runs (docs/reference/), said under the map. Returns the paths written, the page last."""
     from . import answers, files, floors
 
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise UsageError(f"Cannot write the atlas to {folder}: it is not a folder; give a folder (made if missing).")
     groups = load(paths, rejudge) if groups is None else groups  # the inputs' errors: nothing made for them
-    trust = trust_lines(groups, references) if trust is None else trust  # the references' errors too
     outputs = {"the atlas page": os.path.join(folder, page_name)}
     own = own_data(paths, folder)
     if with_data and not (own and len(paths) == 1):

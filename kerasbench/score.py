@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import os
+import statistics
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from . import rule
@@ -127,8 +128,6 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
 def slopes(rows: Sequence[dict]) -> Dict[str, Any]:
     """The RSS slopes of the pairs both sides read `grows`: each pair's scored slope over the reference's, their
     median, how many are within SLOPE_OFF either way, and the pairs beyond it (largest factor first)."""
-    import statistics
-
     both = [r for r in rows if r["reference"]["verdict"] == r["scored"]["verdict"] == "grows"
             and (r["reference"]["slope"] or 0) > 0 and (r["scored"]["slope"] or 0) > 0]
     ratios = [r["scored"]["slope"] / r["reference"]["slope"] for r in both]
@@ -258,8 +257,6 @@ def against(cells: Sequence[Tuple[Record, str, str]], reference_path: str) -> Tu
 def brief(release: str, result: Dict[str, Any], reference_path: str) -> str:
     """One sentence of a scoring of cells as shown: the agreement of the pairs the long runs decide, the false
     alarms and overstated pairs, the slopes (an atlas page's "how far to trust a cell")."""
-    import statistics
-
     rows = result["pairs"]
     lengths = [n for r in rows for n in (r["reference"].get("measured") or [])]
     repeats = sorted({len(r["reference"].get("measured") or []) for r in rows})

@@ -202,7 +202,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         make_folder(args.output, "the atlas")
         answers.answer_all(asked, path, out, config=args.config, limit=args.answer_limit, minutes=args.answer_minutes)
     written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge,
-                          references=args.reference, trust=trust)
+                          trust=trust)
     over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []
     if over:  # fit measured the same text: a guard
         name, size, constant, budget = over[0]
