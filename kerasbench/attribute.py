@@ -453,13 +453,20 @@ def sizes_text(records: Dict[str, Record], metric: str = "growth_per_iter") -> s
     slopes = ", ".join(f"{b} {kib_text(sides[b]['value'], ',')}" for b in sides)
     said = {b: compare.judge(metric, sides[fastest], sides[b])[0] for b in sides if b != fastest}
     smaller = [b for b, verdict in said.items() if verdict == "improved"]
+    # a backend that grows in its heap only: its RSS slope is not the size of what grows (torch's inference ×
+    # rebuild_no_clear: RSS +0.2 KiB/iteration, flat; the heap grows), so the sentence says so beside it
+    heap_only = "; ".join(
+        f"{b}'s RSS {s.get('verdict')}, its heap growing {kib_text(s.get('heap_growth_per_iter'), ',')} KiB/iteration"
+        for b, s in ((b, records[b].get("summary") or {}) for b in sides)
+        if s.get("verdict") != "grows" and s.get("heap_verdict") == "grows")
+    heap_only = f" ({heap_only})" if heap_only else ""
     if smaller:
         times = ", ".join(f"{b} ×{sides[b]['value'] / sides[fastest]['value']:.3g}" for b in smaller)
         return (f"; but not at one size ({slopes} KiB/iteration: {times} of {fastest}'s, compare's slope rule), so "
-                "the size is the backend's")
+                f"the size is the backend's{heap_only}")
     if all(verdict == "unchanged" for verdict in said.values()):
-        return f", at one size ({slopes} KiB/iteration, within the floor)"
-    return f"; their sizes not decided ({slopes} KiB/iteration: CIs too wide to tell)"
+        return f", at one size ({slopes} KiB/iteration, within the floor){heap_only}"
+    return f"; their sizes not decided ({slopes} KiB/iteration: CIs too wide to tell){heap_only}"
 
 
 BACKENDS_HEADERS = ["backend", "verdict", "RSS KiB/iter [95% CI]", "heap KiB/iter [95% CI]", "iterations", "traces"]

@@ -394,3 +394,17 @@ def test_growth_on_every_backend_says_whether_at_one_size():
     wide = backends_conclusion(both, {"tensorflow": _grows(500, 450), "torch": _grows(200, 150)})
     assert "their sizes not decided" in wide, wide
     assert backends_conclusion(both) == backends_conclusion(both, {})  # no records: the verdicts alone, as before
+    assert "heap" not in apart  # both grow in RSS: nothing more to say
+
+
+def test_a_backend_growing_in_its_heap_only_is_named_beside_its_rss_slope():
+    """torch's inference × rebuild_no_clear (atlas, TF 2.21.0): RSS +0.2 KiB/iteration, flat, the heap growing. Its RSS
+    slope beside tensorflow's is not the size of what grows: the sentence says its RSS is flat and its heap grows."""
+    from kerasbench.attribute import backends_conclusion
+
+    both = {"tensorflow": ("grows", "leak"), "torch": ("grows", "leak")}
+    torch = _grows(0.2, 0.5)
+    torch["summary"].update(verdict="flat", heap_growth_per_iter=12.5 * 1024)
+    said = backends_conclusion(both, {"tensorflow": _grows(530, 20), "torch": torch})
+    assert "torch ×0.000377 of tensorflow's" in said, said
+    assert said.endswith("so the size is the backend's (torch's RSS flat, its heap growing +12.5 KiB/iteration).")
