@@ -29,7 +29,7 @@ from .errors import UsageError, unknown
 from .record import Record
 from .rule import pair_verdict
 from .strategies import CLEANUPS, compose, get_strategy, split
-from .units import KIB
+from .units import KIB, floor_kib
 
 BASE = "rebuild_no_clear"  # a new model per iteration and nothing released: what the steps are added to
 METRIC = "growth_per_iter"
@@ -106,7 +106,7 @@ def tables(records: Sequence[Record], steps: Sequence[str], base: str, counts: s
         parts.append(text(analyse(records, loop, steps, base, metric), title) + "\n")
     floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given")
               for r in records if r["summary"].get("floor") is not None}
-    parts += [f"floor {floor / KIB:g} KiB/iteration, from {source}\n" for floor, source in sorted(floors)]
+    parts += [f"floor {floor_kib(floor)} KiB/iteration, from {source}\n" for floor, source in sorted(floors)]
     return "".join(parts)
 
 

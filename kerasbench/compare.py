@@ -61,7 +61,7 @@ from .tree import place_of
 from .loading import load_records
 from .versions import version_key
 from .trace import traced
-from .units import KIB
+from .units import KIB, floor_kib
 
 VERDICTS = ("regressed", "improved", "inconclusive", "not comparable", "unchanged", "n/a")  # also the output order
 FORMATS = ("table", "markdown", "json", "csv")
@@ -344,7 +344,7 @@ def _slope_ci(base, new):
     bare = new.get("bare", new["verdict"])
     if base.get("bare", base["verdict"]) == bare and abs(diff) < floor:
         return "unchanged", (f"{new.get('series', 'series')} {bare} in both{_what_grew(base, new)}, slopes within "
-                             f"the floor ({floor / KIB:g} KiB/iter)")
+                             f"the floor ({floor_kib(floor)} KiB/iter)")
     return "inconclusive", f"{ci}; verdicts {base['verdict']} / {new['verdict']}"
 
 

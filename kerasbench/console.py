@@ -14,7 +14,7 @@ import tabulate as _tabulate_module
 
 from .metrics import METRICS
 from .record import framework_text
-from .units import KIB, MIB, kib_text
+from .units import MIB, floor_kib, kib_text
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -223,7 +223,7 @@ def given_floor_text(summary: dict) -> str:
     given = stamp.get("kind") == "given" or str(summary.get("floor_source") or "").startswith("given")
     if not given or summary.get("floor") is None:
         return ""
-    return f", judged at the given floor of {summary['floor'] / KIB:g} KiB/iteration (not calibrated)"
+    return f", judged at the given floor of {floor_kib(summary['floor'])} KiB/iteration (not calibrated)"
 
 
 def verdict_text(summary: dict) -> str:
@@ -366,11 +366,11 @@ def run_table(records: list) -> str:
     floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given"): None
               for r in records if r["summary"].get("floor") is not None}
     for floor, source in floors:
-        lines.append(f"floor {floor / KIB:g} KiB/iteration, from {source}")
+        lines.append(f"floor {floor_kib(floor)} KiB/iteration, from {source}")
     heap_floors = {(r["summary"]["heap_floor"], r["summary"].get("heap_floor_source") or "given"): None
                    for r in records if r["summary"].get("heap_floor") is not None and r["summary"].get("heap_verdict")}
     for floor, source in heap_floors:
-        lines.append(f"heap floor {floor / KIB:g} KiB/iteration, from {source}")
+        lines.append(f"heap floor {floor_kib(floor)} KiB/iteration, from {source}")
     notes += [f"{r['loop']} × {r['strategy']}: not decided: {r['summary']['why']}" for r in records
               if r["status"] == "ok" and r["summary"].get("why")]
     notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, "

@@ -15,7 +15,7 @@ import re
 from typing import Any, Sequence
 
 from . import __version__
-from .units import KIB, kib_text, mib_text
+from .units import KIB, floor_kib, kib_text, mib_text  # noqa: F401 (floor_kib: the pages take it from here)
 
 
 def esc(value: Any) -> str:
@@ -36,11 +36,6 @@ def kib(v: Any) -> str:
 def mib(v: Any) -> str:
     """Bytes as MiB with its unit, thousands grouped, e.g. '1,234.5 MiB'; 'n/a' for a missing or not-finite one."""
     return f"{mib_text(v, ',')} MiB" if finite(v) else "n/a"
-
-
-def floor_kib(v: Any) -> str:
-    """A floor (bytes per iteration) in KiB as few digits as it needs, e.g. '64' (0 for none)."""
-    return f"{(v or 0) / KIB:g}"
 
 
 def now() -> str:

@@ -33,7 +33,7 @@ PASSES = ("flat",)  # the verdicts that pass: inconclusive means "not shown flat
 def failure_message(record: dict) -> str:
     """Why a record does not pass: its verdict or stop, slope and CI, the floor and where it came from, the curve."""
     from .console import given_floor_text, sparkline
-    from .units import KIB, kib_text, mib_text
+    from .units import floor_kib, kib_text, mib_text
 
     from .console import loop_label, strategy_label
 
@@ -54,10 +54,10 @@ def failure_message(record: dict) -> str:
     if s.get("heap_growth_per_iter") is not None:
         lines.append(f"  heap {kib_text(s['heap_growth_per_iter'])} KiB/iteration, 95% CI "
                      f"[{kib_text(s['heap_growth_ci_low'])}, {kib_text(s['heap_growth_ci_high'])}] KiB/iteration, "
-                     f"heap floor {s['heap_floor'] / KIB:g} KiB/iteration")
+                     f"heap floor {floor_kib(s['heap_floor'])} KiB/iteration")
     if s.get("why"):
         lines.append(f"  not decided: {s['why']}")
-    lines.append(f"  floor {s['floor'] / KIB:g} KiB/iteration, from {s.get('floor_source') or 'given'}; judged by "
+    lines.append(f"  floor {floor_kib(s['floor'])} KiB/iteration, from {s.get('floor_source') or 'given'}; judged by "
                  f"{version_text(version_of(s))}")
     if series:
         lines.append(f"  RSS {sparkline(series, width=40)}  {mib_text(series[0])} -> {mib_text(series[-1])} MiB "

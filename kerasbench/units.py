@@ -120,6 +120,12 @@ def kib_text(v: Any, grouping: str = "") -> str:
     return "n/a" if v is None or (isinstance(v, float) and v != v) else f"{v / KIB:+{grouping}.1f}"
 
 
+def floor_kib(v: Any) -> str:
+    """A floor (bytes per iteration) in KiB, to a tenth and as few digits as it needs, e.g. '64', '54.7' (0 for
+    none): a calibrated floor is a measured figure, not six significant digits of one."""
+    return f"{round((v or 0) / KIB, 1):g}"
+
+
 def mib_text(v: Any, grouping: str = "") -> str:
     """Bytes as MiB with one decimal (grouping ',': '1,234.5'); 'n/a' for None."""
     return "n/a" if v is None else f"{v / MIB:{grouping}.1f}"

@@ -192,6 +192,17 @@ def test_one_growth_whose_heap_was_judged_otherwise_is_unchanged(tmp_path):
     assert why.startswith("RSS grows in both; what grew: leak, slopes"), why
 
 
+def test_a_calibrated_floor_is_said_to_a_tenth():
+    """A calibration's floor, 54.6803 KiB/iteration, was said with six digits ("within the floor (54.6803 KiB/iter)")
+    in an answer beside one of 32: to a tenth, as the slopes beside it are."""
+    side = compare.cell_side(synthetic("2.21.0", 10 * KIB)["records"][0], "growth_per_iter")
+    side = dict(side, floor=54.6803 * KIB)
+    _, why = compare.judge("growth_per_iter", side, dict(side, value=side["value"] + KIB))
+    assert why.endswith("slopes within the floor (54.7 KiB/iter)"), why
+    _, why = compare.judge("growth_per_iter", dict(side, floor=32 * KIB), dict(side, floor=32 * KIB))
+    assert why.endswith("slopes within the floor (32 KiB/iter)"), why  # a whole number stays whole
+
+
 def test_a_count_without_its_series_over_runs_of_different_lengths_is_inconclusive(tmp_path):
     paths = [write(tmp_path / "a.json", _traced("2.21.0", 70, 1, series=False)),
              write(tmp_path / "b.json", _traced("2.22.0", 29, 1, series=False))]

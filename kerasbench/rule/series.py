@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ..stats import ALPHA, LATE_OF_WINDOW, NAN_FIT, Fit, between_teeth, fit_growth, steady_start
-from ..units import KIB
+from ..units import KIB, floor_kib
 
 # Smallest growth per iteration worth calling a leak by default. 64 KiB/iteration is 640 MB over
 # 10,000 iterations; on glibc, RSS noise in a TF loop is a sawtooth of megabytes, so smaller floors
@@ -176,7 +176,7 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
         shape, why = "settling", "the warm-up rule found no steady state in the first half: measure longer"
     elif limit and np.isfinite(fit.slope) and fit.low < floor_value <= fit.high:
         why = (f"cannot tell: {fit.slope / KIB:+.1f} KiB/iteration, interval [{fit.low / KIB:+.1f}, "
-               f"{fit.high / KIB:+.1f}] spans the limit {floor_value / KIB:g} KiB/iteration; measure longer")
+               f"{fit.high / KIB:+.1f}] spans the limit {floor_kib(floor_value)} KiB/iteration; measure longer")
     elif fit.slope >= floor_value and np.isfinite(early) and persists:
         # steady, at the floor in both halves: what failed is the test, too few points for this look's level (a
         # heap the GC frees every few iterations, 9 iterations of a slow pair judged at a look's level of 0.003)
