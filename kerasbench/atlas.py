@@ -556,11 +556,26 @@ def _trust(lines: Sequence[str]) -> str:
 
 def trust_lines(groups: compare.Groups, references: Sequence[str]) -> List[str]:
     """A sentence per reference file (score.brief): the atlas column of its release scored as shown against it. A
-    UsageError naming a file that cannot be read or whose release no column is."""
+    folder stands for its .json files of the releases the atlas shows (the workflow's: a run measures the releases it
+    was asked for). A UsageError naming a file that cannot be read, a file whose release no column is, or a folder
+    with no .json file."""
+    import glob
+
     from . import score
 
     cells = [(cell, path, v) for v, by_pair in groups.items() for cell, path in by_pair.values()]
-    return [score.brief(*score.against(cells, path), path) for path in references]
+    lines = []
+    for path in references:
+        if not os.path.isdir(path):
+            lines.append(score.brief(*score.against(cells, path), path))
+            continue
+        files = sorted(glob.glob(os.path.join(path, "*.json")))
+        if not files:
+            raise UsageError(f"{path} is a folder with no .json file: give long runs of a release (a file, or a "
+                             "folder of them: docs/reference/protocol8).")
+        found = [(f, score.against(cells, f, absent_ok=True)) for f in files]
+        lines += [score.brief(*scored, f) for f, scored in found if scored is not None]
+    return lines
 
 
 def counted_changes(groups: compare.Groups) -> List[Tuple[str, str, str, str]]:

@@ -234,10 +234,11 @@ def text(result: Dict[str, Any], top: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
-def against(cells: Sequence[Tuple[Record, str, str]], reference_path: str) -> Tuple[str, Dict[str, Any]]:
+def against(cells: Sequence[Tuple[Record, str, str]], reference_path: str,
+            absent_ok: bool = False) -> Optional[Tuple[str, Dict[str, Any]]]:
     """(the release, the scoring) of an atlas's `cells` (version-labelled, as shown) against one reference file: the
     cells of the column of the reference's release. A UsageError naming the file where it holds more than one release
-    or none the cells have."""
+    or none the cells have (`absent_ok`: None for the latter, a folder's file of a release the atlas does not show)."""
     from .errors import UsageError
 
     reference = load_records([reference_path])
@@ -247,6 +248,8 @@ def against(cells: Sequence[Tuple[Record, str, str]], reference_path: str) -> Tu
                          "reference to score an atlas column against is the long runs of one release.")
     [release] = releases
     column = [c for c in cells if c[2] == release]
+    if not column and absent_ok:
+        return None
     if not column:
         shown = sorted({version for _, _, version in cells})
         raise UsageError(f"{reference_path} holds long runs of TF {release}, which no column of the atlas is "
@@ -272,7 +275,8 @@ def brief(release: str, result: Dict[str, Any], reference_path: str) -> str:
                                  "iterations the cell measured, not of the long run)")
     slopes = (f"; RSS slopes within ×{found['off_by']:g} of theirs for {found['within']} of the {found['pairs']} "
               f"pairs both read grows{spread}") if found["pairs"] else ""
-    return (f"TF {release}: {len(rows)} pairs against their long runs ({os.path.basename(reference_path)}: "
+    pairs = f"{len(rows)} pair{'' if len(rows) == 1 else 's'}"
+    return (f"TF {release}: {pairs} against their long runs ({os.path.basename(reference_path)}: "
             f"{median}, {'/'.join(map(str, repeats)) or 'n/a'} repeat{'' if repeats == [1] else 's'} each): "
             f"the RSS verdict agrees on {share('verdict')}, what grew on {share('kind')}; "
             f"{result['false_alarms']} false alarm{'' if result['false_alarms'] == 1 else 's'}, "

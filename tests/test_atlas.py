@@ -1048,3 +1048,30 @@ def test_the_page_says_how_far_to_trust_a_column_scored_against_its_long_runs(tm
                  "--reference", other]) == 2
     said = capsys.readouterr()
     assert "which no column of the atlas is" in said.err and "command(s)" not in said.out
+
+
+def test_a_folder_of_references_scores_the_columns_it_shows(tmp_path, capsys):
+    """`--reference FOLDER` (the workflow's: a run measures the releases it was asked for): each of its files whose
+    release the atlas shows scores that column; the others are passed over, not refused; a folder with no .json
+    file is one line naming it, exit 2."""
+    from test_score import flat, record as measured, save
+
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    long = [measured("reuse_model", flat(300, noise=8 * KIB), flat(300, 100 * MIB), floor=64 * KIB)]
+    for v in ("2.12.1", "2.21.0"):
+        save(refs, f"tf-{v}.json", [dict(r, environment=dict(r["environment"], tensorflow=v)) for r in long])
+    short = [measured("reuse_model", flat(20, noise=8 * KIB), flat(20, 100 * MIB), floor=64 * KIB)]
+    records = [save(tmp_path, f"{v}.json", [dict(r, environment=dict(r["environment"], tensorflow=v))
+                                            for r in short]) for v in ("2.20.0", "2.21.0")]
+    folder = tmp_path / "atlas"
+    assert main(["atlas", *records, "--output", str(folder), "--reference", str(refs)]) == 0
+    html = (folder / "index.html").read_text(encoding="utf-8")
+    said = re.findall(r'<div class="trust">.*?</div>', html, re.S)[0]
+    assert "TF 2.21.0: 1 pair against their long runs (tf-2.21.0.json" in said and "TF 2.12.1" not in said, said
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    capsys.readouterr()
+    assert main(["atlas", *records, "--output", str(folder), "--reference", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "empty is a folder with no .json file" in err and len(err.strip().splitlines()) == 1, err

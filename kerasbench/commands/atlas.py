@@ -57,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reference", nargs="+", action="extend", default=[], metavar="FILE", type=options.path,
                    help="long runs of one release's pairs (repeatable; docs/reference/protocol8/tf-2.21.0.json): the "
                         "atlas column of that release scored as shown against them, said under the map (how far to "
-                        "trust a cell: `kerasbench score` of that column, in one sentence)")
+                        "trust a cell: `kerasbench score` of that column, in one sentence); a folder: each of its "
+                        "files whose release the atlas shows (docs/reference/protocol8)")
     add_answer_arguments(p)
 
 
