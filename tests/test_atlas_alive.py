@@ -6,6 +6,7 @@ rule (kept_days) and the budget (check_budget) on their own."""
 
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -82,6 +83,10 @@ def test_each_night_adds_its_nightly_column_and_keeps_the_older_ones_as_measured
     assert {s[0] for s in _stamps(columns["2.20.0"]).values()} == {None}  # the releases: unstamped, as measured
     page = (site / "atlas" / "index.html").read_text(encoding="utf-8")
     assert "2.23.0-dev20261026" in page and "cal-2026-10-26.json" in page
+    # how far to trust a cell: the long runs of the one release of docs/reference/protocol8 the run measured
+    trust = re.search(r'<div class="trust">.*?</div>', page, re.S)
+    assert trust and "TF 2.12.1: " in trust.group(0) and "(tf-2.12.1.json: a median" in trust.group(0), page[:2000]
+    assert "TF 2.21.0" not in trust.group(0)  # not measured by this run: passed over, not refused
 
     # night 2: a new commit, another nightly (the release fixture's 2.12.1 records as the nightly's: it changes)
     _git(runner.source, "commit", "-q", "--allow-empty", "-m", "another day")
