@@ -182,6 +182,24 @@ def test_side_pins_of_a_release_an_environment_folder_and_an_unknown_name(tmp_pa
         command.side_pins(MATRIX, "no-such-env")
 
 
+def test_side_pins_of_a_nightly_as_triage_names_a_bracket_s_end():
+    """A nightly triage ends "Not TF's alone …: run `kerasbench attribute --good 2.22.0.dev20260626 --bad
+    2.22.0.dev20260627 …`": that command refused a nightly ("Unknown environment"). Its pins are triage's: the
+    nightly, the keras-nightly and tb-nightly uploaded before it, the newest entry's others; by day or version."""
+    from kerasbench import nightlies
+
+    nightlies._index.cache_clear()  # the offline index (offline_index): this file's tests may have read another
+    try:
+        by_version = command.side_pins(MATRIX, "2.22.0.dev20260905")
+        assert command.side_pins(MATRIX, "nightly:2026-09-05") == by_version
+        assert by_version["tf-nightly-cpu"] == "2.22.0.dev20260905" and "tensorflow-cpu" not in by_version
+        assert by_version["keras-nightly"].startswith("3.") and "keras" not in by_version
+        with pytest.raises(UsageError, match="Unknown TF nightly"):
+            command.side_pins(MATRIX, "2.22.0.dev20200101")
+    finally:
+        nightlies._index.cache_clear()
+
+
 def test_reproduce_args_name_the_release_and_only_the_pins_it_does_not_have():
     assert command.reproduce_args(MATRIX, GOOD) == ["--tf", "2.13.1"]
     assert command.reproduce_args(MATRIX, attribute.swapped(GOOD, BAD, ["keras"])) == \

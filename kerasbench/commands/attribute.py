@@ -34,7 +34,8 @@ HELP = ("which package(s) carry a change: the bad environment's packages moved i
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--good", metavar="ENV_OR_RELEASE", help="a TF release (its asv environment's "
-                   "pins) or an asv environment (name or folder) with the behaviour you expect")
+                   "pins), a TF nightly (nightly:DATE or its version: as triage names a bracket's end) or an asv "
+                   "environment (name or folder) with the behaviour you expect")
     p.add_argument("--bad", metavar="ENV_OR_RELEASE", help="the one whose behaviour changed")
     p.add_argument("--backends", metavar="A,B,…", help="instead of --good/--bad: the pair measured on each of these "
                    "Keras 3 backends (tensorflow,jax,torch) in this interpreter (or --tf's environments), answering "
@@ -95,10 +96,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str, str]:
-    """The pins of --good/--bad `side`: a TF release (its asv environment's pins), or an asv environment's name or
-    folder (its asv-env-info.json)."""
-    from .. import releases
+    """The pins of --good/--bad `side`: a TF release (its asv environment's pins), a TF nightly ('nightly:DATE' or
+    its version, 2.22.0.dev20260627: triage's pins of it, with the keras-nightly and tb-nightly uploaded before it), or
+    an asv environment's name or folder (its asv-env-info.json)."""
+    from .. import nightlies, releases
     from ..files import read_json
+    from ..versions import is_nightly
 
     folder = side if os.path.isdir(side) else os.path.join(asvconf.env_dir(config), side)
     info = os.path.join(folder, "asv-env-info.json")
@@ -109,8 +112,13 @@ def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str,
             raise UsageError(f"Cannot read the pins of environment {side}: {info} has no 'requirements'.") from None
     if all(part.isdigit() for part in side.split(".")) and side.count(".") >= 1:
         return releases.requirements_for(side, asvconf.includes(config), python=python)
-    raise UsageError(f"Unknown environment. Received: {side!r}. Expected a TF release (e.g. 2.13.1) or an asv "
-                     f"environment of {config} (`kerasbench envs`) or its folder.")
+    if is_nightly(side) and side != "nightly":  # a bracket's end as triage names it (the newest: say its day)
+        includes = asvconf.includes(config)
+        here = python or asvconf.config_python(includes)
+        return nightlies.tf_requirements(nightlies.resolve_tf(side, here)[0], includes, here)
+    raise UsageError(f"Unknown environment. Received: {side!r}. Expected a TF release (e.g. 2.13.1), a TF nightly "
+                     f"(nightly:2026-06-27 or its version), or an asv environment of {config} (`kerasbench envs`) "
+                     "or its folder.")
 
 
 def reproduce_args(config: str, pins: Dict[str, str], python: Optional[str] = None) -> List[str]:
