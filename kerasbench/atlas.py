@@ -168,7 +168,8 @@ def commands(loop: str, strategy: str, good: str, bad: str,
     public report's row names its repro file (kerasbench/examples/reports/NAME.py), another repro `FILE`. A nightly
     then a release (columns in version order put a release at its branch cut, after the main branch's last nightly
     before it) has no triage: triage goes from a release or a nightly to a later nightly, not from a nightly to a
-    release (nightly_then_release; the page says why)."""
+    release (nightly_then_release; the page says why); attribute takes two releases or two nightlies, not one of
+    each."""
     from .loops import LOOPS
     from .public import LOOP_PREFIX as REPORT
     from .strategies import STRATEGIES
@@ -176,7 +177,6 @@ def commands(loop: str, strategy: str, good: str, bad: str,
     pythons_of = pythons or {}
     (good_rel, good_label), (bad_rel, bad_label) = _split(good), _split(bad)
     good_rel, bad_rel = _cli_version(good_rel), _cli_version(bad_rel)
-    nightly = good_rel.startswith("nightly:") or bad_rel.startswith("nightly:")
     pythons = {re.fullmatch(r"py(\d+\.\d+)", lb).group(1) for lb in (good_label, bad_label)
                if re.fullmatch(r"py(\d+\.\d+)", lb)}
     python = f" --python {next(iter(pythons))}" if len(pythons) == 1 and good_label == bad_label else ""
@@ -197,9 +197,11 @@ def commands(loop: str, strategy: str, good: str, bad: str,
             and not nightly_then_release(good, bad)):
         out.append(("which release changed it", f"kerasbench triage --good {good_rel} --bad {bad_rel} {where}"
                                                 f"{strat}{python}"))
-        if not nightly:  # attribute takes releases (or asv environments), not nightlies
-            out.append(("which package carries it", f"kerasbench attribute --good {good_rel} --bad {bad_rel} {where}"
-                                                    f"{strat}{python}"))
+        # attribute takes two releases or two nightlies, not one of each: TF and Keras under two distributions'
+        # names (tensorflow-cpu, tf-nightly-cpu) would be a second copy of one module (AcrossDistributions)
+        if good_rel.startswith("nightly:") == bad_rel.startswith("nightly:"):
+            out.append(("which package carries it", f"kerasbench attribute --good {good_rel} --bad {bad_rel} "
+                                                    f"{where}{strat}{python}"))
     if rebuilds_in(loop) or not known:
         keras = " --keras tf_keras" if bad_label == "tf_keras" else ""
         bad_python = re.fullmatch(r"py(\d+\.\d+)", bad_label)

@@ -76,6 +76,27 @@ class Plan:
 MAX_ENVS = 12  # --max-envs' default: 2.13.1 -> 2.14.0 (4 packages differ) plans 12
 
 
+# one module under several distributions' names: a release's and a nightly's (CPU or full build) TF, Keras's
+DISTRIBUTIONS = (("tensorflow", "tensorflow-cpu", "tf-nightly", "tf-nightly-cpu"), ("keras", "keras-nightly"))
+
+
+class AcrossDistributions(UsageError):
+    """The two sides pin one module under two distributions' names (nothing was made)."""
+
+
+def across_distributions(good: Dict[str, str], bad: Dict[str, str]) -> List[Tuple[str, str]]:
+    """(the good side's name, the bad side's) of each module the two sides pin under different distributions (a
+    release's tensorflow-cpu and keras against a nightly's tf-nightly-cpu and keras-nightly; a nightly's CPU build
+    against its full one): moved into the other side's environment, it would be a second copy, not a swap."""
+    crossed = []
+    for family in DISTRIBUTIONS:
+        mine = sorted({package_of(k) for k in good} & set(family))
+        theirs = sorted({package_of(k) for k in bad} & set(family))
+        if mine and theirs and mine != theirs:
+            crossed.append((mine[0], theirs[0]))
+    return crossed
+
+
 def differing(good: Dict[str, str], bad: Dict[str, str]) -> List[str]:
     """The packages (the bad side's names, in its order) pinned differently in `bad` than in `good`, or only there."""
     have = {package_of(k): v for k, v in good.items()}
@@ -133,6 +154,13 @@ def plan(good: Dict[str, str], bad: Dict[str, str],
     """The environments: the two ends; the good one with each differing package moved alone; where the installer
     refuses one alone (`resolves`, a stand-in for uv: None, no groups), with the packages it needs (group_for);
     and the bad one with each differing package put back (leave-one-out). A pin set is planned once."""
+    crossed = across_distributions(good, bad)
+    if crossed:
+        raise AcrossDistributions(
+            "Cannot attribute across distributions: the good side pins "
+            + ", ".join(f"{g} where the bad one pins {b}" for g, b in crossed)
+            + "; a package moved into the other side's environment would be a second copy of one module, not a "
+            "swap. Attribute two releases, or two nightlies of one build (a nightly triage's bracket).")
     names = differing(good, bad)
     if not names:
         raise UsageError("Nothing to attribute: the good and the bad environment pin the same packages.")

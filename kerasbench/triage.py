@@ -282,10 +282,15 @@ def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str,
         head += f" {ENDS_SAID} {name} {outcome.versions[-1]} against {name} {outcome.versions[0]}, {outcome.ends}."
     others = others_differ(outcome, "keras" if name == "Keras" else "tensorflow-cpu")
     if others:
+        from .attribute import across_distributions
+
         moved = ", ".join(f"{n} {a} -> {b}" for n, a, b in others)
+        crossed = across_distributions(outcome.pins[outcome.last_good], outcome.pins[outcome.first_bad])
         head += (f"\nNot {name}'s alone: the environments of {outcome.last_good} and {outcome.first_bad} differ in "
                  f"more than {name} ({moved}), so the change may be theirs: "
-                 + ("the attribution below measures which package carries it." if attributing else
+                 + ("attribute cannot take this bracket apart (a release against a nightly, or two builds: "
+                    + ", ".join(f"{g} against {b}" for g, b in crossed) + "; one module under two names)."
+                    if crossed else "the attribution below measures which package carries it." if attributing else
                     "add --attribute (or run `kerasbench attribute --good "
                     f"{outcome.last_good} --bad {outcome.first_bad} …`) to measure which package carries it."))
     rows = []

@@ -327,6 +327,12 @@ def test_axes_are_read_against_their_own_previous_column():
                        "--strategy reuse_model", "kerasbench ablate --loop inference --tf nightly:2026-05-14"]
     # a nightly, then the release cut after it (2.21.0 at its branch cut): `triage --good nightly:… --bad 2.21.0`
     # exits 2 ("Unknown TF nightly"), so only the ablation is offered, and the page says why
+    # two nightlies: attribute too (it takes a nightly at each end), not across a release and a nightly
+    days = [c for _, c in atlas.commands("inference", "reuse_model", "2.22.0-dev20260514", "2.22.0-dev20260615")]
+    assert days == ["kerasbench triage --good nightly:2026-05-14 --bad nightly:2026-06-15 --loop inference "
+                    "--strategy reuse_model", "kerasbench attribute --good nightly:2026-05-14 --bad nightly:2026-06-15 "
+                    "--loop inference --strategy reuse_model", "kerasbench ablate --loop inference --tf "
+                    "nightly:2026-06-15"]
     cut = [c for _, c in atlas.commands("sweep", "reuse_model", "2.21.0-dev20260115", "2.21.0")]
     assert cut == ["kerasbench ablate --loop sweep --tf 2.21.0"]
     g = groups(("2.21.0-dev20260115", [record("sweep", "reuse_model")]),

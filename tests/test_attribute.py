@@ -182,6 +182,29 @@ def test_side_pins_of_a_release_an_environment_folder_and_an_unknown_name(tmp_pa
         command.side_pins(MATRIX, "no-such-env")
 
 
+def test_an_attribution_across_distributions_is_refused_before_anything_is_made(capsys, monkeypatch):
+    """A release against a nightly pins TF and Keras under other names (tensorflow-cpu, keras; tf-nightly-cpu,
+    keras-nightly), as a nightly's CPU build against its full one: a package moved across would be a second copy of
+    one module. plan() refuses it, naming both; the command: one line, exit 2, no environment made. Two nightlies of
+    one build plan as two releases do."""
+    release = {"tensorflow-cpu": "2.21.0", "keras": "3.13.2", "numpy": "2.4.6"}
+    nightly = {"tf-nightly-cpu": "2.22.0.dev20260215", "keras-nightly": "3.14.0.dev2026021505", "numpy": "2.4.6"}
+    with pytest.raises(attribute.AcrossDistributions, match="the good side pins tensorflow-cpu where the bad one "
+                       "pins tf-nightly-cpu, keras where the bad one pins keras-nightly; a package moved"):
+        attribute.plan(release, nightly)
+    full = {"tf-nightly": "2.23.0.dev20261026", "keras-nightly": "3.16.0.dev2026102704", "numpy": "2.4.6"}
+    assert attribute.across_distributions(nightly, full) == [("tf-nightly-cpu", "tf-nightly")]
+    later = dict(nightly, **{"tf-nightly-cpu": "2.22.0.dev20260315", "keras-nightly": "3.14.0.dev2026031505"})
+    assert attribute.across_distributions(nightly, later) == []
+    assert [r.label for r in attribute.plan(nightly, later).rows][:2] == ["good", "bad"]
+    made = []
+    monkeypatch.setattr(environment, "python_for", lambda *a, **k: made.append(a) or ("python", "env"))
+    code, _ = call(["attribute", "--config", MATRIX, "--good", "2.21.0", "--bad", "nightly:2026-09-05", "--loop",
+                    "inference", "--strategy", "clear_session"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "Cannot attribute across distributions" in err[0] and not made, err
+
+
 def test_side_pins_of_a_nightly_as_triage_names_a_bracket_s_end():
     """A nightly triage ends "Not TF's alone …: run `kerasbench attribute --good 2.22.0.dev20260626 --bad
     2.22.0.dev20260627 …`": that command refused a nightly ("Unknown environment"). Its pins are triage's: the

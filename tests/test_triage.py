@@ -590,6 +590,21 @@ def test_a_bracket_that_differs_in_more_than_tf_says_so_and_offers_the_attributi
     assert triage.others_differ(_outcome("2.18.1", "2.16.2", "2.18.1", "2.18.0", only_tf), "tensorflow-cpu") == []
 
 
+def test_a_bracket_of_a_release_and_a_nightly_does_not_offer_an_attribution_that_refuses():
+    """2.21.0 then the first nightly after its cut: tensorflow-cpu and keras against tf-nightly-cpu and keras-nightly.
+    `attribute` refuses such a pair (one module under two names), so the answer does not send the user to it."""
+    pins = {"2.21.0": {"tensorflow-cpu": "2.21.0", "keras": "3.13.2", "numpy": "2.4.6"},
+            "2.22.0.dev20260215": {"tf-nightly-cpu": "2.22.0.dev20260215", "keras-nightly": "3.14.0.dev2026021505",
+                                   "numpy": "2.4.6"}}
+    worse = _outcome("2.22.0.dev20260215", "2.21.0", "2.21.0", "2.22.0.dev20260215", pins)
+    record = synthetic("2.21.0", 0)["records"][0]
+    text = triage.render(worse, {"2.22.0.dev20260215": record}, "growth_per_iter", "inference", "clear_session", [],
+                         1.0, 0)
+    assert "Not TF's alone" in text and "add --attribute" not in text and "kerasbench attribute" not in text, text
+    assert ("attribute cannot take this bracket apart (a release against a nightly, or two builds: tensorflow-cpu "
+            "against tf-nightly-cpu, keras against keras-nightly; one module under two names)") in text
+
+
 def test_the_bisected_package_under_its_nightly_name_is_not_another_package():
     """A keras-nightly bisection moves only keras-nightly: not "differ in more than Keras (keras-nightly a -> b)";
     a TF nightly's bracket moves tf-nightly-cpu (the bisected) and keras-nightly with it (another package: said)."""

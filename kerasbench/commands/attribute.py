@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Text
 
 from .. import asvconf, environment
 from ..asvconf import INSTALLER_ONLY
-from ..attribute import (MAX_ENVS, Plan, Row, TooManyEnvironments, bridge_rows, check_max_envs, classify_rows, conclude,
-                         differing, needs_leave_one_out, plan, render, same_pins, summary)
+from ..attribute import (MAX_ENVS, AcrossDistributions, Plan, Row, TooManyEnvironments, bridge_rows, check_max_envs,
+                         classify_rows, conclude, differing, needs_leave_one_out, plan, render, same_pins, summary)
 from ..errors import UsageError
 from . import options
 
@@ -292,7 +292,8 @@ def bracket(config: str, outcome, records: Dict[str, Record], template: RunSpec,
     try:
         text, rows = attribute(config, outcome.pins[good], outcome.pins[bad], template, metric, reproduce, err,
                                python, jobs, known={"good": records[good], "bad": records[bad]}, max_envs=max_envs)
-    except TooManyEnvironments as e:  # triage's own answer stands (and is written): only the attribution is not run
+    except (TooManyEnvironments, AcrossDistributions) as e:  # triage's own answer stands (and is written): only the
+        # attribution is not run
         out.write(f"attribute: not run: {e}\n")
         return {}
     out.write(text)
