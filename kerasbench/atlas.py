@@ -32,8 +32,8 @@ from .machine import FINGERPRINT_KEYS
 from .record import OTHER_BACKENDS as BACKENDS
 from .releases import version_key
 from .rule import DEFAULT_FLOOR
-from .page import esc, finite, floor_kib, frame, kib, linked, made_from, mib, no_paths
-from .units import KIB, MIB
+from .page import esc, finite, frame, kib, linked, made_from, mib, no_paths
+from .units import KIB, MIB, floor_kib
 
 # Worse and better are claims: only between decided readings (an `inconclusive` side, or a settling or step, is
 # a different reading, not a better or a worse one: 2.21.0's notebook × reuse_model is not "better" for being

@@ -15,7 +15,7 @@ import re
 from typing import Any, Sequence
 
 from . import __version__
-from .units import KIB, floor_kib, kib_text, mib_text  # noqa: F401 (floor_kib: the pages take it from here)
+from .units import kib_text, mib_text
 
 
 def esc(value: Any) -> str:

@@ -15,11 +15,11 @@ from . import compare, draw, rule
 from .errors import UsageError, unknown
 from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
-from .page import finite, floor_kib
+from .page import finite
 from .png import exporter, from_svg
 from .record import Record
 from .releases import version_key
-from .units import MIB
+from .units import MIB, floor_kib
 
 CURVE_POINTS = 400  # the most points a curve draws per line: each bucket's lowest and highest reading
 MIN_CURVE_SPAN = 4 * MIB  # a curve's y axis spans at least this: RSS moves by pages and glibc's teeth by MiB

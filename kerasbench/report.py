@@ -22,12 +22,12 @@ from . import atlas, compare, draw, machine as machines
 from .errors import UsageError
 from .files import check_not_input, write_text
 from .metrics import Metric
-from .page import esc, floor_kib, frame, kib, made_from, no_paths, path_name
+from .page import esc, frame, kib, made_from, no_paths, path_name
 from .pictures import curve_data, record_at, series_of, shown, strategy_chart, version_plot
 from .tree import place_of
 from .trace import record_trace
 from .releases import version_key
-from .units import KIB, MIB
+from .units import KIB, MIB, floor_kib
 
 FILENAME = "kerasbench-report.html"
 DEFAULT_OUTPUT = os.path.join(".asv", "html", FILENAME)  # beside the asv dashboard of `kerasbench publish`
