@@ -306,6 +306,28 @@ def package_of(name: str) -> str:
     return canonical(name[4:] if name.startswith("pip+") else name)
 
 
+# one module under several distributions' names: a release's and a nightly's (CPU or full build) TF, Keras's
+DISTRIBUTIONS = (("tensorflow", "tensorflow-cpu", "tf-nightly", "tf-nightly-cpu"), ("keras", "keras-nightly"))
+
+
+def distributions_of(name: str) -> Tuple[str, ...]:
+    """Every distribution's name of the module `name` installs (tensorflow-cpu -> TF's four), or (name,)."""
+    return next((family for family in DISTRIBUTIONS if package_of(name) in family), (package_of(name),))
+
+
+def across_distributions(good: Dict[str, str], bad: Dict[str, str]) -> List[Tuple[str, str]]:
+    """(the good side's name, the bad side's) of each module two pin sets name under different distributions (a
+    release's tensorflow-cpu and keras against a nightly's tf-nightly-cpu and keras-nightly; a nightly's CPU build
+    against its full one): moved into the other side's environment, it would be a second copy, not a swap."""
+    crossed = []
+    for family in DISTRIBUTIONS:
+        mine = sorted({package_of(k) for k in good} & set(family))
+        theirs = sorted({package_of(k) for k in bad} & set(family))
+        if mine and theirs and mine != theirs:
+            crossed.append((mine[0], theirs[0]))
+    return crossed
+
+
 # Keras 3's other backends as matrix entries: KERAS_BACKEND in the entry's env, the framework's packages in its req
 BACKEND_PINS = FRAMEWORKS
 

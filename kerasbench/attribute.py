@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from .asvconf import INSTALLER_ONLY, REASON_PATTERNS, TF_KERAS_PIN, package_of
+from .asvconf import INSTALLER_ONLY, REASON_PATTERNS, TF_KERAS_PIN, across_distributions, package_of
 from .console import text_table
 from .errors import UsageError
 from .record import Record
@@ -76,25 +76,8 @@ class Plan:
 MAX_ENVS = 12  # --max-envs' default: 2.13.1 -> 2.14.0 (4 packages differ) plans 12
 
 
-# one module under several distributions' names: a release's and a nightly's (CPU or full build) TF, Keras's
-DISTRIBUTIONS = (("tensorflow", "tensorflow-cpu", "tf-nightly", "tf-nightly-cpu"), ("keras", "keras-nightly"))
-
-
 class AcrossDistributions(UsageError):
-    """The two sides pin one module under two distributions' names (nothing was made)."""
-
-
-def across_distributions(good: Dict[str, str], bad: Dict[str, str]) -> List[Tuple[str, str]]:
-    """(the good side's name, the bad side's) of each module the two sides pin under different distributions (a
-    release's tensorflow-cpu and keras against a nightly's tf-nightly-cpu and keras-nightly; a nightly's CPU build
-    against its full one): moved into the other side's environment, it would be a second copy, not a swap."""
-    crossed = []
-    for family in DISTRIBUTIONS:
-        mine = sorted({package_of(k) for k in good} & set(family))
-        theirs = sorted({package_of(k) for k in bad} & set(family))
-        if mine and theirs and mine != theirs:
-            crossed.append((mine[0], theirs[0]))
-    return crossed
+    """The two sides pin one module under two distributions' names (asvconf.across_distributions; nothing made)."""
 
 
 def differing(good: Dict[str, str], bad: Dict[str, str]) -> List[str]:

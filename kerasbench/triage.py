@@ -251,16 +251,14 @@ def answer(outcome: Outcome, what: str, name: str = "TF", later: Optional[str] =
 def others_differ(outcome: Outcome, bisected: str) -> List[Tuple[str, str, str]]:
     """(package, its version at the bracket's good release, at its bad one) for every package beside `bisected`
     (the package triage moves: a TF package, or keras) whose pin differs between the bracket's two environments."""
-    from .asvconf import INSTALLER_ONLY, package_of
+    from .asvconf import INSTALLER_ONLY, distributions_of, package_of
 
     if not outcome.first_bad or len(outcome.pins) < 2:
         return []
     good = {package_of(k): v for k, v in outcome.pins[outcome.last_good].items() if k not in INSTALLER_ONLY}
     bad = {package_of(k): v for k, v in outcome.pins[outcome.first_bad].items() if k not in INSTALLER_ONLY}
     # the bisected package under any of its names: a release's, or its nightly's (keras-nightly, tf-nightly[-cpu])
-    skip = {package_of(bisected)} | ({"tensorflow", "tensorflow-cpu", "tf-nightly", "tf-nightly-cpu"}
-                                     if bisected.startswith("tensorflow") else {"keras", "keras-nightly"}
-                                     if package_of(bisected) == "keras" else set())
+    skip = set(distributions_of(bisected))
     return [(n, good.get(n, "(none)"), bad.get(n, "(none)")) for n in dict.fromkeys(list(good) + list(bad))
             if n not in skip and good.get(n) != bad.get(n)]
 
@@ -282,7 +280,7 @@ def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str,
         head += f" {ENDS_SAID} {name} {outcome.versions[-1]} against {name} {outcome.versions[0]}, {outcome.ends}."
     others = others_differ(outcome, "keras" if name == "Keras" else "tensorflow-cpu")
     if others:
-        from .attribute import across_distributions
+        from .asvconf import across_distributions
 
         moved = ", ".join(f"{n} {a} -> {b}" for n, a, b in others)
         crossed = across_distributions(outcome.pins[outcome.last_good], outcome.pins[outcome.first_bad])
