@@ -99,7 +99,6 @@ def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str,
     """The pins of --good/--bad `side`: a TF release (its asv environment's pins), a TF nightly ('nightly:DATE' or
     its version, 2.22.0.dev20260627: triage's pins of it, with the keras-nightly and tb-nightly uploaded before it), or
     an asv environment's name or folder (its asv-env-info.json)."""
-    from .. import nightlies, releases
     from ..files import read_json
     from ..versions import is_nightly
 
@@ -110,12 +109,9 @@ def side_pins(config: str, side: str, python: Optional[str] = None) -> Dict[str,
             return dict(read_json(info, "asv environment info")["requirements"])
         except (ValueError, KeyError, TypeError):
             raise UsageError(f"Cannot read the pins of environment {side}: {info} has no 'requirements'.") from None
-    if all(part.isdigit() for part in side.split(".")) and side.count(".") >= 1:
-        return releases.requirements_for(side, asvconf.includes(config), python=python)
-    if is_nightly(side) and side != "nightly":  # a bracket's end as triage names it (the newest: say its day)
-        includes = asvconf.includes(config)
-        here = python or asvconf.config_python(includes)
-        return nightlies.tf_requirements(nightlies.resolve_tf(side, here)[0], includes, here)
+    release = all(part.isdigit() for part in side.split(".")) and side.count(".") >= 1
+    if release or (is_nightly(side) and side != "nightly"):  # a nightly as triage names a bracket's end (not the word)
+        return environment.requirements_with(config, side, python)[0]  # a release's pins, or a nightly's as triage's
     raise UsageError(f"Unknown environment. Received: {side!r}. Expected a TF release (e.g. 2.13.1), a TF nightly "
                      f"(nightly:2026-06-27 or its version), or an asv environment of {config} (`kerasbench envs`) "
                      "or its folder.")
