@@ -36,7 +36,7 @@ from . import floors, rule
 from .console import markdown_table
 from .profiles import PROFILES
 from .rule import PROTOCOL_VERSION
-from .units import KIB
+from .units import KIB, floor_kib
 
 DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected
 # The level a run's looks are judged at (the default profile's plan: Bonferroni over its looks), so that a floor is
@@ -200,6 +200,10 @@ def _kib(v):
     return "none" if v is None else f"{v / KIB:g}"
 
 
+def _floor(v):
+    return "none" if v is None else floor_kib(v)
+
+
 def _pct(v):
     return "n/a" if v is None else f"{v:.0%}"
 
@@ -221,7 +225,7 @@ def summary_rows(cal: dict) -> list:
         rows.append((cal["allocator"], n, _kib(r["smallest_detected"].get("native")),
                      _kib(h["smallest_detected"].get("native")) if h else "n/a",
                      _kib(r["smallest_detected"].get("python")), f"{_pct(fp(r))} / {_pct(fp(h))}",
-                     _kib(r["floor"]), _kib(h["floor"]) if h else "n/a"))
+                     _floor(r["floor"]), _floor(h["floor"]) if h else "n/a"))
     return rows
 
 
