@@ -207,9 +207,11 @@ def locks_of(path: str) -> str:
     return os.path.join(os.path.dirname(path) + ".locks", os.path.basename(path))
 
 
-def remove_unused(folder: str) -> bool:
+def remove_unused(folder: str, hand_over: bool = False) -> bool:
     """Remove the environment at `folder` unless another process uses it (holds its use lock: `creating`); True
-    when removed. A nightly triage's clean-up: another triage may measure in an environment this one made."""
+    when removed. A nightly triage's clean-up: another triage may measure in an environment this one made. With
+    `hand_over`, one kept for that reason is marked so that the last triage using it removes it (`handed_over`)
+    rather than leaving it behind, since that triage did not make it."""
     try:
         import fcntl
     except ImportError:
@@ -225,9 +227,28 @@ def remove_unused(folder: str) -> bool:
             try:
                 fcntl.flock(use, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
+                if hand_over:
+                    open(lock + HANDED_OVER, "a").close()
                 return False
             shutil.rmtree(folder, ignore_errors=True)
+            keep(folder)
             return True
+
+
+HANDED_OVER = ".handed-over"  # beside an environment's .lock and .use: its maker wanted it gone while another used it
+
+
+def handed_over(folder: str) -> bool:
+    """Whether the environment at `folder` was left by its maker to whoever uses it last (remove_unused)."""
+    return os.path.exists(locks_of(os.path.abspath(folder)) + HANDED_OVER)
+
+
+def keep(folder: str) -> None:
+    """The environment at `folder` is wanted (a triage's bracket, for its commands): no longer handed over."""
+    try:
+        os.remove(locks_of(os.path.abspath(folder)) + HANDED_OVER)
+    except FileNotFoundError:
+        pass
 
 
 def _make(conf: object, env, reqs: dict, no_deps: Sequence[str], progress: Optional[Callable[[str], None]]) -> None:

@@ -158,9 +158,48 @@ def test_an_environment_another_process_measures_in_is_not_removed_under_it(conf
     assert other.stdout.readline().strip() == env.name, other.stderr.read()
     environment.python_for(config, REQS)  # this process takes it up too (found made), as a triage would
     assert not environment.remove_unused(env._path) and env.check_presence()  # the other uses it: kept
+    assert not environment.handed_over(env._path)  # asked without hand_over: nothing marked
     other.communicate("\n", timeout=60)
     environment.python_for(config, REQS)  # taken up again after the refusal
     assert environment.remove_unused(env._path) and not os.path.exists(env._path)  # no one else: removed
+
+
+def test_an_environment_its_maker_could_not_remove_is_removed_by_the_last_triage_using_it(config, fake_uv, tmp_path):
+    """Two nightly triages share an environment: the one that made it ends first and cannot remove it (the other
+    measures in it), so it hands it over; the other, which did not make it, removes it when it ends (stop 58 left
+    such environments behind). One a later triage keeps as its bracket is no longer handed over."""
+    import subprocess
+
+    from kerasbench.commands.triage import nightly_epilogue
+    from kerasbench.triage import Outcome
+
+    fake_uv()
+    python, _ = environment.python_for(config, REQS)  # this process made it (the first triage)
+    _, env = environment.environment_for(config, REQS)
+    holds = MAKES.format(root=str(ROOT), uv=str(tmp_path / "bin" / "uv"), config=config, reqs=REQS) + \
+        "sys.stdout.flush()\nsys.stdin.readline()\n"  # the second triage, measuring in it until told to end
+    other = subprocess.Popen([sys.executable, "-c", holds], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert other.stdout.readline().strip() == env.name, other.stderr.read()
+    outcome = Outcome(versions=["a", "b", "c"], bracket=("a", "b"))
+    text = nightly_epilogue(outcome, {}, None, "3.11", [], {"c": python}, "cpu")
+    assert "Environments: removed 0 this triage made" in text and "; handed 1 over to another kerasbench" in text
+    assert env.check_presence() and environment.handed_over(env._path)
+    other.communicate("\n", timeout=60)
+
+    python, _ = environment.python_for(config, REQS)  # the second triage's ending, played in this process
+    later = Outcome(versions=["b", "c", "d"], bracket=("b", "d"))
+    text = nightly_epilogue(later, {}, None, "3.11", [], {}, "cpu", {"c": python})
+    assert "Environments: removed 0 this triage made and 1 another triage made and left to this one" in text
+    assert not os.path.exists(env._path) and not environment.handed_over(env._path)
+
+    python, _ = environment.python_for(config, REQS)  # made again, handed over, then found by a triage keeping it
+    open(environment.locks_of(env._path) + environment.HANDED_OVER, "a").close()
+    text = nightly_epilogue(Outcome(versions=["b", "c"], bracket=("b", "c")), {}, None, "3.11", [], {}, "cpu",
+                            {"c": python})
+    assert env.check_presence() and not environment.handed_over(env._path) and "Environments" not in text
+    found_only = nightly_epilogue(later, {}, None, "3.11", [], {}, "cpu", {"c": python})  # not handed over: not its
+    assert env.check_presence() and "Environments" not in found_only
 
 
 def test_a_release_this_interpreter_already_is_not_made_again(config, fake_uv, monkeypatch):

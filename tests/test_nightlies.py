@@ -306,7 +306,7 @@ def test_an_index_answer_of_another_shape_is_one_line_and_odd_entries_are_left_o
 
 def test_a_nightly_triage_keeps_an_environment_another_process_measures_in(tmp_path, monkeypatch):
     """The clean-up removes the environments the triage made but the bracket's, and keeps one another kerasbench has
-    taken up (environment.remove_unused refuses it), saying so."""
+    taken up (environment.remove_unused refuses it), handing it over, and says so."""
     from kerasbench import environment
     from kerasbench.commands.triage import nightly_epilogue
     from kerasbench.triage import Outcome
@@ -318,11 +318,11 @@ def test_a_nightly_triage_keeps_an_environment_another_process_measures_in(tmp_p
         made[v] = str(envs / v / "bin" / "python")
     busy = str(envs / "c")
     real = environment.remove_unused
-    monkeypatch.setattr(environment, "remove_unused", lambda folder: folder != busy and real(folder))
+    monkeypatch.setattr(environment, "remove_unused", lambda folder, hand_over=False: folder != busy and real(folder))
     outcome = Outcome(versions=list(made), bracket=("b", "d"))  # no first_bad: no commits line
     text = nightly_epilogue(outcome, {}, None, "3.11", [], made, "cpu")
     assert "Environments: removed 1 this triage made" in text
-    assert "; kept 1 another process measures in;" in text
+    assert "; handed 1 over to another kerasbench measuring in it (the last triage to use it removes it);" in text
     assert "hard links into uv's cache, which keeps them: `uv cache clean tf-nightly-cpu` frees them)" in text
     assert "kept the bracket's 2" in text
     assert sorted(os.listdir(envs)) == ["b", "c", "d"]

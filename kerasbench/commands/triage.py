@@ -229,16 +229,20 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     text = render(outcome, records, metric, loop, strategy, commands, CLOCK() - started, len(set(created)),
                   name, attributing)
     if nightly:  # the environments it created (looked-ahead ones too): all but the bracket's are removed
-        made = {v: path for v, path in envs.made().items() if v in created}
-        text += nightly_epilogue(outcome, records, tf, here, notes, made, flavour)
+        used = envs.made()
+        made = {v: path for v, path in used.items() if v in created}
+        text += nightly_epilogue(outcome, records, tf, here, notes, made, flavour,
+                                 {v: path for v, path in used.items() if v not in made})
     return text, outcome, records
 
 
 def nightly_epilogue(outcome: Outcome, records: Dict[str, Record], tf: Optional[str], python: str,
-                     notes: Sequence[str], made: Dict[str, str], flavour: str) -> str:
+                     notes: Sequence[str], made: Dict[str, str], flavour: str,
+                     found: Optional[Dict[str, str]] = None) -> str:
     """A nightly triage's ending: the commits between the bracket's two builds, the window's notes, and the
     environments it made removed but the bracket's (the disk they held, and what stays: the nightlies' wheels in
-    uv's cache, ~1.3 GB each)."""
+    uv's cache, ~1.3 GB each). One another process still measures in is handed over to it; `found` (the ones this
+    triage found made) are removed where their maker handed them over and this triage is the last to use them."""
     from .. import environment, nightlies
     from ..files import tree_size
     from ..units import GIB
@@ -259,20 +263,27 @@ def nightly_epilogue(outcome: Outcome, records: Dict[str, Record], tf: Optional[
         lines.append(f"  build compared: {flavour} (every nightly of one build; the release in the same build)")
     package = nightlies.KERAS if tf else nightlies.FLAVOURS.get(flavour, "")
     kept = set(outcome.bracket)
-    removed, freed, gone, busy = 0, 0, 0, 0
-    for version, interpreter in made.items():
+    removed, freed, gone, busy, taken = 0, 0, 0, 0, 0
+    mine = {v: (p, True) for v, p in made.items()}
+    for version, (interpreter, own) in {**{v: (p, False) for v, p in (found or {}).items()}, **mine}.items():
         folder = os.path.dirname(os.path.dirname(interpreter))
-        if version in kept or not os.path.isdir(folder):
+        if version in kept:
+            environment.keep(folder)  # for the commands below: whoever made it, it stays
+            continue
+        if not os.path.isdir(folder) or not (own or environment.handed_over(folder)):
             continue
         size, shared = tree_size(folder)
-        if not environment.remove_unused(folder):  # another kerasbench measures in it
-            busy += 1
+        if not environment.remove_unused(folder, hand_over=True):  # another kerasbench measures in it: handed over
+            busy += own
             continue
-        removed, freed, gone = removed + size, freed + size - shared, gone + 1
+        removed, freed, gone, taken = removed + size, freed + size - shared, gone + own, taken + (not own)
     held = [tree_size(os.path.dirname(os.path.dirname(made[v]))) for v in kept if v in made]
-    if made:
-        in_use = f"; kept {busy} another process measures in" if busy else ""
-        lines.append(f"Environments: removed {gone} this triage made ({removed / GIB:.1f} GiB, {freed / GIB:.1f} GiB "
+    if made or taken:
+        in_use = f"; handed {busy} over to another kerasbench measuring in it (the last triage to use it removes it)" \
+            if busy else ""
+        left = f" and {taken} another triage made and left to this one" if taken else ""
+        lines.append(f"Environments: removed {gone} this triage made{left} ({removed / GIB:.1f} GiB, "
+                     f"{freed / GIB:.1f} GiB "
                      f"of it freed: the rest are hard links into uv's cache, which keeps them"
                      f"{f': `uv cache clean {package}` frees them' if package else ''}){in_use}; kept the bracket's "
                      f"{len(held)} ({sum(h[0] for h in held) / GIB:.1f} GiB, {sum(h[1] for h in held) / GIB:.1f} GiB "
