@@ -127,6 +127,26 @@ def test_heap_floor_for(tmp_path, monkeypatch):
     assert rule.floor_for("glibc", 30)[0] == 32 * KIB
 
 
+def test_a_calibration_read_again_is_the_file_as_it_is_now(tmp_path, monkeypatch):
+    """floors.read keeps what it parsed while the file is unchanged: a caller changing what it was given, or the
+    file changed in place (same path), never shows in the next read."""
+    monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
+    path = floors.path_for("glibc")
+    floors.save(fake_calibration(floors={"30": 32 * KIB}), path)
+    first = floors.read(path, "glibc")
+    first["floors"]["30"] = 1
+    assert floors.read(path, "glibc")["floors"] == {"30": 32 * KIB}
+    data = json.loads(open(path).read())
+    data["floors"] = {"30": 64 * KIB}
+    with open(path, "w") as f:  # rewritten in place: same inode, another size
+        json.dump(data, f)
+    assert floors.read(path, "glibc")["floors"] == {"30": 64 * KIB}
+    with open(path, "w") as f:
+        f.write("{")
+    with pytest.raises(UsageError, match="Bad calibration file"):
+        floors.read(path, "glibc")
+
+
 def test_a_shorter_count_reads_the_first_points():
     # a leak that starts after 30 iterations: invisible in the first 30 points
     late = [list(300 * MIB + 256 * KIB * np.maximum(np.arange(60) - 30, 0)) for _ in range(5)]
