@@ -285,7 +285,11 @@ def test_a_first_iterations_working_set_is_seen_over_the_setup(tmp_path):
     path.write_text(TRANSIENT)
     record = measure(RunSpec("repro", "reuse_model", iterations=8, warmup=1, repro=str(path)))
     s = record["summary"]
-    assert s["first_iteration_peak"] >= 290 * MIB and s["peak_over_setup"] >= 290 * MIB
+    # 300 MiB touched, less what the kernel took back meanwhile: the worker's RSS counts its mapped libraries, and a
+    # machine whose page cache is full reclaims some (a CI run beside two TF lanes: 289.5 MiB). Well above the
+    # post-warm-up figures' 16 MiB either way.
+    seen = 256 * MIB
+    assert s["first_iteration_peak"] >= seen and s["peak_over_setup"] >= seen
     assert abs(s["peak_over_baseline"]) < 16 * MIB  # the post-warm-up figures never see it
     no_warmup = measure(RunSpec("repro", "reuse_model", iterations=8, warmup=0, repro=str(path)))["summary"]
-    assert no_warmup["first_iteration_peak"] >= 290 * MIB  # the first measured iteration was the first
+    assert no_warmup["first_iteration_peak"] >= seen  # the first measured iteration was the first
