@@ -657,12 +657,24 @@ def settle_command(cmds: Sequence[Tuple[str, str]]) -> Optional[str]:
 def listed_commands(loop: str, strategy: str, good: str, bad: str, pythons: Optional[Dict[str, str]],
                     answered: Optional[Dict[str, dict]], before, after) -> List[Tuple[str, str]]:
     """A change's commands as its list shows them: commands()'s, then its settling triage (settle_command) where its
-    answers contest it (confirmation: CONTESTED) or that triage has run already."""
+    answers contest it (confirmation: CONTESTED) or that triage has run already. No attribution where the two cells
+    were measured on builds of different distributions (a CPU nightly, then a full one: attribute refuses them)."""
     cmds = commands(loop, strategy, good, bad, pythons)
+    if crossed_builds(before, after):
+        cmds = [(what, cmd) for what, cmd in cmds if cmd.split()[1] != "attribute"]
     settle = settle_command(cmds)
     if settle and answered and (settle in answered or confirmation(cmds, answered, before, after) == CONTESTED):
         cmds = cmds + [(SETTLE_WHAT, settle)]
     return cmds
+
+
+def crossed_builds(before: Any, after: Any) -> bool:
+    """Whether two cells' TF came from distributions of one module that attribute cannot swap (asvconf's
+    across_distributions: tf-nightly-cpu, then tf-nightly); False where either record does not say."""
+    from .asvconf import across_distributions
+
+    dists = [((r or {}).get("environment") or {}).get("tf_distribution") for r in (before, after)]
+    return None not in dists and bool(across_distributions({dists[0]: ""}, {dists[1]: ""}))
 
 
 def confirmation(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]], before, after,

@@ -333,6 +333,15 @@ def test_axes_are_read_against_their_own_previous_column():
                     "--strategy reuse_model", "kerasbench attribute --good nightly:2026-05-14 --bad nightly:2026-06-15 "
                     "--loop inference --strategy reuse_model", "kerasbench ablate --loop inference --tf "
                     "nightly:2026-06-15"]
+    # …but not between a CPU nightly and a full one (the atlas' nightly of 2026-10-26: attribute refuses them)
+    cells = [dict(record("inference", "reuse_model"), environment={"tf_distribution": d})
+             for d in ("tf-nightly-cpu", "tf-nightly-cpu", "tf-nightly")]
+    listed = [c.split()[1] for _, c in atlas.listed_commands("inference", "reuse_model", "2.22.0-dev20260514",
+                                                               "2.22.0-dev20260615", None, {}, *cells[:2])]
+    assert listed == ["triage", "attribute", "ablate"]
+    listed = [c.split()[1] for _, c in atlas.listed_commands("inference", "reuse_model", "2.22.0-dev20260905",
+                                                               "2.23.0-dev20261026", None, {}, *cells[1:])]
+    assert listed == ["triage", "ablate"] and atlas.crossed_builds(*cells[1:]) and not atlas.crossed_builds({}, {})
     cut = [c for _, c in atlas.commands("sweep", "reuse_model", "2.21.0-dev20260115", "2.21.0")]
     assert cut == ["kerasbench ablate --loop sweep --tf 2.21.0"]
     g = groups(("2.21.0-dev20260115", [record("sweep", "reuse_model")]),
