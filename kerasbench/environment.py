@@ -231,7 +231,7 @@ def remove_unused(folder: str, hand_over: bool = False) -> bool:
                     open(lock + HANDED_OVER, "a").close()
                 return False
             shutil.rmtree(folder, ignore_errors=True)
-            keep(folder)
+            unmark(folder)
             return True
 
 
@@ -243,8 +243,8 @@ def handed_over(folder: str) -> bool:
     return os.path.exists(locks_of(os.path.abspath(folder)) + HANDED_OVER)
 
 
-def keep(folder: str) -> None:
-    """The environment at `folder` is wanted (a triage's bracket, for its commands): no longer handed over."""
+def unmark(folder: str) -> None:
+    """The environment at `folder` no longer handed over: removed, or wanted (a triage's bracket, for its commands)."""
     try:
         os.remove(locks_of(os.path.abspath(folder)) + HANDED_OVER)
     except FileNotFoundError:

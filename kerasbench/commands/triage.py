@@ -264,11 +264,10 @@ def nightly_epilogue(outcome: Outcome, records: Dict[str, Record], tf: Optional[
     package = nightlies.KERAS if tf else nightlies.FLAVOURS.get(flavour, "")
     kept = set(outcome.bracket)
     removed, freed, gone, busy, taken = 0, 0, 0, 0, 0
-    mine = {v: (p, True) for v, p in made.items()}
-    for version, (interpreter, own) in {**{v: (p, False) for v, p in (found or {}).items()}, **mine}.items():
-        folder = os.path.dirname(os.path.dirname(interpreter))
+    for version, interpreter in {**(found or {}), **made}.items():
+        folder, own = os.path.dirname(os.path.dirname(interpreter)), version in made
         if version in kept:
-            environment.keep(folder)  # for the commands below: whoever made it, it stays
+            environment.unmark(folder)  # for the commands below: whoever made it, it stays
             continue
         if not os.path.isdir(folder) or not (own or environment.handed_over(folder)):
             continue
