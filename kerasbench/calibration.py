@@ -52,7 +52,7 @@ TF_CONTROL = ("inference", "reuse_model")  # the TF negative control: one model,
 
 def _judged(series_list: Sequence[Sequence[float]], iterations: int, floor: float) -> list:
     """The judgement (rule.judge: warm-up cut, fit, verdict at ALPHA) of the first `iterations` of each series."""
-    return [rule.judge(s[:iterations], floor, ALPHA) for s in series_list]
+    return [rule.judge(s[:iterations], floor, alpha=ALPHA, resolve=True) for s in series_list]
 
 
 def cell_stats(series_list: Sequence[Sequence[float]], rate: int, iterations: int) -> dict:

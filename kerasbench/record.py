@@ -302,7 +302,13 @@ class Summary(_SummaryFields, total=False):
     protocol: int  # the verdict rule's version (rule.PROTOCOL_VERSION); records without it: protocol 7 or older
     floors_from: Dict[str, Optional[Dict[str, Any]]]  # which file gave each series' floor (rule.floor_stamp)
     floor_source: str
-    heap_floor: float  # bytes/iteration: the heap series' floor (its own calibration: the heap is quieter than RSS)
+    # protocol 9: what counts as growth (the margin, any count) apart from what the count resolves (the floor)
+    margin: float  # bytes/iteration: RSS's margin (given: --floor-kib, max_growth; else rule.MARGINS')
+    margin_source: str
+    heap_margin: float  # the heap's margin (the given one, as RSS's; else its own default)
+    needed: Optional[int]  # RSS undecided: about the count that would decide it (None: decided, or none found)
+    heap_needed: Optional[int]
+    heap_floor: float  # bytes/iteration: the heap series' resolution at its count (its own calibration)
     heap_floor_source: str
     heap_verdict: Optional[Verdict]  # the heap series' verdict at heap_floor; None where the heap was not read
     growth_kind: Optional[GrowthKind]  # what grew (rule.GROWTH_KINDS); None where the heap was not read

@@ -19,7 +19,6 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from . import rule
 from .console import status_line
 from .errors import UsageError
 from .files import check_writable, write_json
@@ -85,18 +84,16 @@ def use_release(base: RunSpec, config: Optional[str], tf: Optional[str], err: Te
 
 
 def settle_floor(base: RunSpec, allowed: bool, err: TextIO) -> RunSpec:
-    """`base`, or with a floor when none is given and none can be had: a stored calibration must fit, else one is
-    made now (allowed), else the default (the spec says why)."""
+    """`base`, after making sure a calibration resolves its counts: a stored one must fit, else one is made now
+    (allowed), else the default resolution applies (rule.floor_for says so in each record's floor_source). The
+    margin (what counts as growth) is the spec's given floor or the default: a calibration never moves it."""
     if base.floor is not None:
         return base
     from . import floors
 
-    why = ensure_calibration(base.allocator, base.iterations, err, allowed=allowed and not floors.no_calibrate(),
-                             python=base.python)
-    if not why:
-        return base
-    floor, source = rule.floor_for(base.allocator, base.iterations, why=why, python=base.python)
-    return dataclasses.replace(base, floor=floor, floor_source=source).validate()
+    ensure_calibration(base.allocator, base.iterations, err, allowed=allowed and not floors.no_calibrate(),
+                       python=base.python)
+    return base
 
 
 class Kept:

@@ -34,10 +34,12 @@ def summarize(repeats: Sequence[Repeat], spec: RunSpec, floors: Mapping[str, Flo
     summary.update(protocol=rule.PROTOCOL_VERSION, verdict=None, p_trend=None, repeats=len(results), alpha=level)
     if not results:
         floor, floor_source = floors["rss"](spec.iterations)
-        summary.update(floor=floor, floor_source=floor_source)
+        summary.update(floor=floor, floor_source=floor_source, margin=rule.margin_for(spec, "rss")[0],
+                       margin_source=rule.margin_for(spec, "rss")[1])
         partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
         if partial:  # a stopped worker: its growth until the stop is still worth showing
-            judged = rule.judge(partial[0], floors["rss"], summary["alpha"], period=rule.period_of(spec))
+            judged = rule.judge(partial[0], rule.margin_for(spec, "rss")[0], floors["rss"], summary["alpha"],
+                                period=rule.period_of(spec))
             summary.update({m.name: getattr(judged.fit, m.rss_fit) for m in METRICS.values() if m.rss_fit})
             summary.update(p_trend=judged.fit.p_trend, verdict=judged.verdict, floor=judged.floor,
                            floor_source=judged.floor_source)
@@ -46,10 +48,12 @@ def summarize(repeats: Sequence[Repeat], spec: RunSpec, floors: Mapping[str, Flo
     heap = rule.judge_results(results, spec, "heap", floors["heap"])  # far quieter than RSS: its own floor
     fit = rss.fit if rss else stats.NAN_FIT
     floor, floor_source = rss.floor if rss else floors["rss"](spec.iterations)
-    summary.update(floor=floor, floor_source=floor_source)
+    summary.update(floor=floor, floor_source=floor_source, margin=rule.margin_for(spec, "rss")[0],
+                   margin_source=rule.margin_for(spec, "rss")[1], needed=rss.needed if rss else None)
     stamps = {"rss": rule.floor_stamp(floors["rss"], rss.count if rss else spec.iterations)}
     if heap:
         summary.update(zip(("heap_floor", "heap_floor_source"), heap.floor))
+        summary.update(heap_margin=heap.margin, heap_needed=heap.needed)
         stamps["heap"] = rule.floor_stamp(floors["heap"], heap.count)
     summary["floors_from"] = stamps
     summary.update({m.name: m.value(results, spec.iterations, fit, heap and heap.fit) for m in METRICS.values()})
@@ -90,7 +94,9 @@ def make_record(spec: RunSpec, repeats: List[Repeat], floors: Mapping[str, Floor
         "schema": SCHEMA_VERSION,
         "loop": spec.loop,
         "strategy": spec.strategy,
-        "spec": {**dataclasses.asdict(spec), "floor": summary["floor"], "floor_source": summary["floor_source"]},
+        # a given floor is the margin and stays as given (--rejudge keeps it); else the resolution it was judged at
+        "spec": {**dataclasses.asdict(spec), **({} if spec.floor is not None else
+                                               {"floor": summary["floor"], "floor_source": summary["floor_source"]})},
         "status": status,
         "reason": reason,
         "environment": environment,

@@ -13,17 +13,16 @@ KIB, MIB = 1024, 1024**2
 LEVEL = rule.alpha_for(rule.planned_looks(8, 5000, True))  # the default profile's per-look level
 
 
-def sequential(series, floor, best_floor=None, first=8):
+def sequential(series, margin, resolution=0.0, first=8):
     """What a sequential run of `series` decides: (verdict at the stop, iterations measured), looking where a run
     looks and stopping as the Decider stops (rule.early_stop); the run's end is its last look."""
-    best_floor = floor if best_floor is None else best_floor
     previous = None
     for n in rule.look_points(first, len(series)):
-        judged = rule.judge(series[:n], floor, LEVEL)
-        if rule.early_stop(judged, best_floor, previous):
+        judged = rule.judge(series[:n], margin, resolution, LEVEL)
+        if rule.early_stop(judged, previous):
             return judged.verdict, n
         previous = judged
-    return rule.judge(series, floor, LEVEL).verdict, len(series)
+    return rule.judge(series, margin, resolution, LEVEL).verdict, len(series)
 
 
 # ---------------------------------------------------------------- the look plan
@@ -64,7 +63,7 @@ def test_a_leak_whose_rate_eases_by_a_few_percent_is_steady_not_settling():
              2636, 2635]
     heap = 900 * MIB + KIB * np.concatenate(([0], np.cumsum(diffs)))
     assert stats.steady_start(heap) == (0, False)
-    judged = rule.judge(heap, 4 * KIB, rule.alpha_for(rule.planned_looks(8, 20000, True)))
+    judged = rule.judge(heap, 4 * KIB, 0, rule.alpha_for(rule.planned_looks(8, 20000, True)))
     assert judged.verdict == "grows" and judged.shape == "grows"
     assert judged.fit.slope == pytest.approx(2640 * KIB, rel=0.01)
     # a warm-up that changes the rate (a leak starting at +5.6 MiB/iteration, then +200 KiB) is still cut
@@ -86,7 +85,7 @@ def test_the_warm_up_rule_keeps_at_least_a_window_and_cuts_at_most_half():
 def test_a_leak_is_grows_with_its_slope():
     rng = np.random.default_rng(2)
     series = 500 * MIB + 256 * KIB * np.arange(60) + rng.normal(0, 200 * KIB, 60)
-    judged = rule.judge(series, 64 * KIB, LEVEL)
+    judged = rule.judge(series, 64 * KIB, 0, LEVEL)
     assert (judged.verdict, judged.shape) == ("grows", "grows")
     assert abs(judged.fit.slope - 256 * KIB) < 0.05 * 256 * KIB
     assert judged.fit.low < 256 * KIB < judged.fit.high
@@ -95,7 +94,7 @@ def test_a_leak_is_grows_with_its_slope():
 def test_a_step_in_the_second_half_is_a_step_not_a_leak():
     # RSS that jumps once and stays, as the issue saw it: ▁▁▁▁▇▇▇█ read "grows (leak)" at 8 iterations
     series = [500 * MIB] * 10 + [505 * MIB] * 5 + [505 * MIB + 4 * KIB]
-    judged = rule.judge(series, 128 * KIB, LEVEL)
+    judged = rule.judge(series, 128 * KIB, 0, LEVEL)
     assert judged.verdict == "inconclusive" and judged.shape == "step"
     assert "one step of +5120 KiB at iteration 10" in judged.why
 
@@ -105,24 +104,24 @@ def test_a_growing_sawtooth_is_neither_a_step_nor_settling():
     # (sweep's, 20 iterations; protocol 4 called it a step, then settling: the halves hold different teeth)
     diffs = [250, 255, 254, 252, -1042, 247, 243, 250, 81, 249, 245, -1048, 252, 243, 250, 246, 244, -1084, 81]
     series = 100 * MIB + KIB * np.r_[0, np.cumsum(diffs)]
-    judged = rule.judge(series, 8 * KIB, 0.05 / 15)
+    judged = rule.judge(series, 8 * KIB, 0, 0.05 / 15)
     assert judged.verdict == "inconclusive" and judged.shape == "inconclusive", judged
     assert "step" not in judged.why and "slows" not in judged.why
 
 
-def test_steady_growth_the_test_cannot_pass_says_so_not_unsteady():
+def test_steady_growth_the_test_cannot_pass_says_the_count_needed_not_unsteady():
     # sweep × clear_kernel_cache_only's heap at quick: +6 MiB an iteration, the GC's drop at the end, 9 points at a
-    # look's level of 0.0033: the interval reaches below zero, yet both halves grow alike
+    # look's level of 0.0033: the interval reaches below zero, yet both halves grow alike (its long run: grows)
     diffs = [5878, 6095, 6015, 6084, 5885, 6094, 5884, -20828]
     series = 100 * MIB + KIB * np.r_[0, np.cumsum(diffs)]
-    judged = rule.judge(series, 16 * KIB, 0.05 / 15)
-    assert judged.verdict == "inconclusive" and "not steady" not in judged.why
-    assert "9 iterations cannot exclude no growth at this look's level (0.0033)" in judged.why, judged.why
+    judged = rule.judge(series, rule.MARGINS["heap"], 16 * KIB, 0.05 / 15)
+    assert judged.verdict == "inconclusive" and "not steady" not in judged.why and judged.shape == "inconclusive"
+    assert judged.needed and f"above it needs about {judged.needed} iterations" in judged.why, judged.why
 
 
 def test_a_step_in_the_first_half_is_warm_up_and_the_rest_is_flat():
     series = [500 * MIB] * 4 + [505 * MIB] * 36
-    judged = rule.judge(series, 32 * KIB, LEVEL)
+    judged = rule.judge(series, 32 * KIB, 0, LEVEL)
     assert judged.start >= 4 and judged.verdict == "flat"
 
 
@@ -131,20 +130,20 @@ def test_a_growth_that_starts_late_is_never_flat():
     # holes), as a control read it: Theil-Sen over the whole window is under the floor, the late half is not
     rng = np.random.default_rng(5)
     series = 500 * MIB + 64 * KIB * np.maximum(np.arange(60) - 33, 0) + rng.normal(0, 4 * KIB, 60)
-    judged = rule.judge(series, 32 * KIB, LEVEL)
+    judged = rule.judge(series, 32 * KIB, 0, LEVEL)
     assert judged.verdict == "inconclusive" and "flat at first, then +6" in judged.why
     longer = 500 * MIB + 64 * KIB * np.maximum(np.arange(400) - 33, 0) + rng.normal(0, 4 * KIB, 400)
-    assert rule.judge(longer, 32 * KIB, LEVEL).verdict == "grows"  # measured longer, the leak is called
+    assert rule.judge(longer, 32 * KIB, 0, LEVEL).verdict == "grows"  # measured longer, the leak is called
 
 
 def test_a_settling_curve_is_not_a_leak_and_reads_flat_once_settled():
     # growth that decays to nothing (TF's own caches filling): +37 KiB over ~15 iterations, then flat
     t = np.arange(400)
     heap = 100 * MIB + 40 * KIB * (1 - np.exp(-t / 5.0))
-    early = rule.judge(heap[:12], 512, LEVEL)
+    early = rule.judge(heap[:12], 512, 0, LEVEL)
     assert early.verdict != "grows"  # the heap floor is 0.5 KiB: the first 12 iterations grow ~3 KiB/iteration
     assert early.shape in ("settling", "inconclusive")
-    late = rule.judge(heap, 512, LEVEL)
+    late = rule.judge(heap, 512, 0, LEVEL)
     assert late.verdict == "flat" and late.start > 0
 
 
@@ -153,11 +152,11 @@ def test_a_leak_that_starts_steeper_still_grows():
     rng = np.random.default_rng(8)
     steps = np.r_[[8 * MIB] * 6, [1.3 * MIB] * 14] + rng.normal(0, 64 * KIB, 20)
     series = 500 * MIB + np.cumsum(steps)
-    judged = rule.judge(series[:12], 64 * KIB, LEVEL)
+    judged = rule.judge(series[:12], 64 * KIB, 0, LEVEL)
     assert judged.verdict == "grows", judged.why
     # the same start, then nothing: a fill, not a leak
     fill = 500 * MIB + np.cumsum(np.r_[[8 * MIB] * 6, [0] * 14] + rng.normal(0, 64 * KIB, 20))
-    assert rule.judge(fill[:12], 64 * KIB, LEVEL).verdict != "grows"
+    assert rule.judge(fill[:12], 64 * KIB, 0, LEVEL).verdict != "grows"
 
 
 def test_growth_that_keeps_slowing_past_the_half_is_settling_not_a_leak():
@@ -166,15 +165,15 @@ def test_growth_that_keeps_slowing_past_the_half_is_settling_not_a_leak():
     t = np.arange(3000)
     rate = np.where(t < 116, 590 * KIB, 30 * KIB * np.exp(-(t - 116) / 150.0))
     heap = 100 * MIB + np.cumsum(rate) + np.random.default_rng(9).normal(0, 8 * KIB, 3000)
-    early = rule.judge(heap[:248], 512, LEVEL)
+    early = rule.judge(heap[:248], rule.MARGINS["heap"], 512, LEVEL)
     assert early.verdict != "grows" and early.shape == "settling", early
     assert "no steady state" in early.why
-    assert rule.judge(heap, 512, LEVEL).verdict == "flat"  # the long run: flat past it
+    assert rule.judge(heap, rule.MARGINS["heap"], 512, LEVEL).verdict == "flat"  # the long run: flat past it
 
 
 def test_noise_is_flat_or_inconclusive_never_grows():
     rng = np.random.default_rng(3)
-    verdicts = [rule.judge(500 * MIB + rng.normal(0, MIB, 30), 64 * KIB, LEVEL).verdict for _ in range(200)]
+    verdicts = [rule.judge(500 * MIB + rng.normal(0, MIB, 30), 64 * KIB, 0, LEVEL).verdict for _ in range(200)]
     assert verdicts.count("grows") == 0
     assert verdicts.count("flat") > 50
 
@@ -184,14 +183,14 @@ def test_a_sawtooth_is_not_a_leak():
     for phase in range(6):
         i = np.arange(120) + phase
         series = 500 * MIB + 600 * KIB * (i % 6)
-        assert rule.judge(series, 64 * KIB, LEVEL).verdict != "grows"
+        assert rule.judge(series, 64 * KIB, 0, LEVEL).verdict != "grows"
 
 
 def test_a_sawtooth_over_a_rising_base_grows_at_the_base_rate():
     # the heap of a predict loop: +110 KiB/iteration, freed every 11 iterations, over a base rising 10 KiB/iteration
     i = np.arange(200)
     heap = 100 * MIB + 110 * KIB * (i % 11) + 10 * KIB * i
-    judged = rule.judge(heap, 512, LEVEL)
+    judged = rule.judge(heap, 512, 0, LEVEL)
     assert judged.verdict == "grows" and 5 * KIB < judged.fit.slope < 20 * KIB
 
 
@@ -215,21 +214,32 @@ def test_the_sequential_rule_finds_a_leak_twice_the_floor_and_stops_early():
 def test_grows_is_decided_at_two_looks_running():
     rng = np.random.default_rng(7)  # a cache that fills over the first 8 iterations (256 KiB each), then stays
     filling = 500 * MIB + np.minimum(np.arange(400), 8) * 256 * KIB + rng.normal(0, 16 * KIB, 400)
-    first = rule.judge(filling[:8], 32 * KIB, LEVEL)
-    assert first.verdict == "grows" and not rule.early_stop(first, 32 * KIB)  # what the first look sees
-    assert rule.judge(filling[:12], 32 * KIB, LEVEL).verdict != "grows"  # the next look: it stopped
+    first = rule.judge(filling[:8], 32 * KIB, 0, LEVEL)
+    assert first.verdict == "grows" and not rule.early_stop(first)  # what the first look sees
+    assert rule.judge(filling[:12], 32 * KIB, 0, LEVEL).verdict != "grows"  # the next look: it stopped
     verdict, n = sequential(filling, 32 * KIB)
     assert verdict == "flat" and n > 12
     leak = 500 * MIB + 256 * KIB * np.arange(400) + rng.normal(0, 16 * KIB, 400)
     assert sequential(leak, 32 * KIB) == ("grows", 12)  # a leak costs one look more
 
 
-def test_flat_stops_early_only_at_the_floor_a_longer_run_would_use():
-    series = 500 * MIB + 40 * KIB * np.arange(100.0)  # 40 KiB/iteration: under 128 (8 iterations), over 32 (30+)
-    assert rule.judge(series[:8], 128 * KIB, LEVEL).verdict == "flat"
-    assert not rule.early_stop(rule.judge(series[:8], 128 * KIB, LEVEL), best_floor=32 * KIB)
-    floors = lambda n: (128 * KIB if n < 30 else 32 * KIB, "")  # noqa: E731  (a calibration's floors by count)
-    assert sequential(series, floors, best_floor=32 * KIB)[0] == "grows"
+def test_a_verdict_sharpens_with_the_count_and_never_flips():
+    """Protocol 8 called 40 KiB/iteration `flat` at 8 iterations (under a floor of 128) and `grows` at 30 (over 32):
+    the margin moved with the count. Now the margin stays (64 KiB) and the count's resolution widens the interval:
+    a slope under the margin reads inconclusive, then flat; one over it inconclusive, then grows; never both."""
+    resolution = lambda n: (128 * KIB * (8 / n) ** 0.75, "falls with the count")  # noqa: E731
+    rng = np.random.default_rng(12)
+    for rate, decided in ((40 * KIB, "flat"), (100 * KIB, "grows")):
+        series = 500 * MIB + rate * np.arange(2000.0) + rng.normal(0, 8 * KIB, 2000)
+        seen = [rule.judge(series[:n], 64 * KIB, resolution, LEVEL).verdict for n in (8, 12, 18, 27, 41, 62, 93,
+                                                                                       140, 210, 315, 1000, 2000)]
+        assert set(seen) == {"inconclusive", decided}, seen
+        assert seen[-1] == decided and seen.index(decided) > 0
+        first = seen.index(decided)
+        assert set(seen[first:]) == {decided}, seen  # once decided, decided alike
+    # a run stops on flat at once: measuring longer narrows the interval, it cannot move it over the margin
+    flat = rule.judge(500 * MIB + rng.normal(0, 4 * KIB, 60), 64 * KIB, 16 * KIB, LEVEL)
+    assert flat.verdict == "flat" and rule.early_stop(flat)
 
 
 # ---------------------------------------------------------------- repeats, and the pair's one verdict
@@ -351,10 +361,10 @@ def test_the_decider_and_the_record_judge_at_the_plans_level():
     decider = rule.Decider(spec)
     decider.look({"rss": [500 * MIB] * 8}, planned)
     assert decider.level == pytest.approx(0.05 / 3)
-    assert decider.best["rss"] == rule.floor_at(spec)(18)[0]
+    assert decider.margins["rss"] == 64 * KIB  # the given floor: the margin
     rss = list(500 * MIB + 100 * KIB * np.arange(12) + np.random.default_rng(2).normal(0, 300 * KIB, 12))
-    calibrated = dataclasses.replace(spec, floor=None)  # a calibrated floor: a given one is a limit (next test)
-    at = rule.fixed_floors({"rss": 64 * KIB}, "a calibration")["rss"]
+    calibrated = dataclasses.replace(spec, floor=1 * KIB)  # a margin of 1 KiB, at a resolution of 1 KiB
+    at = rule.fixed_floors({"rss": 1 * KIB}, "a calibration")["rss"]
     judged = rule.judge_results([{"series": {"rss": rss}, **planned}], calibrated, "rss", at)
     assert judged.verdict == "grows" and judged.judgements[0].fit.p_trend == pytest.approx(0.014, abs=0.001)
     unplanned = rule.judge_results([{"series": {"rss": rss}}], calibrated, "rss", at)

@@ -15,7 +15,7 @@ def test_known_slope_recovered_within_5_percent():
     fit = stats.fit_growth(series)
     assert abs(fit.slope - 256 * KIB) / (256 * KIB) < 0.05
     assert fit.low < 256 * KIB < fit.high
-    assert rule.verdict(fit, floor=64 * KIB) == "grows"
+    assert rule.verdict(fit, margin=64 * KIB) == "grows"
 
 
 def test_small_slope_recovered_in_quiet_series():
@@ -41,24 +41,24 @@ def test_glibc_like_sawtooth_is_not_called_grows():
         assert rule.verdict(stats.fit_growth(series)) != "grows"
 
 
-def test_page_staircase_is_significant_but_below_the_floor():
+def test_page_staircase_is_significant_but_below_the_margin():
     # A trend test alone calls this a leak; the effect-size floor does not.
     series = 500 * MIB + 4096 * (np.arange(80) // 2)
     fit = stats.fit_growth(series)
     assert fit.p_trend < 1e-6
-    assert rule.verdict(fit, floor=64 * KIB) == "flat"
+    assert rule.verdict(fit, margin=64 * KIB) == "flat"
 
 
-def test_verdict_follows_the_floor():
+def test_verdict_follows_the_margin():
     fit = stats.fit_growth(500 * MIB + 32 * KIB * np.arange(40))
-    assert rule.verdict(fit, floor=16 * KIB) == "grows"
-    assert rule.verdict(fit, floor=64 * KIB) == "flat"
+    assert rule.verdict(fit, margin=16 * KIB) == "grows"
+    assert rule.verdict(fit, margin=64 * KIB) == "flat"
 
 
 def test_wide_interval_is_inconclusive():
     rng = np.random.default_rng(4)
     series = 500 * MIB + 64 * KIB * np.arange(8) + rng.normal(0, 2 * MIB, 8)
-    assert rule.verdict(stats.fit_growth(series), floor=64 * KIB) == "inconclusive"
+    assert rule.verdict(stats.fit_growth(series), margin=64 * KIB) == "inconclusive"
 
 
 @pytest.mark.parametrize("series", [[], [1.0], [1.0, 2.0], [1.0, float("nan"), 3.0, 4.0]])
@@ -107,7 +107,7 @@ def test_long_series_fit_in_bounded_memory():
     assert fit.n == n
     assert abs(fit.slope - 4 * KIB) < 0.01 * 4 * KIB
     assert fit.low < 4 * KIB < fit.high
-    assert rule.verdict(fit, floor=2 * KIB) == "grows"
+    assert rule.verdict(fit, margin=2 * KIB) == "grows"
 
 
 def test_series_up_to_the_bin_limit_are_fitted_exactly():
@@ -143,7 +143,7 @@ def test_a_sawtooth_leak_is_a_leak_whatever_the_phase_of_its_teeth():
     """The half whose tooth falls late reads +7225 KiB/iteration, the other +3296 (the window: +3456): a phase of
     the GC's teeth, not a slowing. The late half keeps 3/4 of the window's rate: grows (protocol 4: not steady)."""
     heap = np.r_[600 * MIB, 600 * MIB + np.cumsum(np.array(SWEEP_HEAP_DIFFS_KIB) * KIB)]
-    judged = rule.judge(heap, 128 * KIB, 0.05 / 6)
+    judged = rule.judge(heap, 128 * KIB, 0, 0.05 / 6)
     assert (judged.verdict, judged.shape) == ("grows", "grows"), judged.why
     assert 3300 * KIB < judged.fit.slope < 3600 * KIB
 
@@ -164,8 +164,8 @@ def test_a_slow_pair_with_one_tooth_grows_when_its_halves_are_compared_between_t
     assert teeth.tolist() == [False] * 7 + [True, False]  # the fall from 50.2 to 23.9 MiB
     level, floor = 0.05 / 3, 128 * KIB
     for series in (heap, rss):
-        assert rule.judge(series, floor, level).verdict == "inconclusive"  # the plain halves: not steady
-        judged = rule.judge(series, floor, level, teeth)
+        assert rule.judge(series, floor, 0, level).verdict == "inconclusive"  # the plain halves: not steady
+        judged = rule.judge(series, floor, 0, level, teeth)
         assert judged.verdict == "grows", judged.why
     assert stats.gc_teeth(rss).tolist() == [False] * 9  # RSS's own fall (-19.8 MiB) is no tooth at 3× its median
 
@@ -176,14 +176,14 @@ def test_teeth_change_only_halves_that_cannot_net_them_out():
     without teeth; teeth of another length than the series' are ignored."""
     i = np.arange(40)
     flat = 100 * MIB + 250 * KIB * (i % 6)  # sweep × reuse_model's heap: +250 KiB, back every 6 iterations
-    assert rule.judge(flat, 32 * KIB, 0.05 / 8, stats.gc_teeth(flat)).verdict == "flat"
+    assert rule.judge(flat, 32 * KIB, 0, 0.05 / 8, stats.gc_teeth(flat)).verdict == "flat"
     diffs = np.array(SWEEP_HEAP_DIFFS_KIB * 3) * KIB  # 66 iterations, 6 teeth: 3 in each half
     long = np.r_[600 * MIB, 600 * MIB + np.cumsum(diffs)]
     teeth = stats.gc_teeth(long)
     assert teeth.sum() == 6
-    assert rule.judge(long, 128 * KIB, 0.05 / 6, teeth) == rule.judge(long, 128 * KIB, 0.05 / 6)
+    assert rule.judge(long, 128 * KIB, 0, 0.05 / 6, teeth) == rule.judge(long, 128 * KIB, 0, 0.05 / 6)
     heap = 600 * MIB + np.array(SWEEP_QUICK_HEAP_MIB) * MIB
-    assert rule.judge(heap, 128 * KIB, 0.05 / 3, teeth[:3]).verdict == "inconclusive"
+    assert rule.judge(heap, 128 * KIB, 0, 0.05 / 3, teeth[:3]).verdict == "inconclusive"
     n = stats.MAX_POINTS + 1  # a long half with one tooth: the median difference off it, not n² pairs
     rising = 100 * MIB + 4 * KIB * np.arange(n) - 64 * MIB * (np.arange(n) >= n // 2)
     assert stats.between_teeth(rising, stats.gc_teeth(rising), 0.0) == 4 * KIB
@@ -195,30 +195,48 @@ def test_a_heap_that_slows_to_under_three_quarters_of_its_window_is_not_a_leak()
     rate and under 3/4 of the window's."""
     t = np.arange(440, dtype=float)
     heap = 100 * MIB + 2000 * 440 * (1 - np.exp(-t / 300)) + np.random.default_rng(3).normal(0, 50, t.size)
-    judged = rule.judge(heap, 256, 0.05 / 17)
+    judged = rule.judge(heap, 256, 0, 0.05 / 17)
     first, second = stats.fit_growth(heap[:220]).slope, stats.fit_growth(heap[220:]).slope
     whole = stats.fit_growth(heap).slope
     assert second * rule.series.DECELERATION < first and second < stats.LATE_OF_WINDOW * whole
     assert judged.verdict == "inconclusive" and judged.shape == "settling", judged.why
 
 
-def test_a_given_limit_is_judged_by_the_whole_interval():
-    """A user's threshold (max_growth, --floor-kib): `grows` only when the interval is above it, `flat` only when
-    below, `cannot tell` across it; a calibrated floor calls a slope at the floor with an interval above zero growth."""
+def test_a_margin_is_judged_by_the_whole_widened_interval():
+    """A margin (max_growth, --floor-kib, or the series' default): `grows` only when the interval, widened by the
+    count's resolution, is at or above it; `flat` only when below; across it `inconclusive`, with the count that
+    would decide it."""
     rng = np.random.default_rng(7)
     base = 100 * 1024 * 1024
     steady = lambda rate, noise: base + rate * np.arange(60) + rng.normal(0, noise, 60)  # noqa: E731
-    limit = 16 * 1024
-    above = rule.judge(steady(17.4 * 1024, 200), limit, limit=True)  # the body keeping 16 KiB a call, +1.4
-    below = rule.judge(steady(1.35 * 1024, 200), limit, limit=True)  # the flat predict body
-    across = rule.judge(steady(16 * 1024, 60 * 1024), limit, limit=True)
+    margin = 16 * 1024
+    above = rule.judge(steady(17.4 * 1024, 200), margin)  # the body keeping 16 KiB a call, +1.4
+    below = rule.judge(steady(1.35 * 1024, 200), margin)  # the flat predict body
+    across = rule.judge(steady(16 * 1024, 60 * 1024), margin)
     assert (above.verdict, below.verdict, across.verdict) == ("grows", "flat", "inconclusive")
-    assert above.fit.low >= limit and below.fit.high < limit and across.fit.low < limit <= across.fit.high
-    assert across.why.startswith("cannot tell: ") and "spans the limit 16 KiB/iteration" in across.why
-    near = steady(16.3 * 1024, 6 * 1024)  # at the floor, an interval above zero but not above the floor
-    judged = rule.judge(near, limit)
-    if judged.fit.low < limit:
-        assert judged.verdict == "grows" and rule.judge(near, limit, limit=True).verdict == "inconclusive"
+    assert above.fit.low >= margin and below.fit.high < margin and across.fit.low < margin <= across.fit.high
+    assert "across the 16 KiB margin" in across.why, across.why
+    # the resolution widens the interval: 1 KiB over the margin, at a resolution of 2 KiB, cannot be told apart
+    # from it; at a resolution of 0.5 KiB it can
+    near = steady(17 * 1024, 50)
+    assert rule.judge(near, margin, 2048.0).verdict == "inconclusive"
+    assert rule.judge(near, margin, 512.0).verdict == "grows"
+    assert rule.judge(steady(15 * 1024, 50), margin, 512.0).verdict == "flat"
+
+
+def test_an_undecided_slope_says_the_count_that_would_decide_it():
+    """+1.4 KiB/iteration against a 4 KiB margin, at a resolution that halves with each doubling of the count:
+    undecided at 12 iterations, with the count that resolves it; which is decided when measured that long."""
+    rng = np.random.default_rng(8)
+    series = 100 * 1024 * 1024 + 1.4 * 1024 * np.arange(400) + rng.normal(0, 256, 400)
+    resolution = lambda n: (16 * 1024 * 8 / n, "halves with each doubling")  # noqa: E731
+    short = rule.judge(series[:12], 4096, resolution)
+    assert short.verdict == "inconclusive" and short.needed is not None, short
+    assert f"needs about {short.needed} iterations" in short.why
+    assert rule.judge(series[:short.needed], 4096, resolution).verdict == "flat"
+    # a slope on a resolution that never gets finer than its distance to the margin: no count decides it
+    stuck = rule.judge(series[:60], 2048, 1024.0)
+    assert stuck.verdict == "inconclusive" and stuck.needed is None and "within the resolution" in stuck.why
 
 
 # ---------------------------------------------------------------- a middle placed on the scale of a change

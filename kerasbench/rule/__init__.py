@@ -1,12 +1,13 @@
 """The verdict rule, in one room: what a measured series and pair are judged to say, and which version of the rule
 said it. Everything a change of the rule touches is here (docs/layout.md, "Changing the verdict rule").
 
-  series.py    one series judged (verdict, persistence, step, settling, a given limit), repeats combined, a pair's
-               one verdict and what grew
+  series.py    one series judged against its margin at its count's resolution (verdict, persistence, step,
+               settling, the count needed), repeats combined, a pair's one verdict and what grew
   pair.py      a pair's series judged over its repeats, all at one floor
   counts.py    the counts a run looks at and each look's level; the floor between two calibrated counts
   looks.py     a budgeted run's looks, their plan and level, the runner's Decider and the one stop rule
-  floors.py    the floor at the count judged and where it came from (given, calibrated, TF's settling, default)
+  floors.py    the margin (given or default) and the resolution ("floor") at the count judged, and where each
+               came from (calibrated, TF's settling, default)
   settling.py  TF's own heap settling: derived from the references, read, doubled on another TF/Keras
   scale.py     a middle build placed on the scale of a change (triage's and attribute's classes)
   version.py   the rule's version (PROTOCOL_VERSION) and the stamp a record, calibration or atlas carries
@@ -27,12 +28,14 @@ from .version import version_of as version_of, version_text as version_text  # n
 
 # What each module of the room gives the package's namespace (loaded on first use: numpy and scipy come with it).
 _NAMES = {
-    "series": ("combine", "Floor", "growth_kind", "GROWTH_KINDS", "judge", "Judgement", "pair_verdict", "PY_BLOCK_MAX",
-               "SHAPES", "verdict", "VERDICTS",),
+    "series": ("across_text", "CLEAR_OVER_MARGIN", "combine", "DEFAULT_RESOLUTION", "detects", "Floor",
+               "growth_kind", "GROWTH_KINDS", "judge", "Judgement", "MARGINS", "needed_count", "pair_verdict",
+               "PY_BLOCK_MAX", "SHAPES", "verdict", "VERDICTS", "widened",),
     "counts": ("alpha", "alpha_for", "floor_between", "look_points", "LOOK_RATIO", "planned_looks",),
-    "floors": ("calibration_stamp", "DEFAULT_FLOOR", "fixed_floors", "floor_at", "floor_for", "floor_stamp", "FloorAt",
+    "floors": ("calibration_stamp", "DEFAULT_FLOOR", "DEFAULT_MARGIN", "fixed_floors", "margin_for",
+               "spec_margins", "floor_at", "floor_for", "floor_stamp", "FloorAt",
                "GIVEN_FLOOR", "SERIES", "spec_floors", "stamp_kind",),
-    "looks": ("Decider", "early_stop", "held_flat", "LookPlan", "PLAN_SLACK", "StopRule",),
+    "looks": ("Decider", "early_stop", "held_flat", "LOOK_GROWTH", "LookPlan", "PLAN_SLACK", "StopRule",),
     "pair": ("judge_results", "Judged", "period_of",),
     "scale": ("place", "Position", "SCALE_NEAR", "SCALE_Z",),
 }

@@ -1,6 +1,7 @@
-"""The floor a series is judged at, at the count judged: a given one (a limit), the allocator's calibration
-between its calibrated counts, TF's own heap settling for a TF process (kerasbench.rule.settling), the default;
-and where each came from, as text and as data (a record's floors_from). The calibrations are stored and read by
+"""What a series is judged against: its margin (what counts as growth: a given one, else the series' default,
+whatever the count) and its resolution at the count judged (the "floor": the allocator's calibration between its
+calibrated counts, TF's own heap settling for a TF process (kerasbench.rule.settling), else the default); and where
+each came from, as text and as data (a record's floors_from). The calibrations are stored and read by
 kerasbench.floors; this module decides which applies.
 """
 
@@ -13,13 +14,14 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 from .. import floors as stored
 from . import settling
 from .counts import floor_between
-from .series import DEFAULT_FLOOR
+from .series import DEFAULT_FLOOR as DEFAULT_FLOOR, DEFAULT_RESOLUTION, MARGINS  # noqa: F401 (the namespace)
 
 if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
     from ..spec import RunSpec
 
 SERIES = ("rss", "heap")
 GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
+DEFAULT_MARGIN = "default margin"  # where a margin came from when none was given
 DEFAULT_SOURCE = "default ("  # how floor_for's text of the default floor begins
 
 
@@ -38,7 +40,7 @@ def calibration_stamp(allocator: str, iterations: int, series: str = "rss", pyth
             "created": data.get("created"), "protocol": data.get("protocol"), "count": n}
 
 
-def floor_for(allocator: str, iterations: int, default: float = DEFAULT_FLOOR,
+def floor_for(allocator: str, iterations: int, default: Optional[float] = None,
               why: str = "", series: str = "rss", python: str = "") -> Tuple[float, str]:
     """(floor in bytes/iteration, where it came from and why) for a run of `iterations` on `allocator`.
 
@@ -46,8 +48,10 @@ def floor_for(allocator: str, iterations: int, default: float = DEFAULT_FLOOR,
     `iterations` falling geometrically to the next); the default when none
     fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
     nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration). `python`:
-    the workers' Python (floors.python_version's; '' this process's).
+    the workers' Python (floors.python_version's; '' this process's). `default`: DEFAULT_RESOLUTION's of `series`.
     """
+    if default is None:
+        default = DEFAULT_RESOLUTION.get(series, DEFAULT_RESOLUTION["rss"])
     found = stored.ranked(allocator, iterations, python) or [(None, None, None)]
     path, data, n = found[0]
     if data is not None and series != "rss" and not data.get(f"{series}_floors"):
@@ -73,25 +77,30 @@ def floor_for(allocator: str, iterations: int, default: float = DEFAULT_FLOOR,
                           f"{counts}{ahead})")
 
 
+def margin_for(spec: Any, series: str = "rss") -> Tuple[float, str]:
+    """(margin in bytes/iteration, where it came from) of `series` for `spec`: what counts as growth, the same at
+    every count. The given one (spec.floor: --floor-kib, max_growth, floor_kib; both series), else MARGINS'."""
+    given = getattr(spec, "floor", None)
+    if given is not None:
+        return float(given), getattr(spec, "floor_source", "") or GIVEN_FLOOR
+    return float(MARGINS.get(series, MARGINS["rss"])), DEFAULT_MARGIN
+
+
+def spec_margins(spec: Any) -> Dict[str, float]:
+    """The margins of a spec's series, by series name (margin_for's values)."""
+    return {name: margin_for(spec, name)[0] for name in SERIES}
+
+
 def floor_at(spec: RunSpec, series: str = "rss", versions: Optional[Dict[str, Any]] = None) -> FloorAt:
-    """(floor, where it came from) of `series` ("rss" or "heap") for a window of n iterations, as a function of n.
+    """(resolution, where it came from) of `series` ("rss" or "heap") for a window of n iterations, as a function of n.
 
-    As given (spec.floor: both series), else the allocator's calibration of that series at n (between two
-    calibrated counts, floor_between), else the default; the heap of a process running TensorFlow at no less
-    than TF's own settling over n iterations (kerasbench.rule.settling), doubled where the measured TF/Keras
-    (`versions`: the worker environment's "tensorflow" and "keras"; None: not known) is not one it was made on.
-    The function's `stamp(n)` says, as data, which file gave the floor at n (what a record keeps: floors_from).
+    The allocator's calibration of that series at n (between two calibrated counts, floor_between), else the
+    default resolution; the heap of a process running TensorFlow at no less than TF's own settling over n
+    iterations (kerasbench.rule.settling), doubled where the measured TF/Keras (`versions`: the worker environment's
+    "tensorflow" and "keras"; None: not known) is not one it was made on. A given floor (spec.floor) is the margin
+    (margin_for), not the resolution: what a count resolves does not depend on what the user counts as growth.
+    The function's `stamp(n)` says, as data, which file gave the resolution at n (what a record keeps: floors_from).
     """
-    if spec.floor is not None:
-        source = spec.floor_source or GIVEN_FLOOR
-        def given(n: int) -> Tuple[float, str]:
-            return spec.floor, source
-
-        # the default a run settled on when no calibration fits (session.settle_floor) is stamped as the default, as
-        # the same cell judged inside its environment is: one kind for one floor, wherever it was read
-        kind = stamp_kind({"kind": "given", "source": source})
-        given.stamp = lambda n: {"kind": kind, "source": source}
-        return given
     settles = series == settling.SERIES and settling.applies(spec)
     python = (versions or {}).get("python") or spec.python  # the workers' Python: their calibration, not ours
 

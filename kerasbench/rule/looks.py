@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 from .. import stats
 from .counts import alpha, alpha_for, look_points
-from .floors import SERIES, floor_at, spec_floors
+from .floors import SERIES, floor_at, margin_for, spec_floors
 from .pair import period_of
 from .series import Judgement, judge
 
@@ -19,13 +19,18 @@ if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy
     from ..spec import RunSpec
 
 PLAN_SLACK = 1.5  # a run plans its looks up to 1.5× the count its first look's speed projects for the budget
+# A run looks first once it has its first count and its least seconds, or RSS grew this much over its baseline,
+# whichever comes first: a microsecond loop keeping 200 KiB an iteration is judged after 32 MiB, not after its
+# least seconds' thousands of iterations (protocol 9; protocol 8 looked first at 2,345 iterations, 458 MiB).
+LOOK_GROWTH = 32 * 1024 * 1024
 
 
 class LookPlan:
     """When a budgeted sequential run looks at its series, planned at its first look from the pair's own speed.
 
-    The first look comes at the first count of at least spec.first_count iterations and spec.min_seconds of loop.
-    There the run knows its seconds per iteration and plans: looks at look_points from that count up to
+    The first look comes at the first count of at least spec.first_count iterations and spec.min_seconds of loop,
+    or of LOOK_GROWTH of RSS over its baseline, whichever first (looks by memory as well as by time). There the run
+    knows its seconds per iteration and plans: looks at look_points from that count up to
     the count the budget projects at that speed (×PLAN_SLACK: iterations that speed up a little still reach the
     last planned look; the spec's most iterations at most), and its end, one more look. Every look, the first
     included, is tested at the level of that plan (alpha_for: Bonferroni over the planned looks): a pair of
@@ -40,13 +45,15 @@ class LookPlan:
         self.looks: Optional[int] = None  # planned, its end included; None until the first look
         self.last: Optional[int] = None  # the count the plan projects the run to end at
 
-    def due(self, k: int, elapsed: float) -> bool:
-        """Whether the run looks after its k-th iteration, `elapsed` seconds of loop in (the plan made at the first)."""
+    def due(self, k: int, elapsed: float, growth: Optional[float] = None) -> bool:
+        """Whether the run looks after its k-th iteration, `elapsed` seconds of loop in, RSS `growth` bytes over its
+        baseline (None: not read; the plan made at the first)."""
         spec = self.spec
         if not (spec.sequential and spec.min_iterations):
             return False
         if self.points is None:
-            if k < min(spec.min_iterations, spec.iterations) or elapsed < spec.min_seconds:
+            grown = growth is not None and growth >= LOOK_GROWTH
+            if k < min(spec.min_iterations, spec.iterations) or (elapsed < spec.min_seconds and not grown):
                 return False
             last = spec.iterations
             if spec.budget and elapsed > 0:
@@ -60,10 +67,11 @@ class LookPlan:
         return {} if self.looks is None else {"planned_looks": self.looks, "planned_last": self.last}
 
 
-def early_stop(judgement: Judgement, best_floor: float, previous: Optional[Judgement] = None) -> bool:
+def early_stop(judgement: Judgement, previous: Optional[Judgement] = None) -> bool:
     """Whether a sequential run may stop on this judgement: `grows` at two looks running (this one and `previous`,
-    the look before it), or `flat` even at the smallest floor a longer run would be judged with (`best_floor`), so
-    that measuring longer could not turn flat into grows.
+    the look before it), or `flat`: its interval, widened by this count's resolution, is under the margin, and a
+    longer run only narrows both (it could turn flat into grows only for a slope within the resolution of the
+    margin).
 
     `grows` waits for the next look (×1.5 the count) because a growth that stops is not a leak: a cache that fills
     over the first 8 iterations reads `grows` at 8 and no longer at 12. Asking two looks only makes `grows` rarer,
@@ -71,24 +79,23 @@ def early_stop(judgement: Judgement, best_floor: float, previous: Optional[Judge
     next look: a growth that lasts N iterations still reads `grows` at two looks before about 1.5 N."""
     if judgement.verdict == "grows":
         return previous is not None and previous.verdict == "grows"
-    return judgement.verdict == "flat" and judgement.fit.high < best_floor
+    return judgement.verdict == "flat"
 
 
-def held_flat(rss_verdict: str, heap_verdict: Optional[str], heap_slope: float, rss_floor: float) -> bool:
-    """Whether a look's RSS `flat` may be only RSS not caught up yet: the heap grows faster than RSS's floor. Free
+def held_flat(rss_verdict: str, heap_verdict: Optional[str], heap_slope: float, rss_margin: float) -> bool:
+    """Whether a look's RSS `flat` may be only RSS not caught up yet: the heap grows faster than RSS's margin. Free
     pages the allocator holds absorb a leak for a while (inference × gc_collect_only: a heap leak of 144
     KiB/iteration under RSS flat for ~10 iterations, then RSS grows at its rate), so the Decider measures on. Not a
     rule for the record: inference × varying_batch_shapes' heap grows +110 KiB/iteration for 3000 iterations under
     a flat RSS (freed memory handed out again, not new pages), and its long run says RSS flat."""
-    return rss_verdict == "flat" and heap_verdict == "grows" and heap_slope >= rss_floor
+    return rss_verdict == "flat" and heap_verdict == "grows" and heap_slope >= rss_margin
 
 
 class Decider:
     """The runner's side of a sequential run's looks: it keeps the readings each look sends and says whether both
     verdicts are decided, judged as the record will judge them (judge_results' rules, one repeat).
 
-    A verdict stops the run when it is `grows` at two looks running, or `flat` at the smallest floor the run could
-    still reach (its largest count's): measuring longer could not then turn it into `grows` (early_stop).
+    A verdict stops the run when it is `grows` at two looks running, or `flat` (early_stop).
     """
 
     def __init__(self, spec: RunSpec):
@@ -100,17 +107,16 @@ class Decider:
         self.level = alpha(spec)
         self.period = period_of(spec)
         self.at = spec_floors(spec)
-        self.best = {name: self.at[name](spec.iterations)[0] for name in SERIES}
+        self.margins = {name: margin_for(spec, name)[0] for name in SERIES}
         self.last: Dict[str, Judgement] = {}
 
     def plan(self, looks: int, last: int, versions: Optional[dict] = None) -> None:
-        """The run's LookPlan, sent with its first look: each look at its level; `flat` decided at the floor of the
-        count the plan projects (the smallest a run of this speed reaches), not of the most iterations. `versions`
-        (the worker's TF and Keras, sent with it) choose TF's settling floor as the record will."""
+        """The run's LookPlan, sent with its first look: each look at its level. `versions` (the worker's TF and
+        Keras, sent with it) choose TF's settling resolution as the record will. `last`: the count the plan
+        projects (kept in the record; the verdicts no longer depend on it)."""
         self.level = alpha_for(looks)
         if versions is not None:
             self.at = {name: floor_at(self.spec, name, versions) for name in SERIES}
-        self.best = {name: self.at[name](max(1, min(last, self.spec.iterations)))[0] for name in SERIES}
 
     def look(self, readings: Dict[str, List[Optional[float]]], plan: Optional[dict] = None) -> bool:
         """Take a look's new readings (and, at the first look, the run's plan: LookPlan.fields); True when every
@@ -132,13 +138,13 @@ class Decider:
                 continue  # no heap reader: RSS alone decides
             heap = self.series["heap"]
             teeth = stats.gc_teeth(heap) if heap and len(heap) == len(values) and "heap" not in self.gaps else None
-            judgement = judge(values, self.at[name], self.level, teeth, self.spec.floor is not None, self.period)
+            judgement = judge(values, self.margins[name], self.at[name], self.level, teeth, self.period)
             previous, self.last[name] = self.last.get(name), judgement
             now[name] = judgement
-            decided = decided and early_stop(judgement, self.best[name], previous)
+            decided = decided and early_stop(judgement, previous)
         rss, heap = now.get("rss"), now.get("heap")
         if rss is not None and heap is not None and held_flat(rss.verdict, heap.verdict, heap.fit.slope,
-                                                              self.best["rss"]):
+                                                              self.margins["rss"]):
             decided = False
         return decided
 
@@ -148,7 +154,8 @@ class StopRule:
     score's replay of a reference (the same spec stops both at the same iteration on the same readings).
 
     After spec.first_count iterations (spec.min_iterations where the spec has no first_count) it stops at the first
-    of: RSS grown by spec.max_growth ("growth"); a look LookPlan plans where `ask(k, new readings, plan)` says both
+    of: RSS grown by spec.max_growth ("growth"); a look LookPlan plans (by count; its first by time or growth) where
+    `ask(k, new readings, plan)` says both
     verdicts are decided ("decided"; the plan's fields go with the first look); the budget's seconds of loop spent,
     and spec.min_seconds ("budget"). A loop that runs out of iterations first ends "iterations" (budgeted) or
     "count" (a fixed count): `reason`. `elapsed` is the loop's own seconds: time spent waiting on a look is not.
@@ -170,7 +177,7 @@ class StopRule:
             return None
         if spec.max_growth and rss_growth is not None and rss_growth >= spec.max_growth:
             return "growth"
-        if self.plan is not None and self.plan.due(k, elapsed):
+        if self.plan is not None and self.plan.due(k, elapsed, rss_growth):
             self.looks += 1
             if self.ask(k, readings(), self.plan.fields() if self.looks == 1 else None):
                 return "decided"

@@ -1,5 +1,6 @@
-"""A pair's series judged over its repeats: every repeat at one floor (its shortest's count), at its own plan's
-level, the GC's teeth found in its heap; what the record's summary and kerasbench score read.
+"""A pair's series judged over its repeats: every repeat against the series' margin at one resolution (its
+shortest's count), at its own plan's level, the GC's teeth found in its heap; what the record's summary and
+kerasbench score read.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 from .. import stats
-from .floors import FloorAt
+from .floors import FloorAt, margin_for
 from .counts import alpha
 from .series import Fit, Judgement, combine, judge
 
@@ -47,30 +48,41 @@ class Judged:
     verdict: str
     shape: str
     why: str
-    count: int  # the count every repeat's floor was taken at: the shortest repeat's
+    count: int  # the count every repeat's resolution was taken at: the shortest repeat's
+    margin: float = float("nan")  # what counts as growth (bytes/iteration)
+    margin_source: str = ""
 
     @property
     def floor(self) -> Tuple[float, str]:
-        """The largest floor a repeat was judged with (the coarsest resolution of them), and its source."""
+        """The largest resolution a repeat was judged with (the coarsest of them), and its source."""
         worst = max(self.judgements, key=lambda j: j.floor)
         return worst.floor, worst.floor_source
 
+    @property
+    def needed(self) -> Optional[int]:
+        """Undecided: about the count that would decide every repeat (the largest they say); None when decided or
+        when a repeat finds none."""
+        if self.verdict != "inconclusive":
+            return None
+        counts = [j.needed for j in self.judgements if j.verdict == "inconclusive"]
+        return max(counts) if counts and None not in counts else None
+
 
 def judge_results(results: Sequence[dict], spec: RunSpec, series: str, at: FloorAt) -> Optional[Judged]:
-    """The judgement of `series` over the repeats' results at the floors `at` gives; None when a repeat lacks the
-    series or has a gap in it."""
+    """The judgement of `series` over the repeats' results against its margin (margin_for) at the resolutions `at`
+    gives; None when a repeat lacks the series or has a gap in it."""
     values = [_complete(r, series) for r in results]
     if not results or any(v is None for v in values):
         return None
     teeth = [_teeth(r) for r in results]
-    # Every repeat at one floor, the shortest's: repeats that read the same slope read the same verdict, whichever
-    # count their budget let them reach (a half-window's own, shorter count keeps its own floor).
+    # Every repeat at one resolution, the shortest's: repeats that read the same slope read the same verdict,
+    # whichever count their budget let them reach (a half-window's own, shorter count keeps its own resolution).
     count = min(len(v) for v in values)
     def common(n: int) -> Tuple[float, str]:
         return at(min(n, count))
 
-    limit = getattr(spec, "floor", None) is not None  # a given floor is the user's threshold (series.verdict)
+    margin, margin_source = margin_for(spec, series)
     period = period_of(spec)
-    judgements = [judge(v, common, alpha(spec, r), t, limit, period) for v, r, t in zip(values, results, teeth)]
+    judgements = [judge(v, margin, common, alpha(spec, r), t, period) for v, r, t in zip(values, results, teeth)]
     fit, verdict, shape, why = combine(judgements)
-    return Judged(judgements, fit, verdict, shape, why, count)
+    return Judged(judgements, fit, verdict, shape, why, count, margin, margin_source)

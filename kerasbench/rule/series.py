@@ -1,12 +1,22 @@
 """One series judged: its verdict, its shape, repeats combined, the pair's one verdict and what grew.
 
-A p-value alone over-calls leaks: with 60-100 iterations a trend test finds page-sized staircases "significant".
-So `grows` needs the whole picture: a rising trend (Kendall's tau), a confidence interval above zero, a slope at
-least the floor, and growth that persists past the warm-up. `flat` needs the interval to rule out a slope of the
-floor's size. Anything else is `inconclusive`: run more iterations. The estimators (Theil-Sen, MSER-5, the GC's
-teeth) are kerasbench.stats'; docs/protocol.md says why each rule is so.
+Protocol 9 separates two numbers the rule used to confuse. The **margin** is what counts as growth: a rate per
+iteration that does not depend on how long a series was measured (the user's `max_growth` / `--floor-kib`, else
+MARGINS' default for the series). The **resolution** is what a count of iterations can tell apart: the calibrated
+floor at that count (the allocator's calibration, TF's own heap settling), which widens the slope's interval (a
+slope can be off by that much for reasons the interval does not model: page staircases, glibc's sawtooth, TF
+still settling). Then `grows` = the widened interval wholly at or above the margin (and a rising trend), `flat` =
+wholly below it, else `inconclusive`, saying the count that would decide. A longer run narrows the interval and
+the resolution, so it can turn `inconclusive` into a verdict, never `flat` into `grows` (except a slope within the
+resolution of the margin): equivalence testing, two one-sided tests, as pytest-memray's fixed limit reads.
+
+A `grows` also needs growth that persists past the warm-up (shape rules: warm-up, step, settling), unless the late
+half of the window alone is confidently above the margin and the window's slope many times it: a shape can qualify
+a verdict near the margin, never hide a large leak. The estimators (Theil-Sen, MSER-5, the GC's teeth) are
+kerasbench.stats'; docs/protocol.md says why each rule is so.
 """
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
 
@@ -15,9 +25,22 @@ import numpy as np
 from ..stats import ALPHA, LATE_OF_WINDOW, NAN_FIT, Fit, between_teeth, fit_growth, steady_start
 from ..units import KIB, floor_kib
 
-# Smallest growth per iteration worth calling a leak by default. 64 KiB/iteration is 640 MB over
-# 10,000 iterations; on glibc, RSS noise in a TF loop is a sawtooth of megabytes, so smaller floors
-# need more iterations or a quieter allocator (`kerasbench calibrate` measures and stores a floor).
+# What counts as growth by default, per series (docs/protocol.md, "The margin"): a rate per iteration, whatever the
+# count. The heap's 4 KiB sits in the gap the references show between Keras' own bookkeeping of a reused model
+# (+1.1 ... +2.9 KiB/iteration on TF 2.21.0: predict, model(x), the reused models of the slow loops; the negative
+# controls) and the smallest leaks they hold (+4.4 ... +7.4 on TF 2.12.1: the full cleanup's; +15.9 the Python
+# control). RSS's 64 KiB is twice the resolution the glibc calibration reaches from 30 iterations (32 KiB: RSS
+# moves in pages and glibc's sawtooth), 640 MB over 10,000 iterations; growth of RSS alone under it is the
+# allocator's retention, which the heap tells apart. Python's blocks have no verdict of their own: they explain RSS
+# growth (growth_kind), at RSS's margin.
+MARGINS = {"rss": 64 * KIB, "heap": 4 * KIB}
+
+# The resolution where no calibration fits (floors.floor_for's default): the shipped glibc calibration's from 30
+# iterations (32 KiB RSS, 0.5 KiB heap), said as the default wherever it is used, never a calibration's.
+DEFAULT_RESOLUTION = {"rss": 32 * KIB, "heap": 512.0}
+
+# The floor a calibration detects against (calibration.py: a rate counts as detected at half of it) when it tests
+# none: what `resolve=True` judges at. Not a margin: protocols up to 8 judged every series at it by default.
 DEFAULT_FLOOR = 64 * 1024
 
 VERDICTS = ("grows", "flat", "inconclusive")
@@ -38,7 +61,7 @@ GROWTH_KINDS = {
 # The shape of one series after its warm-up: grows and flat are decided; the others are not.
 SHAPES = ("grows", "flat", "step", "settling", "inconclusive")
 # The persistence test of a growth (judge):
-PERSIST_SHARE = 0.5  # each half of the window grows by at least this share of the floor ...
+PERSIST_SHARE = 0.5  # each half of the window grows by at least this share of the margin ...
 
 DECELERATION = 2.0  # ... and the late half at least 1/2 of the early half's rate: else it is settling
 
@@ -50,23 +73,41 @@ LATE_MIN = 6  # a flat window's late half is judged on its own from this many it
 
 NET_TEETH = 2  # a half whose fit spans this many teeth nets them out; with fewer it reads the phase of its teeth
 
+# A growth no shape rule holds back: the window's slope and its late half's (3 iterations or more) at least this many
+# times the margin, the late half confidently above the margin on its own. A cache that fills and stops has a flat
+# late half; a heap still settling at 2.5× the margin in its last period is left to the period's test.
+CLEAR_OVER_MARGIN = 16.0
 
-def verdict(fit: Fit, floor: float = DEFAULT_FLOOR, alpha: float = ALPHA, limit: bool = False) -> str:
-    """'grows', 'flat' or 'inconclusive' for one fit, given the smallest slope worth calling a leak.
+# How far `needed` looks for the count that would decide (counts.look_points' steps from the count measured).
+NEEDED_MOST = 100_000
+NEEDED_POWER = 1.5  # a slope's interval narrows as n^-1.5 on independent noise (a line's slope: its standard error)
 
-    With `limit` the floor is a user's threshold (a given floor: max_growth, --floor-kib): `grows` needs the whole
-    interval at or above it (confidently above), `flat` the whole interval below it; an interval across it is
-    `inconclusive` (cannot tell). A calibrated floor is the smallest rate the data resolve: there a slope at the
-    floor with an interval above zero is growth."""
+
+def widened(fit: Fit, resolution: float = 0.0) -> Tuple[float, float]:
+    """The slope's interval widened by the resolution: (low, high), at least the slope ± `resolution`."""
+    return min(fit.low, fit.slope - resolution), max(fit.high, fit.slope + resolution)
+
+
+def verdict(fit: Fit, margin: float = MARGINS["rss"], resolution: float = 0.0, alpha: float = ALPHA) -> str:
+    """'grows', 'flat' or 'inconclusive' for one fit: its interval widened by the `resolution` (widened) wholly at
+    or above the `margin` with a rising trend at `alpha` (grows), wholly below it (flat), else across it."""
     if not np.isfinite(fit.slope):
         return "inconclusive"
-    if limit:
-        return "grows" if fit.low >= floor and fit.p_trend < alpha else "flat" if fit.high < floor else "inconclusive"
+    low, high = widened(fit, resolution)
+    if low >= margin and fit.p_trend < alpha:
+        return "grows"
+    return "flat" if high < margin else "inconclusive"
+
+
+def detects(fit: Fit, floor: float, alpha: float = ALPHA) -> str:
+    """The detection a calibration measures resolutions by (protocols up to 8 judged every series so): 'grows' when
+    the slope is at least `floor` with its interval above zero and a rising trend, 'flat' when the interval's top is
+    under `floor`. A calibration asks which rates a count detects; a run asks whether a margin is crossed."""
+    if not np.isfinite(fit.slope):
+        return "inconclusive"
     if fit.slope >= floor and fit.low > 0 and fit.p_trend < alpha:
         return "grows"
-    if fit.high < floor:
-        return "flat"
-    return "inconclusive"
+    return "flat" if fit.high < floor else "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -77,13 +118,20 @@ class Judgement:
     verdict: str  # VERDICTS
     shape: str  # SHAPES
     start: int  # iterations discarded as warm-up by steady_start (the run's own --warmup came before)
-    floor: float
+    floor: float  # the resolution at the count judged (bytes/iteration): what widened the interval
     floor_source: str = ""
     why: str = ""
+    margin: float = float("nan")  # what counts as growth (bytes/iteration); nan: judged by `detects` (resolve)
+    needed: Optional[int] = None  # an undecided series: the count about which would decide it (None: none found)
 
     @property
     def decided(self) -> bool:
         return self.verdict in ("grows", "flat")
+
+    @property
+    def interval(self) -> Tuple[float, float]:
+        """The interval the verdict was read from: the fit's, widened by the resolution."""
+        return widened(self.fit, self.floor)
 
 
 Floor = Union[float, Callable[[int], Tuple[float, str]]]
@@ -93,49 +141,68 @@ def _floor_at(floor: Floor, n: int) -> Tuple[float, str]:
     return floor(n) if callable(floor) else (float(floor), "")
 
 
-def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = ALPHA,
-          teeth: Optional[np.ndarray] = None, limit: bool = False, period: int = 1) -> Judgement:
-    """The verdict of one series: its warm-up cut (steady_start), the rest fitted and judged at `floor`.
+def judge(values: Sequence[float], margin: Floor = MARGINS["rss"], resolution: Floor = 0.0, alpha: float = ALPHA,
+          teeth: Optional[np.ndarray] = None, period: int = 1, resolve: bool = False) -> Judgement:
+    """The verdict of one series: its warm-up cut (steady_start), the rest fitted and judged against `margin`.
 
-    `floor` is bytes/iteration, or a function of the measured count giving (floor, where it came from): floors
-    follow the iterations actually measured (a calibration judges its counts with this same rule). `grows` needs
-    the verdict's three conditions (trend, CI above zero, slope at least the floor) on the window, and growth
-    that persists through it: the warm-up rule found a steady state, each half grows by at least half the floor,
-    and the late half at no less than half the early half's rate or `grows` on its own (at its own count's floor).
-    A window whose growth fails that is a `step` (one difference carries most of the rise, many times the typical
-    one) or `settling` (it slows down, the halves' intervals apart, or no steady state was found), and
-    inconclusive. `flat` must hold through it too: a window whose late half alone `grows` (at the late half's
-    floor) is inconclusive, a growth that starts late (glibc's free heap pages absorb a leak until they are used up).
-    `teeth` (gc_teeth of the pair's heap, a bool per difference) marks the GC's falls: the halves' rates for the
-    persistence test are taken between them (between_teeth). `limit`: the floor is a user's threshold (verdict's).
-    `period`: iterations before the inputs repeat (a varying strategy's batch sizes); from three periods measured,
-    growth persists only if the last period's rate is not under half the one before it (period_slows): TF 2.12's
-    heap still settles through the second period of 120 batch sizes, after the halves' test has passed.
+    `margin` is what counts as growth (bytes/iteration); `resolution` what the count measured can tell apart, a
+    number or a function of the count giving (resolution, where it came from): it widens the interval (verdict).
+    `grows` needs the verdict on the window and growth that persists through it: the warm-up rule found a steady
+    state, each half grows by at least half the margin, and the late half at no less than half the early half's
+    rate or `grows` on its own (at its own count's resolution). A window whose growth fails that is a `step` (one
+    difference carries most of the rise, many times the typical one) or `settling` (it slows down, the halves'
+    intervals apart, or no steady state was found), and inconclusive; unless it is clear (CLEAR_OVER_MARGIN: the
+    slope many times the margin, the late half confidently above it alone): a shape rule never hides a large leak.
+    `flat` must hold through the window too: a window whose late half alone `grows` is inconclusive, a growth that
+    starts late (glibc's free heap pages absorb a leak until they are used up). An undecided series says the count
+    that would decide it (`needed`). `teeth` (gc_teeth of the pair's heap, a bool per difference) marks the GC's
+    falls: the halves' rates for the persistence test are taken between them (between_teeth). `period`: iterations
+    before the inputs repeat (a varying strategy's batch sizes); from three periods measured, growth persists only
+    if the last period's rate is not under half the one before it (period_slows).
+
+    `resolve=True`: the calibration's detection instead (detects), `margin` then the floor by count, as protocols up
+    to 8 judged: what a calibration measures a count's resolution with.
     """
     y = np.asarray(values, dtype=float)
     start, unsettled = steady_start(y)
     window = y[start:]
-    floor_value, source = _floor_at(floor, len(y))  # the count measured, as a calibration measures its counts
+    if resolve:
+        margin_value, source = _floor_at(margin, len(y))
+        res_value = 0.0
+        def read(fit: Fit, n: int) -> str:
+            return detects(fit, _floor_at(margin, n)[0], alpha)
+    else:
+        margin_value = float(margin)
+        res_value, source = _floor_at(resolution, len(y))  # the count measured, as a calibration measures its counts
+        def read(fit: Fit, n: int) -> str:
+            return verdict(fit, margin_value, _floor_at(resolution, n)[0], alpha)
     fit = fit_growth(window, 1 - alpha)
-    found = verdict(fit, floor_value, alpha, limit)
-    late_fit = _late_fit(window, floor, alpha, limit)  # the late half judged alone, when it grows on its own
+    found = read(fit, len(y))
+    late = window[len(window) // 2:]
+    late_own = fit_growth(late, 1 - alpha) if len(late) >= 3 else NAN_FIT
+    late_grows = len(late) >= 3 and read(late_own, len(late)) == "grows"  # the late half alone
+    late_fit = late_own if late_grows and len(late) >= LATE_MIN else None
+    made = dict(start=start, floor=res_value, floor_source=source,
+                margin=float("nan") if resolve else margin_value)
     if found == "flat" and late_fit is None:  # flat must hold through the window: not a growth that starts late
-        return Judgement(fit, found, "flat", start, floor_value, source)
-    early = late = float("nan")
+        return Judgement(fit, found, "flat", **made)
+    clear = found == "grows" and late_grows and not resolve and \
+        min(fit.slope, late_own.slope) >= CLEAR_OVER_MARGIN * margin_value
+    early = late_rate = float("nan")
     slows = toothed = False
     if len(window) >= 6:
         half = len(window) // 2
         first, second = fit_growth(window[:half], 1 - alpha), fit_growth(window[half:], 1 - alpha)
         cut = None if teeth is None or len(teeth) != len(y) - 1 else np.asarray(teeth, dtype=bool)[start:]
-        early, late = first.slope, second.slope
+        early, late_rate = first.slope, second.slope
         if cut is not None and cut.any() and min(cut[:half - 1].sum(), cut[half:].sum()) < NET_TEETH:
-            early, late = between_teeth(window[:half], cut[:half - 1], early), between_teeth(window[half:],
-                                                                                            cut[half:], late)
+            early, late_rate = between_teeth(window[:half], cut[:half - 1], early), \
+                between_teeth(window[half:], cut[half:], late_rate)
             toothed = True
         slows = first.low > second.high  # the halves' intervals apart: a slowing the data shows, not a GC's tooth
     # Growth persists when the window is past the warm-up (the rule found a steady state), each half grows by half
-    # the floor, and the late half does not slow to under half the early rate or, slower, still grows on its own at
-    # its floor: a leak that starts steeper still leaks; a cache that fills and stops, or TF settling for hundreds of
+    # the margin, and the late half does not slow to under half the early rate or, slower, still grows on its own:
+    # a leak that starts steeper still leaks; a cache that fills and stops, or TF settling for hundreds of
     # iterations after its last new trace, does not.
     # A half holding fewer than two of the GC's teeth (`teeth`, found in the heap and given for RSS too) reads the
     # phase of its teeth, not a rate: 10 iterations of a slow pair hold one, and the half it falls in reads the fall
@@ -145,20 +212,22 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
     # Or the late half keeps 3/4 of the window's own rate: a heap the GC cuts every 9 iterations reads +7225 in the
     # half whose tooth falls late and +3296 in the other (a net +3456, the window's; +3391 over 150 iterations), a
     # phase of the teeth, not a slowing (a settling heap reads +1112, +346 and +539: still settling).
-    persists = (not unsettled and min(early, late) >= PERSIST_SHARE * floor_value
-                and (late * DECELERATION >= early or late >= LATE_OF_WINDOW * fit.slope or late_fit is not None))
+    threshold = margin_value
+    persists = (not unsettled and min(early, late_rate) >= PERSIST_SHARE * threshold
+                and (late_rate * DECELERATION >= early or late_rate >= LATE_OF_WINDOW * fit.slope
+                     or late_fit is not None))
     by_period = period_slows(y, period) if found == "grows" and persists else None
     if by_period is not None:
         persists = False
-    if found == "grows" and persists:
-        return Judgement(fit, found, "grows", start, floor_value, source)
-    starts_late = _starts_late(late_fit, len(window) - len(window) // 2) if found != "grows" else ""
+    if found == "grows" and (persists or clear):
+        return Judgement(fit, found, "grows", **made)
+    starts_late = _starts_late(late_fit, len(late)) if found != "grows" else ""
     # not decided: say what it looks like (growth that fails the persistence test is never `grows`)
-    found, shape, why = "inconclusive", "inconclusive", ""
+    read_as, found, shape, why = found, "inconclusive", "inconclusive", ""
     rise = float(np.median(window[-3:]) - np.median(window[:3])) if len(window) >= 3 else 0.0
     jump = int(np.argmax(np.diff(window))) if len(window) >= 2 else 0
     diffs = np.diff(window)
-    if rise >= floor_value and diffs[jump] > STEP_SHARE * rise \
+    if rise >= threshold and len(diffs) and diffs[jump] > STEP_SHARE * rise \
             and diffs[jump] > STEP_OVER_TYPICAL * float(np.median(np.abs(diffs))):
         shape = "step"
         why = (f"one step of {rise / KIB:+.0f} KiB at iteration {start + jump + 1}, flat around it: measure longer "
@@ -167,27 +236,57 @@ def judge(values: Sequence[float], floor: Floor = DEFAULT_FLOOR, alpha: float = 
         shape, why = "settling", (f"growth slows from {by_period[0] / KIB:+.1f} to {by_period[1] / KIB:+.1f} "
                                   f"KiB/iteration between the last two periods of its {period} inputs: still "
                                   "settling, measure longer")
-    elif slows and early > max(late, 0) * DECELERATION and early >= PERSIST_SHARE * floor_value:
-        shape, why = "settling", (f"growth slows from {early / KIB:+.1f} to {late / KIB:+.1f} KiB/iteration "
+    elif slows and early > max(late_rate, 0) * DECELERATION and early >= PERSIST_SHARE * threshold:
+        shape, why = "settling", (f"growth slows from {early / KIB:+.1f} to {late_rate / KIB:+.1f} KiB/iteration "
                                   "between the halves: still settling, measure longer")
     elif starts_late:
         why = starts_late
-    elif unsettled:
+    elif unsettled and not (np.isfinite(fit.slope) and fit.slope < threshold):
         shape, why = "settling", "the warm-up rule found no steady state in the first half: measure longer"
-    elif limit and np.isfinite(fit.slope) and fit.low < floor_value <= fit.high:
-        why = (f"cannot tell: {fit.slope / KIB:+.1f} KiB/iteration, interval [{fit.low / KIB:+.1f}, "
-               f"{fit.high / KIB:+.1f}] spans the limit {floor_kib(floor_value)} KiB/iteration; measure longer")
-    elif fit.slope >= floor_value and np.isfinite(early) and persists:
-        # steady, at the floor in both halves: what failed is the test, too few points for this look's level (a
-        # heap the GC frees every few iterations, 9 iterations of a slow pair judged at a look's level of 0.003)
-        why = (f"steady {early / KIB:+.1f}, then {late / KIB:+.1f} KiB/iteration{_BETWEEN if toothed else ''}, but "
-               f"{len(window)} iterations "
-               f"cannot exclude no growth at this look's level ({alpha:.2g}): interval [{fit.low / KIB:+.1f}, "
-               f"{fit.high / KIB:+.1f}], trend p {fit.p_trend:.2g}; measure longer")
-    elif fit.slope >= floor_value and np.isfinite(early):
-        why = (f"growth not steady ({early / KIB:+.1f}, then {late / KIB:+.1f} KiB/iteration"
-               f"{_BETWEEN if toothed else ''})")
-    return Judgement(fit, found, shape, start, floor_value, source, why)
+    elif read_as == "grows" and np.isfinite(early):
+        why = (f"growth not steady ({early / KIB:+.1f}, then {late_rate / KIB:+.1f} KiB/iteration"
+               f"{_BETWEEN if toothed else ''}): measure longer")
+    needed = None
+    if not resolve and np.isfinite(fit.slope):
+        needed = needed_count(fit, len(y), margin_value, resolution)
+        if not why:
+            why = across_text(fit, len(y), margin_value, res_value, needed, resolution)
+    return Judgement(fit, found, shape, why=why, needed=needed, **made)
+
+
+def needed_count(fit: Fit, n: int, margin: float, resolution: Floor) -> Optional[int]:
+    """About how many iterations would decide a series whose slope reads `fit` at `n` against `margin`: the first
+    count (×1.5 steps) whose resolution and projected interval (its half-width on the side facing the margin,
+    narrowing as n^-1.5) both fit between the slope and the margin; None when none up to NEEDED_MOST does (the
+    slope within the resolution of the margin) or the slope is on the margin."""
+    distance = abs(fit.slope - margin)
+    if not math.isfinite(distance) or distance == 0 or n < 1:
+        return None
+    half = fit.slope - fit.low if fit.slope > margin else fit.high - fit.slope
+    half = half if math.isfinite(half) else 0.0
+    count = max(n, 3)
+    while count <= NEEDED_MOST:
+        if count > n and _floor_at(resolution, count)[0] < distance and \
+                half * (n / count) ** NEEDED_POWER < distance:
+            return count
+        count = max(count + 1, math.ceil(count * 1.5))
+    return None
+
+
+def across_text(fit: Fit, n: int, margin: float, resolution: float, needed: Optional[int],
+                at: Floor = 0.0) -> str:
+    """Why a slope is undecided against its margin: where it lies, and the count that would decide it."""
+    low, high = widened(fit, resolution)
+    where = "above" if fit.slope >= margin else "below"
+    said = (f"{fit.slope / KIB:+.1f} KiB/iteration, interval [{low / KIB:+.1f}, {high / KIB:+.1f}] with the "
+            f"resolution of {n} iterations (±{floor_kib(resolution)}), across the {floor_kib(margin)} KiB margin")
+    if needed is not None:
+        return f"{said}: {where} it needs about {needed} iterations or more here"
+    if fit.slope == margin:
+        return f"{said}: on the margin, no count decides it"
+    finest = _floor_at(at, NEEDED_MOST)[0]
+    return (f"{said}: within the resolution of the margin (the finest here is ±{floor_kib(finest)} KiB/iteration): "
+            "no count this machine resolves decides it")
 
 
 _BETWEEN = " between the GC's teeth"
@@ -205,15 +304,6 @@ def period_slows(values: np.ndarray, period: int) -> Optional[Tuple[float, float
     if before.low > last.high and before.slope > max(last.slope, 0.0) * DECELERATION:
         return before.slope, last.slope
     return None
-
-
-def _late_fit(window: np.ndarray, floor: Floor, alpha: float, limit: bool = False) -> Optional[Fit]:
-    """The fit of the window's late half when that half alone `grows` (judged at its own count's floor), else None."""
-    late = window[len(window) // 2:]
-    if len(late) < LATE_MIN:
-        return None
-    fit = fit_growth(late, 1 - alpha)
-    return fit if verdict(fit, _floor_at(floor, len(late))[0], alpha, limit) == "grows" else None
 
 
 def _starts_late(late_fit: Optional[Fit], n: int) -> str:

@@ -73,7 +73,7 @@ def negative(record: dict, values: List[float], control_at: Floor) -> bool:
         return False
     if spec.get("device", "cpu") != "cpu":
         return False
-    return judge(values, control_at, stats.ALPHA).verdict == "flat"
+    return judge(values, control_at, alpha=stats.ALPHA, resolve=True).verdict == "flat"
 
 
 def derive(records: Iterable[dict], control_for: Callable[[dict], Floor],
@@ -100,7 +100,7 @@ def derive(records: Iterable[dict], control_for: Callable[[dict], Floor],
             for n in counts:
                 if n > len(values) // 2:
                     break
-                fit = judge(values[:n], control_at, level).fit
+                fit = judge(values[:n], control_at, alpha=level, resolve=True).fit
                 if math.isfinite(fit.high):
                     tops[n].append((fit.high, name))
     rows, floors, ceiling = {}, {}, 0.0

@@ -8,7 +8,7 @@ from typing import Dict, Iterable, Optional, Tuple
 # The rule's version: every record's summary, calibration and atlas carries it, and asv benchmark versions include
 # it (a dashboard keeps the series of before and after apart). Its history is written once, in docs/protocol.md
 # ("Versions"); docs/layout.md lists what else a change of the rule touches.
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 
 
 def version_of(summary: Optional[dict]) -> Optional[int]:
