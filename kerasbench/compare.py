@@ -3,10 +3,13 @@
 Every cell (loop, strategy, metric, TF version) gets its value, its ratio to the baseline version
 and a verdict read from the per-iteration series and the repeats, not from a bare ratio:
 
-growth_per_iter   regressed when the new slope's 95% CI (Theil-Sen, spanning all repeats) lies
-                  above the baseline's and the slopes differ by more than the floor; improved the
-                  other way round; unchanged when both runs get the same verdict (grows, flat or
-                  inconclusive) and the slopes differ by less than the floor; else inconclusive.
+growth_per_iter   regressed when the new slope's 95% CI (Theil-Sen, spanning all repeats), widened
+                  by the resolution of the count it was judged at (the record's floor), lies above
+                  the baseline's widened one and the slopes differ by more than the margin; improved
+                  the other way round; unchanged when both runs get the same verdict (grows, flat or
+                  inconclusive) and the slopes differ by less than the margin; else inconclusive. A
+                  window of a few iterations (a model-building loop's first saw-tooth) is wide by its
+                  resolution: never a "×1.8 regression" of two runs of one build.
 peak_over_baseline, regressed / improved when the difference is at least 16 MiB and at least 3x the
 retained          noise (the larger of the spread across repeats and the robust scatter, 1.4826 x MAD,
                   of each RSS series around its Theil-Sen line, from series of 8 or more iterations;
@@ -55,7 +58,7 @@ from . import machine as machines, rule, stats
 from .console import markdown_table, text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, headline_metrics
-from .rule import DEFAULT_FLOOR
+from .rule import DEFAULT_FLOOR, MARGINS
 from .record import SCHEMA_VERSION, Record, backend_of, framework_text
 from .tree import place_of
 from .loading import load_records
@@ -227,17 +230,21 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
 
 
 def _slope_side(side: Side, record: Record, results: list, n: int, how: SlopeCI, metric: str) -> None:
-    """The record's own judgement (kerasbench.rule), never fitted again here: its CI, verdict, floor and level."""
+    """The record's own judgement (kerasbench.rule), never fitted again here: its CI, verdict, resolution (floor),
+    margin and level."""
     s = record["summary"]
     floor = s.get("floor") or DEFAULT_FLOOR
+    margin = s.get("margin") or MARGINS["rss"]  # records before protocol 9: the default margin
     if how.series == "heap":  # the heap's own floor (records before it: the RSS one)
         floor = s.get("heap_floor") or floor
+        margin = s.get("heap_margin") or MARGINS["heap"]
     prefix, verdict = ("heap_growth", s.get("heap_verdict")) if how.series == "heap" else ("growth", s.get("verdict"))
     low, high = (s.get(f"{prefix}_ci_{end}") for end in ("low", "high"))
     kind = s.get("growth_kind")  # what grew (rule.growth_kind), named beside the series' verdict
     side.update(low=float("nan") if low is None else low, high=float("nan") if high is None else high,
                 verdict=f"{verdict} (what grew: {kind})" if kind else str(verdict), bare=str(verdict), kind=kind,
-                series="heap" if how.series == "heap" else "RSS", floor=floor, alpha=s.get("alpha") or ALPHA)
+                series="heap" if how.series == "heap" else "RSS", floor=floor, margin=margin,
+                alpha=s.get("alpha") or ALPHA)
 
 
 def _magnitude_side(side: Side, record: Record, results: list, n: int, how: Magnitude, metric: str) -> None:
@@ -297,6 +304,8 @@ def _slope_uncertainty(value: float, side: Side, how: SlopeCI) -> Optional[Tuple
     low, high, alpha = side.get("low", float("nan")), side.get("high", float("nan")), side.get("alpha") or ALPHA
     if not (math.isfinite(low) and math.isfinite(high)):
         return None
+    if "floor" in side and "value" in side:  # the interval the verdict was read from: widened by the resolution
+        low, high = _widened(side)
     return value, (high - low) / 2 / NormalDist().inv_cdf(1 - alpha / 2)
 
 
@@ -328,23 +337,29 @@ def load_per_cpu(record: Record) -> Optional[float]:
     return max(loads) if loads else None
 
 
+def _widened(side) -> Tuple[float, float]:
+    """A side's slope interval widened by the resolution it was judged at (rule.widened)."""
+    return (min(side["low"], side["value"] - side["floor"]), max(side["high"], side["value"] + side["floor"]))
+
+
 def _slope_ci(base, new):
-    floor = max(base["floor"], new["floor"])
+    margin = max(base.get("margin") or MARGINS["rss"], new.get("margin") or MARGINS["rss"])
     diff = new["value"] - base["value"]
-    ci = (f"CI [{new['low'] / KIB:+.0f}, {new['high'] / KIB:+.0f}] vs "
-          f"[{base['low'] / KIB:+.0f}, {base['high'] / KIB:+.0f}] KiB/iter")
     if not all(np.isfinite([base["low"], base["high"], new["low"], new["high"]])):
         return "inconclusive", "too few iterations for a slope CI"
-    if new["low"] > base["high"] and diff > floor:
-        return "regressed", f"{ci}: above, by more than the floor"
-    if new["high"] < base["low"] and -diff > floor:
-        return "improved", f"{ci}: below, by more than the floor"
+    (base_low, base_high), (new_low, new_high) = _widened(base), _widened(new)
+    ci = (f"[{new_low / KIB:+.0f}, {new_high / KIB:+.0f}] vs [{base_low / KIB:+.0f}, {base_high / KIB:+.0f}] "
+          "KiB/iter (CI and resolution)")
+    if new_low > base_high and diff > margin:
+        return "regressed", f"{ci}: above, by more than the margin ({floor_kib(margin)} KiB/iter)"
+    if new_high < base_low and -diff > margin:
+        return "improved", f"{ci}: below, by more than the margin ({floor_kib(margin)} KiB/iter)"
     # the series' own verdicts, not what grew beside them: +3646 "grows (settling)" and +3649 "grows (leak)" of one
     # sweep are one growth whose heap was judged differently at 20 iterations
     bare = new.get("bare", new["verdict"])
-    if base.get("bare", base["verdict"]) == bare and abs(diff) < floor:
+    if base.get("bare", base["verdict"]) == bare and abs(diff) < margin:
         return "unchanged", (f"{new.get('series', 'series')} {bare} in both{_what_grew(base, new)}, slopes within "
-                             f"the floor ({floor_kib(floor)} KiB/iter)")
+                             f"the margin ({floor_kib(margin)} KiB/iter)")
     return "inconclusive", f"{ci}; verdicts {base['verdict']} / {new['verdict']}"
 
 

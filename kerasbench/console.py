@@ -215,10 +215,30 @@ def clock_text(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
+def margin_lines(records: Sequence[dict]) -> List[str]:
+    """'margin: RSS 64 KiB/iteration, heap 4 KiB/iteration (the default: what counts as growth, at any count)', once
+    per distinct margin of the records (protocol 9 on; older records hold none)."""
+    seen = {}
+    for r in records:
+        s = r.get("summary") or {}
+        if s.get("margin") is None:
+            continue
+        heap = f", heap {floor_kib(s['heap_margin'])}" if s.get("heap_margin") is not None else ""
+        given = str(s.get("margin_source") or "").startswith("given")
+        seen[f"margin: RSS {floor_kib(s['margin'])}{heap} KiB/iteration ("
+             f"{'given' if given else 'the default'}: what counts as growth, at any count; the resolution below "
+             "widens each interval)"] = None
+    return list(seen)
+
+
 def given_floor_text(summary: dict) -> str:
     """', judged at the given floor of 64 KiB/iteration (not calibrated)' where the verdict's floor was given
     (--floor-kib, floor_kib=, the marker's max_growth) rather than calibrated: a verdict is a claim relative to its
     floor, and a given one is the user's, said on the line that prints the verdict; '' otherwise."""
+    if summary.get("margin") is not None:  # protocol 9: a given floor is the margin
+        if not str(summary.get("margin_source") or "").startswith("given"):
+            return ""
+        return f", judged against the given margin of {floor_kib(summary['margin'])} KiB/iteration"
     stamp = (summary.get("floors_from") or {}).get("rss") or {}
     given = stamp.get("kind") == "given" or str(summary.get("floor_source") or "").startswith("given")
     if not given or summary.get("floor") is None:
@@ -363,14 +383,16 @@ def run_table(records: list) -> str:
             f"numpy {env['numpy']}, "
             f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})"
         )
+    lines += margin_lines(records)
     floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given"): None
               for r in records if r["summary"].get("floor") is not None}
+    what = "resolution" if any(r["summary"].get("margin") is not None for r in records) else "floor"
     for floor, source in floors:
-        lines.append(f"floor {floor_kib(floor)} KiB/iteration, from {source}")
+        lines.append(f"{what} {floor_kib(floor)} KiB/iteration, from {source}")
     heap_floors = {(r["summary"]["heap_floor"], r["summary"].get("heap_floor_source") or "given"): None
                    for r in records if r["summary"].get("heap_floor") is not None and r["summary"].get("heap_verdict")}
     for floor, source in heap_floors:
-        lines.append(f"heap floor {floor_kib(floor)} KiB/iteration, from {source}")
+        lines.append(f"heap {what} {floor_kib(floor)} KiB/iteration, from {source}")
     notes += [f"{r['loop']} × {r['strategy']}: not decided: {r['summary']['why']}" for r in records
               if r["status"] == "ok" and r["summary"].get("why")]
     notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, "

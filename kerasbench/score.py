@@ -10,17 +10,17 @@ loop and strategy; pairs that are not ok on both sides are counted, not scored.
 An atlas data file (docs/atlas/atlas.json) keeps no series: its cells are scored as shown, their stored labels at
 their stored floors (the reference judged at those floors), the trust figure of the page a reader looks at.
 
-A verdict is a claim relative to its floor ("flat": below 128 KiB/iteration at 8 iterations of glibc RSS), so
-the reference is judged at the floors of the verdict it checks: the long run answers the question the scored
-record asked. (Its own verdict, at its own floors, is kept beside: `reference.own`.)
+A verdict is a claim relative to its margin, and the margin does not depend on the count (protocol 9): the long run
+answers the question the scored record asked by being judged as it is, at its own counts' resolution against the
+same margin. (Protocols up to 8 judged the reference at the scored record's floors, a question that moved with the
+count; `reference.own` is kept for the atlas' cells, scored as shown at their stored floors.)
 
 Two confusion matrices, reference in rows: the RSS verdict (grows / flat / inconclusive) and "what grew" (leak,
 retention, step, settling, flat, inconclusive). Agreement is the diagonal's share, of every pair and of the pairs
 the reference decides: where its long run is itself undecided (its repeats disagree, or it is still settling at
 the end) there is no truth to score against, and the profile's label there is shown, not counted right or wrong.
-A pair the reference calls flat (RSS flat, and nothing grew) at the scored floors and at its own that the profile
-calls `grows` or a leak is a false alarm; one flat at the scored floors but not at its own finer floors is
-"overstated" (a growth, at a rate under the floor the profile claimed it exceeded). Both are listed apart.
+A pair the reference calls flat (RSS flat, and nothing grew) that the profile calls `grows` or a leak is a false
+alarm, listed apart.
 
 A verdict can be right and its slope not: a growth that is fast for its first iterations and slower after reads
 `grows` at both, at the rate of the iterations each measured. So the slopes of the pairs both sides read `grows`
@@ -53,9 +53,9 @@ KINDS = tuple(GROWTH_KINDS) + ("n/a",)
 SLOPE_OFF = 1.5
 
 
-def rejudged(record: Record, floors: Optional[Dict[str, float]] = None) -> dict:
+def rejudged(record: Record, floors: Optional[Dict[str, float]] = None, margin: Optional[float] = None) -> dict:
     """The record's summary judged again from its series with this kerasbench's rules (summary.rejudged)."""
-    return summary.rejudged(record, floors)["summary"]
+    return summary.rejudged(record, floors, margin)["summary"]
 
 
 def has_series(record: Record) -> bool:
@@ -92,9 +92,13 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
             unscored.append({"pair": key, "why": f"status {a['status']} (reference) / {b['status']}"})
             continue
         shown = not has_series(b)  # an atlas cell: its labels as shown, at its floors
-        sb = as_shown(b) if shown else rejudged(b)  # the verdict checked, then the long run asked the same question
-        sa = rejudged(a, {"rss": sb["floor"], **({"heap": sb["heap_floor"]} if sb.get("heap_floor") else {})})
-        own = rejudged(a)
+        sb = as_shown(b) if shown else rejudged(b)
+        # the long run asked the same question: by this rule, the scored record's margin (a given one, else the
+        # default), at its own counts' resolution; an atlas cell of an older rule at its stored floors, as it asked
+        given = sb["margin"] if str(sb.get("margin_source") or "").startswith("given") else None
+        own = rejudged(a, margin=given)
+        sa = own if sb.get("margin") is not None or not shown else \
+            rejudged(a, {"rss": 0.0, "heap": 0.0}, margin=sb["floor"])  # the old rule's question: under its floor?
         (ra, ka), (rb, kb), (ro, ko) = _labels(sa), _labels(sb), _labels(own)
         flat_here, flat_own = _flat(ra, ka), _flat(ro, ko)
         alarm = rb == "grows" or kb == "leak"
@@ -106,10 +110,10 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
                      "agree_verdict": ra == rb, "agree_kind": ka == kb,
                      # what a reader is told against what the long run says at its own (calibrated) floors
                      "agree_own_verdict": ro == rb, "agree_own_kind": ko == kb,
-                     # nothing grows in the long run, at the scored floors nor at its own: a leak where there is none
+                     # nothing grows in the long run: a leak where there is none
                      "false_alarm": flat_here and flat_own and alarm,
-                     # flat at the scored floors, not flat at its own finer ones (grows, or a repeat does): a growth
-                     # under the floor the scored record claimed it was over
+                     # an atlas cell of an older rule: flat at its stored floors, not at the reference's own finer
+                     # ones (a growth under the floor the cell claimed it was over)
                      "overstated": flat_here and not flat_own and alarm})
     only = {"reference only": sorted(set(ref) - set(mine)), "scored only": sorted(set(mine) - set(ref))}
     return {"pairs": rows, "unscored": unscored, "unmatched": {k: [list(p) for p in v] for k, v in only.items()},

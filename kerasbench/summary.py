@@ -106,16 +106,20 @@ def make_record(spec: RunSpec, repeats: List[Repeat], floors: Mapping[str, Floor
     }
 
 
-def rejudged(record: Record, floors: Optional[Mapping[str, float]] = None) -> Record:
+def rejudged(record: Record, floors: Optional[Mapping[str, float]] = None,
+             margin: Optional[float] = None) -> Record:
     """The record with its summary judged again from its stored series by this kerasbench's rule (a copy; the
     record itself is left as it is): at `floors` ({"rss", "heap"} bytes/iteration) when given, else at its spec's
     floor when that was given, else at the calibrations here, by count. What it cannot change: the readings (a
     record of protocol 7 or older read the heap without the young-generation collection) and where each repeat
-    stopped (its own protocol's looks). The summary's `rejudged_from` names the protocol that judged it before."""
+    stopped (its own protocol's looks). The summary's `rejudged_from` names the protocol that judged it before.
+    `margin` (bytes/iteration, both series): judged against it, as a given floor (another record's question)."""
     from .spec import RunSpec
 
     spec = dict(record["spec"])
-    if not str(spec.get("floor_source") or "").startswith("given"):
+    if margin is not None:
+        spec["floor"], spec["floor_source"] = float(margin), "given (the scored record's margin)"
+    elif not str(spec.get("floor_source") or "").startswith("given"):
         spec["floor"] = None  # resolved when measured: resolve it again, at each repeat's count
     spec.setdefault("allocator", "glibc")
     spec = RunSpec.of_record(spec)

@@ -54,15 +54,29 @@ def failure_message(record: dict) -> str:
     if s.get("heap_growth_per_iter") is not None:
         lines.append(f"  heap {kib_text(s['heap_growth_per_iter'])} KiB/iteration, 95% CI "
                      f"[{kib_text(s['heap_growth_ci_low'])}, {kib_text(s['heap_growth_ci_high'])}] KiB/iteration, "
-                     f"heap floor {floor_kib(s['heap_floor'])} KiB/iteration")
+                     f"heap {_heap_margin(s)}{floor_kib(s['heap_floor'])} KiB/iteration")
     if s.get("why"):
         lines.append(f"  not decided: {s['why']}")
-    lines.append(f"  floor {floor_kib(s['floor'])} KiB/iteration, from {s.get('floor_source') or 'given'}; judged by "
-                 f"{version_text(version_of(s))}")
+    if s.get("margin") is not None:
+        lines.append(f"  margin {floor_kib(s['margin'])} KiB/iteration ({s.get('margin_source') or 'given'}), "
+                     f"resolution {floor_kib(s['floor'])} KiB/iteration from {s.get('floor_source') or 'given'}; "
+                     f"judged by {version_text(version_of(s))}")
+    else:
+        lines.append(f"  floor {floor_kib(s['floor'])} KiB/iteration, from {s.get('floor_source') or 'given'}; judged "
+                     f"by {version_text(version_of(s))}")
     if series:
         lines.append(f"  RSS {sparkline(series, width=40)}  {mib_text(series[0])} -> {mib_text(series[-1])} MiB "
                      f"over {len(series)} iterations")
     return "\n".join(lines + _where(record))
+
+
+def _heap_margin(s: dict) -> str:
+    """'margin 4 KiB/iteration, resolution ' of a protocol 9 summary's heap, 'floor ' of an older one."""
+    from .units import floor_kib
+
+    if s.get("heap_margin") is None:
+        return "floor "
+    return f"margin {floor_kib(s['heap_margin'])} KiB/iteration, resolution "
 
 
 # Where the growth goes: a traced record's own answer, else how to ask for it and what that costs (docs/commands.md,

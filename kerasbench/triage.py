@@ -139,6 +139,9 @@ def classify(metric: str, good: Record, bad: Record, record: Record,
     compare's verdicts: unchanged against the good end is good, the bad end's change (larger or smaller) is bad.
     """
     sides = {name: compare.cell_side(r, metric) for name, r in (("good", good), ("bad", bad), ("record", record))}
+    by_verdict = _by_verdict(sides, names)
+    if by_verdict is not None:
+        return by_verdict
     points = compare.uncertain_values(metric, [sides["good"], sides["bad"], sides["record"]])
     if points is not None:
         where = rule.place(*points)
@@ -150,6 +153,23 @@ def classify(metric: str, good: Record, bad: Record, record: Record,
     if verdict == change:
         return "bad", f"like {names[1]}: {verdict} as it is ({why})"
     return "unclear", f"like neither end: {verdict} against {names[0]} ({why}), where {names[1]} is {change}"
+
+
+def _by_verdict(sides: dict, names: Tuple[str, str]) -> Optional[Tuple[str, str]]:
+    """A slope's class by the verdicts `run` prints (rule.judge's, as each record holds them) where the ends' verdicts
+    are decided and differ (flat at one, grows at the other): the middle is like the end whose verdict it shares,
+    unclear while its own is inconclusive. None where the ends read alike (the scale decides) or are not slopes."""
+    verdicts = {name: side.get("bare") for name, side in sides.items()}
+    good, bad, middle = verdicts["good"], verdicts["bad"], verdicts["record"]
+    if not ({good, bad} == {"flat", "grows"}):
+        return None
+    said = f"{sides['record'].get('series', 'series')} {middle}"
+    if middle == good:
+        return "good", f"like {names[0]}: {said}, as {names[0]} ({good}; {names[1]} {bad})"
+    if middle == bad:
+        return "bad", f"like {names[1]}: {said}, as {names[1]} ({bad}; {names[0]} {good})"
+    return "unclear", (f"neither like {names[0]} ({good}) nor like {names[1]} ({bad}) for certain: {said} "
+                       "(measure it longer: the record's why says the count needed)")
 
 
 def ends_verdict(said: str) -> Optional[str]:

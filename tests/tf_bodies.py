@@ -30,3 +30,17 @@ def predict_leaking(ctx):
     """The same predict, plus LEAK_BYTES of written numpy buffer kept for good."""
     ctx["model"].predict(ctx["x"], verbose=0)
     KEPT.append(np.ones(LEAK_BYTES // 8))
+
+
+KEEP16_BYTES = 16 * 1024
+
+
+def predict_keep16(ctx):
+    """The same predict, plus a written 16 KiB numpy buffer kept for good: a keeper of 16 KiB a call."""
+    ctx["model"].predict(ctx["x"], verbose=0)
+    KEPT.append(np.ones(KEEP16_BYTES // 8))
+
+
+def call(ctx):
+    """One iteration: the model called on the batch (model(x), no predict loop); nothing kept: a negative control."""
+    ctx["model"](ctx["x"], training=False)

@@ -15,6 +15,11 @@ if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy
 # both verdicts are decided. Each look is a test, so each is made at ALPHA / (planned looks): a union bound keeps
 # the chance of any false call over all looks at or below ALPHA, however many looks the run takes.
 LOOK_RATIO = 1.5  # looks at first, ×1.5, ×1.5² …: few looks (log of the span), each after a third more data
+# Beyond its last calibrated count a resolution falls as (last / n) ** BEYOND_POWER (protocol 9): as the square root,
+# slower than the 1/n a bounded noise (page staircases, glibc's sawtooth) allows a slope. The references' RSS of flat
+# TF pairs (docs/protocol.md) strays from its long-run slope by at most 1.1 KiB/iteration over 710 iterations
+# (3.6 for a period still settling), where this gives 9.3 from the glibc calibration's 32 KiB at 60.
+BEYOND_POWER = 0.5
 
 
 def look_points(first: int, last: int) -> List[int]:
@@ -49,7 +54,7 @@ def floor_between(points: Sequence[Tuple[int, float]], n: int) -> Optional[Tuple
     Between two calibrated counts the floor falls geometrically with the count (a straight line in log-log, as a
     slope's noise falls as a power of the count), never below the next count's floor: a run of 93 iterations and
     one of 89 are judged at floors 4 % apart, not 1 and 2 KiB (a step at each calibrated count flipped repeats that
-    read the same slope). At and beyond the last count, its floor.
+    read the same slope). At the last count, its floor; beyond it, falling as (last / n) ** BEYOND_POWER.
     """
     below = [(c, f) for c, f in points if c <= n and f is not None]
     if not below:
@@ -57,7 +62,7 @@ def floor_between(points: Sequence[Tuple[int, float]], n: int) -> Optional[Tuple
     c0, f0 = max(below)
     above = sorted((c, f) for c, f in points if c > n and f is not None)
     if not above:
-        return f0, c0, None
+        return f0 * (c0 / n) ** BEYOND_POWER if n > c0 else f0, c0, None
     c1, f1 = above[0]
     if f1 >= f0 or f0 <= 0 or f1 <= 0:
         return f0, c0, c1

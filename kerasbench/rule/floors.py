@@ -28,6 +28,14 @@ DEFAULT_SOURCE = "default ("  # how floor_for's text of the default floor begins
 FloorAt = Callable[[int], Tuple[float, str]]  # the floor (bytes/iteration) of a window of n iterations, and its source
 
 
+def default_resolution(series: str, n: int) -> float:
+    """The resolution of `series` over n iterations where no calibration fits (DEFAULT_RESOLUTION's table, between
+    and beyond its counts as floor_between reads a calibration's; under its first count, its first)."""
+    table = DEFAULT_RESOLUTION.get(series, DEFAULT_RESOLUTION["rss"])
+    found = floor_between(table, max(n, table[0][0]))
+    return float(found[0])
+
+
 def calibration_stamp(allocator: str, iterations: int, series: str = "rss", python: str = "") -> dict:
     """Which calibration floor_for takes the floor of `series` from at `iterations` (workers on `python`), as data (a
     record's floors_from): its file, key, when it was made and under which protocol; {"kind": "default"} when none
@@ -48,10 +56,11 @@ def floor_for(allocator: str, iterations: int, default: Optional[float] = None,
     `iterations` falling geometrically to the next); the default when none
     fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
     nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration). `python`:
-    the workers' Python (floors.python_version's; '' this process's). `default`: DEFAULT_RESOLUTION's of `series`.
+    the workers' Python (floors.python_version's; '' this process's). `default`: DEFAULT_RESOLUTION's of `series`
+    at `iterations`.
     """
     if default is None:
-        default = DEFAULT_RESOLUTION.get(series, DEFAULT_RESOLUTION["rss"])
+        default = default_resolution(series, iterations)
     found = stored.ranked(allocator, iterations, python) or [(None, None, None)]
     path, data, n = found[0]
     if data is not None and series != "rss" and not data.get(f"{series}_floors"):
@@ -68,8 +77,9 @@ def floor_for(allocator: str, iterations: int, default: Optional[float] = None,
     if table.get(str(n)) is None:
         return default, f"default ({what}, {fitted}, detected no tested rate at {n} iterations)"
     floor, _, upper = floor_between([(int(c), v) for c, v in table.items()], iterations)
-    counts = f"{n} iterations" if upper is None or floor == table[str(n)] else \
-        f"{iterations} iterations, between its {n} and {upper}"
+    counts = (f"{iterations} iterations, beyond its last count {n} (as the square root of the count)"
+              if upper is None and iterations > n else f"{n} iterations" if upper is None or floor == table[str(n)]
+              else f"{iterations} iterations, between its {n} and {upper}")
     behind = [(p, d) for p, d, count in found[1:] if count == n]  # what the user's folder outranks: said, not guessed
     ahead = (f"; ahead of {stored._where(behind[0][0])} ({behind[0][1].get('runs')} runs per control), the user's "
              "folder first: delete it to use that one") if behind else ""

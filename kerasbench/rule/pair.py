@@ -81,6 +81,8 @@ def judge_results(results: Sequence[dict], spec: RunSpec, series: str, at: Floor
     def common(n: int) -> Tuple[float, str]:
         return at(min(n, count))
 
+    common.uncapped = at  # what a longer run would be judged at: the count needed (series.needed_count)
+
     margin, margin_source = margin_for(spec, series)
     period = period_of(spec)
     judgements = [judge(v, margin, common, alpha(spec, r), t, period) for v, r, t in zip(values, results, teeth)]

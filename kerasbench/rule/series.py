@@ -35,9 +35,10 @@ from ..units import KIB, floor_kib
 # growth (growth_kind), at RSS's margin.
 MARGINS = {"rss": 64 * KIB, "heap": 4 * KIB}
 
-# The resolution where no calibration fits (floors.floor_for's default): the shipped glibc calibration's from 30
-# iterations (32 KiB RSS, 0.5 KiB heap), said as the default wherever it is used, never a calibration's.
-DEFAULT_RESOLUTION = {"rss": 32 * KIB, "heap": 512.0}
+# The resolution where no calibration fits (floors.floor_for's default), by count: the shipped glibc calibration's
+# (docs/calibration/glibc-*-py3.11.json: RSS 128 KiB at 8 iterations, 32 from 30; the heap 0.5 KiB), between and
+# beyond its counts as a calibration's (counts.floor_between); said as the default wherever it is used.
+DEFAULT_RESOLUTION = {"rss": ((8, 128 * KIB), (30, 32 * KIB), (60, 32 * KIB)), "heap": ((8, 512.0), (60, 512.0))}
 
 # The floor a calibration detects against (calibration.py: a rate counts as detected at half of it) when it tests
 # none: what `resolve=True` judges at. Not a margin: protocols up to 8 judged every series at it by default.
@@ -248,9 +249,10 @@ def judge(values: Sequence[float], margin: Floor = MARGINS["rss"], resolution: F
                f"{_BETWEEN if toothed else ''}): measure longer")
     needed = None
     if not resolve and np.isfinite(fit.slope):
-        needed = needed_count(fit, len(y), margin_value, resolution)
+        longer = getattr(resolution, "uncapped", resolution)  # a pair's repeats share one count's: not a longer run's
+        needed = needed_count(fit, len(y), margin_value, longer)
         if not why:
-            why = across_text(fit, len(y), margin_value, res_value, needed, resolution)
+            why = across_text(fit, len(y), margin_value, res_value, needed, longer)
     return Judgement(fit, found, shape, why=why, needed=needed, **made)
 
 

@@ -198,8 +198,9 @@ def floor(n: int, versions: Optional[Dict[str, Any]] = None) -> Optional[Tuple[f
     if found is None:
         return None
     value, c, upper = found
-    over = f"{c} iterations" if upper is None or value == data["floors"][c] else \
-        f"{n} iterations, between its {c} and {upper}"
+    over = (f"{n} iterations, beyond its last count {c} (as the square root of the count)"
+            if upper is None and n > c else f"{c} iterations" if upper is None or value == data["floors"][c]
+            else f"{n} iterations, between its {c} and {upper}")
     source = (f"TF's own heap settling over {over} ({data['path']}: {data['negatives']} negative series of the "
               f"reference runs on {_made_on(data)}")
     if foreign(data, versions):
