@@ -238,6 +238,10 @@ def given_floor_text(summary: dict) -> str:
     if summary.get("margin") is not None:  # protocol 9: a given floor is the margin
         if not str(summary.get("margin_source") or "").startswith("given"):
             return ""
+        heap = summary.get("heap_margin")
+        if heap is not None and heap != summary["margin"]:  # under RSS's least margin: the heap's (rule.margin_for)
+            return (f", judged against the given margin of {floor_kib(heap)} KiB/iteration (RSS at no less than "
+                    f"{floor_kib(summary['margin'])})")
         return f", judged against the given margin of {floor_kib(summary['margin'])} KiB/iteration"
     stamp = (summary.get("floors_from") or {}).get("rss") or {}
     given = stamp.get("kind") == "given" or str(summary.get("floor_source") or "").startswith("given")

@@ -91,9 +91,11 @@ def settle_floor(base: RunSpec, allowed: bool, err: TextIO) -> RunSpec:
         return base
     from . import floors
 
-    ensure_calibration(base.allocator, base.iterations, err, allowed=allowed and not floors.no_calibrate(),
-                       python=base.python)
-    return base
+    why = ensure_calibration(base.allocator, base.iterations, err, allowed=allowed and not floors.no_calibrate(),
+                             python=base.python)
+    # why none was made rides in floor_source (a floor not given has no source of its own): the default resolution's
+    # text says it (rule.floor_at), and the record keeps the text it was judged with
+    return dataclasses.replace(base, floor_source=why).validate() if why else base
 
 
 class Kept:

@@ -95,8 +95,8 @@ def make_record(spec: RunSpec, repeats: List[Repeat], floors: Mapping[str, Floor
         "loop": spec.loop,
         "strategy": spec.strategy,
         # a given floor is the margin and stays as given (--rejudge keeps it); else the resolution it was judged at
-        "spec": {**dataclasses.asdict(spec), **({} if spec.floor is not None else
-                                               {"floor": summary["floor"], "floor_source": summary["floor_source"]})},
+        "spec": {**dataclasses.asdict(spec), **({"floor_source": summary["margin_source"]} if spec.floor is not None
+                                               else {"floor": summary["floor"], "floor_source": summary["floor_source"]})},
         "status": status,
         "reason": reason,
         "environment": environment,
@@ -120,7 +120,7 @@ def rejudged(record: Record, floors: Optional[Mapping[str, float]] = None,
     if margin is not None:
         spec["floor"], spec["floor_source"] = float(margin), "given (the scored record's margin)"
     elif not str(spec.get("floor_source") or "").startswith("given"):
-        spec["floor"] = None  # resolved when measured: resolve it again, at each repeat's count
+        spec["floor"], spec["floor_source"] = None, ""  # resolved when measured: again, at each repeat's count
     spec.setdefault("allocator", "glibc")
     spec = RunSpec.of_record(spec)
     at = {**rule.spec_floors(spec, record.get("environment")),

@@ -181,13 +181,13 @@ def test_round_trip(tmp_path, monkeypatch):
 
 def test_floor_for_picks_the_count(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    assert rule.floor_for("glibc", 30)[0] == rule.DEFAULT_FLOOR
+    assert rule.floor_for("glibc", 30)[0] == rule.floors.default_resolution("rss", 30)  # the shipped glibc table's
     source = rule.floor_for("glibc", 30)[1]
     assert "default (no calibration for glibc at <= 30 iterations fits glibc on glibc" in source
     assert str(tmp_path) in rule.floor_for("glibc", 30)[1]  # says where it looked
     floors.save(fake_calibration(floors={"30": 128 * KIB, "60": 32 * KIB, "100": None}), floors.path_for("glibc"))
     floor, source = rule.floor_for("glibc", 10)  # fewer than calibrated: it does not cover the run
-    assert floor == rule.DEFAULT_FLOOR and "no calibration for glibc at <= 10 iterations" in source
+    assert floor == rule.floors.default_resolution("rss", 10) and "no calibration for glibc at <= 10 iterations" in source
     # between two calibrated counts the floor falls geometrically (log-log), not in a step at the next count
     floor, source = rule.floor_for("glibc", 45)
     assert floor == pytest.approx(128 * KIB * 0.25 ** (math.log(45 / 30) / math.log(2)))
@@ -197,7 +197,7 @@ def test_floor_for_picks_the_count(tmp_path, monkeypatch):
     floor, source = rule.floor_for("glibc", 60)
     assert floor == 32 * KIB and "calibration" in source and "60 iterations)" in source and "fits glibc on" in source
     floor, source = rule.floor_for("glibc", 500)
-    assert floor == rule.DEFAULT_FLOOR and "detected no tested rate at 100" in source
+    assert floor == rule.floors.default_resolution("rss", 500) and "detected no tested rate at 100" in source
 
 
 def test_a_calibration_fits_by_key_not_host(tmp_path, monkeypatch):
@@ -208,7 +208,7 @@ def test_a_calibration_fits_by_key_not_host(tmp_path, monkeypatch):
     other = fake_calibration(floors={"30": 16 * KIB})
     other.update(host="another-machine", key={**key, "library": "glibc 2.17"})  # another glibc: does not fit
     floors.save(other, str(shipped / floors.file_name(other["key"])))
-    assert rule.floor_for("glibc", 30)[0] == rule.DEFAULT_FLOOR
+    assert rule.floor_for("glibc", 30)[0] == rule.floors.default_resolution("rss", 30)
     same = fake_calibration(floors={"30": 8 * KIB})
     same["host"] = "another-machine"  # made elsewhere, same key: fits here
     floors.save(same, str(shipped / floors.file_name(key)))
@@ -233,14 +233,14 @@ def test_a_worker_on_another_python_is_judged_by_its_own_pythons_calibration(tmp
     floors.save(fake_calibration(floors={"30": 8 * KIB}), floors.path_for("glibc"))
     assert rule.floor_for("glibc", 30)[0] == rule.floor_for("glibc", 30, python=ours + ".1")[0] == 8 * KIB
     floor, source = rule.floor_for("glibc", 30, python=f"{other}.13")
-    assert floor == rule.DEFAULT_FLOOR and f"Python {other};" in source
+    assert floor == rule.floors.default_resolution("rss", 30) and f"Python {other};" in source
     assert rule.calibration_stamp("glibc", 30, python=other) == {"kind": "default"}
     interpreter = tmp_path / "python-other"  # an environment's interpreter: asked for its version
     interpreter.write_text(f"#!/bin/sh\necho {other}\n")
     interpreter.chmod(0o755)
     assert floors.python_version(str(interpreter)) == other
     spec = RunSpec("control", "control_noop", iterations=30, python=str(interpreter))
-    assert spec_floors(spec)["rss"](30)[0] == rule.DEFAULT_FLOOR  # before the worker said its versions
+    assert spec_floors(spec)["rss"](30)[0] == rule.floors.default_resolution("rss", 30)  # before the worker's word
     assert spec_floors(spec, {"python": f"{ours}.2"})["rss"](30)[0] == 8 * KIB  # the record's word wins
     assert spec_floors(spec, {"python": f"{other}.2"})["rss"].stamp(30) == {"kind": "default"}
     made = calibration.make_calibration(calibration.analyze(simulated_runs(noise=0.5 * KIB), [30], RATES), "glibc",
@@ -333,27 +333,30 @@ def test_bad_file_makes_run_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
     code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3"])
     err = capsys.readouterr().err
     assert code == 2 and path in err and err.count("\n") == 1 and "Traceback" not in err
-    # a floor given on the command line does not need the file
+    # a floor given on the command line is the margin: the resolution still comes from the file
     assert call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3",
-                 "--floor-kib", "64"])[0] == 0
+                 "--floor-kib", "64"])[0] == 2
 
 
-def test_verdict_follows_the_stored_floor(tmp_path, monkeypatch):
-    # 32 KiB/iteration of small Python objects is measured within ~10 % on glibc over 30 iterations
+def test_the_resolution_follows_the_stored_calibration_and_the_margin_stays(tmp_path, monkeypatch):
+    # 48 KiB/iteration of small Python objects is measured within ~10 % on glibc over 30 iterations: against the
+    # 64 KiB margin, undecided at the default resolution (32 KiB: +48 ± 32 reaches it), flat at a calibrated 4
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    spec = dict(loop="control", strategy="control_leak_python", iterations=30, warmup=2, leak_bytes=32 * KIB)
+    spec = dict(loop="control", strategy="control_leak_python", iterations=30, warmup=2, leak_bytes=48 * KIB)
     default = measure(RunSpec(**spec))
-    assert default["summary"]["floor"] == rule.DEFAULT_FLOOR and default["summary"]["verdict"] != "grows"
-    floors.save(fake_calibration(floors={"30": 8 * KIB}), floors.path_for("glibc"))
+    assert default["summary"]["floor"] == rule.floors.default_resolution("rss", 30)
+    assert default["summary"]["margin"] == 64 * KIB and default["summary"]["verdict"] == "inconclusive"
+    floors.save(fake_calibration(floors={"30": 4 * KIB}), floors.path_for("glibc"))
     calibrated = measure(RunSpec(**spec))
-    assert calibrated["summary"]["floor"] == 8 * KIB and calibrated["summary"]["verdict"] == "grows"
+    assert calibrated["summary"]["floor"] == 4 * KIB and calibrated["summary"]["verdict"] == "flat"
+    assert calibrated["summary"]["margin"] == 64 * KIB
     assert floors.path_for("glibc") in calibrated["summary"]["floor_source"]
     # summarize alone (what asv reads) follows the stored floor too, and so does the table footer
     from kerasbench.console import run_table as table
     from kerasbench.summary import summarize
 
-    assert summarize(default["repeats"], RunSpec(**spec), spec_floors(RunSpec(**spec)))["verdict"] == "grows"
-    assert f"floor 8 KiB/iteration, from calibration {floors.path_for('glibc')}" in table([calibrated])
+    assert summarize(default["repeats"], RunSpec(**spec), spec_floors(RunSpec(**spec)))["verdict"] == "flat"
+    assert f"resolution 4 KiB/iteration, from calibration {floors.path_for('glibc')}" in table([calibrated])
 
 
 # --- allocators ------------------------------------------------------------------------------------
@@ -481,7 +484,7 @@ def test_a_run_without_a_fitting_calibration_calibrates_once(tmp_path, monkeypat
     err = capsys.readouterr().err
     assert code == 0 and "no calibration fits glibc on" in err and "calibrating glibc:" in err
     assert os.listdir(tmp_path) == [os.path.basename(floors.path_for("glibc"))]  # cached
-    assert f"floor 256 KiB/iteration, from calibration {floors.path_for('glibc')} (fits glibc on" in text
+    assert f"resolution 256 KiB/iteration, from calibration {floors.path_for('glibc')} (fits glibc on" in text
     code, text = call(argv)  # the next run finds it
     assert code == 0 and "calibrating" not in capsys.readouterr().err and "from calibration" in text
 
@@ -492,8 +495,9 @@ def test_no_calibrate_says_why_the_default(tmp_path, monkeypatch, capsys):
     code, text = call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "5",
                        "--no-calibrate"])
     assert code == 0 and "calibrating" not in capsys.readouterr().err and os.listdir(tmp_path) == []
-    line = next(ln for ln in text.splitlines() if ln.startswith("floor "))
-    assert line.startswith("floor 64 KiB/iteration, from default (no calibration for glibc at <= 5 iterations fits")
+    line = next(ln for ln in text.splitlines() if ln.startswith("resolution "))
+    assert line.startswith("resolution 128 KiB/iteration, from default (no calibration for glibc at <= 5 iterations "
+                           "fits")
     assert "not calibrated: --no-calibrate" in line
     capsys.readouterr()
     out = tmp_path.parent / f"{tmp_path.name}-r.json"  # stamped as the default it is (the atlas reads the kinds)
@@ -501,11 +505,12 @@ def test_no_calibrate_says_why_the_default(tmp_path, monkeypatch, capsys):
                  "--json", str(out)])[0] == 0, capsys.readouterr().err
     stamp = json.loads(out.read_text())["records"][0]["summary"]["floors_from"]
     assert stamp["rss"]["kind"] == stamp["heap"]["kind"] == "default"
-    assert stamp["rss"]["source"].startswith("default (no calibration for glibc")
     given = tmp_path.parent / f"{tmp_path.name}-g.json"
     assert call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "5", "--floor-kib", "64",
-                 "--json", str(given)])[0] == 0
-    assert json.loads(given.read_text())["records"][0]["summary"]["floors_from"]["rss"]["kind"] == "given"
+                 "--json", str(given), "--no-calibrate"])[0] == 0
+    summary = json.loads(given.read_text())["records"][0]["summary"]
+    # a given floor is the margin; the resolution is still the default one (no calibration here)
+    assert summary["margin_source"].startswith("given") and summary["floors_from"]["rss"]["kind"] == "default"
 
 
 def test_an_allocator_that_did_not_load_is_flagged():

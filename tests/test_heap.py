@@ -176,7 +176,10 @@ def _summary(rss_slope, heap_slope, heap=True, n=40, repeats=2, floor=16 * KIB):
                           heap_unavailable="no reader")
         reps.append({"repeat": r, "status": "ok", "reason": None, "result": result, "environment": None})
     spec = types.SimpleNamespace(floor=floor, floor_source="given", iterations=n)
-    return summarize(reps, spec, spec_floors(spec))
+    from kerasbench import rule
+
+    # the given floor is the margin; the resolution fixed (RSS 8 KiB, heap 0.5 KiB: no calibration read)
+    return summarize(reps, spec, rule.fixed_floors({"rss": 8 * KIB, "heap": 512.0}, "test"))
 
 
 def test_heap_metrics_have_the_known_slopes_and_name_what_grew():

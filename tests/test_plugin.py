@@ -140,12 +140,12 @@ def test_leak_under_its_own_floor():
 
 def test_fixture_has_the_defaults(kerasbench_measure):
     record, = kerasbench_measure(flat, iterations=12)
-    assert record["spec"]["profile"] == "quick" and record["summary"]["floor"] == 16 * 1024
+    assert record["spec"]["profile"] == "quick" and record["summary"]["heap_margin"] == 16 * 1024
     assert record["spec"]["warmup"] == 5 and record["summary"]["verdict"] == "flat"
 ''', "--kerasbench-max-growth=16KiB", "--kerasbench-profile=quick", workers=True)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*_ test_leak_at_the_suite_floor _*"])  # its failure section (no summary: -rN)
-    assert "floor 16 KiB/iteration, from given" in result.stdout.str()
+    assert "judged against the given margin of 16 KiB/iteration (RSS at no less than 64)" in result.stdout.str()
 
 
 def test_marker_options_win_over_the_suite_defaults(pytester):

@@ -61,21 +61,26 @@ def test_a_record_that_breaks_the_schema_fails_the_test_that_built_it():
 
 
 def test_the_floor_is_resolved_when_the_record_is_judged():
+    from kerasbench import rule
+
     skipped = measure(RunSpec("control", "clear_session"))  # does not apply: no worker
     summary, spec = skipped["summary"], skipped["spec"]
-    assert summary["floor"] == 64 * KIB
+    assert summary["floor"] == rule.floors.default_resolution("rss", spec["iterations"])  # the resolution
     assert summary["floor_source"].startswith("default (no calibration for glibc at ")
     assert (spec["floor"], spec["floor_source"]) == (summary["floor"], summary["floor_source"])
+    assert summary["margin"] == 64 * KIB and summary["margin_source"] == "default margin"
 
-    given = measure(RunSpec("control", "clear_session", floor=8 * KIB))
-    assert given["summary"]["floor"] == given["spec"]["floor"] == 8 * KIB
-    assert given["summary"]["floor_source"] == given["spec"]["floor_source"] == "given (--floor-kib or RunSpec.floor)"
+    given = measure(RunSpec("control", "clear_session", floor=8 * KIB))  # a given floor: the margin, kept as given
+    assert given["summary"]["margin"] == given["spec"]["floor"] == 8 * KIB
+    assert given["summary"]["margin_source"] == given["spec"]["floor_source"] == "given (--floor-kib or RunSpec.floor)"
 
 
 def test_validation_leaves_the_floor_to_the_record():
     spec = RunSpec("control", "control_noop").validate()
     assert spec.floor is None and spec.floor_source == ""
-    assert spec_floors(spec)["rss"](spec.iterations)[0] == 64 * KIB
+    from kerasbench import rule
+
+    assert spec_floors(spec)["rss"](spec.iterations)[0] == rule.floors.default_resolution("rss", spec.iterations)
 
 
 def test_a_summary_is_judged_at_the_floors_it_is_given_and_reads_no_calibration(monkeypatch):
@@ -90,7 +95,7 @@ def test_a_summary_is_judged_at_the_floors_it_is_given_and_reads_no_calibration(
     low = summary.summarize(record["repeats"], spec, rule.fixed_floors({"rss": 1.0, "heap": 1.0}, "test"))
     assert (low["floor"], low["floor_source"]) == (1.0, "test") and low["verdict"] != "flat"
     high = summary.summarize(record["repeats"], spec, rule.fixed_floors({"rss": 1e12, "heap": 1e12}, "test"))
-    assert (high["floor"], high["verdict"]) == (1e12, "flat")
+    assert (high["floor"], high["verdict"]) == (1e12, "inconclusive")  # a resolution that wide decides nothing
 
 
 # ---------------------------------------------------------------- files and the records tree

@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy
 SERIES = ("rss", "heap")
 GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
 DEFAULT_MARGIN = "default margin"  # where a margin came from when none was given
+# A given margin under this is the heap's; RSS is judged against this one (margin_for): twice what glibc's RSS
+# resolves from 30 iterations (32 KiB).
+RSS_LEAST_MARGIN = 64 * 1024
 DEFAULT_SOURCE = "default ("  # how floor_for's text of the default floor begins
 
 
@@ -89,10 +92,15 @@ def floor_for(allocator: str, iterations: int, default: Optional[float] = None,
 
 def margin_for(spec: Any, series: str = "rss") -> Tuple[float, str]:
     """(margin in bytes/iteration, where it came from) of `series` for `spec`: what counts as growth, the same at
-    every count. The given one (spec.floor: --floor-kib, max_growth, floor_kib; both series), else MARGINS'."""
+    every count. The given one (spec.floor: --floor-kib, max_growth, floor_kib), else MARGINS'. RSS is judged against
+    no less than its default (RSS_LEAST_MARGIN): it moves in pages, and glibc's resolves ~32 KiB/iteration from 30
+    iterations on, so a smaller margin is the heap's (what pytest-memray's limit counts: memory not given back)."""
     given = getattr(spec, "floor", None)
     if given is not None:
-        return float(given), getattr(spec, "floor_source", "") or GIVEN_FLOOR
+        source = getattr(spec, "floor_source", "") or GIVEN_FLOOR
+        if series == "rss" and given < RSS_LEAST_MARGIN:
+            return float(RSS_LEAST_MARGIN), f"{source}; RSS at no less than {RSS_LEAST_MARGIN // 1024} KiB"
+        return float(given), source
     return float(MARGINS.get(series, MARGINS["rss"])), DEFAULT_MARGIN
 
 
@@ -116,7 +124,8 @@ def floor_at(spec: RunSpec, series: str = "rss", versions: Optional[Dict[str, An
 
     @functools.lru_cache(maxsize=None)
     def chosen(n: int) -> Tuple[float, str, dict]:
-        value, source = floor_for(spec.allocator, n, series=series, python=python)
+        value, source = floor_for(spec.allocator, n, series=series, python=python,
+                                  why="" if spec.floor is not None else getattr(spec, "floor_source", "") or "")
         if settles:
             tf = settling.floor(n, versions)
             if tf is not None and tf[0] > value:
