@@ -90,13 +90,14 @@ def make_record(spec: RunSpec, repeats: List[Repeat], floors: Mapping[str, Floor
     if environment is not None and "machine_name" not in environment:
         environment = {**environment, "machine_name": machines.name()}
     summary = summarize(repeats, spec, floors)
+    resolved = ({"floor_source": summary["margin_source"]} if spec.floor is not None
+                else {"floor": summary["floor"], "floor_source": summary["floor_source"]})
     return {
         "schema": SCHEMA_VERSION,
         "loop": spec.loop,
         "strategy": spec.strategy,
         # a given floor is the margin and stays as given (--rejudge keeps it); else the resolution it was judged at
-        "spec": {**dataclasses.asdict(spec), **({"floor_source": summary["margin_source"]} if spec.floor is not None
-                                               else {"floor": summary["floor"], "floor_source": summary["floor_source"]})},
+        "spec": {**dataclasses.asdict(spec), **resolved},
         "status": status,
         "reason": reason,
         "environment": environment,

@@ -130,7 +130,7 @@ def test_the_record_built_from_sent_series_has_the_same_summary(n):
         repeat["result"]["series"] = _sent_and_read(repeat["result"]["series"])
     after = summary.make_record(spec, record.listed_repeats(repeats), floors)
     assert _same(after, before)
-    # RSS +8 KiB/iteration under its 64 KiB margin: flat at 40 iterations and at 3000 alike
+    # RSS +8 KiB/iteration under its 128 KiB margin: flat at 40 iterations and at 3000 alike
     assert after["summary"]["verdict"] == "flat"
 
 

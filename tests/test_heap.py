@@ -8,7 +8,6 @@ import sys
 import pytest
 
 from kerasbench import allocators, probes, rule, stats
-from kerasbench.rule import spec_floors
 
 KIB = 1024
 

@@ -68,7 +68,7 @@ def test_the_floor_is_resolved_when_the_record_is_judged():
     assert summary["floor"] == rule.floors.default_resolution("rss", spec["iterations"])  # the resolution
     assert summary["floor_source"].startswith("default (no calibration for glibc at ")
     assert (spec["floor"], spec["floor_source"]) == (summary["floor"], summary["floor_source"])
-    assert summary["margin"] == 64 * KIB and summary["margin_source"] == "default margin"
+    assert summary["margin"] == rule.MARGINS["rss"] and summary["margin_source"] == "default margin"
 
     given = measure(RunSpec("control", "clear_session", floor=8 * KIB))  # a given floor: the margin, kept as given
     assert given["summary"]["margin"] == given["spec"]["floor"] == 8 * KIB

@@ -50,7 +50,8 @@ def test_the_floor_covers_every_negative_at_every_count_and_never_rises_with_the
         assert floors[n] >= top and np.log2(floors[n]) == int(np.log2(floors[n]))  # covers it, a power of two
         for rec in records:  # every negative judged at its count's floor is not `grows`
             for rep in rec["repeats"]:
-                assert rule.judge(rep["result"]["series"]["heap"][:n], floors[n], alpha=cal["level"], resolve=True).verdict != "grows"
+                judged = rule.judge(rep["result"]["series"]["heap"][:n], floors[n], alpha=cal["level"], resolve=True)
+                assert judged.verdict != "grows"
     assert floors[8] > floors[counts[-1]]  # settling is steeper early
 
 

@@ -71,7 +71,7 @@ def test_leaking_body_fails_with_slope_ci_floor_and_curve():
     heap = float(text.split("  heap ")[1].split(" KiB")[0])
     assert 0.98 * LEAK / KIB < heap < 1.02 * LEAK / KIB
     assert "judged by protocol 9" in text
-    assert "95% CI [" in text and "margin 64 KiB/iteration (default margin), resolution " in text
+    assert "95% CI [" in text and "margin 128 KiB/iteration (default margin), resolution " in text
     assert any(c in text for c in SPARKS[1:]) and "over 20 iterations" in text
 
 
