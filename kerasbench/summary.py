@@ -35,7 +35,7 @@ def summarize(repeats: Sequence[Repeat], spec: RunSpec, floors: Mapping[str, Flo
     if not results:
         floor, floor_source = floors["rss"](spec.iterations)
         summary.update(floor=floor, floor_source=floor_source, margin=rule.margin_for(spec, "rss")[0],
-                       margin_source=rule.margin_for(spec, "rss")[1])
+                       margin_source=rule.margin_for(spec, "rss")[1], heap_margin=rule.margin_for(spec, "heap")[0])
         partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
         if partial:  # a stopped worker: its growth until the stop is still worth showing
             judged = rule.judge(partial[0], rule.margin_for(spec, "rss")[0], floors["rss"], summary["alpha"],

@@ -71,8 +71,10 @@ def test_the_floor_is_resolved_when_the_record_is_judged():
     assert summary["margin"] == rule.MARGINS["rss"] and summary["margin_source"] == "default margin"
 
     given = measure(RunSpec("control", "clear_session", floor=8 * KIB))  # a given floor: the margin, kept as given
-    assert given["summary"]["margin"] == given["spec"]["floor"] == 8 * KIB
-    assert given["summary"]["margin_source"] == given["spec"]["floor_source"] == "given (--floor-kib or RunSpec.floor)"
+    assert given["summary"]["heap_margin"] == given["spec"]["floor"] == 8 * KIB
+    assert given["summary"]["margin"] == 64 * KIB  # RSS at no less than what glibc's RSS resolves: rule.margin_for
+    assert given["summary"]["margin_source"] == given["spec"]["floor_source"]
+    assert given["summary"]["margin_source"].startswith("given (--floor-kib or RunSpec.floor)")
 
 
 def test_validation_leaves_the_floor_to_the_record():

@@ -93,12 +93,12 @@ def test_the_matrices_count_each_pair_and_the_disagreements_say_why(files):
 
 
 def test_a_reference_is_judged_against_the_margin_of_the_verdict_it_checks(tmp_path):
-    # 40 KiB/iteration: a long run against a margin of 16 KiB grows; a short one against 256 KiB says flat, which is
+    # 160 KiB/iteration: a long run against a margin of 96 KiB grows; a short one against 512 KiB says flat, which is
     # true of that margin: the long run answers the scored record's question, at its own count's resolution
-    ref_record = record("reuse_model", line(300, 40 * KIB, noise=4 * KIB), flat(300, 100 * MIB), floor=16 * KIB)
+    ref_record = record("reuse_model", line(300, 160 * KIB, noise=4 * KIB), flat(300, 100 * MIB), floor=96 * KIB)
     ref = save(tmp_path, "ref.json", [ref_record])
-    short = save(tmp_path, "short.json", [record("reuse_model", line(12, 40 * KIB, noise=4 * KIB),
-                                                 flat(12, 100 * MIB), floor=256 * KIB)])
+    short = save(tmp_path, "short.json", [record("reuse_model", line(12, 160 * KIB, noise=4 * KIB),
+                                                 flat(12, 100 * MIB), floor=512 * KIB)])
     [pair] = score.score(*score.load([short], [ref]))["pairs"]
     assert score.rejudged(ref_record)["verdict"] == "grows"  # against its own margin
     assert (pair["reference"]["verdict"], pair["scored"]["verdict"]) == ("flat", "flat")  # against the scored one
@@ -215,24 +215,25 @@ def test_the_shipped_references_load_and_say_how_they_were_made():
 
 
 def test_an_atlas_is_scored_as_shown_its_stored_labels_at_its_stored_floors(tmp_path):
-    # the long run leaks 40 KiB/iteration of RSS; an atlas cell judged at 64 KiB (protocol 7's stamp: the default for
-    # both series, the heap floor not stored) shows it flat. Scored as shown: right at 64 KiB, wrong against the long
-    # run's own 16 KiB, and the cell's label is the one the page shows, not one judged again from a series
+    # the long run leaks 160 KiB/iteration of RSS; an atlas cell judged at 256 KiB (an older protocol's floor, the
+    # heap floor not stored, no margin) shows it flat. Scored as shown: right at 256 KiB, wrong against the long run's
+    # own 96 KiB, and the cell's label is the one the page shows, not one judged again from a series
     from kerasbench import atlas, compare
 
-    ref = save(tmp_path, "ref.json", [record("reuse_model", line(300, 40 * KIB, noise=4 * KIB), flat(300, 100 * MIB),
-                                             floor=16 * KIB)])
-    cell = record("reuse_model", line(20, 256 * KIB), flat(20, 100 * MIB), floor=64 * KIB)
-    cell["summary"].update(verdict="flat", growth_kind="flat", heap_verdict="flat", floor=64 * KIB,
+    ref = save(tmp_path, "ref.json", [record("reuse_model", line(300, 160 * KIB, noise=4 * KIB), flat(300, 100 * MIB),
+                                             floor=96 * KIB)])
+    cell = record("reuse_model", line(20, 256 * KIB), flat(20, 100 * MIB), floor=128 * KIB)
+    cell["summary"].update(verdict="flat", growth_kind="flat", heap_verdict="flat", floor=256 * KIB,
                            floors_from={"rss": {"kind": "default"}, "heap": {"kind": "default"}})
-    cell["summary"].pop("heap_floor", None)
+    for key in ("heap_floor", "margin", "heap_margin", "margin_source", "needed", "heap_needed"):
+        cell["summary"].pop(key, None)
     groups = compare.group([(cell, "x.json", "2.21.0")])
     path = tmp_path / "atlas.json"
     path.write_text(json.dumps(atlas.data(groups)))
     from kerasbench.commands.score import load
 
     scored, _ = load([str(path)], [ref])
-    assert not score.has_series(scored[0][0]) and score.as_shown(scored[0][0])["heap_floor"] == 64 * KIB
+    assert not score.has_series(scored[0][0]) and score.as_shown(scored[0][0])["heap_floor"] == 256 * KIB
     result = score.score(*load([str(path)], [ref]))
     [pair] = result["pairs"]
     assert pair["as_shown"] and (pair["scored"]["verdict"], pair["scored"]["kind"]) == ("flat", "flat")
