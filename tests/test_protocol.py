@@ -256,9 +256,9 @@ def test_pair_verdict_is_rss_and_heap_together():
 # ---------------------------------------------------------------- the Decider (the runner's side of a look)
 
 
-def _decider():
+def _decider():  # a margin of 192 KiB: RSS at 8 iterations resolves 128 (the default resolution here)
     return rule.Decider(RunSpec("control", "control_noop", iterations=1000, min_iterations=8, budget=10,
-                                sequential=True, floor=64 * KIB))
+                                sequential=True, floor=192 * KIB))
 
 
 def test_the_decider_stops_only_when_both_series_are_decided():
@@ -362,8 +362,9 @@ def test_the_decider_and_the_record_judge_at_the_plans_level():
     decider.look({"rss": [500 * MIB] * 8}, planned)
     assert decider.level == pytest.approx(0.05 / 3)
     assert decider.margins["rss"] == 64 * KIB  # the given floor: the margin
-    rss = list(500 * MIB + 100 * KIB * np.arange(12) + np.random.default_rng(2).normal(0, 300 * KIB, 12))
-    calibrated = dataclasses.replace(spec, floor=1 * KIB)  # a margin of 1 KiB, at a resolution of 1 KiB
+    # (the series of protocol 8's test ×8: Kendall's p and Theil-Sen's interval scale with it: +839 [+76, +1555])
+    rss = list(500 * MIB + 800 * KIB * np.arange(12) + np.random.default_rng(2).normal(0, 2400 * KIB, 12))
+    calibrated = dataclasses.replace(spec, floor=1 * KIB)  # RSS's margin: its least, 64 KiB; resolution 1 KiB
     at = rule.fixed_floors({"rss": 1 * KIB}, "a calibration")["rss"]
     judged = rule.judge_results([{"series": {"rss": rss}, **planned}], calibrated, "rss", at)
     assert judged.verdict == "grows" and judged.judgements[0].fit.p_trend == pytest.approx(0.014, abs=0.001)
