@@ -75,9 +75,9 @@ LATE_MIN = 6  # a flat window's late half is judged on its own from this many it
 
 NET_TEETH = 2  # a half whose fit spans this many teeth nets them out; with fewer it reads the phase of its teeth
 
-# A growth no shape rule holds back: the window's slope and its late half's (3 iterations or more) at least this many
-# times the margin, the late half confidently above the margin on its own. A cache that fills and stops has a flat
-# late half; a heap still settling at 2.5× the margin in its last period is left to the period's test.
+# A growth no shape rule holds back: the window's widened interval at or above this many times the margin, and its
+# late half (3 iterations or more) still growing that fast. A cache that fills and stops has a flat late half; a heap
+# still settling at 2.5× the margin in its last period is left to the period's test.
 CLEAR_OVER_MARGIN = 16.0
 
 # How far `needed` looks for the count that would decide (counts.look_points' steps from the count measured).
@@ -154,7 +154,7 @@ def judge(values: Sequence[float], margin: Floor = MARGINS["rss"], resolution: F
     rate or `grows` on its own (at its own count's resolution). A window whose growth fails that is a `step` (one
     difference carries most of the rise, many times the typical one) or `settling` (it slows down, the halves'
     intervals apart, or no steady state was found), and inconclusive; unless it is clear (CLEAR_OVER_MARGIN: the
-    slope many times the margin, the late half confidently above it alone): a shape rule never hides a large leak.
+    widened interval many times the margin, the late half still that fast): a shape rule never hides a large leak.
     `flat` must hold through the window too: a window whose late half alone `grows` is inconclusive, a growth that
     starts late (glibc's free heap pages absorb a leak until they are used up). An undecided series says the count
     that would decide it (`needed`). `teeth` (gc_teeth of the pair's heap, a bool per difference) marks the GC's
@@ -188,8 +188,9 @@ def judge(values: Sequence[float], margin: Floor = MARGINS["rss"], resolution: F
                 margin=float("nan") if resolve else margin_value)
     if found == "flat" and late_fit is None:  # flat must hold through the window: not a growth that starts late
         return Judgement(fit, found, "flat", **made)
-    clear = found == "grows" and late_grows and not resolve and \
-        min(fit.slope, late_own.slope) >= CLEAR_OVER_MARGIN * margin_value
+    clear = (found == "grows" and not resolve and len(late) >= 3
+             and widened(fit, res_value)[0] >= CLEAR_OVER_MARGIN * margin_value
+             and late_own.slope >= CLEAR_OVER_MARGIN * margin_value)
     early = late_rate = float("nan")
     slows = toothed = False
     if len(window) >= 6:
