@@ -69,6 +69,7 @@ from .units import KIB, floor_kib
 VERDICTS = ("regressed", "improved", "inconclusive", "not comparable", "unchanged", "n/a")  # also the output order
 FORMATS = ("table", "markdown", "json", "csv")
 NOISE_K = 3.0  # a difference must be this many times the measured noise
+LENGTHS_APART = 1.25  # runs of a growing pair whose counts differ by more than this are not compared on what piles up
 MIN_SERIES = 8  # iterations a series needs before its scatter around its line counts as noise
 MAD_SD = 1.4826  # MAD x this estimates a normal standard deviation
 ALPHA = 0.05
@@ -254,7 +255,7 @@ def _magnitude_side(side: Side, record: Record, results: list, n: int, how: Magn
         scatter = [residual_noise(r["series"]["rss"]) for r in results]
         scatter = [v for v in scatter if np.isfinite(v)]
         noise = _nanmax(noise, float(np.median(scatter)) if scatter else float("nan"))
-    side.update(noise=noise, iterations=n)
+    side.update(noise=noise, iterations=n, grows=rule.pair_verdict(record["summary"]) == "grows")
 
 
 def _count_side(side: Side, record: Record, results: list, n: int, how: ExactCount, metric: str) -> None:
@@ -376,6 +377,12 @@ def _what_grew(base, new) -> str:
 
 def _magnitude(base, new, rule):
     diff = new["value"] - base["value"]
+    counts = base.get("iterations"), new.get("iterations")
+    if rule.with_count and (base.get("grows") or new.get("grows")) and all(counts) and \
+            max(counts) > LENGTHS_APART * min(counts):
+        return "not comparable", (f"a growing pair measured over {counts[0]} and {counts[1]} iterations: what piles "
+                                  f"up grows with the count (difference {rule.difference(diff)}); its slope compares "
+                                  "the runs")
     noise = math.hypot(base.get("noise", float("nan")), new.get("noise", float("nan")))
     fmt, minimum = rule.difference, rule.minimum
     size = fmt(abs(diff)).lstrip("+")

@@ -160,6 +160,9 @@ class Magnitude:
     difference: Callable[[float], str]  # a signed difference, for the why text
     series_noise: bool = False  # the RSS series' scatter around its line counts as noise too (robust: MAD)
     face_value_alone: bool = False  # one repeat (no spread): the difference is taken at face value
+    # the value piles up over the iterations of a growing pair (a peak, what is retained): two runs of one such pair
+    # that stopped at different counts are not compared on it (their slope is), protocol 9
+    with_count: bool = False
 
 
 @dataclass(frozen=True)
@@ -306,12 +309,12 @@ METRICS: Dict[str, Metric] = {
         # peak_loop keeps its measurement (and its asv history); it is shown beside peak_over_baseline.
         Metric("peak_loop", "bytes", "peak RSS during the measured loop (VmHWM reset after warm-up)",
                _field("peak_loop_rss"), text=lambda v: f"{v / MIB:.1f} MiB", tracked=True,
-               compare=Magnitude(MIN_RSS, _signed_mib),  # judged on request (triage --metric), not by default
+               compare=Magnitude(MIN_RSS, _signed_mib, with_count=True),  # judged on request (triage --metric), not by default
                report=ReportView("Loop peak RSS", "MiB", MIB),
                column=RunColumn("peak MiB", lambda s: mib_text(s.get("peak_loop")))),
         Metric("peak_over_baseline", "bytes", "peak RSS of the loop minus the post-warm-up baseline",
                lambda r, n: r["peak_loop_rss"] - r["baseline_rss"], text=_signed_mib,
-               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=2, tracked=True,
+               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True, with_count=True), headline=2, tracked=True,
                beside="peak_loop", report=ReportView("Loop peak over baseline", "MiB", MIB, signed=True)),
         # What the loop needs on top of its setup: the peak of the whole run (warm-up and loop) over the RSS just
         # before the first iteration. A transient working set that the first iteration reaches, and glibc keeps, is
@@ -320,14 +323,14 @@ METRICS: Dict[str, Metric] = {
         # iteration's own (VmHWM reset after setup).
         Metric("peak_over_setup", "bytes", "peak RSS of the warm-up and the loop minus the RSS after setup (model "
                "built, data ready), just before the first iteration", _peak_over_setup, text=_signed_mib,
-               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=3, tracked=True,
+               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True, with_count=True), headline=3, tracked=True,
                beside="peak_loop", report=ReportView("Peak over setup", "MiB", MIB, signed=True, optional=True)),
         Metric("first_iteration_peak", "bytes", "peak RSS of the first iteration minus the RSS after setup",
                _difference("first_iteration_peak_rss", "setup_rss"), text=_signed_mib,
-               compare=Magnitude(MIN_RSS, _signed_mib)),
+               compare=Magnitude(MIN_RSS, _signed_mib, with_count=True)),
         Metric("retained", "bytes", "RSS after the loop and a full cleanup, minus the baseline",
                lambda r, n: r["final_rss"] - r["baseline_rss"], text=_signed_mib,
-               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True), headline=4, tracked=True,
+               compare=Magnitude(MIN_RSS, _signed_mib, series_noise=True, with_count=True), headline=4, tracked=True,
                column=RunColumn("retained MiB", lambda s: "n/a" if s.get("retained") is None
                                 else f"{s['retained'] / MIB:+.1f}")),
         # The allocator's own count of bytes in use (probes.HeapProbe): what a leak grows; RSS also grows when the
@@ -346,10 +349,10 @@ METRICS: Dict[str, Metric] = {
                heap_fit="high"),
         Metric("heap_retained", "bytes", "heap bytes in use after the loop and a full cleanup, minus the baseline",
                _difference("heap_final", "heap_baseline"), text=_signed_mib,
-               compare=Magnitude(MIN_RSS, _signed_mib)),
+               compare=Magnitude(MIN_RSS, _signed_mib, with_count=True)),
         Metric("heap_peak_over_baseline", "bytes", "largest per-iteration heap reading minus the baseline "
                "(sampled after each iteration: a spike inside one is not seen)",
-               _difference("heap_peak", "heap_baseline"), text=_signed_mib, compare=Magnitude(MIN_RSS, _signed_mib)),
+               _difference("heap_peak", "heap_baseline"), text=_signed_mib, compare=Magnitude(MIN_RSS, _signed_mib, with_count=True)),
         Metric("py_blocks_per_iter", "blocks/iteration", "growth of Python's allocated blocks per iteration, "
                "over the RSS series' steady window (sys.getallocatedblocks, sampled at a few counts: every Python "
                "object, GC-tracked or not; native buffers are not blocks)", _steady_blocks_per_iter,

@@ -19,8 +19,8 @@ function, called once per worker), handed to a parameter with a default, which p
         ctx["model"].predict(ctx["x"], verbose=0)
 
 Marker options (keywords; max_growth may also come first, positionally, as limit_leaks takes its limit):
-`max_growth` the growth per iteration below which the body passes, RSS and heap alike (the floor: `"16 KiB"`,
-`"1 MiB"`, or a number of KiB; default the floor `kerasbench calibrate` stored for this machine, else 64 KiB),
+`max_growth` the growth per iteration below which the body passes (the margin: `"16 KiB"`, `"1 MiB"`, or a number
+of KiB; default RSS 128 KiB, heap 8 KiB; RSS at no less than 64 KiB, so a smaller one is the heap's),
 `iterations` (default the profile's time budget, until decided), `warmup` (5), `repeats` (1), `profile` (default
 $KERASBENCH_PROFILE, else `default`), `setup`, `strategy` (a strategy of the repro loop, default `reuse_model`) and
 `trace` (0, off; N: the worker traces where memory grows, and a failure names the user's lines and the holders of
@@ -56,7 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="profile of marked tests without their own (default: $KERASBENCH_PROFILE, else 'default')")
     group.addoption("--kerasbench-max-growth", default=None, metavar="SIZE",
                     help="growth per iteration below which marked tests pass, e.g. '16 KiB' or a number of KiB "
-                         "(default: the calibrated floor, else 64 KiB)")
+                         "(the margin; default: RSS 128 KiB, heap 8 KiB)")
 
 
 def max_growth_kib(value: Any, name: str = "max_growth") -> float:

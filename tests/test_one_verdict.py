@@ -129,3 +129,19 @@ def test_no_shape_rule_hides_a_large_leak(monkeypatch):
     # a cache that fills fast and stops is not held for a leak: its late half is flat
     fill = 600 * 1024 * KIB + np.r_[0, np.cumsum(np.r_[[8 * 1024 * KIB] * 8, [0] * 11])] + rng.normal(0, 8 * KIB, 20)
     assert rule.judge(fill, rule.MARGINS["rss"], 84 * KIB, LEVEL).verdict != "grows"
+
+
+def test_what_piles_up_in_a_growing_pair_is_not_compared_across_lengths():
+    """Two default runs of inference × rebuild_no_clear (+380 KiB/iteration of heap) stopped at 42 and 80 iterations:
+    protocol 8 called their peak and retained 'regressed ×1.9'; the slope compares them, the peak does not."""
+    from kerasbench import compare
+    from kerasbench.metrics import METRICS
+
+    how = METRICS["peak_over_baseline"].compare
+    base = {"value": 20.0 * 2**20, "noise": 0.0, "repeats": 1, "iterations": 42, "grows": True}
+    new = {**base, "value": 38.7 * 2**20, "iterations": 80}
+    verdict, why = compare._magnitude(base, new, how)
+    assert verdict == "not comparable" and "42 and 80 iterations" in why
+    assert compare._magnitude(base, {**new, "iterations": 45}, how)[0] != "not comparable"  # about one length
+    flat = {**base, "grows": False}
+    assert compare._magnitude(flat, {**flat, "value": 38.7 * 2**20, "iterations": 80}, how)[0] != "not comparable"

@@ -19,7 +19,8 @@ from ..allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as AL
 from ..errors import UsageError
 from ..metrics import judged_metrics
 from ..profiles import ENV_VAR as PROFILE_VAR
-from ..rule import DEFAULT_FLOOR
+from ..rule import MARGINS
+from ..rule.floors import RSS_LEAST_MARGIN
 from ..units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_number, parse_bytes
 
 DEFAULT_ALLOCATOR_NOW = os.environ.get(ALLOCATOR_VAR) or DEFAULT_ALLOCATOR
@@ -240,9 +241,10 @@ def allocator(p: argparse.ArgumentParser) -> None:
 def limits(p: argparse.ArgumentParser, what: str = "pair") -> None:
     """--floor-kib, --allocator, --memory-cap, --jobs, --time-limit, --leak-kib of a measuring session."""
     p.add_argument("--floor-kib", type=number("floor-kib"), default=None,
-                   help="smallest growth called a leak, KiB/iteration (default: a stored calibration that fits this "
-                   "allocator, library, machine and Python, else one made now, else "
-                   f"{DEFAULT_FLOOR // KIB})")
+                   help="the margin: the growth per iteration that counts as growth, KiB/iteration, at any count "
+                   f"(default: RSS {MARGINS['rss'] // KIB}, heap {MARGINS['heap'] // KIB}; RSS at no less than "
+                   f"{RSS_LEAST_MARGIN // KIB}). What a count resolves comes from a stored calibration that fits "
+                   "this allocator, library, machine and Python, else one made now")
     allocator(p)
     p.add_argument("--memory-cap", type=size(MIN_MEMORY_CAP),
                    help="stop a worker whose processes exceed this, e.g. 4GiB (default: half of RAM)")

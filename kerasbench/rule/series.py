@@ -10,9 +10,9 @@ wholly below it, else `inconclusive`, saying the count that would decide. A long
 the resolution, so it can turn `inconclusive` into a verdict, never `flat` into `grows` (except a slope within the
 resolution of the margin): equivalence testing, two one-sided tests, as pytest-memray's fixed limit reads.
 
-A `grows` also needs growth that persists past the warm-up (shape rules: warm-up, step, settling), unless the late
-half of the window alone is confidently above the margin and the window's slope many times it: a shape can qualify
-a verdict near the margin, never hide a large leak. The estimators (Theil-Sen, MSER-5, the GC's teeth) are
+A `grows` also needs growth that persists past the warm-up (shape rules: warm-up, step, settling), unless the
+widened interval lies at many times the margin and the window's late half still grows that fast: a shape can
+qualify a verdict near the margin, never hide a large leak. The estimators (Theil-Sen, MSER-5, the GC's teeth) are
 kerasbench.stats'; docs/protocol.md says why each rule is so.
 """
 
