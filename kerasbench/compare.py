@@ -17,6 +17,9 @@ retained          noise (the larger of the spread across repeats and the robust 
                   when no noise can be measured (one repeat of a short series) or it measures 0: a
                   noise of 0 would pass any difference. The peak judged is the loop's own (its peak
                   over the post-warm-up baseline); the absolute peak (peak_loop) is shown beside it.
+                  Not comparable where either pair grows and the runs stopped at counts more than
+                  1.25x apart (a budgeted run stops once decided): what piles up grows with the
+                  count, and the slope compares them.
 *_traces          exact counts: any change is regressed (more) or improved (fewer); inconclusive
                   when the repeats of one version disagree. Runs of different lengths (a budgeted run
                   stops when decided) are compared per measured iteration instead (the count's series):

@@ -139,13 +139,14 @@ def classify(metric: str, good: Record, bad: Record, record: Record,
     compare's verdicts: unchanged against the good end is good, the bad end's change (larger or smaller) is bad.
     """
     sides = {name: compare.cell_side(r, metric) for name, r in (("good", good), ("bad", bad), ("record", record))}
-    by_verdict = _by_verdict(sides, names)
-    if by_verdict is not None:
-        return by_verdict
     points = compare.uncertain_values(metric, [sides["good"], sides["bad"], sides["record"]])
     if points is not None:
         where = rule.place(*points)
-        return {"good": "good", "bad": "bad"}.get(where.kind, "unclear"), where.text(*names)
+        found = {"good": "good", "bad": "bad"}.get(where.kind, "unclear")
+        return _by_verdict(sides, names, found, where.text(*names)) or (found, where.text(*names))
+    by_verdict = _by_verdict(sides, names)
+    if by_verdict is not None:
+        return by_verdict
     change, _ = compare.judge(metric, sides["good"], sides["bad"])
     verdict, why = compare.judge(metric, sides["good"], sides["record"])
     if verdict == "unchanged":
@@ -155,18 +156,28 @@ def classify(metric: str, good: Record, bad: Record, record: Record,
     return "unclear", f"like neither end: {verdict} against {names[0]} ({why}), where {names[1]} is {change}"
 
 
-def _by_verdict(sides: dict, names: Tuple[str, str]) -> Optional[Tuple[str, str]]:
-    """A slope's class by the verdicts `run` prints (rule.judge's, as each record holds them) where the ends' verdicts
-    are decided and differ (flat at one, grows at the other): the middle is like the end whose verdict it shares,
-    unclear while its own is inconclusive. None where the ends read alike (the scale decides) or are not slopes."""
+def _by_verdict(sides: dict, names: Tuple[str, str], placed: Optional[str] = None,
+                placed_why: str = "") -> Optional[Tuple[str, str]]:
+    """A slope's class held to the verdicts `run` prints (rule.judge's, as each record holds them) where the ends'
+    verdicts are decided and differ (flat at one, grows at the other): a middle is like an end only when it shares
+    that end's verdict; one whose own verdict is inconclusive, or the other end's, is unclear. `placed`: the class the
+    scale of the change gave (its why `placed_why`), kept when the verdicts agree with it; None: by the verdicts alone.
+    None where the ends read alike (the scale decides) or are not slopes."""
     verdicts = {name: side.get("bare") for name, side in sides.items()}
     good, bad, middle = verdicts["good"], verdicts["bad"], verdicts["record"]
     if not ({good, bad} == {"flat", "grows"}):
         return None
     said = f"{sides['record'].get('series', 'series')} {middle}"
-    if middle == good:
+    shares = "good" if middle == good else "bad" if middle == bad else None
+    if placed is not None:
+        if placed == "unclear" or placed == shares:
+            return None  # the scale's word stands: between the ends, or like the end whose verdict it shares
+        end = names[0] if placed == "good" else names[1]
+        return "unclear", (f"{placed_why}; but {said}, where {end} is {good if placed == 'good' else bad} "
+                           "(measure it longer: the record's why says the count needed)")
+    if shares == "good":
         return "good", f"like {names[0]}: {said}, as {names[0]} ({good}; {names[1]} {bad})"
-    if middle == bad:
+    if shares == "bad":
         return "bad", f"like {names[1]}: {said}, as {names[1]} ({bad}; {names[0]} {good})"
     return "unclear", (f"neither like {names[0]} ({good}) nor like {names[1]} ({bad}) for certain: {said} "
                        "(measure it longer: the record's why says the count needed)")

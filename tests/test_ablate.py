@@ -115,7 +115,7 @@ def test_usage_errors_exit_2_on_one_line(argv, words, capsys):
 def test_fake_steps_necessary_and_sufficient(fake_steps, tmp_path, capsys):
     out, path, html = io.StringIO(), tmp_path / "abl.json", tmp_path / "abl.html"
     code = cli.main(["ablate", "--loop", "control", "--base", "control_leak_native", "--steps", ",".join(fake_steps),
-                     "--iterations", "8", "--warmup", "1", "--leak-kib", str(LEAK_KIB), "--json", str(path)], out=out)
+                     "--iterations", "12", "--warmup", "1", "--leak-kib", str(LEAK_KIB), "--json", str(path)], out=out)
     assert code == 0, capsys.readouterr().err
     records = json.loads(path.read_text())["records"]
     assert len(records) == 2 + 2 * 3 and all(r["status"] == "ok" for r in records)

@@ -187,20 +187,20 @@ def test_one_growth_whose_heap_was_judged_otherwise_is_unchanged(tmp_path):
     verdict, why = compare.judge("growth_per_iter", base, new)
     assert base["bare"] == "grows" and verdict == "unchanged", why
     # each side's own: "both flat (leak)" said of flat/flat against grows/leak read as if both had leaked
-    assert why.startswith("RSS grows in both; what grew: settling → leak, slopes within the floor"), why
+    assert why.startswith("RSS grows in both; what grew: settling → leak, slopes within the margin"), why
     _, why = compare.judge("growth_per_iter", dict(base, kind="leak"), new)
     assert why.startswith("RSS grows in both; what grew: leak, slopes"), why
 
 
 def test_a_calibrated_floor_is_said_to_a_tenth():
     """A calibration's floor, 54.6803 KiB/iteration, was said with six digits ("within the floor (54.6803 KiB/iter)")
-    in an answer beside one of 32: to a tenth, as the slopes beside it are."""
+    in an answer beside one of 32: to a tenth, as the slopes beside it are (protocol 9: the margin is said)."""
     side = compare.cell_side(synthetic("2.21.0", 10 * KIB)["records"][0], "growth_per_iter")
-    side = dict(side, floor=54.6803 * KIB)
+    side = dict(side, margin=54.6803 * KIB)
     _, why = compare.judge("growth_per_iter", side, dict(side, value=side["value"] + KIB))
-    assert why.endswith("slopes within the floor (54.7 KiB/iter)"), why
-    _, why = compare.judge("growth_per_iter", dict(side, floor=32 * KIB), dict(side, floor=32 * KIB))
-    assert why.endswith("slopes within the floor (32 KiB/iter)"), why  # a whole number stays whole
+    assert why.endswith("slopes within the margin (54.7 KiB/iter)"), why
+    _, why = compare.judge("growth_per_iter", dict(side, margin=32 * KIB), dict(side, margin=32 * KIB))
+    assert why.endswith("slopes within the margin (32 KiB/iter)"), why  # a whole number stays whole
 
 
 def test_a_count_without_its_series_over_runs_of_different_lengths_is_inconclusive(tmp_path):
