@@ -7,7 +7,8 @@ growth_per_iter   regressed when the new slope's 95% CI (Theil-Sen, spanning all
                   by the resolution of the count it was judged at (the record's floor), lies above
                   the baseline's widened one and the slopes differ by more than the margin; improved
                   the other way round; unchanged when both runs get the same verdict (grows, flat or
-                  inconclusive) and the slopes differ by less than the margin; else inconclusive. A
+                  inconclusive) and the slopes differ by less than the margin or each lies in the
+                  other's widened interval; else inconclusive. A
                   window of a few iterations (a model-building loop's first saw-tooth) is wide by its
                   resolution: never a "×1.8 regression" of two runs of one build.
 peak_over_baseline, regressed / improved when the difference is at least 16 MiB and at least 3x the
@@ -24,8 +25,8 @@ retained          noise (the larger of the spread across repeats and the robust 
                   when the repeats of one version disagree. Runs of different lengths (a budgeted run
                   stops when decided) are compared per measured iteration instead (the count's series):
                   a change must add up to one trace over the shorter run; no series: inconclusive.
-objects_per_iter  like peak_loop, with 25 objects/iteration as the minimum and the spread across
-                  repeats as the noise (one repeat: the counts are taken at face value).
+objects_per_iter  like peak_loop, with 25 objects/iteration and 2 % of the rate as the minimum and the
+                  spread across repeats as the noise (one repeat: the counts are taken at face value).
 seconds_per_iter  not comparable (with the reason) when either side measured pairs at once (jobs > 1),
                   when the 1-minute loads per CPU (os.getloadavg at each worker's start and end, the
                   larger) differ by more than 0.5, or when a side has one repeat and its machine was
@@ -364,6 +365,10 @@ def _slope_ci(base, new):
     if base.get("bare", base["verdict"]) == bare and abs(diff) < margin:
         return "unchanged", (f"{new.get('series', 'series')} {bare} in both{_what_grew(base, new)}, slopes within "
                              f"the margin ({floor_kib(margin)} KiB/iter)")
+    if base.get("bare", base["verdict"]) == bare and base_low <= new["value"] <= base_high \
+            and new_low <= base["value"] <= new_high:  # each slope inside the other's interval: one growth, twice
+        return "unchanged", (f"{new.get('series', 'series')} {bare} in both{_what_grew(base, new)}, each slope in the "
+                             f"other's interval ({ci})")
     return "inconclusive", f"{ci}; verdicts {base['verdict']} / {new['verdict']}"
 
 
@@ -391,6 +396,9 @@ def _magnitude(base, new, rule):
     size = fmt(abs(diff)).lstrip("+")
     if abs(diff) < minimum:
         return "unchanged", f"difference {fmt(diff)} below the minimum {fmt(minimum).lstrip('+')}"
+    share = rule.relative * max(abs(base["value"]), abs(new["value"]))
+    if abs(diff) < share:
+        return "unchanged", f"difference {fmt(diff)} under {rule.relative:.0%} of the value ({fmt(share).lstrip('+')})"
     if not np.isfinite(noise) or noise <= 0:
         if not rule.face_value_alone:
             if not np.isfinite(noise):

@@ -145,3 +145,15 @@ def test_what_piles_up_in_a_growing_pair_is_not_compared_across_lengths():
     assert compare._magnitude(base, {**new, "iterations": 45}, how)[0] != "not comparable"  # about one length
     flat = {**base, "grows": False}
     assert compare._magnitude(flat, {**flat, "value": 38.7 * 2**20, "iterations": 80}, how)[0] != "not comparable"
+
+
+def test_two_runs_of_one_sweep_keep_the_same_objects_within_two_percent():
+    """Two identical default runs of sweep × malloc_trim: +18,045 and +18,073 objects/iteration, one repeat each
+    (protocol 8: 'regressed, +28 obj/iter ≥ the minimum 25'): unchanged; 25 objects over 30 is still a change."""
+    from kerasbench import compare
+    from kerasbench.metrics import METRICS
+
+    how = METRICS["objects_per_iter"].compare
+    side = {"value": 18045.0, "noise": float("nan"), "repeats": 1, "iterations": 12}
+    assert compare._magnitude(side, {**side, "value": 18073.0}, how)[0] == "unchanged"
+    assert compare._magnitude({**side, "value": 30.0}, {**side, "value": 60.0}, how)[0] == "regressed"
