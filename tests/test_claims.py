@@ -71,7 +71,7 @@ def test_tf1_default_graph_grows_linearly_explicit_and_reset_do_not():
 
 
 def test_process_isolation_keeps_the_parent_flat():
-    s = summary("sweep", "process_isolation", iterations=4, warmup=1)
+    s = summary("sweep", "process_isolation", iterations=12, warmup=1)  # RSS resolves its 128 KiB margin from ~12
     assert s["verdict"] == "flat"
     assert s["peak_loop"] < 300 * MIB < s["child_peak"]  # TF lives in the children only
     assert s["train_traces"] >= 5  # counted in the children, reported to the parent

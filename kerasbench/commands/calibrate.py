@@ -82,7 +82,8 @@ def _settling(paths: list, out: TextIO) -> int:
     loaded = load_records(paths)
     derived = rule.settling.derive([r for r, _, _ in loaded],
                               lambda r: (lambda n: rule.floor_for((r.get("spec") or {}).get("allocator") or "glibc",
-                                                                    n, series=rule.settling.SERIES)),
+                                                                    n, default=rule.DEFAULT_FLOOR,
+                                                                    series=rule.settling.SERIES, beyond=False)),
                               sources=[os.path.basename(p) for p in paths])
     if not derived["floors"]:
         out.write(f"no count has {rule.settling.MIN_NEGATIVES} negative series in {', '.join(paths)}: nothing stored\n")

@@ -47,14 +47,16 @@ def alpha_for(looks: int) -> float:
 
 
 
-def floor_between(points: Sequence[Tuple[int, float]], n: int) -> Optional[Tuple[float, int, Optional[int]]]:
+def floor_between(points: Sequence[Tuple[int, float]], n: int,
+                  beyond: bool = True) -> Optional[Tuple[float, int, Optional[int]]]:
     """The floor of a window of `n` iterations from floors calibrated at some counts (`points`: (count, floor)):
     (floor, the count at or below n, the count above it or None), None when every count is above n.
 
     Between two calibrated counts the floor falls geometrically with the count (a straight line in log-log, as a
     slope's noise falls as a power of the count), never below the next count's floor: a run of 93 iterations and
     one of 89 are judged at floors 4 % apart, not 1 and 2 KiB (a step at each calibrated count flipped repeats that
-    read the same slope). At the last count, its floor; beyond it, falling as (last / n) ** BEYOND_POWER.
+    read the same slope). At the last count, its floor; beyond it, falling as (last / n) ** BEYOND_POWER (`beyond`;
+    else the last count's floor, as protocols up to 8 read it: what the settling calibration was derived with).
     """
     below = [(c, f) for c, f in points if c <= n and f is not None]
     if not below:
@@ -62,7 +64,7 @@ def floor_between(points: Sequence[Tuple[int, float]], n: int) -> Optional[Tuple
     c0, f0 = max(below)
     above = sorted((c, f) for c, f in points if c > n and f is not None)
     if not above:
-        return f0 * (c0 / n) ** BEYOND_POWER if n > c0 else f0, c0, None
+        return f0 * (c0 / n) ** BEYOND_POWER if n > c0 and beyond else f0, c0, None
     c1, f1 = above[0]
     if f1 >= f0 or f0 <= 0 or f1 <= 0:
         return f0, c0, c1

@@ -52,7 +52,7 @@ def calibration_stamp(allocator: str, iterations: int, series: str = "rss", pyth
 
 
 def floor_for(allocator: str, iterations: int, default: Optional[float] = None,
-              why: str = "", series: str = "rss", python: str = "") -> Tuple[float, str]:
+              why: str = "", series: str = "rss", python: str = "", beyond: bool = True) -> Tuple[float, str]:
     """(floor in bytes/iteration, where it came from and why) for a run of `iterations` on `allocator`.
 
     Uses the best fitting calibration's floors around `iterations` (floor_between: from its largest count <=
@@ -60,7 +60,8 @@ def floor_for(allocator: str, iterations: int, default: Optional[float] = None,
     fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
     nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration). `python`:
     the workers' Python (floors.python_version's; '' this process's). `default`: DEFAULT_RESOLUTION's of `series`
-    at `iterations`.
+    at `iterations`. `beyond`: past the calibration's last count the floor falls (counts.floor_between); False: the
+    last count's, as protocol 8 read it (the settling calibration's derivation).
     """
     if default is None:
         default = default_resolution(series, iterations)
@@ -79,9 +80,9 @@ def floor_for(allocator: str, iterations: int, default: Optional[float] = None,
     table = data["floors" if series == "rss" else f"{series}_floors"]
     if table.get(str(n)) is None:
         return default, f"default ({what}, {fitted}, detected no tested rate at {n} iterations)"
-    floor, _, upper = floor_between([(int(c), v) for c, v in table.items()], iterations)
+    floor, _, upper = floor_between([(int(c), v) for c, v in table.items()], iterations, beyond)
     counts = (f"{iterations} iterations, beyond its last count {n} (as the square root of the count)"
-              if upper is None and iterations > n else f"{n} iterations" if upper is None or floor == table[str(n)]
+              if upper is None and iterations > n and beyond else f"{n} iterations" if upper is None or floor == table[str(n)]
               else f"{iterations} iterations, between its {n} and {upper}")
     behind = [(p, d) for p, d, count in found[1:] if count == n]  # what the user's folder outranks: said, not guessed
     ahead = (f"; ahead of {stored._where(behind[0][0])} ({behind[0][1].get('runs')} runs per control), the user's "
