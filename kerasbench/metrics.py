@@ -312,7 +312,8 @@ METRICS: Dict[str, Metric] = {
         # peak_loop keeps its measurement (and its asv history); it is shown beside peak_over_baseline.
         Metric("peak_loop", "bytes", "peak RSS during the measured loop (VmHWM reset after warm-up)",
                _field("peak_loop_rss"), text=lambda v: f"{v / MIB:.1f} MiB", tracked=True,
-               compare=Magnitude(MIN_RSS, _signed_mib, with_count=True),  # judged on request (triage --metric), not by default
+               # judged on request (triage --metric), not by default
+               compare=Magnitude(MIN_RSS, _signed_mib, with_count=True),
                report=ReportView("Loop peak RSS", "MiB", MIB),
                column=RunColumn("peak MiB", lambda s: mib_text(s.get("peak_loop")))),
         Metric("peak_over_baseline", "bytes", "peak RSS of the loop minus the post-warm-up baseline",
@@ -355,7 +356,8 @@ METRICS: Dict[str, Metric] = {
                compare=Magnitude(MIN_RSS, _signed_mib, with_count=True)),
         Metric("heap_peak_over_baseline", "bytes", "largest per-iteration heap reading minus the baseline "
                "(sampled after each iteration: a spike inside one is not seen)",
-               _difference("heap_peak", "heap_baseline"), text=_signed_mib, compare=Magnitude(MIN_RSS, _signed_mib, with_count=True)),
+               _difference("heap_peak", "heap_baseline"), text=_signed_mib,
+               compare=Magnitude(MIN_RSS, _signed_mib, with_count=True)),
         Metric("py_blocks_per_iter", "blocks/iteration", "growth of Python's allocated blocks per iteration, "
                "over the RSS series' steady window (sys.getallocatedblocks, sampled at a few counts: every Python "
                "object, GC-tracked or not; native buffers are not blocks)", _steady_blocks_per_iter,

@@ -81,9 +81,12 @@ def floor_for(allocator: str, iterations: int, default: Optional[float] = None,
     if table.get(str(n)) is None:
         return default, f"default ({what}, {fitted}, detected no tested rate at {n} iterations)"
     floor, _, upper = floor_between([(int(c), v) for c, v in table.items()], iterations, beyond)
-    counts = (f"{iterations} iterations, beyond its last count {n} (as the square root of the count)"
-              if upper is None and iterations > n and beyond else f"{n} iterations" if upper is None or floor == table[str(n)]
-              else f"{iterations} iterations, between its {n} and {upper}")
+    if upper is None and iterations > n and beyond:
+        counts = f"{iterations} iterations, beyond its last count {n} (as the square root of the count)"
+    elif upper is None or floor == table[str(n)]:
+        counts = f"{n} iterations"
+    else:
+        counts = f"{iterations} iterations, between its {n} and {upper}"
     behind = [(p, d) for p, d, count in found[1:] if count == n]  # what the user's folder outranks: said, not guessed
     ahead = (f"; ahead of {stored._where(behind[0][0])} ({behind[0][1].get('runs')} runs per control), the user's "
              "folder first: delete it to use that one") if behind else ""
