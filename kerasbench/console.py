@@ -216,7 +216,7 @@ def clock_text(seconds: float) -> str:
 
 
 def margin_lines(records: Sequence[dict]) -> List[str]:
-    """'margin: RSS 64 KiB/iteration, heap 4 KiB/iteration (the default: what counts as growth, at any count)', once
+    """'margin: RSS 128, heap 8 KiB/iteration (the default: what counts as growth, at any count; …)', once
     per distinct margin of the records (protocol 9 on; older records hold none)."""
     seen = {}
     for r in records:

@@ -95,7 +95,8 @@ def score(records: Sequence[Tuple[Record, str, str]], reference: Sequence[Tuple[
         sb = as_shown(b) if shown else rejudged(b)
         # the long run asked the same question: by this rule, the scored record's margin (a given one, else the
         # default), at its own counts' resolution; an atlas cell of an older rule at its stored floors, as it asked
-        given = sb["margin"] if str(sb.get("margin_source") or "").startswith("given") else None
+        given = (sb.get("heap_margin") or sb["margin"]) if str(sb.get("margin_source") or "").startswith("given") \
+            else None  # the given floor itself: the heap's margin (RSS's is at least RSS_LEAST_MARGIN)
         own = rejudged(a, margin=given)
         sa = own if sb.get("margin") is not None or not shown else \
             rejudged(a, {"rss": 0.0, "heap": 0.0}, margin=sb["floor"])  # the old rule's question: under its floor?

@@ -71,7 +71,7 @@ def failure_message(record: dict) -> str:
 
 
 def _heap_margin(s: dict) -> str:
-    """'margin 4 KiB/iteration, resolution ' of a protocol 9 summary's heap, 'floor ' of an older one."""
+    """'margin 8 KiB/iteration, resolution ' of a protocol 9 summary's heap, 'floor ' of an older one."""
     from .units import floor_kib
 
     if s.get("heap_margin") is None:
