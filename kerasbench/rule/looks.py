@@ -156,8 +156,9 @@ class StopRule:
     After spec.first_count iterations (spec.min_iterations where the spec has no first_count) it stops at the first
     of: RSS grown by spec.max_growth ("growth"); a look LookPlan plans (by count; its first by time or growth) where
     `ask(k, new readings, plan)` says both verdicts are decided ("decided"; the plan's fields go with the first
-    look); the budget's seconds of loop spent, and spec.min_seconds ("budget"). A loop that runs out of iterations first ends "iterations" (budgeted) or
-    "count" (a fixed count): `reason`. `elapsed` is the loop's own seconds: time spent waiting on a look is not.
+    look); the budget's seconds of loop spent, and spec.min_seconds ("budget"). A loop that runs out of iterations
+    first ends "iterations" (budgeted) or "count" (a fixed count): `reason`. `elapsed` is the loop's own seconds:
+    time spent waiting on a look is not.
     """
 
     def __init__(self, spec: RunSpec, ask: Optional[Callable[[int, dict, Optional[dict]], bool]]):
