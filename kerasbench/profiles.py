@@ -37,7 +37,9 @@ class Profile:
     max_iterations: int
     warmup: int  # iterations before the baseline, at least (the record says how many more the data discarded)
     repeats: int
-    # process_isolation pays a TensorFlow import (~5 s) per iteration; its parent's flatness shows in a few.
+    # process_isolation pays a TensorFlow import (~5 s) per iteration; its parent's flatness shows in a few, but RSS
+    # resolves its 128 KiB margin only from ~10 iterations (protocol 9): default and full measure 12 (quick's 3 say
+    # the count needed).
     isolated_min: int
     isolated_max: int
     sequential: bool = True  # looks that stop a decided pair early (the reference measures its whole budget)
@@ -78,9 +80,9 @@ PROFILES = {
                 min_seconds=1, min_iterations=8, max_iterations=2000, warmup=1, repeats=1, isolated_min=3,
                 isolated_max=3),
         Profile("default", "verdicts for most pairs, leaks of tens of KiB per iteration", budget=20, min_seconds=3,
-                min_iterations=8, max_iterations=5000, warmup=2, repeats=1, isolated_min=3, isolated_max=6),
+                min_iterations=8, max_iterations=5000, warmup=2, repeats=1, isolated_min=12, isolated_max=12),
         Profile("full", "smaller leaks, and repeats that must agree; slow", budget=60, min_seconds=10,
-                min_iterations=12, max_iterations=20000, warmup=3, repeats=3, isolated_min=6, isolated_max=20),
+                min_iterations=12, max_iterations=20000, warmup=3, repeats=3, isolated_min=12, isolated_max=20),
         # The long runs every profile is scored against (kerasbench score, docs/reference/): the whole budget of
         # at least 150 iterations (120 past a steady state the warm-up rule finds within the first 30), 2 repeats.
         Profile("reference", "long runs that the other profiles are scored against; hours for the whole suite",

@@ -33,8 +33,8 @@ from ..units import KIB, floor_kib
 # 128 KiB: what glibc's RSS resolves at 8 iterations, 4× what it resolves from 30 (RSS moves in pages and glibc's
 # sawtooth), 1.3 GB over 10,000 iterations; the heap tells a leak under it apart. Python's blocks have no verdict of
 # their own: they explain RSS growth (growth_kind), at RSS's margin. Replayed on both references at the default
-# profile (score --replay): decided pairs agree 100 %; RSS undecided 8-13 % (64 KiB / 4 KiB: 8-25 %), what grew
-# 8-10 % on TF 2.21.0 and 30 % on 2.12.1, whose full cleanup sits near the heap's margin.
+# profile (score --replay): decided pairs agree 100 %; RSS undecided 2-7 % (64 KiB / 4 KiB: 8-25 %), what grew
+# 2-3 % on TF 2.21.0 and 23-25 % on 2.12.1, whose full cleanup sits near the heap's margin.
 MARGINS = {"rss": 128 * KIB, "heap": 8 * KIB}
 
 # The resolution where no calibration fits (floors.floor_for's default), by count: the shipped glibc calibration's
