@@ -32,14 +32,14 @@ def summarize(repeats: Sequence[Repeat], spec: RunSpec, floors: Mapping[str, Flo
     summary = dict.fromkeys(METRICS)
     level = min((rule.alpha(spec, r) for r in results), default=rule.alpha(spec))  # each repeat's plan's
     summary.update(protocol=rule.PROTOCOL_VERSION, verdict=None, p_trend=None, repeats=len(results), alpha=level)
+    margin, margin_source = rule.margin_for(spec, "rss")
+    summary.update(margin=margin, margin_source=margin_source)
     if not results:
         floor, floor_source = floors["rss"](spec.iterations)
-        summary.update(floor=floor, floor_source=floor_source, margin=rule.margin_for(spec, "rss")[0],
-                       margin_source=rule.margin_for(spec, "rss")[1], heap_margin=rule.margin_for(spec, "heap")[0])
+        summary.update(floor=floor, floor_source=floor_source, heap_margin=rule.margin_for(spec, "heap")[0])
         partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
         if partial:  # a stopped worker: its growth until the stop is still worth showing
-            judged = rule.judge(partial[0], rule.margin_for(spec, "rss")[0], floors["rss"], summary["alpha"],
-                                period=rule.period_of(spec))
+            judged = rule.judge(partial[0], margin, floors["rss"], summary["alpha"], period=rule.period_of(spec))
             summary.update({m.name: getattr(judged.fit, m.rss_fit) for m in METRICS.values() if m.rss_fit})
             summary.update(p_trend=judged.fit.p_trend, verdict=judged.verdict, floor=judged.floor,
                            floor_source=judged.floor_source)
@@ -48,8 +48,7 @@ def summarize(repeats: Sequence[Repeat], spec: RunSpec, floors: Mapping[str, Flo
     heap = rule.judge_results(results, spec, "heap", floors["heap"])  # far quieter than RSS: its own floor
     fit = rss.fit if rss else stats.NAN_FIT
     floor, floor_source = rss.floor if rss else floors["rss"](spec.iterations)
-    summary.update(floor=floor, floor_source=floor_source, margin=rule.margin_for(spec, "rss")[0],
-                   margin_source=rule.margin_for(spec, "rss")[1], needed=rss.needed if rss else None)
+    summary.update(floor=floor, floor_source=floor_source, needed=rss.needed if rss else None)
     stamps = {"rss": rule.floor_stamp(floors["rss"], rss.count if rss else spec.iterations)}
     if heap:
         summary.update(zip(("heap_floor", "heap_floor_source"), heap.floor))

@@ -33,7 +33,7 @@ _NAMES = {
                "PY_BLOCK_MAX", "SHAPES", "verdict", "VERDICTS", "widened",),
     "counts": ("alpha", "alpha_for", "floor_between", "look_points", "LOOK_RATIO", "planned_looks",),
     "floors": ("calibration_stamp", "DEFAULT_FLOOR", "DEFAULT_MARGIN", "fixed_floors", "margin_for",
-               "spec_margins", "floor_at", "floor_for", "floor_stamp", "FloorAt",
+               "floor_at", "floor_for", "floor_stamp", "FloorAt",
                "GIVEN_FLOOR", "SERIES", "spec_floors", "stamp_kind",),
     "looks": ("Decider", "early_stop", "held_flat", "LOOK_GROWTH", "LookPlan", "PLAN_SLACK", "StopRule",),
     "pair": ("judge_results", "Judged", "period_of",),

@@ -108,11 +108,6 @@ def margin_for(spec: Any, series: str = "rss") -> Tuple[float, str]:
     return float(MARGINS.get(series, MARGINS["rss"])), DEFAULT_MARGIN
 
 
-def spec_margins(spec: Any) -> Dict[str, float]:
-    """The margins of a spec's series, by series name (margin_for's values)."""
-    return {name: margin_for(spec, name)[0] for name in SERIES}
-
-
 def floor_at(spec: RunSpec, series: str = "rss", versions: Optional[Dict[str, Any]] = None) -> FloorAt:
     """(resolution, where it came from) of `series` ("rss" or "heap") for a window of n iterations, as a function of n.
 

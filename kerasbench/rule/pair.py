@@ -50,7 +50,6 @@ class Judged:
     why: str
     count: int  # the count every repeat's resolution was taken at: the shortest repeat's
     margin: float = float("nan")  # what counts as growth (bytes/iteration)
-    margin_source: str = ""
 
     @property
     def floor(self) -> Tuple[float, str]:
@@ -83,8 +82,8 @@ def judge_results(results: Sequence[dict], spec: RunSpec, series: str, at: Floor
 
     common.uncapped = at  # what a longer run would be judged at: the count needed (series.needed_count)
 
-    margin, margin_source = margin_for(spec, series)
+    margin = margin_for(spec, series)[0]
     period = period_of(spec)
     judgements = [judge(v, margin, common, alpha(spec, r), t, period) for v, r, t in zip(values, results, teeth)]
     fit, verdict, shape, why = combine(judgements)
-    return Judged(judgements, fit, verdict, shape, why, count, margin, margin_source)
+    return Judged(judgements, fit, verdict, shape, why, count, margin)

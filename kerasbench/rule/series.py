@@ -131,11 +131,6 @@ class Judgement:
     def decided(self) -> bool:
         return self.verdict in ("grows", "flat")
 
-    @property
-    def interval(self) -> Tuple[float, float]:
-        """The interval the verdict was read from: the fit's, widened by the resolution."""
-        return widened(self.fit, self.floor)
-
 
 Floor = Union[float, Callable[[int], Tuple[float, str]]]
 
@@ -216,8 +211,7 @@ def judge(values: Sequence[float], margin: Floor = MARGINS["rss"], resolution: F
     # Or the late half keeps 3/4 of the window's own rate: a heap the GC cuts every 9 iterations reads +7225 in the
     # half whose tooth falls late and +3296 in the other (a net +3456, the window's; +3391 over 150 iterations), a
     # phase of the teeth, not a slowing (a settling heap reads +1112, +346 and +539: still settling).
-    threshold = margin_value
-    persists = (not unsettled and min(early, late_rate) >= PERSIST_SHARE * threshold
+    persists = (not unsettled and min(early, late_rate) >= PERSIST_SHARE * margin_value
                 and (late_rate * DECELERATION >= early or late_rate >= LATE_OF_WINDOW * fit.slope
                      or late_fit is not None))
     by_period = period_slows(y, period) if found == "grows" and persists else None
@@ -231,7 +225,7 @@ def judge(values: Sequence[float], margin: Floor = MARGINS["rss"], resolution: F
     rise = float(np.median(window[-3:]) - np.median(window[:3])) if len(window) >= 3 else 0.0
     jump = int(np.argmax(np.diff(window))) if len(window) >= 2 else 0
     diffs = np.diff(window)
-    if rise >= threshold and len(diffs) and diffs[jump] > STEP_SHARE * rise \
+    if rise >= margin_value and len(diffs) and diffs[jump] > STEP_SHARE * rise \
             and diffs[jump] > STEP_OVER_TYPICAL * float(np.median(np.abs(diffs))):
         shape = "step"
         why = (f"one step of {rise / KIB:+.0f} KiB at iteration {start + jump + 1}, flat around it: measure longer "
@@ -240,12 +234,12 @@ def judge(values: Sequence[float], margin: Floor = MARGINS["rss"], resolution: F
         shape, why = "settling", (f"growth slows from {by_period[0] / KIB:+.1f} to {by_period[1] / KIB:+.1f} "
                                   f"KiB/iteration between the last two periods of its {period} inputs: still "
                                   "settling, measure longer")
-    elif slows and early > max(late_rate, 0) * DECELERATION and early >= PERSIST_SHARE * threshold:
+    elif slows and early > max(late_rate, 0) * DECELERATION and early >= PERSIST_SHARE * margin_value:
         shape, why = "settling", (f"growth slows from {early / KIB:+.1f} to {late_rate / KIB:+.1f} KiB/iteration "
                                   "between the halves: still settling, measure longer")
     elif starts_late:
         why = starts_late
-    elif unsettled and not (np.isfinite(fit.slope) and fit.slope < threshold):
+    elif unsettled and not (np.isfinite(fit.slope) and fit.slope < margin_value):
         shape, why = "settling", "the warm-up rule found no steady state in the first half: measure longer"
     elif read_as == "grows" and np.isfinite(early):
         why = (f"growth not steady ({early / KIB:+.1f}, then {late_rate / KIB:+.1f} KiB/iteration"
