@@ -343,8 +343,8 @@ def load_per_cpu(record: Record) -> Optional[float]:
 
 
 def _widened(side) -> Tuple[float, float]:
-    """A side's slope interval widened by the resolution it was judged at (rule.widened)."""
-    return (min(side["low"], side["value"] - side["floor"]), max(side["high"], side["value"] + side["floor"]))
+    """A side's slope interval widened by the resolution it was judged at (the rule's own widening)."""
+    return rule.widened(stats.Fit(side["value"], side["low"], side["high"], float("nan"), 0), side["floor"])
 
 
 def _slope_ci(base, new):
