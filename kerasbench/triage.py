@@ -5,8 +5,10 @@ missing, so `asv run --config asv.matrix.json` reuses it) and one measurement of
 fresh worker there. The ends must differ (kerasbench.compare.judge: regressed or improved). A version
 between them is placed on the scale of that change (classify, rule.place: how far from the good end
 towards the bad one, with its uncertainty): like the good end, like the bad end, or neither (between
-them, or too uncertain to place), and the bisection stops at neither with the range it narrowed the
-change to, rather than guess. A version a repro file cannot run on is skipped (as `git bisect skip`): the next
+them, or too uncertain to place). A version like neither end, measured against each end, splits the range: the
+change came in steps, and each half is bisected against its own ends within --max-steps (a version alike one end
+by compare's judgement is that end's); where the budget ends, the bisection stops with the ranges left, rather
+than guess. A version a repro file cannot run on is skipped (as `git bisect skip`): the next
 nearest to the middle is tried. The same classes serve `kerasbench attribute` (its environments).
 """
 
@@ -42,7 +44,8 @@ SKIPPED = "skipped"
 
 @dataclass
 class Outcome:
-    """The answer of a bisection: the last good and first bad versions (None when unknown)."""
+    """The answer of a bisection: the last good and first bad versions (None when unknown, or when the change came in
+    more than one step: `steps` names each)."""
 
     versions: List[str]
     tried: Dict[str, str] = field(default_factory=dict)  # version -> class, in the order tried
@@ -53,6 +56,12 @@ class Outcome:
     ends: str = ""  # the bad end against the good one, compare's verdict and why ('regressed: CI … vs …')
     bracket: Tuple[str, ...] = ()  # the nearest good and bad versions measured: the change lies between them
     pins: Dict[str, Dict[str, str]] = field(default_factory=dict)  # the bracket's environments' pins (--attribute)
+    # each step of the change found (the last version like the one before it, the first unlike), oldest first: one
+    # for a change in one step; more where a version like neither end split the range and each half was bisected
+    steps: List[Tuple[str, str]] = field(default_factory=list)
+    middles: List[str] = field(default_factory=list)  # the versions like neither end that split a range
+    against: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # version -> the ends it was classed against,
+    # where those are not the triage's own (a version tried in a half)
 
 
 def steps_needed(n: int) -> int:
@@ -60,66 +69,138 @@ def steps_needed(n: int) -> int:
     return 2 + max(0, math.ceil(math.log2(n - 1))) if n >= 2 else n
 
 
-def bisect(versions: Sequence[str], classify: Callable[[str], Union[str, Tuple[str, str]]],
-           ahead: Optional[Callable[[List[str]], None]] = None) -> Outcome:
-    """Bisect `versions` (good end first) with `classify(version) -> 'good' | 'bad' | 'unclear' | SKIPPED` (or that
-    class and why: the why of a version like neither end is said where the bisection stops). A SKIPPED version is
-    skipped: the untried version nearest the middle of the range left is tried instead, and when every version
-    between the nearest good and bad ones failed, the bisection stops there and says so.
+def max_steps_default(n: int) -> int:
+    """The versions a triage over n candidates measures at most by default: a one-step bisection's, and as many again
+    for the halves a version like neither end splits the range into (one split, each half bisected)."""
+    return 2 * steps_needed(n) - 2 if n > 2 else n
 
-    The ends are classified against themselves by the caller's function as well: a good end that
-    is not "good" or a bad end that is not "bad" means there is nothing to bisect. `ahead(versions)`, when
-    given, hears before each step the versions the step after it may need (either half's middle), so
-    their environments can be made while this step measures.
+
+Classify = Callable[[str, Tuple[str, str]], Union[str, Tuple[str, str]]]
+
+
+def bisect(versions: Sequence[str], classify: Classify, ahead: Optional[Callable[[List[str]], None]] = None,
+           differ: Optional[Callable[[str, str], Tuple[bool, str]]] = None,
+           max_steps: Optional[int] = None) -> Outcome:
+    """Bisect `versions` (good end first) with `classify(version, ends) -> 'good' | 'bad' | 'unclear' | SKIPPED` (or
+    that class and why): `version` against the two measured versions `ends` (like the first, like the second, neither).
+    A SKIPPED version is skipped: the untried version nearest the middle of the range left is tried instead, and when
+    every version between the nearest good and bad ones failed, the bisection stops there and says so.
+
+    A version like neither end means the change came in more than one step. With `differ(a, b) -> (differ?, why)`
+    (two measured versions' behaviours compared), each half of the range it splits whose ends differ is bisected in
+    turn, against its own ends, so the answer names every step (`Outcome.steps`); without it, or once `max_steps`
+    versions are measured (default max_steps_default), the bisection stops there and names the triages left to run.
+
+    The ends are classified against themselves by the caller's function as well: a good end that is not "good" or a
+    bad end that is not "bad" means there is nothing to bisect. `ahead(versions)`, when given, hears before each step
+    the versions the step after it may need (either half's middle), so their environments can be made while this step
+    measures.
     """
     out = Outcome(list(versions))
     if len(versions) < 2:
         out.stopped = "fewer than two versions to compare"
         return out
-
+    budget = max_steps_default(len(versions)) if max_steps is None else max_steps
+    top = (versions[0], versions[-1])
     whys: Dict[str, str] = {}
 
-    def tried(version):
-        found = classify(version)
+    def tried(version, ends):
+        found = classify(version, ends)
         out.tried[version], whys[version] = (found, "") if isinstance(found, str) else found
+        if ends != top:
+            out.against[version] = ends
         return out.tried[version]
 
-    for end, expected in ((versions[0], "good"), (versions[-1], "bad")):
-        if tried(end) != expected:
+    def why_of(version):
+        return f" ({whys[version]})" if whys.get(version) else ""
+
+    for end, expected in zip(top, ("good", "bad")):
+        if tried(end, top) != expected:
             out.stopped = f"{ENDS_ALIKE} ({end} is {out.tried[end]}, not {expected})"
-            out.bracket = (versions[0], versions[-1])
+            out.bracket = top
             return out
-    lo, hi = 0, len(versions) - 1
-    while hi - lo > 1:
-        untried = [i for i in range(lo + 1, hi) if versions[i] not in out.skipped]
-        if not untried:
-            first = versions[lo + 1]
-            why = f" ({whys[first]})" if whys.get(first) else ""
-            between = versions[lo + 1:hi]
-            out.stopped = (f"the change is between {versions[lo]} and {versions[hi]}, and {_listed(between)} between "
-                           f"them {'fails' if len(between) == 1 else 'fail'} to run{why}")
-            break
-        mid = min(untried, key=lambda i: (abs(i - (lo + hi) / 2), i))  # the middle, (lo + hi) // 2, unless skipped
-        if ahead is not None:
-            ahead([versions[(a + b) // 2] for a, b in ((lo, mid), (mid, hi)) if b - a > 1])
-        verdict = tried(versions[mid])
-        if verdict == "good":
-            lo = mid
-        elif verdict == "bad":
-            hi = mid
-        elif verdict == SKIPPED:
-            out.skipped.append(versions[mid])
+
+    stops: List[str] = []
+    ranges = [(0, len(versions) - 1)]
+    while ranges:
+        lo, hi = ranges.pop(0)
+        ends = (versions[lo], versions[hi])
+        while hi - lo > 1:
+            untried = [i for i in range(lo + 1, hi) if versions[i] not in out.skipped]
+            if not untried:
+                between = versions[lo + 1:hi]
+                stops.append(f"the change is between {versions[lo]} and {versions[hi]}, and {_listed(between)} "
+                             f"between them {'fails' if len(between) == 1 else 'fail'} to run{why_of(between[0])}")
+                break
+            if len(out.tried) >= budget:
+                stops.append(f"a step lies between {versions[lo]} and {versions[hi]}, not bisected: --max-steps "
+                             f"{budget} versions measured (triage it: --good {versions[lo]} --bad {versions[hi]})")
+                break
+            mid = min(untried, key=lambda i: (abs(i - (lo + hi) / 2), i))  # the middle, (lo + hi) // 2, unless skipped
+            if ahead is not None:
+                ahead([versions[(a + b) // 2] for a, b in ((lo, mid), (mid, hi)) if b - a > 1])
+            verdict = tried(versions[mid], ends)
+            if verdict == "good":
+                lo = mid
+            elif verdict == "bad":
+                hi = mid
+            elif verdict == SKIPPED:
+                out.skipped.append(versions[mid])
+            else:
+                side = _split(out, versions, (lo, mid, hi), whys, differ, ranges, stops)
+                if side is None:
+                    break
+                lo, hi = (mid, hi) if side == "good" else (lo, mid)
         else:
-            middle = versions[mid]
-            why = f" ({whys[middle]})" if whys.get(middle) else ""
-            out.stopped = (f"{middle} behaves like neither end{why}; the change is between {versions[lo]} and "
-                           f"{versions[hi]}, in more than one step? triage each side: --good {versions[0]} --bad "
-                           f"{middle}, and --good {middle} --bad {versions[-1]}")
-            break
-    out.bracket = (versions[lo], versions[hi])
-    if not out.stopped:
-        out.last_good, out.first_bad = out.bracket
+            out.steps.append((versions[lo], versions[hi]))
+    out.steps.sort(key=lambda step: versions.index(step[0]))
+    if stops:
+        found = "; ".join(f"{a} → {b}" for a, b in out.steps)
+        out.stopped = "; ".join(stops) + (f" (steps found: {found})" if found else "")
+    if len(out.steps) == 1 and not stops:
+        out.last_good, out.first_bad = out.steps[0]
+    out.bracket = (out.steps[0][0], out.steps[-1][1]) if out.steps and not stops else \
+        _narrowed(versions, out) if stops else top
     return out
+
+
+def _split(out: Outcome, versions: Sequence[str], where: Tuple[int, int, int], whys: Dict[str, str],
+           differ: Optional[Callable[[str, str], Tuple[bool, str]]], ranges: List[Tuple[int, int]],
+           stops: List[str]) -> Optional[str]:
+    """A version like neither end of its range (lo, mid, hi): measured against each end by `differ`. Differing from
+    one end only, it is the other's ('good' or 'bad', returned: the bisection goes on; the scale was too uncertain to
+    place it). Differing from both, the change came in steps: both halves join `ranges`, each bisected against its own
+    ends. None where the bisection of this range ends (the reason in `stops`: no `differ` to measure by, the triages to
+    run; differing from neither, too uncertain)."""
+    lo, mid, hi = where
+    middle, a, b = versions[mid], versions[lo], versions[hi]
+    why = f" ({whys[middle]})" if whys.get(middle) else ""
+    if differ is None:
+        stops.append(f"{middle} behaves like neither end{why}; the change is between {a} and {b}, in more than one "
+                     f"step? triage each side: --good {a} --bad {middle}, and --good {middle} --bad {b}")
+        return None
+    (left, left_why), (right, right_why) = differ(a, middle), differ(middle, b)
+    if left and right:
+        out.middles.append(middle)
+        ranges.extend([(lo, mid), (mid, hi)])
+        return None
+    if left != right:  # alike one end by compare's judgement (the change's own test of the ends): that end's class
+        side = "bad" if left else "good"
+        out.tried[middle] = side
+        whys[middle] += f"; by compare, {middle} against {b if left else a}: {right_why if left else left_why}"
+        return side
+    stops.append(f"{middle} behaves like neither end{why}, yet differs from neither: too uncertain to place between "
+                 f"{a} and {b} (measure it longer: --profile full)")
+    return None
+
+
+def _narrowed(versions: Sequence[str], out: Outcome) -> Tuple[str, str]:
+    """Where a bisection stopped: the nearest versions classed good and bad against the triage's own ends (the
+    change lies between them)."""
+    top = [v for v in versions if v in out.tried and v not in out.against]
+    goods = [v for v in top if out.tried[v] == "good"]
+    bads = [v for v in top if out.tried[v] == "bad"]
+    return (goods[-1] if goods else versions[0], bads[0] if bads else versions[-1])
 
 
 def _listed(names: Sequence[str]) -> str:
@@ -261,6 +342,11 @@ def answer(outcome: Outcome, what: str, name: str = "TF", later: Optional[str] =
     from .versions import is_nightly
 
     good, bad = outcome.versions[0], outcome.versions[-1]
+    if len(outcome.steps) > 1 and not outcome.stopped:
+        steps = ", ".join(f"{name} {a} → {b}" for a, b in outcome.steps)
+        return (f"Answer: {what} changed in {len(outcome.steps)} steps, each between a {name} release and the next "
+                f"one measured that behaves otherwise: {steps} ({_listed(outcome.middles)} "
+                f"{'behaves' if len(outcome.middles) == 1 else 'behave'} like neither {good} nor {bad}).")
     if not outcome.first_bad:
         return f"No answer for {what}: {outcome.stopped}."
     unit = "nightly" if is_nightly(outcome.first_bad) and is_nightly(outcome.last_good or "") else \
@@ -325,7 +411,12 @@ def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str,
     rows = []
     for version in sorted(outcome.tried, key=version_key):
         keras, growth, verdict, peak, note = _evidence(records[version], metric)
-        rows.append([version, keras, growth, verdict, peak, outcome.tried[version], note])
+        cls = outcome.tried[version]
+        if version in outcome.against and cls in ("good", "bad"):  # tried in a half: like which of its ends
+            cls = f"like {outcome.against[version][cls == 'bad']}"
+        elif version in outcome.middles:
+            cls = "neither: a step each side"
+        rows.append([version, keras, growth, verdict, peak, cls, note])
     table = text_table([name, "Keras" if name == "TF" else "Keras ran", "KiB/iter [95% CI]", "verdict", "peak MiB",
                         "class", "note"], rows)
     untried = len(outcome.versions) - len(outcome.tried)
@@ -339,5 +430,7 @@ def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str,
 def summary(outcome: Outcome, metric: str) -> dict:
     """The answer as JSON-ready data."""
     return {"metric": metric, "versions": outcome.versions, "tried": outcome.tried, "last_good": outcome.last_good,
-            "first_bad": outcome.first_bad, "stopped": outcome.stopped, "ends": outcome.ends}
+            "first_bad": outcome.first_bad, "stopped": outcome.stopped, "ends": outcome.ends,
+            "steps": [list(step) for step in outcome.steps], "middles": outcome.middles,
+            "against": {v: list(ends) for v, ends in outcome.against.items()}}
 

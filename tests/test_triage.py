@@ -37,11 +37,26 @@ def run_bisect(behaviour):
     """Bisect a {version: 'good'|'bad'|'unclear'} map; returns the outcome and the versions asked, in order."""
     asked = []
 
-    def classify(v):
+    def classify(v, ends):
         asked.append(v)
         return behaviour[v]
 
     return triage.bisect(list(behaviour), classify), asked
+
+
+def run_levels(levels, max_steps=None):
+    """Bisect versions whose behaviour is a level (0 at the good end): a version is like an end of the range it is
+    tried in when its level is that end's, else unclear; two versions differ when their levels do."""
+    versions, asked = list(levels), []
+
+    def classify(v, ends):
+        asked.append(v)
+        return {levels[ends[0]]: "good", levels[ends[1]]: "bad"}.get(levels[v], "unclear")
+
+    def differ(a, b):
+        return levels[a] != levels[b], f"{levels[a]} vs {levels[b]}"
+
+    return triage.bisect(versions, classify, differ=differ, max_steps=max_steps), asked
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8, 17, 40])
@@ -64,6 +79,43 @@ def test_bisect_stops_at_a_version_like_neither_end_and_names_the_range():
     assert "between 2.12.1 and 2.16.2" in outcome.stopped and outcome.bracket == ("2.12.1", "2.16.2")
     # a middle between the ends (a TF nightly triage of 2026: a Keras step, then a TF one): the two triages to run
     assert "triage each side: --good 2.12.1 --bad 2.14.1, and --good 2.14.1 --bad 2.16.2" in outcome.stopped
+
+
+@pytest.mark.parametrize("n", [5, 9, 12, 17])
+def test_a_version_like_neither_end_splits_the_range_and_each_step_is_found(n):
+    """A change in two steps (a Keras step, then a TF one): the middle is like neither end, each half is bisected
+    against its own ends within the default budget, and the answer names both steps, every version measured once."""
+    versions = [f"2.{i}.0" for i in range(n)]
+    for first in range(1, n - 1):
+        for second in range(first + 1, n):
+            levels = {v: 0 if i < first else 1 if i < second else 2 for i, v in enumerate(versions)}
+            outcome, asked = run_levels(levels)
+            steps = [(versions[first - 1], versions[first]), (versions[second - 1], versions[second])]
+            if outcome.stopped is None:
+                assert outcome.steps == steps and outcome.first_bad is None, (first, second)
+                assert set(outcome.middles) <= set(versions[first:second])
+            else:  # the middle tried first happened to be like an end: one step found, the other not bisected
+                assert len(outcome.steps) == 1 and outcome.steps[0] in steps
+            assert len(asked) == len(set(asked)) <= triage.max_steps_default(n)
+            assert outcome.stopped is None or "--max-steps" not in outcome.stopped, (first, second, outcome.stopped)
+
+
+def test_two_steps_answer_and_a_budget_that_stops_the_halves():
+    levels = dict(zip(["2.12.1", "2.13.1", "2.14.1", "2.15.1", "2.16.2"], [0, 0, 1, 2, 2]))
+    outcome, asked = run_levels(levels)
+    assert outcome.steps == [("2.13.1", "2.14.1"), ("2.14.1", "2.15.1")] and outcome.middles == ["2.14.1"]
+    said = triage.answer(outcome, "inference × reuse_model (growth_per_iter)")
+    assert said.startswith("Answer: inference × reuse_model (growth_per_iter) changed in 2 steps")
+    assert "TF 2.13.1 → 2.14.1, TF 2.14.1 → 2.15.1" in said and "2.14.1 behaves like neither 2.12.1 nor 2.16.2" in said
+    assert triage.summary(outcome, "growth_per_iter")["steps"] == [["2.13.1", "2.14.1"], ["2.14.1", "2.15.1"]]
+    # three measured (the ends and the middle): the halves are not bisected, and the stop says what is left to triage
+    outcome, asked = run_levels(levels, max_steps=3)
+    assert len(asked) == 3 and outcome.steps == [] and outcome.first_bad is None
+    assert "--max-steps 3" in outcome.stopped and "--good 2.12.1 --bad 2.14.1" in outcome.stopped
+    # a middle like neither end that differs from neither (too uncertain to place): said, not split
+    outcome, _ = triage.bisect(list(levels), lambda v, ends: "good" if v == "2.12.1" else "bad" if v == "2.16.2"
+                               else "unclear", differ=lambda a, b: (False, "unchanged")), None
+    assert "differs from neither: too uncertain" in outcome.stopped and outcome.steps == []
 
 
 def test_bisect_skips_a_version_the_repro_cannot_run_on_and_stops_when_none_between_runs():
@@ -260,7 +312,7 @@ def test_triage_s_steps_say_how_many_are_done_of_at_most_how_many_the_time_and_t
                       "--strategy", "reuse_model", "--jobs", "1"])
     err = capsys.readouterr().err
     assert code == 0, err
-    expected = int(re.search(r"at most (\d+) to measure", err).group(1))
+    expected = int(re.search(r"(\d+) to measure for a change in one step", err).group(1))
     done = [line for line in err.splitlines() if line.startswith("[step ")]
     assert len(done) >= 3
     assert done[0].startswith(f"[step 1/≤{expected}] TF 2.12.1: sweep × reuse_model: ")
@@ -621,3 +673,28 @@ def test_the_bisected_package_under_its_nightly_name_is_not_another_package():
     nightly = _outcome("2.21.0", "2.22.0.dev20260905", "2.22.0.dev20260426", "2.22.0.dev20260427", tf)
     assert triage.others_differ(nightly, "tensorflow-cpu") == [("keras-nightly", "3.15.0.dev2026042605",
                                                                 "3.15.0.dev2026042705")]
+
+
+def test_triage_command_finds_a_change_in_two_steps(monkeypatch, capsys):
+    """Growth 0, then +200 KiB/iteration from 2.15, then +600 from 2.18: a middle release is like neither end, each
+    half is bisected against its own ends (no second triage to run), the answer names both steps, and the reproduce
+    commands each step's releases."""
+    from kerasbench import environment, runner
+
+    def slope(version):
+        key = releases.version_key(version)
+        return 0 if key < (2, 15) else 200 * KIB if key < (2, 18) else 600 * KIB
+
+    monkeypatch.setattr(environment, "python_for", lambda config, reqs, progress=None, python=None:
+                        (f"python-{reqs['tensorflow-cpu']}", f"env-{reqs['tensorflow-cpu']}"))
+    monkeypatch.setattr(runner, "measure", lambda spec, progress=None: record(
+        spec.python.split("-", 1)[1], slope(spec.python.split("-", 1)[1]), seed=len(spec.python)))
+    code, out = call(["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep",
+                      "--strategy", "reuse_model", "--jobs", "1", "--latest-patches"])
+    assert code == 0, capsys.readouterr().err
+    head = out.splitlines()[0]
+    assert "changed in 2 steps" in head, out
+    assert "TF 2.14.1 → 2.15.1" in head and "TF 2.17.1 → 2.18.1" in head, head
+    assert "like 2.1" in out  # a version tried in a half is classed against that half's ends
+    reproduce = out.split("Reproduce:")[1]
+    assert all(f"--tf {v}" in reproduce for v in ("2.14.1", "2.15.1", "2.17.1", "2.18.1")), reproduce

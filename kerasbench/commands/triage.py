@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..errors import UsageError, repro_failed
-from ..triage import SKIPPED, Outcome, bisect, classify, ends_differ, render, steps_needed
+from ..triage import SKIPPED, Outcome, bisect, classify, ends_differ, max_steps_default, render, steps_needed
 from . import options
 
 if TYPE_CHECKING:  # types only: the runner loads the loop shapes (numpy) when a command measures
@@ -53,6 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--attribute", action="store_true", help="then measure which package of the bracket's "
                    "environments carries the change (as `kerasbench attribute`)")
     options.max_envs(p, "with --attribute: as attribute's")
+    p.add_argument("--max-steps", type=options.integer("max-steps", 2), metavar="N",
+                   help="versions measured at most, the ends included (default: a one-step bisection's, and as many "
+                        "again for the two halves a release like neither end splits the range into)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     reproduce = options.reproduce(args, loop)
     text, outcome, records = bisect_releases(args.config, args.good, args.bad, template, metric,
                                              args.latest_patches, reproduce, sys.stderr, args.python,
-                                             args.jobs, args.tf, args.attribute)
+                                             args.jobs, args.tf, args.attribute, args.max_steps)
     out.write(text)
     extra = {}
     if args.attribute:  # the bracket's two environments: which package carries it (records join the triage's)
@@ -134,8 +137,8 @@ def run_options(version: str, tf: Optional[str] = None, flavour: str = "") -> Li
 
 def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric: str, latest_patches: bool,
                     reproduce: List[str], err: TextIO, python: Optional[str] = None,
-                    jobs: int = 2, tf: Optional[str] = None,
-                    attributing: bool = False) -> Tuple[str, Outcome, Dict[str, Record]]:
+                    jobs: int = 2, tf: Optional[str] = None, attributing: bool = False,
+                    max_steps: Optional[int] = None) -> Tuple[str, Outcome, Dict[str, Record]]:
     """`kerasbench triage`: bisect the TF releases from `good` to `bad`, measuring the pair of `template` in each.
 
     `template` is the validated runner.RunSpec of the pair (each version gets its asv environment's python,
@@ -145,8 +148,9 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     the environments of the next step are made while the current one measures (environment.Ahead). Progress goes
     to `err`. With `tf`, the Keras releases from `good` to `bad` are bisected at TF release `tf` (each its
     environment's pins with that Keras; forced with --no-deps where TF's requirements exclude it) and
-    each reproduce command gets `--tf tf --keras VERSION`. Returns (the answer as text, the Outcome,
-    {version: record}).
+    each reproduce command gets `--tf tf --keras VERSION`. A version like neither end splits the range: each half
+    whose ends differ is bisected in turn, within `max_steps` versions measured (triage.bisect). Returns (the
+    answer as text, the Outcome, {version: record}).
     """
     import shlex
     import threading
@@ -166,7 +170,9 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
     listed = ' '.join(versions) if len(versions) <= 12 else f"{' '.join(versions[:3])} … {' '.join(versions[-3:])}"
     status_line(err, f"triage: {len(versions)} {name} {'versions' if nightly else 'releases'} from {good} to {bad}"
                      f"{f' on TF {tf}' if tf else ''}: {listed}", final=True)
-    status_line(err, f"triage: {loop} × {strategy}, {metric}; at most {expected} to measure", final=True)
+    budget = max_steps_default(len(versions)) if max_steps is None else max_steps
+    status_line(err, f"triage: {loop} × {strategy}, {metric}; {expected} to measure for a change in one step, at "
+                     f"most {budget} (--max-steps) where a release like neither end splits it", final=True)
     # one Progress for every step: its lines count the versions measured so far of at most `expected`, the time since
     # triage began and the most left at the pace so far, as run's count its pairs
     progress = Progress(err, expected, template.warmup, clock=CLOCK, at_most=True)
@@ -203,28 +209,39 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         differ, why = ends_differ(metric, good_end, bad_end)
         status_line(err, f"triage: {versions[-1]} vs {versions[0]}: {why}", final=True)
 
-        def classify_version(version):
+        def classify_version(version, against):
             if version in (versions[0], versions[-1]):
                 return ("good" if version == versions[0] else "bad") if differ else "unclear"
+            if version not in records and len(records) >= progress.total:  # a half's step: beyond one bisection's
+                progress.total += 1
             record = records.get(version) or measure([version], ends=False)[0]
-            ends = (f"{name} {versions[0]}", f"{name} {versions[-1]}")
+            named = (f"{name} {against[0]}", f"{name} {against[1]}")
             if record["status"] == "failed" and template.repro:  # skipped: one step more, at most
                 verdict, reason = SKIPPED, str(repro_failed(template.repro, record))
                 progress.total += 1
             else:
-                verdict, reason = classify(metric, good_end, bad_end, record, ends) if record["status"] == "ok" \
-                    else ("unclear", f"like neither end: {record['status']}: {record['reason']}")
+                verdict, reason = classify(metric, records[against[0]], records[against[1]], record, named) \
+                    if record["status"] == "ok" else \
+                    ("unclear", f"like neither end: {record['status']}: {record['reason']}")
             record["triage"] = {"class": verdict, "why": reason}
             status_line(err, f"triage: {name} {version}: {'skipped: ' if verdict == SKIPPED else ''}{reason}",
                         final=True)
             return verdict, reason
 
-        outcome = bisect(versions, classify_version, ahead=envs.want if differ else None)
+        def halves_differ(a, b):  # a half's ends, a version like neither end at one of them: does a step lie between?
+            found, why = ends_differ(metric, records[a], records[b])
+            status_line(err, f"triage: {b} vs {a}: {why}", final=True)
+            return found, why
+
+        outcome = bisect(versions, classify_version, ahead=envs.want if differ else None, differ=halves_differ,
+                         max_steps=max_steps)
         outcome.ends = why
     finally:
         envs.stop()  # a look-ahead creation no step needs any more: ended, its folder removed
 
-    commands = [shlex.join(reproduce + run_options(version, tf, flavour)) for version in outcome.bracket]
+    named = sorted({v for step in outcome.steps for v in step} if len(outcome.steps) > 1 else outcome.bracket,
+                   key=versions.index)  # each step's ends, where the change came in more than one
+    commands = [shlex.join(reproduce + run_options(version, tf, flavour)) for version in named]
     outcome.pins = {version: envs.pins(version) for version in outcome.bracket}
     text = render(outcome, records, metric, loop, strategy, commands, CLOCK() - started, len(set(created)),
                   name, attributing)
