@@ -250,15 +250,31 @@ def conclusion(per_step: Sequence[dict], full: str, none: str, flat: Optional[Se
             ("sufficient", stays, ("sufficient", "not sufficient", "inconclusive", "n/a"))):
         parts = [f"{value}: {', '.join(named(key, value))}" for value in values if named(key, value)]
         lines.append(f"{key.capitalize()} ({meaning}) — {'; '.join(parts)}.")
-    for p in per_step:  # calls the heap made where RSS had not followed (yet): say why
-        for key in ("necessary", "sufficient"):
-            if "heap" in p[f"{key}_why"] and p[key] != "n/a":
-                lines.append(f"{p['step']} {p[key]}: {p[f'{key}_why']}.")
+    lines += heap_notes(per_step)
     reducing = named("alone_vs_none", "improved")
     if reducing and (full != "flat" or metric != METRIC):
         what = "the growth" if metric == METRIC else metric
         lines.append(f"Alone, these reduce {what} of no cleanup: {', '.join(reducing)}.")
     return lines
+
+
+def heap_notes(per_step: Sequence[dict]) -> List[str]:
+    """The conclusion's notes on calls the heap made where RSS had not followed (yet): why each."""
+    return [f"{p['step']} {p[key]}: {p[f'{key}_why']}." for p in per_step for key in ("necessary", "sufficient")
+            if "heap" in p[f"{key}_why"] and p[key] != "n/a"]
+
+
+def answer(records: Sequence[Record], steps: Sequence[str], base: str = BASE, metric: str = METRIC) -> dict:
+    """The ablation's answer as `--json` keeps it (answers.result): each loop's conclusion, its notes on the heap's
+    calls left out (the findings, not their reasons)."""
+    from .questions import result
+
+    said = []
+    for loop in dict.fromkeys(r["loop"] for r in records):
+        found = analyse(records, loop, steps, base, metric)
+        notes = heap_notes(found["per_step"])
+        said += [line for line in found["conclusion"] if line not in notes]
+    return result(" ".join(said))
 
 
 def find(records: Sequence[Record]) -> List[Tuple[str, str, tuple]]:

@@ -1,66 +1,52 @@
-"""Each change of the atlas answered: the triage, attribution and ablation its list names, run and kept.
+"""Each change of the atlas answered: the triage, attribution and ablation its list names, run and kept as data.
 
 The atlas marks a change between consecutive columns (▲ worse, ▼ better; a flip with a side undecided, ◆, is not a
-change) and lists, per change, the commands that explain it (atlas.commands: which release, which package, which
-cleanup steps). `kerasbench atlas RECORDS --answer --config asv.matrix.json` runs them (atlas.questions): each
-command once (an ablation of a loop on a release serves every change of that loop there), each in a process of its
-own, one answer for each change first, then the most telling (atlas.first_answers), and keeps per command its
-answer (triage's and attribute's "Answer: …" or "No answer …" line, ablate's conclusion), its exit status, its wall
-and when it finished, in FILE beside atlas.json.
-The file is written after each command, so an interrupt keeps what finished, and a second call goes on where the
-first stopped (a command answered is not run again). The atlas page shows each answer beside its command; a
-command that could not answer shows why (its own last line).
+change) and lists, per change, the questions that explain it (atlas.commands: which release, which package, which
+cleanup steps), each a `Question`: typed fields (the command, its releases, loop or shipped report, strategy,
+Python, Keras, backend, profile), every name checked against the registries before it is planned, its argv
+rendered once from those fields (never split from a string). `kerasbench atlas RECORDS --answer --config
+asv.matrix.json` runs them (atlas.questions): each question once, in a process of its own with `--json` to a file
+of its own, one answer for each change first, then the most telling (atlas.first_answers). The command's answer is
+the versioned object its --json holds under "answer" (`RESULT_SCHEMA`: its text and what it found: the ends alike,
+the ends' verdict, the first bad and last good versions); nothing is read back from its printed text.
+
+Only an answer is an answer: a command that exits non-zero, is killed, or writes no answer object is kept as a
+failure (its exit status and last lines, shown on the page) and asked again by the next call. The file is written
+after each command, so an interrupt keeps what finished, and a second call goes on where the first stopped.
 """
 
 from __future__ import annotations
 
 import datetime
-import shlex
+import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Callable, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .errors import UsageError
+from .questions import (REPORTS_FOLDER, REPRO_PLACEHOLDER, RESULT_SCHEMA, Question, _clock, _is_result, answered,
+                        ends_verdict, question_of, result, shown, unconfirmed)
+from .units import MIB
+
+__all__ = ["FILE", "REPORTS_FOLDER", "REPRO_PLACEHOLDER", "RESULT_SCHEMA", "Question", "answer_all", "answered",
+           "check_config", "ends_verdict", "plan", "question_of", "read", "result", "shown", "unconfirmed"]
 
 FILE = "answers.json"  # in the atlas's folder, beside atlas.json: `kerasbench atlas` shows what it holds
 SCHEMA = "kerasbench-answers"
-VERSION = 1
-TAIL = 3  # lines of a command's output kept when it gave no answer line: why it could not
+VERSION = 2  # 2: each answer its question's fields and the command's own answer object (1: prose, see tools/)
+TAIL = 3  # lines of a command's output kept when it gave no answer: why it could not
 DISK_FULL = "stopped: the disk is full"  # then "N of M left for another call": .ci/answers makes room on it
-# The command's own marks of its answer: triage and attribute print one line, a nightly triage the commits between
-# the two builds it ends on, a triage whose ends differ in more than the bisected package says so; ablate its
-# conclusion's sentences.
-ANSWER_PREFIXES = ("Answer:", "No answer", "TF commits between", "Keras commits between", "Not TF's alone",
-                   "Not Keras's alone")
-ABLATE_CONCLUSION = ("no cleanup:", "The full cleanup", "Flat variants:", "Necessary (", "Sufficient (", "Alone, ")
+# What an answers file may grow to: read whole (the page shows every answer), ~0.7 KiB an answer, so ~20,000 answers;
+# past WARN_SHARE of it each write says so, before the limit refuses the file.
+LIMIT = 16 * MIB
+WARN_SHARE = 0.8
 
 
-@dataclass(frozen=True)
-class Question:
-    """One command of the atlas's lists, with what it asks and the changes (loop × strategy, TF p → v) it explains."""
-
-    what: str
-    command: str
-    changes: Tuple[str, ...]
-    first: bool = False  # it answers a change with no answer yet (atlas.first_answers)
-
-
-def answer_text(command: str, output: str) -> str:
-    """What a command's output answers: triage's and attribute's answer line(s), ablate's conclusion; '' if none."""
-    lines = [line.strip() for line in output.splitlines()]
-    if shlex.split(command)[1:2] == ["ablate"]:
-        return " ".join(line for line in lines if line.startswith(ABLATE_CONCLUSION))
-    return " ".join(line for line in lines if line.startswith(ANSWER_PREFIXES))
-
-
-def _argv(command: str, config: Optional[str], extra: Sequence[str]) -> List[str]:
-    words = shlex.split(command)
-    if words[:1] != ["kerasbench"]:
-        raise UsageError(f"Not a kerasbench command: {command!r}.")
-    return [sys.executable, "-m", "kerasbench", *words[1:], *(["--config", config] if config else []), *extra]
+def _argv(question: Question, config: Optional[str], extra: Sequence[str], json_path: str) -> List[str]:
+    return [sys.executable, "-m", "kerasbench", *question.argv(), *(["--config", config] if config else []),
+            *extra, "--json", json_path]
 
 
 def _run(argv: List[str]) -> Tuple[int, str]:
@@ -76,36 +62,72 @@ def _run(argv: List[str]) -> Tuple[int, str]:
         group.end()
 
 
+def _answer_in(path: str) -> Optional[dict]:
+    """The answer object a command's --json file holds; None when it wrote none (or not one)."""
+    from .files import DATA_LIMIT, read_json
+
+    if not os.path.exists(path):
+        return None
+    try:
+        payload = read_json(path, "answer file", limit=DATA_LIMIT)
+    except UsageError:
+        return None
+    found = payload.get("answer") if isinstance(payload, dict) else None
+    return found if _is_result(found) else None
+
+
+def _entry_problem(entry: Any) -> Optional[str]:
+    if not isinstance(entry, dict) or Question.from_data(entry.get("question")) is None:
+        return "an answer without a question this kerasbench can ask"
+    if "result" in entry and not _is_result(entry["result"]):
+        return "an answer object of another kind"
+    for key, kinds in (("rc", (int,)), ("seconds", (int, float)), ("tail", (list,)), ("changes", (list,)),
+                       ("what", (str,)), ("finished", (str,))):
+        if key in entry and (not isinstance(entry[key], kinds) or isinstance(entry[key], bool)):
+            return f"{key} {entry[key]!r} of the wrong type"
+    if not all(isinstance(x, str) for x in entry.get("tail", []) + entry.get("changes", [])):
+        return "tail or changes not text"
+    return None
+
+
 def read(path: str) -> dict:
     """An answers file (or an empty one when `path` does not exist); a one-line UsageError if it is not one."""
-    import os
-
     from .files import read_json
 
     if not os.path.exists(path):
         return {"schema": SCHEMA, "version": VERSION, "answers": {}}
-    data = read_json(path, "answers file")
-    if not (isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("answers"), dict)
-            and all(isinstance(a, dict) and isinstance(a.get("answer", ""), str) for a in data["answers"].values())):
+    data = read_json(path, "answers file", limit=LIMIT)
+    if not (isinstance(data, dict) and data.get("schema") == SCHEMA and isinstance(data.get("answers"), dict)):
         raise UsageError(f"Not a kerasbench answers file: {path} (expected schema {SCHEMA!r} with an 'answers' "
                          "object of commands).")
     if data.get("version") != VERSION:
+        hint = " (version 1 kept answers as printed text: python tools/answers_v1_to_v2.py converts it)" \
+            if data.get("version") == 1 else ""
         raise UsageError(f"Not a usable kerasbench answers file: {path}: version {data.get('version')!r}, this "
-                         f"kerasbench reads version {VERSION}.")
+                         f"kerasbench reads version {VERSION}{hint}.")
+    for command, entry in data["answers"].items():
+        problem = _entry_problem(entry)
+        if problem is None and Question.from_data(entry["question"]).command != command:
+            problem = "its question is not the command it is kept under"
+        if problem:
+            shown = command if len(command) <= 80 else command[:77] + "..."
+            raise UsageError(f"Not a kerasbench answers file: {path}: {shown!r}: {problem}.")
     return data
 
 
 def _todo(asked: Sequence[Question], done: dict, path: str, limit: int) -> Tuple[List[Question], str]:
     """(the questions this call runs, its first line: how many answer, are answered, run now, each change's first)."""
-    todo = [q for q in asked if q.command not in done]
+    todo = [q for q in asked if not answered(done.get(q.command))]
     waiting = len(todo)
+    retry = sum(q.command in done for q in todo)
     if limit:
         todo = todo[:limit]
     later = f" ({waiting - len(todo)} left for another call: --answer-limit)" if waiting > len(todo) else ""
-    first = sum(q.first for q in asked if q.command not in done)
+    first = sum(q.first for q in asked if not answered(done.get(q.command)))
     first = f"; the first {first} each answer a change with no answer yet" if first else ""
+    again = f", {retry} of them failed before and asked again" if retry else ""
     return todo, (f"{len(asked)} command(s) answer the atlas's changes: {len(asked) - waiting} answered in {path}, "
-                  f"{len(todo)} to run{later}{first}\n")
+                  f"{len(todo)} to run{again}{later}{first}\n")
 
 
 def plan(asked: Sequence[Question], path: str, out: TextIO, limit: int = 0) -> List[Question]:
@@ -119,15 +141,30 @@ def plan(asked: Sequence[Question], path: str, out: TextIO, limit: int = 0) -> L
     return todo
 
 
+def check_config(config: Optional[str]) -> Optional[str]:
+    """The asv config the commands measure in, checked once before the first: a one-line UsageError for one that is
+    not there or not a config (each command would fail alike)."""
+    if config is None:
+        return None
+    from .asvconf import find_config, includes
+
+    found = find_config(config)
+    includes(found)  # read and checked as a measuring command reads it: its one-line error here, once
+    return found
+
+
 def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Optional[str] = None,
                extra: Sequence[str] = (), run: Optional[Callable[[List[str]], Tuple[int, str]]] = None,
                clock: Callable[[], float] = time.monotonic, limit: int = 0, minutes: float = 0) -> dict:
-    """Run each question's command not yet answered in `path`, writing the file after each; the answers file.
-    `extra`: options added to every command (e.g. --jobs 2); `limit`: at most this many commands this call;
-    `minutes`: start no command once this many minutes have passed (one started before runs to its end)."""
-    from .environment import NO_ROOM
-    from .files import write_json
+    """Run each question not yet answered in `path` (a failure is asked again), writing the file after each; the
+    answers file. `extra`: options added to every command (e.g. --jobs 2); `limit`: at most this many commands this
+    call; `minutes`: start no command once this many minutes have passed (one started before runs to its end)."""
+    import tempfile
 
+    from .environment import NO_ROOM
+    from .files import private_temp_dir, write_json
+
+    config = check_config(config)
     run = run or _run
     data = read(path)
     done = data["answers"]
@@ -145,54 +182,33 @@ def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Option
                   f"{left})\n")
         out.flush()
         start = clock()
-        code, output = run(_argv(q.command, config, extra))
+        with tempfile.TemporaryDirectory(dir=private_temp_dir()) as folder:
+            json_path = os.path.join(folder, "answer.json")
+            code, output = run(_argv(q, config, extra, json_path))
+            found = _answer_in(json_path) if code == 0 else None
         seconds = clock() - start
-        found = answer_text(q.command, output)
         tail = [line for line in output.splitlines() if line.strip()][-TAIL:]
-        if code and not found and any(NO_ROOM in line for line in tail):  # this disk, not the question: not kept
+        if code and any(NO_ROOM in line for line in tail):  # this disk, not the question: not kept
             out.write(f"    {tail[-1]}\n    {DISK_FULL}, {len(todo) - i + 1} of {len(todo)} left for another call "
                       "(this one not kept: it runs again once there is room)\n")
             break
-        done[q.command] = {"what": q.what, "answer": found, "rc": code, "seconds": round(seconds, 1),
-                           "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                           "changes": list(q.changes), **({} if found and code == 0 else {"tail": tail})}
+        entry = {"question": q.data(), "what": q.what, "rc": code, "seconds": round(seconds, 1),
+                 "finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "changes": list(q.changes)}
+        if found is not None:
+            entry["result"] = found
+        else:
+            entry["tail"] = tail if code else tail + ["(exit 0 and no answer object in its --json)"]
+        done[q.command] = entry
         data.update(kerasbench=__version__, config=config, extra=list(extra))
         write_json(path, data, "answers")
-        out.write(f"    {found or 'no answer (exit ' + str(code) + '): ' + (tail[-1] if tail else 'no output')} "
-                  f"({_clock(seconds)})\n")
+        size = os.path.getsize(path)
+        if size > WARN_SHARE * LIMIT:
+            out.write(f"    {path} is {size / MIB:.1f} MiB of the {LIMIT / MIB:.0f} MiB an answers file may "
+                      "hold: answers of changes no longer on the map can go (the page counts them)\n")
+        said = found["text"] if found else f"no answer (exit {code}, asked again next call): " + \
+            (entry["tail"][-1] if entry["tail"] else "no output")
+        out.write(f"    {said} ({_clock(seconds)})\n")
     return data
 
 
-def _clock(seconds: float) -> str:
-    minutes, s = divmod(int(round(seconds)), 60)
-    return f"{minutes // 60}:{minutes % 60:02d}:{s:02d}" if minutes >= 60 else f"{minutes}:{s:02d}"
-
-
-def unconfirmed(entry: Optional[dict], flipped: bool = False) -> bool:
-    """Whether an answer found its change's two ends alike on measuring them again (a triage or attribution that
-    ran to its end and said so): the change the atlas marked is not confirmed. `flipped`: the mark is a flip of the
-    verdict, which an attribution across backends that finds every backend alike (all grow, or none) contradicts
-    too (it speaks of verdicts, not of a slope's size)."""
-    from .attribute import BACKENDS_ALIKE
-    from .triage import ENDS_ALIKE
-
-    said = str((entry or {}).get("answer") or "")
-    if not entry or entry.get("rc") != 0:
-        return False
-    # the answer's own stop, "No answer for kfold × clear_session (growth_per_iter): the ends do not differ (…)", not
-    # the words inside a middle release's why ("2.13.0 behaves like neither end (… for certain: the ends do not differ
-    # by more than their own uncertainty)": there the ends differed, and the bisection went on to 2.13.0)
-    alike = said.startswith("No answer for ") and f"): {ENDS_ALIKE} (" in said
-    # attribute prints its conclusion as "Answer: The growth follows Keras: …", and keeps that line
-    return alike or (flipped and said.removeprefix("Answer: ").startswith(BACKENDS_ALIKE))
-
-
-def shown(entry: Optional[dict]) -> Optional[str]:
-    """An answer as the atlas shows it beside its command: the answer and its wall, or why there is none."""
-    if not entry:
-        return None
-    took = f"{_clock(float(entry.get('seconds') or 0))} to answer"
-    if entry.get("answer") and entry.get("rc") == 0:
-        return f"{entry['answer']} ({took})"
-    tail = entry.get("tail") or []
-    return f"no answer (exit {entry.get('rc')}, {took}): {tail[-1] if tail else 'no output'}"

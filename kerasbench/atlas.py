@@ -27,6 +27,8 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__, compare, draw, rule
+from .questions import Question
+from .column import Column
 from .errors import UsageError
 from .machine import FINGERPRINT_KEYS
 from .record import OTHER_BACKENDS as BACKENDS
@@ -41,15 +43,13 @@ from .units import KIB, MIB, floor_kib
 VERDICT_RANK = {"flat": 0, "grows": 1}
 KIND_RANK = {"flat": 0, "retention": 1, "leak": 2}
 GLYPHS = {"worse": "▲", "better": "▼", "other": "◆"}
-REPORTS_FOLDER = "kerasbench/examples/reports"  # a public report's repro file: FOLDER/<name>.py (public.Report)
-REPRO_PLACEHOLDER = "FILE"  # another repro's: the page names no machine's path, --answer cannot run it
 TRACES = ("train_path_traces", "predict_path_traces", "all_traces", "train_traces", "predict_traces")
 
 
 def _split(version: str) -> Tuple[str, str]:
-    """'2.16.2+tf_keras' -> ('2.16.2', 'tf_keras'); '2.21.0' -> ('2.21.0', '')."""
-    release, _, label = str(version).partition("+")
-    return release, label
+    """'2.16.2+tf_keras' -> ('2.16.2', 'tf_keras'); '2.21.0' -> ('2.21.0', '') (column.Column's parts)."""
+    column = Column.parse(version)
+    return column.release, column.label
 
 
 def previous(version: str, versions: Sequence[str]) -> Optional[str]:
@@ -160,55 +160,57 @@ def finite_or_none(value: Any) -> Optional[float]:
 
 
 def commands(loop: str, strategy: str, good: str, bad: str,
-             pythons: Optional[Dict[str, str]] = None) -> List[Tuple[str, str]]:
-    """[(what, command)] that bisect, attribute and ablate the change of a pair from `good` to `bad` (columns),
-    with only options those commands have: the release of each side, --python for a Python axis or for a column
-    measured on another Python than the atlas' own (`pythons`, other_pythons: TF 2.8–2.11 on 3.10), ablate's
-    --keras tf_keras for the tf_keras axis (triage and attribute measure the release's own Keras: not offered); a
-    public report's row names its repro file (kerasbench/examples/reports/NAME.py), another repro `FILE`. A nightly
-    then a release (columns in version order put a release at its branch cut, after the main branch's last nightly
-    before it) has no triage: triage goes from a release or a nightly to a later nightly, not from a nightly to a
-    release (nightly_then_release; the page says why); attribute takes two releases or two nightlies, not one of
-    each."""
+             pythons: Optional[Dict[str, str]] = None) -> List[Question]:
+    """The questions (answers.Question) that bisect, attribute and ablate the change of a pair from `good` to `bad`
+    (columns), with only options those commands have: the release of each side, --python for a Python axis or for
+    a column measured on another Python than the atlas' own (`pythons`, other_pythons: TF 2.8–2.11 on 3.10),
+    ablate's --keras tf_keras for the tf_keras axis (triage and attribute measure the release's own Keras: not
+    offered); a public report's row names its repro file (kerasbench/examples/reports/NAME.py), another repro
+    `FILE`. A nightly then a release (columns in version order put a release at its branch cut, after the main
+    branch's last nightly before it) has no triage: triage goes from a release or a nightly to a later nightly, not
+    from a nightly to a release (nightly_then_release; the page says why); attribute takes two releases or two
+    nightlies, not one of each. Names come from data files: a question whose name no registry knows (a loop, a
+    strategy, a report row, a release's shape: answers.Question.problem) is not asked (no_command says why)."""
+    return [q for q in _commands(loop, strategy, good, bad, pythons) if q.problem() is None]
+
+
+def _commands(loop: str, strategy: str, good: str, bad: str,
+              pythons: Optional[Dict[str, str]] = None) -> List[Question]:
     from .loops import LOOPS
     from .public import LOOP_PREFIX as REPORT
     from .strategies import STRATEGIES
 
     pythons_of = pythons or {}
-    (good_rel, good_label), (bad_rel, bad_label) = _split(good), _split(bad)
-    good_rel, bad_rel = _cli_version(good_rel), _cli_version(bad_rel)
-    pythons = {re.fullmatch(r"py(\d+\.\d+)", lb).group(1) for lb in (good_label, bad_label)
-               if re.fullmatch(r"py(\d+\.\d+)", lb)}
-    python = f" --python {next(iter(pythons))}" if len(pythons) == 1 and good_label == bad_label else ""
+    good_col, bad_col = Column.parse(good), Column.parse(bad)
+    good_rel, bad_rel = good_col.cli_release, bad_col.cli_release
+    on = {c.python for c in (good_col, bad_col) if c.python}
+    python = next(iter(on)) if len(on) == 1 and good_col.label == bad_col.label else ""
     other = sorted({pythons_of[c] for c in (good, bad) if c in pythons_of}, key=version_key)
     if other and not python:  # one end on an older Python (no wheel for the atlas' own): both ends measured on it
-        python = f" --python {other[0]}"
+        python = other[0]
     known = loop in LOOPS and loop != "repro"  # a repro file's records: loop repro, the file not kept by name
-    where = (f"--loop {loop}" if known else f"--repro {REPORTS_FOLDER}/{loop[len(REPORT):]}.py"
-             if loop.startswith(REPORT) else f"--repro {REPRO_PLACEHOLDER}")
+    where = dict(loop=loop) if known else dict(report=loop[len(REPORT):]) if loop.startswith(REPORT) else \
+        dict(placeholder=True)
     out = []
-    backend = bad_label if bad_label in BACKENDS else ""
-    one_release = backend or (good_rel == bad_rel and pythons)  # another backend or Python: no release to find
-    strat = f" --strategy {strategy}" if strategy in STRATEGIES else ""
-    if backend and good_rel == bad_rel and good_label not in BACKENDS:  # the release's own backend, then another
-        out.append(("which backend carries it", f"kerasbench attribute --backends tensorflow,{backend} --tf "
-                                                f"{bad_rel} {where}{strat}"))
-    if (not one_release and "tf_keras" not in (good_label, bad_label) and (not pythons or python)
+    backend = bad_col.backend
+    one_release = backend or (good_rel == bad_rel and on)  # another backend or Python: no release to find
+    strat = strategy if strategy in STRATEGIES else ""
+    if backend and good_rel == bad_rel and not good_col.backend:  # the release's own backend, then another
+        out.append(Question("attribute", "which backend carries it", backends=("tensorflow", backend), tf=bad_rel,
+                            strategy=strat, **where))
+    if (not one_release and "tf_keras" not in (good_col.label, bad_col.label) and (not on or python)
             and not nightly_then_release(good, bad)):
-        out.append(("which release changed it", f"kerasbench triage --good {good_rel} --bad {bad_rel} {where}"
-                                                f"{strat}{python}"))
+        out.append(Question("triage", "which release changed it", good=good_rel, bad=bad_rel, strategy=strat,
+                            python=python, **where))
         # attribute takes two releases or two nightlies, not one of each: TF and Keras under two distributions'
         # names (tensorflow-cpu, tf-nightly-cpu) would be a second copy of one module (AcrossDistributions)
         if good_rel.startswith("nightly:") == bad_rel.startswith("nightly:"):
-            out.append(("which package carries it", f"kerasbench attribute --good {good_rel} --bad {bad_rel} "
-                                                    f"{where}{strat}{python}"))
+            out.append(Question("attribute", "which package carries it", good=good_rel, bad=bad_rel, strategy=strat,
+                                python=python, **where))
     if rebuilds_in(loop) or not known:
-        keras = " --keras tf_keras" if bad_label == "tf_keras" else ""
-        bad_python = re.fullmatch(r"py(\d+\.\d+)", bad_label)
-        bad_python = bad_python.group(1) if bad_python else pythons_of.get(bad)
-        out.append(("which cleanup steps it needs there", f"kerasbench ablate {where} --tf {bad_rel}{keras}"
-                                                          + (f" --backend {backend}" if backend else "")
-                                                          + (f" --python {bad_python}" if bad_python else "")))
+        out.append(Question("ablate", "which cleanup steps it needs there", tf=bad_rel,
+                            keras="tf_keras" if bad_col.label == "tf_keras" else "", backend=backend,
+                            python=bad_col.python or pythons_of.get(bad, ""), **where))
     return out
 
 
@@ -218,6 +220,9 @@ def no_command(loop: str, strategy: str, good: str, bad: str,
     each end that would measure it again); ('', []) when it offers one."""
     if commands(loop, strategy, good, bad, pythons):
         return "", []
+    unknown = [q.problem() for q in _commands(loop, strategy, good, bad, pythons) if q.problem()]
+    if unknown:  # a name from the data that no registry knows: nothing is planned from it, not even a run
+        return f"No command answers this change here: {unknown[0]}.", []
     bad_rel, bad_label = _split(bad)
     if nightly_then_release(good, bad):
         release = "triage goes to a later nightly, not back to the release cut from it"
@@ -263,8 +268,7 @@ def rebuilds_in(loop: str) -> bool:
 
 def _cli_version(release: str) -> str:
     """A column's release as the commands take it: a nightly's label (2.22.0-dev20260514) is nightly:2026-05-14."""
-    m = re.fullmatch(r"[\d.]+-?dev(\d{4})(\d{2})(\d{2})", release)
-    return f"nightly:{m.group(1)}-{m.group(2)}-{m.group(3)}" if m else release
+    return Column(release).cli_release
 
 
 def _details(record, version, floors: Optional[Dict[str, int]] = None) -> List[str]:
@@ -605,39 +609,39 @@ SETTLED = ("settled: its answers disagreed, and its triage measured longer (the 
 REVERSED = ("not confirmed: its triage measured longer (the full profile) found its two ends different the other way; "
             "read the mark as the map's one measurement, not a change")
 # A contested change's own triage at the full profile: what settles it (settle_command), and what it asks
-SETTLE_PROFILE = "--profile full"
+SETTLE_PROFILE = "full"
 SETTLE_WHAT = "does it hold, measured longer"
 
 
-# A nightly triage's answer names the first nightly that behaves like its bad end (kerasbench.commands.triage).
-FIRST_NIGHTLY = re.compile(r"Answer: TF \S*?dev(\d{4})(\d{2})(\d{2}) is the first nightly")
-
-
-def _nightly_range(cmd: str) -> Optional[Tuple[Tuple[str, ...], str, str]]:
-    """(the triage's other words, its good day, its bad day) for a triage between two nightlies, else None."""
-    words = cmd.split()
-    if words[1:2] != ["triage"] or "--good" not in words or "--bad" not in words:
+def _nightly_range(q: Question) -> Optional[Tuple[Question, str, str]]:
+    """(the triage with its ends blanked, its good day, its bad day) for a triage between two nightlies, else None."""
+    if q.verb != "triage" or not (q.good.startswith("nightly:") and q.bad.startswith("nightly:")):
         return None
-    good, bad = words[words.index("--good") + 1], words[words.index("--bad") + 1]
-    if not (good.startswith("nightly:") and bad.startswith("nightly:")):
-        return None
-    rest = tuple(w for i, w in enumerate(words) if w not in (good, bad) or words[i - 1] not in ("--good", "--bad"))
-    return rest, good[len("nightly:"):], bad[len("nightly:"):]
+    return dataclasses.replace(q, good="", bad="", what=""), q.good[len("nightly:"):], q.bad[len("nightly:"):]
 
 
-def wider(cmd: str, answered: Optional[Dict[str, dict]]) -> Optional[Tuple[str, dict]]:
-    """(command, answer) of the narrowest answered triage of the same pair over nightlies around `cmd`'s (a nightly
+def _first_day(entry: dict) -> str:
+    """The day (YYYY-MM-DD) of the first nightly a nightly triage's answer found like its bad end; '' if none."""
+    first = Column(str(entry["result"].get("first_bad") or "")).cli_release \
+        if ran_and_answered_entry(entry) else ""
+    return first[len("nightly:"):] if first.startswith("nightly:") else ""
+
+
+def wider(q: Question, answered: Optional[Dict[str, dict]]) -> Optional[Tuple[Question, dict]]:
+    """(question, answer) of the narrowest answered triage of the same pair over nightlies around `q`'s (a nightly
     column measured since between its two ends split its change: the workflow adds a column a night) whose answer,
-    the first nightly like its bad end, lies in `cmd`'s range; else None."""
-    mine = _nightly_range(cmd) if answered else None
+    the first nightly like its bad end, lies in `q`'s range; else None."""
+    from .questions import question_of
+
+    mine = _nightly_range(q) if answered else None
     if mine is None:
         return None
     found = []
-    for other, entry in answered.items():
-        theirs = _nightly_range(other)
-        first = FIRST_NIGHTLY.search(str(entry.get("answer") or "")) if entry.get("rc") == 0 else None
-        day = "-".join(first.groups()) if first else ""
-        if (theirs and theirs[0] == mine[0] and theirs[1] <= mine[1] and theirs[2] >= mine[2] and other != cmd
+    for command, entry in answered.items():
+        other = question_of(entry)
+        theirs = _nightly_range(other) if other is not None else None
+        day = _first_day(entry) if theirs else ""
+        if (theirs and theirs[0] == mine[0] and theirs[1] <= mine[1] and theirs[2] >= mine[2] and command != q.command
                 and mine[1] < day <= mine[2]):  # the nightly it found lies in this change's range
             found.append((theirs[1], theirs[2], other, entry))
     if not found:
@@ -647,24 +651,26 @@ def wider(cmd: str, answered: Optional[Dict[str, dict]]) -> Optional[Tuple[str, 
     return found[0][2], found[0][3]
 
 
-def settle_command(cmds: Sequence[Tuple[str, str]]) -> Optional[str]:
-    """The command that settles a contested change (commands()'s `cmds`): its triage at the full profile, whose first
+def settle_command(cmds: Sequence[Question]) -> Optional[Question]:
+    """The question that settles a contested change (commands()'s `cmds`): its triage at the full profile, whose first
     step measures both ends again, three repeats of up to a minute's loop each; None for a change with no triage."""
-    triage = next((cmd for _, cmd in cmds if cmd.split()[1] == "triage" and "--profile" not in cmd.split()), None)
-    return f"{triage} {SETTLE_PROFILE}" if triage else None
+    triage = next((q for q in cmds if q.verb == "triage" and not q.profile), None)
+    return dataclasses.replace(triage, what=SETTLE_WHAT, profile=SETTLE_PROFILE) if triage else None
 
 
 def listed_commands(loop: str, strategy: str, good: str, bad: str, pythons: Optional[Dict[str, str]],
-                    answered: Optional[Dict[str, dict]], before, after) -> List[Tuple[str, str]]:
-    """A change's commands as its list shows them: commands()'s, then its settling triage (settle_command) where its
-    answers contest it (confirmation: CONTESTED) or that triage has run already. No attribution where the two cells
-    were measured on builds of different distributions (a CPU nightly, then a full one: attribute refuses them)."""
+                    answered: Optional[Dict[str, dict]], before, after) -> List[Question]:
+    """A change's questions as its list shows them: commands()'s, then its settling triage (settle_command) where
+    its answers contest it (confirmation: CONTESTED) or that triage has run already. No attribution where the two
+    cells were measured on builds of different distributions (a CPU nightly, then a full one: attribute refuses
+    them)."""
     cmds = commands(loop, strategy, good, bad, pythons)
     if crossed_builds(before, after):
-        cmds = [(what, cmd) for what, cmd in cmds if cmd.split()[1] != "attribute"]
+        cmds = [q for q in cmds if q.verb != "attribute"]
     settle = settle_command(cmds)
-    if settle and answered and (settle in answered or confirmation(cmds, answered, before, after) == CONTESTED):
-        cmds = cmds + [(SETTLE_WHAT, settle)]
+    if settle and answered and (settle.command in answered
+                                or confirmation(cmds, answered, before, after) == CONTESTED):
+        cmds = cmds + [settle]
     return cmds
 
 
@@ -677,40 +683,45 @@ def crossed_builds(before: Any, after: Any) -> bool:
     return None not in dists and bool(across_distributions({dists[0]: ""}, {dists[1]: ""}))
 
 
-def confirmation(cmds: Sequence[Tuple[str, str]], answered: Optional[Dict[str, dict]], before, after,
+def confirmation(cmds: Sequence[Question], answered: Optional[Dict[str, dict]], before, after,
                  moved: str = "") -> str:
-    """What measuring a change's two ends (records `before`, `after`) again says against its mark, from its commands
-    (listed_commands()'s) answered: UNCONFIRMED (one found them alike: answers.unconfirmed, a flip of the pair
-    verdict between them or not), CONTESTED (that, and another found them different: a triage that bisected, a
+    """What measuring a change's two ends (records `before`, `after`) again says against its mark, from its
+    questions (listed_commands()'s) answered: UNCONFIRMED (one found them alike: answers.unconfirmed, a flip of the
+    pair verdict between them or not), CONTESTED (that, and another found them different: a triage that bisected, a
     release attribution that measured a change to attribute), or '' (nothing measured them again to say otherwise).
     A settling triage that ran to an answer (settle_command: the longer measurement) decides alone: UNCONFIRMED when
     it found the ends alike; found different, SETTLED when its answer's ends went the mark's way (`moved`: worse is
     regressed, better improved), REVERSED the other way, and CONTESTED still when either is not known."""
-    from .answers import unconfirmed
-    from .triage import ends_verdict
+    from .questions import ends_verdict, unconfirmed
 
     if not answered:
         return ""
     flipped = verdict((before or {}).get("summary")) != verdict((after or {}).get("summary"))
-    settled = [cmd for what, cmd in cmds if what == SETTLE_WHAT and ran_and_answered(cmd, answered)]
+    settled = [q for q in cmds if q.what == SETTLE_WHAT and ran_and_answered(q, answered)]
     if settled:
-        entry = answered[settled[0]]
+        entry = answered[settled[0].command]
         if unconfirmed(entry, flipped):
             return UNCONFIRMED
-        found, expected = ends_verdict(entry["answer"]), {"worse": "regressed", "better": "improved"}.get(moved)
+        found, expected = ends_verdict(entry), {"worse": "regressed", "better": "improved"}.get(moved)
         return CONTESTED if found is None or expected is None else SETTLED if found == expected else REVERSED
-    alike = [unconfirmed(answered.get(cmd), flipped) for _, cmd in cmds]
+    alike = [unconfirmed(answered.get(q.command), flipped) for q in cmds]
     if not any(alike):
         return ""
-    differ = any(not same and cmd.split()[1] in ("triage", "attribute") and "--good" in cmd.split()
-                 and ran_and_answered(cmd, answered) for (_, cmd), same in zip(cmds, alike))
+    differ = any(not same and q.verb in ("triage", "attribute") and q.good and ran_and_answered(q, answered)
+                 for q, same in zip(cmds, alike))
     return CONTESTED if differ else UNCONFIRMED
 
 
-def ran_and_answered(cmd: str, answered: Dict[str, dict]) -> bool:
-    """Whether `cmd` ran (exit 0) and gave an answer in `answered` (an answers file's commands)."""
-    entry = answered.get(cmd) or {}
-    return bool(entry.get("answer")) and entry.get("rc") == 0
+def ran_and_answered_entry(entry: Optional[dict]) -> bool:
+    """Whether an answers file's entry ran (exit 0) and gave an answer with words."""
+    from .questions import answered
+
+    return answered(entry) and bool(entry["result"]["text"])
+
+
+def ran_and_answered(q: Question, answered: Dict[str, dict]) -> bool:
+    """Whether `q` ran (exit 0) and gave an answer in `answered` (an answers file's commands)."""
+    return ran_and_answered_entry(answered.get(q.command))
 
 
 def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optional[Dict[str, str]] = None,
@@ -723,23 +734,24 @@ def _answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Optio
     said_again = list((notes or {}).values())
     alike = sum(note != SETTLED for note in said_again)  # drawn pale: not confirmed or contested
     contested, settled, reversed_ = (said_again.count(note) for note in (CONTESTED, SETTLED, REVERSED))
-    listed = [[cmd for _, cmd in listed_commands(c[1], c[2], c[3], c[4], pythons, answered, c[6], c[7])]
+    listed = [listed_commands(c[1], c[2], c[3], c[4], pythons, answered, c[6], c[7])
               for c in counted]  # per change, once
-    asked = {cmd for cmds in listed for cmd in cmds}
+    asked = {q.command for cmds in listed for q in cmds}
     ran = asked & set(answered)
+    said = sum(ran_and_answered_entry(answered[cmd]) for cmd in ran)
     own = functools.partial(ran_and_answered, answered=answered)
-    said = sum(own(cmd) for cmd in ran)
     # a command answered for a change the map no longer has (a column measured since between its two ends: the
     # change is now steps between other columns) is kept in the file, not shown: said, not dropped in silence
     from .answers import FILE as FILE_NAME
 
     gone = len(set(answered) - asked)
-    wide = {cmd for cmd in asked if not own(cmd) and wider(cmd, answered) is not None}  # asked once each
+    questions_ = {q.command: q for cmds in listed for q in cmds}
+    wide = {c for c, q in questions_.items() if not own(q) and wider(q, answered) is not None}  # asked once each
     around = len(wide - ran)
-    covered = sum(any(own(cmd) or cmd in wide for cmd in cmds) for cmds in listed)  # its own answer or a wider's
-    again = sum(any(cmd.split()[1] in ("triage", "attribute") and own(cmd) for cmd in cmds)  # ends measured again
+    covered = sum(any(own(q) or q.command in wide for q in cmds) for cmds in listed)  # its own answer or a wider's
+    again = sum(any(q.verb in ("triage", "attribute") and own(q) for q in cmds)  # ends measured again
                 for cmds in listed)
-    longer = sum(any(cmd.endswith(f" {SETTLE_PROFILE}") and own(cmd) for cmd in cmds) for cmds in listed)
+    longer = sum(any(q.profile == SETTLE_PROFILE and own(q) for q in cmds) for cmds in listed)
     bare = sum(not cmds for cmds in listed)
     bare = f", {bare} of them with no command to run: each says why" if bare else ""
     return (f"; {len(ran)} of their {len(asked)} commands run, {said} with an answer, shown below ({covered} of the "
@@ -766,8 +778,6 @@ def questions(groups: compare.Groups, only: Sequence[str] = (), answered: Option
     slopes; the list's order where these tie. `only`: the changes into or out of these columns (a column's label,
     or nightly:YYYY-MM-DD for a nightly's); a one-line UsageError names one that is not a column.
     `answered` (an answers file's commands): one answer for each change before a second (first_answers)."""
-    from .answers import Question
-
     columns = set(main_axis(groups))
     names = columns | {_cli_version(v) for v in columns}
     missing = [c for c in only if c not in names]
@@ -785,17 +795,17 @@ def questions(groups: compare.Groups, only: Sequence[str] = (), answered: Option
         before, after = axis[p][(loop, strategy)][0], axis[v][(loop, strategy)][0]
         flip = _state(before) != _state(after)
         ratio = _ratio(before["summary"].get("growth_per_iter"), after["summary"].get("growth_per_iter"))
-        for what, command in listed_commands(loop, strategy, p, v, pythons, answered, before, after):
-            if f"--repro {REPRO_PLACEHOLDER}" in command:  # the page's hint for a repro of the user's: not runnable
+        for q in listed_commands(loop, strategy, p, v, pythons, answered, before, after):
+            if q.placeholder:  # the page's hint for a repro of the user's: not runnable
                 continue
-            found.setdefault(command, (what, []))[1].append(f"{loop} × {strategy}, TF {p} → {v}")
-            was = telling.get(command, (False, 1.0))
-            telling[command] = (was[0] or flip, max(was[1], ratio))
+            found.setdefault(q.command, (q, []))[1].append(f"{loop} × {strategy}, TF {p} → {v}")
+            was = telling.get(q.command, (False, 1.0))
+            telling[q.command] = (was[0] or flip, max(was[1], ratio))
     # a settling triage first (a mark the page cannot back until it runs; first_answers still puts the commands of
     # changes with no answer before it), then the most telling
-    order = sorted(found, key=lambda c: (found[c][0] != SETTLE_WHAT, not telling[c][0], -len(found[c][1]),
+    order = sorted(found, key=lambda c: (found[c][0].what != SETTLE_WHAT, not telling[c][0], -len(found[c][1]),
                                          -telling[c][1]))  # stable: ties keep the list's order
-    asked = [Question(found[c][0], c, tuple(found[c][1])) for c in order]
+    asked = [dataclasses.replace(found[c][0], changes=tuple(found[c][1])) for c in order]
     return asked if answered is None else first_answers(asked, answered)
 
 
@@ -803,11 +813,14 @@ def first_answers(asked: Sequence, answered: Dict[str, dict]) -> list:
     """`asked` (questions()'s, the most telling first) so that a budget gives each change one answer before any a
     second: first, one at a time, the command not yet run that answers the most changes with no answer yet (its own
     command's, or a wider triage's: _answered_count's "with none"; the most telling of ties), then the rest in their
-    order; commands a wider triage answers (wider) last. A command run that gave no answer leaves its changes
-    open: another of their commands comes first."""
+    order; commands a wider triage answers (wider) last. A command run that gave no answer (a failure, asked again)
+    leaves its changes open: another of their commands comes first."""
+    from .questions import answered as is_answer
+
     own = functools.partial(ran_and_answered, answered=answered)
-    around = {q.command for q in asked if q.command not in answered and wider(q.command, answered) is not None}
-    covered = {c for q in asked if own(q.command) or q.command in around for c in q.changes}
+    tried = {c for c, entry in answered.items() if is_answer(entry)}  # a failure is asked again, not first
+    around = {q.command for q in asked if q.command not in tried and wider(q, answered) is not None}
+    covered = {c for q in asked if own(q) or q.command in around for c in q.changes}
     rest = [q for q in asked if q.command not in answered and q.command not in around]
     first = []
     while rest:
@@ -840,14 +853,14 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
     """One change of the list under the map: the pair, both sides, why it is marked, its picture, its commands (with
     each one's answer where `answered` has it); `alike`: UNCONFIRMED, CONTESTED or SETTLED (confirmation, asked by
     section)."""
-    from .answers import shown
+    from .questions import shown
 
     b, a = before["summary"], after["summary"]
-    def answer(cmd: str) -> str:
-        said = shown((answered or {}).get(cmd))
+    def answer(q: Question) -> str:
+        said = shown((answered or {}).get(q.command))
         if said:
             return f'<span class="answer">{linked(esc(no_paths(said)))}</span> '
-        around = wider(cmd, answered)
+        around = wider(q, answered)
         if around is None:
             return ""
         _, good, bad = _nightly_range(around[0])  # wider() found it a triage between two nightlies
@@ -858,7 +871,7 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
     listed = listed_commands(loop, strategy, p, v, pythons, answered, before, after)
     cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + (
         "" if listed else _no_command_item(loop, strategy, p, v, pythons)) + "".join(
-        f'<li>{esc(what)}: {answer(cmd)}<code class="cmd">{esc(cmd)}</code></li>' for what, cmd in listed)
+        f'<li>{esc(q.what)}: {answer(q)}<code class="cmd">{esc(q.command)}</code></li>' for q in listed)
     hw = compare.hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
             f'data-ver="{esc(v)}"><span class="glyph {moved}">{GLYPHS[moved]}</span> '

@@ -422,9 +422,16 @@ def summary(rows: Sequence[Row], metric: str, good: Optional[Dict[str, str]] = N
 # Across Keras 3's backends (attribute --backends): one pair measured on each, in one environment ---------------------
 
 
-# The conclusions where every backend reads alike (all grow, all flat): answers.unconfirmed reads them (a change the
-# atlas marks as a flip between two backends' columns that, measured again, every backend shares is not confirmed).
+# The conclusions where every backend reads alike (all grow, all flat: backends_alike, which answers keep as data: a
+# change the atlas marks as a flip between two backends' columns that, measured again, every backend shares is not
+# confirmed).
 BACKENDS_ALIKE = ("The growth follows Keras", "No growth on any backend")
+
+
+def backends_alike(verdicts: Dict[str, Tuple[str, str]]) -> bool:
+    """Whether every backend reads alike, decided: all grow (two or more), or none grows and none is undecided."""
+    said = [v for v, _ in verdicts.values()]
+    return (said.count("grows") == len(said) > 1) or (bool(said) and said.count("flat") == len(said))
 
 
 def backends_conclusion(verdicts: Dict[str, Tuple[str, str]], records: Optional[Dict[str, Record]] = None) -> str:

@@ -357,6 +357,7 @@ class RecordsFile(_RecordsFileFields, total=False):
 
     profile: str
     triage: Dict[str, Any]
+    answer: Dict[str, Any]  # triage's, attribute's and ablate's answer as data (answers.result; the atlas keeps it)
 
 
 # Open definitions: probes and the worker's environment may add keys the readers do not need.

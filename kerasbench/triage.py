@@ -15,7 +15,6 @@ nearest to the middle is tried. The same classes serve `kerasbench attribute` (i
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -31,11 +30,11 @@ from .units import KIB, MIB
 if TYPE_CHECKING:  # the type only: the command's bisect_releases imports runner (loop shapes, numpy) when it runs
     pass
 
-# What triage and attribute say when, measured again, the two ends of a change do not differ (answers.unconfirmed
-# reads it: the atlas shows such a mark as not confirmed).
+# What triage and attribute say when, measured again, the two ends of a change do not differ (their answers say it
+# as data too, `alike`: the atlas shows such a mark as not confirmed).
 ENDS_ALIKE = "the ends do not differ"
 # The sentence a triage's answer ends its first line with: how its two ends compare, as compare judged them (the
-# direction a change was confirmed in: ends_verdict reads it back)
+# direction a change was confirmed in; its answer keeps the verdict as data, `ends`)
 ENDS_SAID = "The ends:"
 # The class of a version between the ends that a repro file cannot run on (it raised in the worker there: an API that
 # release lacks); bisect skips it.
@@ -62,6 +61,9 @@ class Outcome:
     middles: List[str] = field(default_factory=list)  # the versions like neither end that split a range
     against: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # version -> the ends it was classed against,
     # where those are not the triage's own (a version tried in a half)
+    alike: bool = False  # the ends measured again do not differ (nothing to bisect)
+    ends_verdict: Optional[str] = None  # compare's verdict of the bad end against the good one (regressed, …)
+    said: List[str] = field(default_factory=list)  # the answer's lines (render, nightly_epilogue): answers keep them
 
 
 def steps_needed(n: int) -> int:
@@ -116,6 +118,7 @@ def bisect(versions: Sequence[str], classify: Classify, ahead: Optional[Callable
 
     for end, expected in zip(top, ("good", "bad")):
         if tried(end, top) != expected:
+            out.alike = True
             out.stopped = f"{ENDS_ALIKE} ({end} is {out.tried[end]}, not {expected})"
             out.bracket = top
             return out
@@ -264,16 +267,14 @@ def _by_verdict(sides: dict, names: Tuple[str, str], placed: Optional[str] = Non
                        "(measure it longer: the record's why says the count needed)")
 
 
-def ends_verdict(said: str) -> Optional[str]:
-    """compare's verdict of a triage's bad end against its good one ('regressed', 'improved', 'unchanged', …) from
-    its answer's ENDS_SAID sentence; None for an answer without one (made before stop 56)."""
-    found = re.search(rf"{ENDS_SAID} .+? against .+?, (\w+):", said)
-    return found.group(1) if found else None
+def ends_judged(metric: str, good: Record, bad: Record) -> Tuple[str, str]:
+    """compare's (verdict, why) of the bad end against the good one."""
+    return compare.judge(metric, compare.cell_side(good, metric), compare.cell_side(bad, metric))
 
 
 def ends_differ(metric: str, good: Record, bad: Record) -> Tuple[bool, str]:
     """(True, why) when the bad end is regressed or improved against the good end."""
-    verdict, why = compare.judge(metric, compare.cell_side(good, metric), compare.cell_side(bad, metric))
+    verdict, why = ends_judged(metric, good, bad)
     return verdict in ("regressed", "improved"), f"{verdict}: {why}"
 
 
@@ -408,6 +409,7 @@ def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str,
                     if crossed else "the attribution below measures which package carries it." if attributing else
                     "add --attribute (or run `kerasbench attribute --good "
                     f"{outcome.last_good} --bad {outcome.first_bad} …`) to measure which package carries it."))
+    outcome.said = head.split("\n")
     rows = []
     for version in sorted(outcome.tried, key=version_key):
         keras, growth, verdict, peak, note = _evidence(records[version], metric)
@@ -425,6 +427,15 @@ def render(outcome: Outcome, records: Dict[str, Record], metric: str, loop: str,
              f"{created} asv environment(s) created, {seconds / 60:.1f} min.",
              "Reproduce:", *(f"  {c}" for c in commands)]
     return "\n".join(lines) + "\n"
+
+
+def result(outcome: Outcome) -> dict:
+    """The answer as `--json` keeps it under "answer" (answers.result): its lines, and what it found as data."""
+    from .questions import result as answer_result
+
+    return answer_result(" ".join(line.strip() for line in outcome.said if line.strip()), alike=outcome.alike,
+                         ends=outcome.ends_verdict, first_bad=outcome.first_bad, last_good=outcome.last_good,
+                         steps=[list(step) for step in outcome.steps])
 
 
 def summary(outcome: Outcome, metric: str) -> dict:

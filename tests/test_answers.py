@@ -1,5 +1,6 @@
 """Each change of the atlas answered (kerasbench.answers): the commands its list names, run once each and kept."""
 
+import dataclasses
 import io
 import json
 
@@ -7,6 +8,7 @@ import pytest
 
 from kerasbench import answers, atlas
 from kerasbench.errors import UsageError
+from answered import entry, fake, question
 from test_atlas import KIB, groups, record
 
 
@@ -65,15 +67,16 @@ def test_a_budget_gives_each_change_one_answer_before_any_a_second(tmp_path):
     ablate, triage_gc, attribute_gc, triage_cs, attribute_cs = telling  # the ablation explains both changes
     fresh = atlas.questions(two_changes(), answered={})
     assert [q.command for q in fresh] == telling and [q.first for q in fresh] == [True] + [False] * 4
-    failed = {ablate: {"rc": 1, "answer": "", "tail": ["out of memory"]}}
+    failed = {ablate: entry(ablate, rc=1, tail=["out of memory"])}
     again = atlas.questions(two_changes(), answered=failed)
-    assert [q.command for q in again] == [triage_gc, triage_cs, ablate, attribute_gc, attribute_cs]  # ran: skipped
+    # a failure is asked again, after the commands that answer a change with no answer yet
+    assert [q.command for q in again] == [triage_gc, triage_cs, ablate, attribute_gc, attribute_cs]
     assert [q.first for q in again] == [True, True, False, False, False]
-    done = {ablate: {"rc": 0, "answer": "The full cleanup is flat."}}
+    done = {ablate: entry(ablate, "The full cleanup is flat.")}
     assert not any(q.first for q in atlas.questions(two_changes(), answered=done))
     out, ran = io.StringIO(), []
     answers.answer_all(again, str(tmp_path / answers.FILE), out, limit=1,
-                       run=lambda argv: (ran.append(argv), (0, "Answer: TF 2.14.0 is the first release …"))[1])
+                       run=fake("Answer: TF 2.14.0 is the first release …", ran=ran))
     assert "; the first 2 each answer a change with no answer yet" in out.getvalue()
     assert ran[0][3:5] == ["triage", "--good"] and len(ran) == 1
     # a wider triage's answer covers the part of a split change holding the nightly it found: asked last
@@ -81,9 +84,10 @@ def test_a_budget_gives_each_change_one_answer_before_any_a_second(tmp_path):
         return f"kerasbench triage --good nightly:{good} --bad nightly:{bad} --loop sweep --strategy {strategy}"
 
     found = "Answer: TF 2.22.0.dev20260731 is the first nightly where sweep × clear_session behaves like the bad end."
-    split = answers.Question("first release", triage("2026-07-15", "2026-07-31", "clear_session"), ("a",))
-    other = answers.Question("first release", triage("2026-07-15", "2026-07-31", "reuse_model"), ("b",))
-    wide = {triage("2026-07-15", "2026-08-08", "clear_session"): {"rc": 0, "answer": found}}
+    split = dataclasses.replace(question(triage("2026-07-15", "2026-07-31", "clear_session")), changes=("a",))
+    other = dataclasses.replace(question(triage("2026-07-15", "2026-07-31", "reuse_model")), changes=("b",))
+    wide = {triage("2026-07-15", "2026-08-08", "clear_session"): entry(triage("2026-07-15", "2026-08-08",
+                                                                               "clear_session"), found)}
     assert [(q.command, q.first) for q in atlas.first_answers([split, other], wide)] == [
         (other.command, True), (split.command, False)]
 
@@ -103,40 +107,27 @@ def test_a_release_measured_on_several_pythons_is_asked_as_its_plain_column():
     assert "kerasbench triage --good 2.16.2 --bad 2.17.1 --loop sweep --strategy clear_session" in asked
 
 
-TRIAGE_OUT = """[1/3] sweep × clear_session_del_gc: ...
-Answer: TF 2.14.0 is the first release where sweep × clear_session_del_gc behaves like 2.14.1
-wrote 4 record(s) to x.json
-"""
-ABLATE_OUT = """variant  slope
-none     +3600
-no cleanup: grows; full cleanup (3 steps): grows.
-The full cleanup does not stop the growth; 'necessary' below means leaving it out adds growth.
-Necessary (leaving it out of the full cleanup makes it grow more) — necessary: clear_session.
-Sufficient (alone it stays flat) — not sufficient: clear_session, del, gc.
-"""
+TRIAGE_ANSWER = "Answer: TF 2.14.0 is the first release where sweep × clear_session_del_gc behaves like 2.14.1"
+ABLATE_ANSWER = "no cleanup: grows; full cleanup (3 steps): grows."
 
 
-def test_the_answer_is_read_from_each_commands_own_lines():
-    assert answers.answer_text("kerasbench triage --good a --bad b", TRIAGE_OUT).startswith("Answer: TF 2.14.0 is")
-    said = answers.answer_text("kerasbench ablate --loop sweep --tf 2.14.1", ABLATE_OUT)
-    assert said.startswith("no cleanup: grows; full cleanup (3 steps): grows.") and "Necessary (" in said
-    assert "variant" not in said
-    no = "No answer for sweep × x: the ends do not differ (+1.0 and +2.0 KiB/iteration)."
-    assert answers.answer_text("kerasbench attribute --good a --bad b", f"...\n{no}\n") == no
-    assert answers.answer_text("kerasbench triage --good a --bad b", "Traceback ...\nError\n") == ""
-    nightly = ("Answer: TF 2.22.0.dev20260731 is the first nightly where sweep × x behaves like 2.22.0.dev20260808; "
-               "the last like 2.22.0.dev20260715 is 2.22.0.dev20260727.\n"
-               "Not TF's alone: the environments of 2.22.0.dev20260727 and 2.22.0.dev20260731 differ in more than TF "
-               "(keras-nightly 3.16.0.dev2026072705 -> 3.16.0.dev2026073104), so the change may be theirs: add "
-               "--attribute\n\n  TF  Keras  KiB/iter\n  2.22.0.dev20260727  3.16  +2248\n"
-               "TF commits between 2.22.0.dev20260727 (v1.12.1-142770-g75879c752e0) and 2.22.0.dev20260731 "
-               "(v1.12.1-143045-g323afda8d60): "
-               "https://github.com/tensorflow/tensorflow/compare/75879c752e0...323afda8d60\n"
-               "Environments: removed 4 this triage made (5.2 GiB, 0.1 GiB of it freed)\n")
-    said = answers.answer_text("kerasbench triage --good nightly:2026-07-15 --bad nightly:2026-08-08", nightly)
-    assert said.startswith("Answer: TF 2.22.0.dev20260731") and "Not TF's alone" in said  # the answer, its caveat,
-    assert said.endswith("/compare/75879c752e0...323afda8d60")  # … and its commits; not the table or the disk
-    assert "+2248" not in said and "Environments" not in said
+def test_each_commands_answer_is_its_json_object_not_its_printed_text(tmp_path):
+    """The answer is the object the command's --json holds (answers.result), each name of the question checked and
+    its argv rendered from its fields; printed text is never read for meaning: a command that prints an answer line
+    but writes no answer object did not answer (a failure, asked again)."""
+    asked = atlas.questions(two_changes())
+    path = str(tmp_path / answers.FILE)
+    ran = []
+    data = answers.answer_all(asked[:1], path, io.StringIO(), run=fake("Answer: found", ran=ran, ends="regressed"))
+    argv = ran[0]
+    assert argv[:3] == [argv[0], "-m", "kerasbench"] and argv[3:-2] == asked[0].argv() and argv[-2] == "--json"
+    kept = data["answers"][asked[0].command]
+    assert kept["result"]["text"] == "Answer: found" and kept["result"]["ends"] == "regressed"
+    assert answers.ends_verdict(kept) == "regressed" and kept["question"] == asked[0].data()
+    printed_only = answers.answer_all(asked[1:2], path, io.StringIO(), run=lambda argv: (0, "Answer: TF 2.14.0 …"))
+    failed = printed_only["answers"][asked[1].command]
+    assert "result" not in failed and not answers.answered(failed)
+    assert failed["tail"][-1] == "(exit 0 and no answer object in its --json)"
 
 
 def test_answers_are_kept_one_by_one_and_a_second_call_goes_on_where_the_first_stopped(tmp_path):
@@ -144,32 +135,51 @@ def test_answers_are_kept_one_by_one_and_a_second_call_goes_on_where_the_first_s
     path = str(tmp_path / "answers.json")
     ran = []
 
-    def fake(argv):
-        ran.append(argv)
-        if len(ran) == 3:
+    def run(argv):
+        if len(ran) == 2:
+            ran.append(argv)
             raise KeyboardInterrupt  # Ctrl-C while the third command runs
-        return 0, ABLATE_OUT if "ablate" in argv else TRIAGE_OUT
+        return fake("The full cleanup is flat." if "ablate" in argv else "Answer: TF 2.14.0 is the first", ran=ran)(
+            argv)
 
     clock = iter(range(0, 1000, 7)).__next__
     with pytest.raises(KeyboardInterrupt):
-        answers.answer_all(asked, path, io.StringIO(), config="asv.matrix.json", extra=["--jobs", "2"], run=fake,
+        answers.answer_all(asked, path, io.StringIO(), config="asv.matrix.json", extra=["--jobs", "2"], run=run,
                            clock=clock)
     kept = json.loads(open(path).read())["answers"]
     assert list(kept) == [q.command for q in asked[:2]]  # the two that finished, nothing of the third
-    assert ran[0][-4:] == ["--config", "asv.matrix.json", "--jobs", "2"] and ran[0][1:3] == ["-m", "kerasbench"]
+    assert ran[0][-6:-2] == ["--config", answers.check_config("asv.matrix.json"), "--jobs", "2"]
+    assert ran[0][1:3] == ["-m", "kerasbench"]
     assert kept[asked[0].command]["seconds"] == 7 and kept[asked[0].command]["rc"] == 0
     ran.clear()
     out = io.StringIO()
-    data = answers.answer_all(asked, path, out, run=lambda argv: (ran.append(argv), (2, "Traceback\nboom"))[1],
-                              clock=clock)
+    data = answers.answer_all(asked, path, out, run=fake(rc=2, output="Traceback\nboom", ran=ran), clock=clock)
     assert len(ran) == 3 and "5 command(s) answer the atlas's changes: 2 answered" in out.getvalue()
     failed = data["answers"][asked[-1].command]
-    assert failed["answer"] == "" and failed["tail"] == ["Traceback", "boom"]
+    assert "result" not in failed and failed["tail"] == ["Traceback", "boom"]
     assert answers.shown(failed) == "no answer (exit 2, 0:07 to answer): boom"
     assert answers.shown(kept[asked[0].command]).endswith("(0:07 to answer)")
+    assert "no answer (exit 2, asked again next call): boom" in out.getvalue()
+    # only an answer is an answer: the three that failed (a usage error, a signal) are asked again, the rest not
     ran.clear()
-    answers.answer_all(asked, path, io.StringIO(), run=lambda argv: (ran.append(argv), (0, ""))[1])
-    assert ran == []  # every command answered (or tried): none run again
+    out = io.StringIO()
+    answers.answer_all(asked, path, out, run=fake(rc=-9, ran=ran))
+    assert len(ran) == 3 and "3 to run, 3 of them failed before and asked again" in out.getvalue()
+    assert answers.read(path)["answers"][asked[-1].command]["rc"] == -9
+    ran.clear()
+    answers.answer_all(asked, path, io.StringIO(), run=fake("Answer: x", ran=ran))
+    assert len(ran) == 3
+    ran.clear()
+    answers.answer_all(asked, path, io.StringIO(), run=fake("Answer: x", ran=ran))
+    assert ran == []  # every command answered: none run again
+
+
+def test_a_config_that_is_not_there_is_one_line_before_any_command(tmp_path):
+    ran = []
+    with pytest.raises(UsageError, match="nonexistent.json") as e:
+        answers.answer_all(atlas.questions(two_changes()), str(tmp_path / answers.FILE), io.StringIO(),
+                           config=str(tmp_path / "nonexistent.json"), run=fake("Answer: x", ran=ran))
+    assert ran == [] and "\n" not in str(e.value) and not (tmp_path / answers.FILE).exists()
 
 
 def test_a_command_refused_for_a_full_disk_is_not_kept_and_the_call_stops(tmp_path, monkeypatch):
@@ -182,17 +192,24 @@ def test_a_command_refused_for_a_full_disk_is_not_kept_and_the_call_stops(tmp_pa
         environment.check_free(str(tmp_path), "tf-nightly")
     asked = atlas.questions(two_changes())
     path, ran, out = str(tmp_path / answers.FILE), [], io.StringIO()
-    answers.answer_all(asked, path, out, run=lambda argv: (ran.append(argv), (2, f"kerasbench: {refused.value}"))[1])
+    answers.answer_all(asked, path, out, run=fake(rc=2, output=f"kerasbench: {refused.value}", ran=ran))
     assert len(ran) == 1 and answers.read(path)["answers"] == {}
     assert "stopped: the disk is full, 5 of 5 left for another call" in out.getvalue()
-    answers.answer_all(asked, path, io.StringIO(), run=lambda argv: (ran.append(argv), (0, TRIAGE_OUT))[1], limit=1)
+    answers.answer_all(asked, path, io.StringIO(), run=fake("Answer: TF 2.14.0 is", ran=ran), limit=1)
     assert len(ran) == 2 and list(answers.read(path)["answers"]) == [asked[0].command]  # run again once there is room
 
 
 @pytest.mark.parametrize("content, needle", [
     ('{"schema": "kerasbench-atlas"}', "Not a kerasbench answers file"),
     ('{"schema": "kerasbench-answers", "version": 9, "answers": {}}', "version 9"),
-    ('{"schema": "kerasbench-answers", "version": 1, "answers": {"x": {"answer": 3}}}', "Not a kerasbench answers"),
+    ('{"schema": "kerasbench-answers", "version": 1, "answers": {}}', "tools/answers_v1_to_v2.py converts it"),
+    ('{"schema": "kerasbench-answers", "version": 2, "answers": {"x": {"answer": 3}}}', "without a question"),
+    ('{"schema": "kerasbench-answers", "version": 2, "answers": {"kerasbench ablate --loop sweep --tf 2.14.1": '
+     '{"question": {"verb": "ablate", "loop": "sweep", "tf": "2.14.1"}, "seconds": "7"}}}', "seconds '7' of the wrong"),
+    ('{"schema": "kerasbench-answers", "version": 2, "answers": {"kerasbench ablate --loop x --tf 2.14.1": '
+     '{"question": {"verb": "ablate", "loop": "sweep", "tf": "2.14.1"}}}}', "not the command it is kept under"),
+    ('{"schema": "kerasbench-answers", "version": 2, "answers": {"kerasbench ablate --loop sweep --tf 2.14.1": '
+     '{"question": {"verb": "ablate", "report": "../../../../tmp/evil", "tf": "2.14.1"}}}}', "without a question"),
 ])
 def test_a_bad_answers_file_is_one_line(tmp_path, content, needle):
     path = tmp_path / "answers.json"
@@ -207,8 +224,8 @@ def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_r
     asked = [q for q in atlas.questions(grouped) if " ablate " not in q.command]  # a triage, then an attribution
     folder = tmp_path / "atlas"
     folder.mkdir()
-    outputs = iter([(0, TRIAGE_OUT), (3, "Error: no environment for TF 2.13.1 in /home/me/asv.matrix.json")])
-    answers.answer_all(asked[:2], str(folder / answers.FILE), io.StringIO(), run=lambda argv: next(outputs),
+    outputs = iter([fake(TRIAGE_ANSWER), fake(rc=3, output="Error: no environment for TF 2.13.1 in /home/me/asv.json")])
+    answers.answer_all(asked[:2], str(folder / answers.FILE), io.StringIO(), run=lambda argv: next(outputs)(argv),
                        clock=iter(range(0, 1000, 65)).__next__)
     atlas.write([], str(folder), groups=grouped)
     html = (folder / atlas.PAGE).read_text()
@@ -222,14 +239,16 @@ def test_the_atlas_shows_each_answer_beside_its_command_and_says_how_many_were_r
     # a nightly triage's commits: the address whole (no machine's folders cut from it) and a link
     kept = json.loads((folder / answers.FILE).read_text())
     url = "https://github.com/tensorflow/tensorflow/compare/75879c752e0...323afda8d60"
-    kept["answers"][asked[0].command]["answer"] = f"Answer: TF 2.14.0 is the first. TF commits between a and b: {url}"
+    said = f"Answer: TF 2.14.0 is the first. TF commits between a and b: {url}"
+    kept["answers"][asked[0].command]["result"]["text"] = said
     (folder / answers.FILE).write_text(json.dumps(kept))
     atlas.write([], str(folder), groups=grouped)
     html = (folder / atlas.PAGE).read_text()
     assert f'<a href="{url}">{url}</a>' in html and "https:/75879c752e0" not in html
     # a column measured since between a change's two ends: its answers stay in the file, the count says so
     kept = json.loads((folder / answers.FILE).read_text())
-    kept["answers"]["kerasbench triage --good 2.12.1 --bad 2.16.2 --loop sweep"] = {"answer": "Answer: x", "rc": 0}
+    kept["answers"]["kerasbench triage --good 2.12.1 --bad 2.16.2 --loop sweep"] = entry(
+        "kerasbench triage --good 2.12.1 --bad 2.16.2 --loop sweep", "Answer: x")
     (folder / answers.FILE).write_text(json.dumps(kept))
     atlas.write([], str(folder), groups=grouped)
     html = (folder / atlas.PAGE).read_text()
@@ -245,17 +264,17 @@ def test_a_budget_of_minutes_starts_no_command_after_it_and_leaves_the_rest_for_
     path = str(tmp_path / "answers.json")
     ran, now = [], [0.0]
 
-    def fake(argv):
+    def four_minutes(argv):
         ran.append(argv)
         now[0] += 240
-        return 0, ABLATE_OUT if "ablate" in argv else TRIAGE_OUT
+        return fake(ABLATE_ANSWER if "ablate" in argv else TRIAGE_ANSWER)(argv)
 
     out = io.StringIO()
-    answers.answer_all(asked, path, out, run=fake, clock=lambda: now[0], minutes=5)
+    answers.answer_all(asked, path, out, run=four_minutes, clock=lambda: now[0], minutes=5)
     assert len(ran) == 2 and list(json.loads(open(path).read())["answers"]) == [q.command for q in asked[:2]]
     assert (f"the budget of 5 minute(s) is spent (8:00): {len(asked) - 2} of {len(asked)} left for another call "
             "(--answer-minutes)") in out.getvalue()
-    answers.answer_all(asked, path, io.StringIO(), run=fake, clock=lambda: now[0], minutes=5)
+    answers.answer_all(asked, path, io.StringIO(), run=four_minutes, clock=lambda: now[0], minutes=5)
     assert len(ran) == 4 and ran[2] not in ran[:2]  # the third and fourth, within its own 5 minutes
 
 
@@ -267,8 +286,8 @@ def test_the_atlas_command_answers_then_writes_the_page_and_its_options_go_toget
     source.mkdir()
     atlas.write([], str(source), groups=two_changes())
     ran = []
-    monkeypatch.setattr(answers, "_run", lambda argv: (ran.append(argv), (0, ABLATE_OUT if "ablate" in argv
-                                                                             else TRIAGE_OUT))[1])
+    monkeypatch.setattr(answers, "_run", lambda argv: fake(ABLATE_ANSWER if "ablate" in argv else TRIAGE_ANSWER,
+                                                           ran=ran)(argv))
     out = tmp_path / "out"
     # --answer-plan: what it would run, in its order, with the changes each explains; none run, nothing written
     assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--answer", "--answer-plan",
@@ -283,7 +302,7 @@ def test_the_atlas_command_answers_then_writes_the_page_and_its_options_go_toget
     assert "--answer-plan and --config go with --answer" in capsys.readouterr().err
     code = main(["atlas", str(source / atlas.DATA), "--output", str(out), "--answer", "--answer-limit", "2",
                  "--config", "asv.matrix.json"])
-    assert code == 0 and len(ran) == 2 and all(argv[-2:] == ["--config", "asv.matrix.json"] for argv in ran)
+    assert code == 0 and len(ran) == 2 and all(argv[-4:-2] == ["--config", "asv.matrix.json"] for argv in ran)
     assert "5 command(s) answer the atlas's changes: 0 answered" in capsys.readouterr().out
     assert "2 of their 5 commands run, 2 with an answer" in (out / atlas.PAGE).read_text()
     assert main(["atlas", str(source / atlas.DATA), "--output", str(out), "--config", "asv.matrix.json"]) == 2
@@ -316,3 +335,71 @@ def test_answer_only_asks_the_changes_of_the_columns_named_and_refuses_a_column_
     assert main(["atlas", str(source / atlas.DATA), "--output", str(tmp_path / "o"), "--answer",
                  "--answer-only", "2.9.9"]) == 2
     assert "--answer-only '2.9.9' is not a column" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- questions as data: names checked, argv rendered
+
+
+def _questions_of_every_kind():
+    """Questions of every command and option the atlas asks: a release change, a Python axis, tf_keras, a backend,
+    a shipped report's row, nightlies, and the settling triage."""
+    from kerasbench import public
+
+    report = public.LOOP_PREFIX + public.NAMES[0]
+    grows = ("grows", "leak", 3600 * KIB)
+    g = groups(("2.13.1", [record("sweep", "clear_session_del_gc"), record(report, "reuse_model")]),
+               ("2.14.1", [record("sweep", "clear_session_del_gc", *grows), record(report, "reuse_model", *grows)]),
+               ("2.21.0", [record("sweep", "clear_session_del_gc")]),
+               ("2.21.0+jax", [record("sweep", "clear_session_del_gc", *grows)]),
+               ("2.16.2+tf_keras", [record("sweep", "clear_session_del_gc")]),
+               ("2.17.1+tf_keras", [record("sweep", "clear_session_del_gc", *grows)]))
+    asked = atlas.questions(g)
+    asked += [q for q in atlas.commands("kfold", "clear_session", "2.22.0-dev20260615", "2.22.0-dev20260715")]
+    asked += [atlas.settle_command(atlas.commands("sweep", "clear_session", "2.13.1+py3.12", "2.14.1+py3.12"))]
+    return asked
+
+
+def test_every_rendered_argv_parses_with_the_real_parser_to_the_questions_fields():
+    from kerasbench.cli import build_parser
+
+    asked = _questions_of_every_kind()
+    verbs = {(q.verb, bool(q.backends), bool(q.report), bool(q.python), bool(q.profile)) for q in asked}
+    assert {v[0] for v in verbs} == {"triage", "attribute", "ablate"} and len(verbs) >= 6, verbs
+    parser = build_parser()
+    for q in asked:
+        args = parser.parse_args(q.argv())  # argparse exits (SystemExit) on an option the command lacks
+        assert args.command == q.verb if hasattr(args, "command") else True
+        for field, option in (("good", "good"), ("bad", "bad"), ("tf", "tf"), ("strategy", "strategy"),
+                              ("python", "python"), ("profile", "profile"), ("keras", "keras"), ("backend", "backend")):
+            if getattr(q, field):
+                assert getattr(args, option) == getattr(q, field), (q.command, field)
+        assert (args.loop or None) == (q.loop or None) and bool(args.repro) == bool(q.report)
+        assert q.command == "kerasbench " + " ".join(q.argv())  # validated names need no quoting
+
+
+@pytest.mark.parametrize("loop, column, problem", [
+    ("report:../../../../../../tmp/evil", "2.14.1", "report '../../../../../../tmp/evil'"),
+    ("sweep", "2.14.1 --json /tmp/x.json", "release '2.14.1 --json /tmp/x.json'"),
+    ("sweep", "2.14.1;rm", "release '2.14.1;rm'"),
+    ("report:tf33009_predict --json /tmp/x", "2.14.1", "report 'tf33009_predict --json /tmp/x'"),
+])
+def test_a_name_from_a_data_file_never_steers_what_runs(tmp_path, capsys, loop, column, problem):
+    """An atlas.json, a records file or a nightly record all reach the commands through the same columns and pairs:
+    a loop that would point a repro elsewhere, a column label carrying an option or a shell word, is checked against
+    the registries before any command is planned: no question asks it, the change says why, --answer-plan plans
+    nothing from it."""
+    from kerasbench.cli import main
+
+    g = groups(("2.13.1", [record(loop, "reuse_model")]),
+               (column, [record(loop, "reuse_model", "grows", "leak", 3600 * KIB)]))
+    asked = atlas.questions(g)
+    assert all(q.problem() is None for q in asked)
+    assert not any("evil" in q.command or "/tmp/x" in q.command or ";" in q.command for q in asked)
+    assert not any(q.report and q.report not in __import__("kerasbench.public").public.NAMES for q in asked)
+    html = atlas.section(g)
+    assert atlas.esc(f"No command answers this change here: {problem} is not one this kerasbench knows") in html
+    folder = tmp_path / "inj"
+    atlas.write([], str(folder), groups=g)
+    assert main(["atlas", str(folder / atlas.DATA), "--output", str(folder), "--answer", "--answer-plan"]) == 0
+    told = capsys.readouterr().out
+    assert told.startswith("0 command(s) answer the atlas's changes") and "--json" not in told and "evil" not in told

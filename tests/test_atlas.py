@@ -10,6 +10,28 @@ import pytest
 from kerasbench import atlas, compare, report
 from kerasbench.cli import main
 
+from answered import kept, question
+
+
+def section(groups_, answered=None, *args, **kwargs):
+    """atlas.section with answers given as version 1 kept them (converted: tests/answered.kept)."""
+    return atlas.section(groups_, kept(answered), *args, **kwargs)
+
+
+def questions(groups_, *args, answered=None, **kwargs):
+    return atlas.questions(groups_, *args, answered=kept(answered), **kwargs)
+
+
+def wider(command, answered):
+    """atlas.wider of a command line: (the command, its answer) of the wider triage, or None."""
+    found = atlas.wider(question(command), kept(answered))
+    return None if found is None else (found[0].command, answered[found[0].command])
+
+
+def commands(*args, **kwargs):
+    """atlas.commands as the page lists them: (what, command)."""
+    return [(q.what, q.command) for q in atlas.commands(*args, **kwargs)]
+
 KIB, MIB = 1024, 1024**2
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(HERE, "..", "docs", "reference")
@@ -51,7 +73,7 @@ def row(html, loop, strategy):
 
 
 def test_the_changed_cell_is_marked_and_its_commands_name_the_versions(three):
-    html = atlas.section(three)
+    html = section(three)
     old, new, same = row(html, "sweep", "clear_session_del_gc")
     assert "changed" not in old and "changed" not in same  # 2.13.1 has nothing before it; 2.15.1 is as 2.14.1
     assert 'class="v-grows changed worse"' in new and "▲" in new and "grows" in new and "leak" in new
@@ -75,7 +97,7 @@ def test_a_mark_its_measuring_again_finds_alike_is_shown_not_confirmed(three):
     attribute = triage.replace("triage", "attribute", 1)
     alike = {"what": "which release changed it", "rc": 0, "seconds": 40.0,
              "answer": f"No answer for sweep × clear_session_del_gc (growth_per_iter): {ENDS_ALIKE} (2.13.1 is bad)."}
-    html = atlas.section(three, {triage: alike})
+    html = section(three, {triage: alike})
     new = row(html, "sweep", "clear_session_del_gc")[1]
     said = atlas.esc(atlas.UNCONFIRMED)
     assert 'data-unconfirmed="1"' in new and f"<li>{said}</li>" in new
@@ -92,7 +114,7 @@ def test_a_mark_its_measuring_again_finds_alike_is_shown_not_confirmed(three):
                                  "in more than one step? triage each side: --good 2.13.1 --bad 2.14.0, and --good "
                                  "2.14.0 --bad 2.14.1.")
     for answered in ({triage: found}, {attribute: failed}, {}, {triage: neither}):
-        html = atlas.section(three, answered)
+        html = section(three, answered)
         assert 'data-unconfirmed="1"' not in html and "not confirmed:" not in html, answered
 
 
@@ -108,7 +130,7 @@ def test_a_mark_whose_answers_disagree_is_shown_contested(three):
              "answer": f"No answer for sweep × clear_session_del_gc (growth_per_iter): {ENDS_ALIKE} (2.13.1 is bad)."}
     carried = {"what": "which package carries it", "rc": 0, "seconds": 90.0,
                "answer": "Answer: carried by keras 2.14.0: the good environment with it alone behaves like the bad end"}
-    html = atlas.section(three, {triage: alike, attribute: carried})
+    html = section(three, {triage: alike, attribute: carried})
     new = row(html, "sweep", "clear_session_del_gc")[1]
     contested, unconfirmed = atlas.esc(atlas.CONTESTED), atlas.esc(atlas.UNCONFIRMED)
     assert 'data-unconfirmed="1"' in new and f"<li>{contested}</li>" in new
@@ -119,14 +141,14 @@ def test_a_mark_whose_answers_disagree_is_shown_contested(three):
     # what would settle it: its triage measured longer, listed last, and --answer's first once each change has one
     settle = f"{triage} --profile full"
     assert html.count(f'<li>{atlas.SETTLE_WHAT}: <code class="cmd">{settle}</code></li>') == 1
-    asked = atlas.questions(three, answered={triage: alike, attribute: carried})
+    asked = questions(three, answered={triage: alike, attribute: carried})
     assert asked[0].command == settle and asked[0].changes == ("sweep × clear_session_del_gc, TF 2.13.1 → 2.14.1",)
     failed = dict(carried, rc=1)  # an attribution that did not run to its end says nothing of the two ends
-    html = atlas.section(three, {triage: alike, attribute: failed})
+    html = section(three, {triage: alike, attribute: failed})
     assert f'<span class="unconfirmed">{unconfirmed}</span>' in html and contested not in html
     assert "1 not confirmed, of the 1 changes" in html and "contested:" not in html
     assert settle not in html  # not confirmed: one answer, nothing to settle
-    assert settle not in [q.command for q in atlas.questions(three, answered={triage: alike, attribute: failed})]
+    assert settle not in [q.command for q in questions(three, answered={triage: alike, attribute: failed})]
 
 
 def test_a_contested_mark_is_settled_by_its_triage_measured_longer(three):
@@ -148,7 +170,7 @@ def test_a_contested_mark_is_settled_by_its_triage_measured_longer(three):
             "answer": "Answer: TF 2.14.0 is the first release where sweep × clear_session_del_gc (growth_per_iter) "
                       "behaves like 2.14.1; the last like 2.13.1 is 2.13.1. The ends: TF 2.14.1 against TF 2.13.1, "
                       "regressed: CI [+380, +420] vs [-10, +12] KiB/iter: above, by more than the floor."}
-    html = atlas.section(three, {triage: alike, attribute: carried, settle: held})
+    html = section(three, {triage: alike, attribute: carried, settle: held})
     new = row(html, "sweep", "clear_session_del_gc")[1]
     assert 'data-unconfirmed="1"' not in new and "contested:" not in html and "not confirmed:" not in html
     assert f'<span class="settled">{atlas.esc(atlas.SETTLED)}</span>' in html
@@ -158,19 +180,19 @@ def test_a_contested_mark_is_settled_by_its_triage_measured_longer(three):
     assert "of their 4 commands run, 3 with an answer" in html  # the settle counted with the change's commands
     # the other way (the mark is worse, the longer triage found the bad end improved): not confirmed, and said so
     other = dict(held, answer=held["answer"].replace("regressed", "improved"))
-    html = atlas.section(three, {triage: alike, attribute: carried, settle: other})
+    html = section(three, {triage: alike, attribute: carried, settle: other})
     assert f'<span class="unconfirmed">{atlas.esc(atlas.REVERSED)}</span>' in html and "settled:" not in html
     assert "(1 of them: the other way, measured longer)" in html
     assert "longer by their triage (the full profile): 0 hold, 1 not confirmed" in html
     # an answer that does not say which way its ends went (made before stop 56): still contested
     unsaid = dict(held, answer=held["answer"].split(" The ends:")[0])
-    html = atlas.section(three, {triage: alike, attribute: carried, settle: unsaid})
+    html = section(three, {triage: alike, attribute: carried, settle: unsaid})
     assert f'<span class="unconfirmed">{atlas.esc(atlas.CONTESTED)}</span>' in html and "settled:" not in html
     gone = dict(alike, seconds=620.0)  # measured longer, the ends alike: not confirmed
-    html = atlas.section(three, {triage: alike, attribute: carried, settle: gone})
+    html = section(three, {triage: alike, attribute: carried, settle: gone})
     assert f'<span class="unconfirmed">{atlas.esc(atlas.UNCONFIRMED)}</span>' in html and "settled:" not in html
     failed = dict(held, rc=1, answer="", tail=["kerasbench: error: the disk is full"])
-    html = atlas.section(three, {triage: alike, attribute: carried, settle: failed})
+    html = section(three, {triage: alike, attribute: carried, settle: failed})
     assert f'<span class="unconfirmed">{atlas.esc(atlas.CONTESTED)}</span>' in html
     assert "no answer (exit 1, 10:00 to answer): kerasbench: error: the disk is full" in html
 
@@ -192,11 +214,11 @@ def test_a_backends_attribution_that_finds_every_backend_alike_does_not_confirm_
                    "answer": f"Answer: {BACKENDS_ALIKE[0]}: it grows on every backend measured (tensorflow and jax), "
                              "so …"}}
     flip = groups(column("2.21.0", "grows", "leak", 3600 * KIB), column("2.21.0+jax", "flat", "flat", 4 * KIB))
-    html = atlas.section(flip, alike)
+    html = section(flip, alike)
     assert cmd in html and 'data-unconfirmed="1"' in row(html, "sweep", "clear_session_del_gc")[1]
     assert "1 not confirmed" in html
     slope = groups(column("2.21.0", "grows", "leak", 3600 * KIB), column("2.21.0+jax", "grows", "leak", 900 * KIB))
-    html = atlas.section(slope, alike)
+    html = section(slope, alike)
     assert "changed better" in row(html, "sweep", "clear_session_del_gc")[1]  # marked, by the slope
     assert 'data-unconfirmed="1"' not in html and "not confirmed:" not in html
 
@@ -212,14 +234,14 @@ def test_a_nightly_triage_over_a_wider_range_answers_the_part_of_it_where_its_ni
     answered = {triage("2026-07-15", "2026-08-08"): {"rc": 0, "seconds": 200.0, "answer": found},
                 triage("2026-06-15", "2026-09-05"): {"rc": 0, "seconds": 300.0, "answer": found},  # wider still
                 triage("2026-07-15", "2026-08-08", "kfold"): {"rc": 0, "seconds": 200.0, "answer": found}}
-    near = atlas.wider(triage("2026-07-15", "2026-07-31"), answered)
+    near = wider(triage("2026-07-15", "2026-07-31"), answered)
     assert near == (triage("2026-07-15", "2026-08-08"), answered[triage("2026-07-15", "2026-08-08")])  # narrowest
-    assert atlas.wider(triage("2026-07-31", "2026-08-08"), answered) is None  # its nightly is this part's good end
-    assert atlas.wider(triage("2026-07-15", "2026-08-08"), answered)[0] == triage("2026-06-15", "2026-09-05")
-    assert atlas.wider(triage("2026-07-15", "2026-07-31", "notebook"), answered) is None  # no triage of that pair
+    assert wider(triage("2026-07-31", "2026-08-08"), answered) is None  # its nightly is this part's good end
+    assert wider(triage("2026-07-15", "2026-08-08"), answered)[0] == triage("2026-06-15", "2026-09-05")
+    assert wider(triage("2026-07-15", "2026-07-31", "notebook"), answered) is None  # no triage of that pair
     for entry in ({"rc": 1, "answer": found}, {"rc": 0, "answer": "No answer for sweep × clear_session: …"}):
-        assert atlas.wider(triage("2026-07-15", "2026-07-31"), {triage("2026-07-15", "2026-08-08"): entry}) is None
-    assert atlas.wider("kerasbench ablate --loop sweep --tf 2.21.0", answered) is None
+        assert wider(triage("2026-07-15", "2026-07-31"), {triage("2026-07-15", "2026-08-08"): entry}) is None
+    assert wider("kerasbench ablate --loop sweep --tf 2.21.0", answered) is None
 
 
 def test_a_change_no_command_can_answer_says_why_and_how_to_measure_it_again():
@@ -228,7 +250,7 @@ def test_a_change_no_command_can_answer_says_why_and_how_to_measure_it_again():
     g = groups(("2.16.2", [record("tf1_graph", "tf1_default_graph")]),
                ("2.16.2+py3.12", [record("tf1_graph", "tf1_default_graph", "grows", "leak", 3600 * KIB)]))
     assert atlas.questions(g) == []
-    html = atlas.section(g, {"kerasbench ablate --loop sweep --tf 2.13.1": {"rc": 0, "answer": "Flat variants: none."}})
+    html = section(g, {"kerasbench ablate --loop sweep --tf 2.13.1": {"rc": 0, "answer": "Flat variants: none."}})
     assert ("No command answers this change here: one release (2.16.2) on another Python: no release to find or "
             "compare, and ablate takes apart the cleanup of loops that build models, which tf1_graph does not.") in html
     assert ("kerasbench run --loop tf1_graph --strategy tf1_default_graph --tf 2.16.2 --python 3.12 --profile full"
@@ -249,7 +271,7 @@ def test_a_cell_leads_with_the_pairs_one_verdict_and_a_change_of_it_is_marked():
     before = record("sweep", "reuse_model")
     after = record("sweep", "reuse_model", "flat", "leak")
     after["summary"]["heap_verdict"] = "grows"
-    html = atlas.section(groups(("2.20.0", [before]), ("2.21.0", [after])))
+    html = section(groups(("2.20.0", [before]), ("2.21.0", [after])))
     old, new = row(html, "sweep", "reuse_model")
     assert 'class="v-flat"' in old and '<span class="verdict">flat</span>' in old
     assert 'class="v-grows changed worse"' in new and '<span class="verdict">grows</span>' in new
@@ -260,7 +282,7 @@ def test_a_cell_leads_with_the_pairs_one_verdict_and_a_change_of_it_is_marked():
 
 
 def test_unchanged_and_missing_pairs(three):
-    html = atlas.section(three)
+    html = section(three)
     assert all("changed" not in td for td in row(html, "sweep", "reuse_model"))
     first, missing, back = row(html, "kfold", "clear_session")
     assert ">n/a</td>" in missing and 'title="not measured on TF 2.14.1"' in missing
@@ -268,7 +290,7 @@ def test_unchanged_and_missing_pairs(three):
 
 
 def test_details_on_hover_and_click(three):
-    cell = row(atlas.section(three), "sweep", "clear_session_del_gc")[1]
+    cell = row(section(three), "sweep", "clear_session_del_gc")[1]
     for text in ("peak: 900.0 MiB", "heap slope: +2.0 KiB/iteration", "train_path_traces 3", "all_traces 7"):
         assert text in cell  # in the list that hovering shows and a click opens
     assert cell.count("heap slope") == 1  # once: the hover is the same list (no title attribute repeating it)
@@ -284,12 +306,12 @@ def test_a_cell_keeps_and_shows_the_counts_and_intervals_it_was_judged_on(three)
     kept = next(c for col in atlas.data(three)["columns"] if col["version"] == "2.14.1" for c in col["cells"]
                 if c["strategy"] == "clear_session_del_gc")["summary"]
     assert kept["measured"] == [150, 148] and kept["heap_growth_ci_high"] == 2.5 * KIB and kept["alpha"] == 0.05
-    cell = row(atlas.section(three), "sweep", "clear_session_del_gc")[1]
+    cell = row(section(three), "sweep", "clear_session_del_gc")[1]
     assert "heap slope: +2.0 KiB/iteration (95% CI +1.5 … +2.5)" in cell and "150,148 iterations measured" in cell
 
 
 def test_filters_and_escaping(three):
-    html = atlas.section(three)
+    html = section(three)
     assert '<select id="atlas-loop">' in html and '<select id="atlas-strategy">' in html
     assert '<option value="kfold">kfold</option>' in html and 'id="atlas-changed"' in html
     assert "dataset.loop" in html and "dataset.strategy" in html
@@ -298,7 +320,7 @@ def test_filters_and_escaping(three):
 
 
 def test_failed_and_skipped_cells():
-    html = atlas.section(groups(
+    html = section(groups(
         ("2.13.1", [record("sweep", "reuse_model"), record("kfold", "reuse_model")]),
         ("2.14.1", [record("sweep", "reuse_model", status="failed", reason="<killed>"),
                     record("kfold", "reuse_model", status="skipped", reason="n/a here")])))
@@ -307,7 +329,7 @@ def test_failed_and_skipped_cells():
 
 
 def test_one_version_has_no_atlas():
-    assert atlas.section(groups(("2.21.0", [record("sweep", "reuse_model")]))) == ""
+    assert section(groups(("2.21.0", [record("sweep", "reuse_model")]))) == ""
 
 
 def test_axes_are_read_against_their_own_previous_column():
@@ -317,18 +339,18 @@ def test_axes_are_read_against_their_own_previous_column():
     assert atlas.previous("2.17.1+tf_keras", versions) == "2.16.2+tf_keras"
     assert atlas.previous("2.17.1", versions) == "2.16.2"
     assert atlas.previous("2.15.1", versions) is None
-    keras = dict(atlas.commands("sweep", "reuse_model", "2.16.2+tf_keras", "2.17.1+tf_keras"))
+    keras = dict(commands("sweep", "reuse_model", "2.16.2+tf_keras", "2.17.1+tf_keras"))
     assert list(keras.values()) == ["kerasbench ablate --loop sweep --tf 2.17.1 --keras tf_keras"]  # triage: no --keras
-    py = [c for _, c in atlas.commands("sweep", "reuse_model", "2.16.2+py3.12", "2.17.1+py3.12")]
+    py = [c for _, c in commands("sweep", "reuse_model", "2.16.2+py3.12", "2.17.1+py3.12")]
     assert py[0] == "kerasbench triage --good 2.16.2 --bad 2.17.1 --loop sweep --strategy reuse_model --python 3.12"
     assert py[-1] == "kerasbench ablate --loop sweep --tf 2.17.1 --python 3.12"
-    nightly = [c for _, c in atlas.commands("inference", "reuse_model", "2.21.0", "2.22.0-dev20260514")]
+    nightly = [c for _, c in commands("inference", "reuse_model", "2.21.0", "2.22.0-dev20260514")]
     assert nightly == ["kerasbench triage --good 2.21.0 --bad nightly:2026-05-14 --loop inference "
                        "--strategy reuse_model", "kerasbench ablate --loop inference --tf nightly:2026-05-14"]
     # a nightly, then the release cut after it (2.21.0 at its branch cut): `triage --good nightly:… --bad 2.21.0`
     # exits 2 ("Unknown TF nightly"), so only the ablation is offered, and the page says why
     # two nightlies: attribute too (it takes a nightly at each end), not across a release and a nightly
-    days = [c for _, c in atlas.commands("inference", "reuse_model", "2.22.0-dev20260514", "2.22.0-dev20260615")]
+    days = [c for _, c in commands("inference", "reuse_model", "2.22.0-dev20260514", "2.22.0-dev20260615")]
     assert days == ["kerasbench triage --good nightly:2026-05-14 --bad nightly:2026-06-15 --loop inference "
                     "--strategy reuse_model", "kerasbench attribute --good nightly:2026-05-14 --bad nightly:2026-06-15 "
                     "--loop inference --strategy reuse_model", "kerasbench ablate --loop inference --tf "
@@ -336,17 +358,17 @@ def test_axes_are_read_against_their_own_previous_column():
     # …but not between a CPU nightly and a full one (the atlas' nightly of 2026-10-26: attribute refuses them)
     cells = [dict(record("inference", "reuse_model"), environment={"tf_distribution": d})
              for d in ("tf-nightly-cpu", "tf-nightly-cpu", "tf-nightly")]
-    listed = [c.split()[1] for _, c in atlas.listed_commands("inference", "reuse_model", "2.22.0-dev20260514",
+    listed = [q.verb for q in atlas.listed_commands("inference", "reuse_model", "2.22.0-dev20260514",
                                                                "2.22.0-dev20260615", None, {}, *cells[:2])]
     assert listed == ["triage", "attribute", "ablate"]
-    listed = [c.split()[1] for _, c in atlas.listed_commands("inference", "reuse_model", "2.22.0-dev20260905",
+    listed = [q.verb for q in atlas.listed_commands("inference", "reuse_model", "2.22.0-dev20260905",
                                                                "2.23.0-dev20261026", None, {}, *cells[1:])]
     assert listed == ["triage", "ablate"] and atlas.crossed_builds(*cells[1:]) and not atlas.crossed_builds({}, {})
-    cut = [c for _, c in atlas.commands("sweep", "reuse_model", "2.21.0-dev20260115", "2.21.0")]
+    cut = [c for _, c in commands("sweep", "reuse_model", "2.21.0-dev20260115", "2.21.0")]
     assert cut == ["kerasbench ablate --loop sweep --tf 2.21.0"]
     g = groups(("2.21.0-dev20260115", [record("sweep", "reuse_model")]),
                ("2.21.0", [record("sweep", "reuse_model", "grows", "leak", 3600 * KIB)]))
-    assert "no triage here" in atlas.section(g) and not any("triage" in q.command for q in atlas.questions(g))
+    assert "no triage here" in section(g) and not any("triage" in q.command for q in atlas.questions(g))
 
 
 def test_a_column_on_an_older_python_and_a_report_s_row_get_commands_that_run():
@@ -372,12 +394,12 @@ def test_a_column_on_an_older_python_and_a_report_s_row_get_commands_that_run():
         in asked
     assert "kerasbench ablate --loop sweep --tf 2.12.1" in asked  # its bad end on the atlas' own Python
     both = {"2.10.1": "3.10", "2.11.1": "3.10"}
-    assert atlas.commands("sweep", "clear_session", "2.10.1", "2.11.1", both)[-1][1] == \
+    assert commands("sweep", "clear_session", "2.10.1", "2.11.1", both)[-1][1] == \
         "kerasbench ablate --loop sweep --tf 2.11.1 --python 3.10"
     assert ("kerasbench triage --good 2.11.1 --bad 2.12.1 --repro kerasbench/examples/reports/tf57982_tf_function.py "
             "--strategy reuse_model --python 3.10") in asked
     assert not any("FILE" in c for c in asked)
-    html = atlas.section(g)
+    html = section(g)
     assert "--repro FILE" in html and "--python 3.10" in html
 
 
@@ -390,7 +412,7 @@ def test_commands_use_only_options_the_commands_have(capsys):
         known = set(re.findall(r"--[a-z][a-z-]*", capsys.readouterr().out))
         for good, bad in (("2.13.1", "2.14.1"), ("2.16.2+py3.12", "2.17.1+py3.12"),
                           ("2.16.2+tf_keras", "2.17.1+tf_keras"), ("2.21.0", "2.21.0+jax")):
-            for _, cmd in atlas.commands("sweep", "clear_session_del_gc", good, bad):
+            for _, cmd in commands("sweep", "clear_session_del_gc", good, bad):
                 if cmd.split()[1] == command:
                     assert set(re.findall(r"--[a-z][a-z-]*", cmd)) <= known, cmd
 
@@ -398,7 +420,7 @@ def test_commands_use_only_options_the_commands_have(capsys):
 def test_real_records_show_the_tf_214_regression(tmp_path, capsys):
     # the project's atlas (protocol 8, calibrated floors): sweep × clear_session_del_gc a small heap leak on 2.13.1
     # (RSS +22 flat, heap +7 grows), ×112 the RSS slope on 2.14.1: marked worse by compare's rule, not on 2.15.1
-    docs = atlas.section(atlas.load([os.path.join(HERE, "..", "docs", "atlas", "atlas.json")]))
+    docs = section(atlas.load([os.path.join(HERE, "..", "docs", "atlas", "atlas.json")]))
     cells = dict(re.findall(r'<td data-ver="([^"]*)" class="([^"]*)"', "".join(row(docs, "sweep",
                                                                                   "clear_session_del_gc"))))
     assert (cells["2.13.1"], cells["2.14.1"], cells["2.15.1"]) == ("v-grows", "v-grows changed worse", "v-grows")
@@ -408,7 +430,7 @@ def test_real_records_show_the_tf_214_regression(tmp_path, capsys):
     # calls the RSS slope's 130-fold growth regressed: marked worse, with compare's why and its size
     paths = [os.path.join(REFERENCE, f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
     grouped = compare.group(compare.load(paths))
-    html = atlas.section(grouped)
+    html = section(grouped)
     old, new = row(html, "sweep", "clear_session_del_gc")
     assert 'class="v-grows"' in old and "TF 2.12.1: grows (RSS flat, heap grows)" in old
     assert 'class="v-grows changed worse"' in new and "TF 2.21.0: grows (RSS grows, heap grows)" in new
@@ -483,7 +505,7 @@ def test_a_change_compare_calls_is_marked_without_a_flip_of_the_label():
     # KiB/iteration, CIs apart: compare's rule says improved, then regressed (6.46× the slope it grew from)
     grouped = groups(("2.12.1", [with_ci(7370, 7293, 7411)]), ("2.13.1", [with_ci(1646, 973, 2519)]),
                      ("2.14.1", [with_ci(6196, 6167, 6252)]))
-    html = atlas.section(grouped)
+    html = section(grouped)
     first, down, up = row(html, "sweep", "rebuild_no_clear")
     assert "changed" not in first
     assert 'class="v-grows changed better"' in down and "▼" in down and "compare: RSS slope improved, ×0.223" in down
@@ -499,7 +521,7 @@ def test_a_change_compare_calls_is_marked_without_a_flip_of_the_label():
 def test_a_flip_with_a_side_undecided_is_shown_on_demand_and_not_counted():
     grouped = groups(("2.20.0", [record("notebook", "reuse_model", "grows", "leak", 300 * KIB)]),
                      ("2.21.0", [record("notebook", "reuse_model", "inconclusive", "leak", 280 * KIB)]))
-    html = atlas.section(grouped)
+    html = section(grouped)
     old, new = row(html, "notebook", "reuse_model")
     assert 'class="v-inconclusive undecided other"' in new and "changed " not in new  # ◆ hidden by the page's CSS
     assert "a side is undecided: not counted as a change; compare on the RSS slope: inconclusive" in new
@@ -530,7 +552,7 @@ def test_the_atlas_data_makes_the_same_page_and_holds_series_only_for_changes():
     paths = [os.path.join(REFERENCE, f"tf-{v}.json") for v in ("2.12.1", "2.21.0")]
     grouped = compare.group(compare.load(paths))
     payload = json.loads(atlas.data_text(atlas.data(grouped)))  # as written, then read
-    assert atlas.section(atlas.groups_of(payload, "atlas.json")) == atlas.section(grouped)
+    assert section(atlas.groups_of(payload, "atlas.json")) == section(grouped)
     cells = {(c["version"], cell["loop"], cell["strategy"]): cell
              for c in payload["columns"] for cell in c["cells"]}
     changed = {(c["version"], cell["loop"], cell["strategy"]) for c in payload["columns"] for cell in c["cells"]
@@ -570,7 +592,7 @@ def test_a_column_keeps_each_floors_stamp_once_and_its_cells_read_their_own_back
         for c in column["cells"]:
             c["summary"]["floors_from"] = column["floors"][c.pop("floors")]
         del column["floors"]
-    assert atlas.section(atlas.groups_of(old, "old.json")) == atlas.section(read) == atlas.section(grouped)
+    assert section(atlas.groups_of(old, "old.json")) == section(read) == section(grouped)
     assert len(atlas.data_text(old)) > 1.2 * len(atlas.data_text(payload))
 
 
@@ -588,7 +610,7 @@ def test_a_change_is_drawn_from_both_sides_series():
 
 def test_pairs_no_version_measured_are_named_not_drawn():
     gpu = "needs a GPU: run it with --device gpu"
-    html = atlas.section(groups(
+    html = section(groups(
         ("2.13.1", [record("sweep", "reuse_model"), record("sweep", "gpu_growth_on", status="skipped", reason=gpu)]),
         ("2.14.1", [record("sweep", "reuse_model"), record("sweep", "gpu_growth_on", status="skipped", reason=gpu)])))
     assert 'data-strategy="gpu_growth_on"' not in html
@@ -745,7 +767,7 @@ def test_each_floors_stamp_is_written_once_under_the_map_and_each_cell_names_its
     for v, column in grouped.items():
         for rec, _ in column.values():
             rec["summary"]["floors_from"] = calibrated if v == "2.13.1" else {"rss": {"kind": "default"}}
-    html = atlas.section(grouped)
+    html = section(grouped)
     first = "RSS: calibration glibc-py3.11.json; heap: TF&#x27;s settling (made on this TF/Keras)"
     second = "RSS: the 64 KiB default (no calibration)"
     assert html.count(first) == 1 and html.count(second) == 1  # in the legend alone
@@ -766,7 +788,7 @@ def test_nan_and_infinite_figures_are_left_out_of_the_data_and_read_as_n_a(tmp_p
     text = atlas.data_text(atlas.data(grouped))
     assert "NaN" not in text and "Infinity" not in text
     again = atlas.groups_of(json.loads(text), "atlas.json")
-    assert atlas.section(again) == atlas.section(grouped) and "peak: n/a" in atlas.section(again)
+    assert section(again) == section(grouped) and "peak: n/a" in section(again)
 
 
 def test_a_figure_is_kept_to_tenths_and_a_whole_one_written_as_a_whole_number():
@@ -776,14 +798,14 @@ def test_a_figure_is_kept_to_tenths_and_a_whole_one_written_as_a_whole_number():
 
 
 def test_the_map_says_its_size_and_changes_and_each_column_its_keras(three):
-    html = atlas.section(three)
+    html = section(three)
     assert ("4 pairs × 3 versions: 11 cells measured; 1 change from one version to the next (1 worse; 1 verdict "
             "flip compare does not call); judged by protocol 7 or older (unstamped).") in html  # unstamped fixture
     for v, keras in (("2.15.1", "2.15.0"), ("2.16.2", "3.4.1")):
         rec = record("sweep", "reuse_model")
         rec["environment"] = {"keras": keras, "keras_package": "keras"}
         three[v] = {("sweep", "reuse_model"): (rec, "x.json")}
-    html = atlas.section(three)
+    html = section(three)
     assert '<small class="keras">Keras 2.15.0</small>' in html and '<small class="keras">Keras 3.4.1</small>' in html
 
 
@@ -850,7 +872,7 @@ def test_a_release_on_several_pythons_keeps_its_main_python_as_its_plain_column(
         rec["environment"] = {"python": python}
         return rec
 
-    html = atlas.section(groups(("2.15.1", [on("3.11.7")]), ("2.16.2+py3.10", [on("3.10.14")]),
+    html = section(groups(("2.15.1", [on("3.11.7")]), ("2.16.2+py3.10", [on("3.10.14")]),
                                 ("2.16.2+py3.11", [on("3.11.7")]), ("2.17.1", [on("3.11.7", "grows", "leak")])))
     heads = re.findall(r'<th class="ver" data-ver="([^"]+)"', html)
     assert heads == ["2.15.1", "2.16.2", "2.16.2+py3.10", "2.17.1"]
@@ -909,7 +931,7 @@ def test_the_atlas_reads_each_versions_key_a_bounded_number_of_times(monkeypatch
         columns = [(f"2.{i}.0", [record("sweep", "reuse_model", *(("grows", "leak") if i % 3 else ()))])
                    for i in range(n)]
         grouped = groups(*columns)
-        atlas.section(grouped), atlas.data(grouped)
+        section(grouped), atlas.data(grouped)
         return len(calls)
 
     small, large = keys_read(40), keys_read(160)
@@ -991,15 +1013,15 @@ def test_a_backend_or_a_python_is_read_against_its_own_release_first():
     assert atlas.previous("2.21.0+jax", ["2.20.0"]) == "2.20.0"  # its release's plain column not measured
     # a first tf_keras column goes on from the last release, not from a nightly of its own release's branch
     assert atlas.previous("2.21.0+tf_keras", ["2.20.0", "2.21.0-dev20250819", "2.21.0"]) == "2.20.0"
-    assert atlas.commands("sweep", "clear_session_del_gc", "2.21.0", "2.21.0+torch") == [
+    assert commands("sweep", "clear_session_del_gc", "2.21.0", "2.21.0+torch") == [
         ("which backend carries it", "kerasbench attribute --backends tensorflow,torch --tf 2.21.0 --loop sweep "
                                      "--strategy clear_session_del_gc"),  # both in the columns' environments
         ("which cleanup steps it needs there", "kerasbench ablate --loop sweep --tf 2.21.0 --backend torch")]
-    assert [c for _, c in atlas.commands("sweep", "reuse_model", "2.21.0", "2.21.0+py3.12")] == [
+    assert [c for _, c in commands("sweep", "reuse_model", "2.21.0", "2.21.0+py3.12")] == [
         "kerasbench ablate --loop sweep --tf 2.21.0 --python 3.12"]
-    assert [w for w, _ in atlas.commands("control", "control_noop", "2.21.0", "2.21.0+torch")] == [
+    assert [w for w, _ in commands("control", "control_noop", "2.21.0", "2.21.0+torch")] == [
         "which backend carries it"]  # nothing to take apart
-    report = atlas.commands("report:tf61791_fit_clear_session", "clear_session_del_gc", "2.21.0", "2.21.0+jax")
+    report = commands("report:tf61791_fit_clear_session", "clear_session_del_gc", "2.21.0", "2.21.0+jax")
     assert report[0][1] == ("kerasbench attribute --backends tensorflow,jax --tf 2.21.0 --repro "
                             "kerasbench/examples/reports/tf61791_fit_clear_session.py --strategy clear_session_del_gc")
 

@@ -126,8 +126,8 @@ def test_each_night_answers_its_changes_within_its_budget_and_keeps_the_answers_
     (history / "answers").mkdir()
     (history / "answers" / answers.FILE).write_text(json.dumps({
         "schema": answers.SCHEMA, "version": answers.VERSION, "answers": {
-            q.command: {"what": q.what, "answer": f"Answer: known answer {i}", "rc": 0, "seconds": 60.0 + i,
-                        "changes": list(q.changes)} for i, q in enumerate(asked)}}))
+            q.command: {"question": q.data(), "what": q.what, "result": answers.result(f"Answer: known answer {i}"),
+                        "rc": 0, "seconds": 60.0 + i, "changes": list(q.changes)} for i, q in enumerate(asked)}}))
     _git(history, "add", "answers")
     _git(history, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "answers of earlier nights")
     _git(history, "push", "-q", "origin", "HEAD:refs/heads/benchmark-results")

@@ -355,7 +355,9 @@ def test_triage_command_bisects_patch_releases_and_prints_evidence(monkeypatch, 
     # the direction measured, which the words of the answer do not say (the atlas reads it: a settled change)
     head = out.splitlines()[0]
     assert "the last like 2.12.1 is 2.15.1. The ends: TF 2.21.0 against TF 2.12.1, improved: [" in head
-    assert triage.ends_verdict(head) == "improved" and triage.ends_verdict("Answer: TF 2.16.1 is the first") is None
+    saved = json.loads(out_json.read_text())  # … and its --json keeps as data: the atlas reads it there
+    assert saved["answer"]["ends"] == "improved" and saved["answer"]["text"].startswith(head.strip())
+    assert saved["answer"]["alike"] is False and saved["answer"]["first_bad"] == saved["triage"]["first_bad"]
     versions = releases.candidates("2.12.1", "2.21.0", json.loads(
         "\n".join(line for line in open(MATRIX) if not line.lstrip().startswith("//")))["include"])
     assert len(measured) == len(set(measured)) <= triage.steps_needed(len(versions))

@@ -133,6 +133,11 @@ def measure_and_show(spec: RunSpec, loops: Sequence[str], steps: Sequence[str], 
     kept.through(lambda finished: measure(spec, loops, steps, base, Progress(err, len(named), spec.warmup), finished),
                  show, out, err)
     show()
+    if kept.path and kept.records and not kept.failed():  # every variant measured: the answer joins the records
+        from ..ablate import answer
+
+        kept.payload["answer"] = answer(kept.records, steps, base, metric)
+        kept.error = kept.save()
     out.write(f"wall {(time.monotonic() - started) / 60:.1f} min for {len(named)} variant(s); load average "
               f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
     kept.report(out, err, said=" (kerasbench compare / report read it)", write=False)

@@ -196,6 +196,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         from ..files import make_folder
 
         path = os.path.join(args.output, answers.FILE)
+        args.config = answers.check_config(args.config)  # once, before any command: each would fail alike
         asked = atlas.questions(groups, args.answer_only, answers.read(path)["answers"])
         if args.answer_plan:
             answers.plan(asked, path, out, limit=args.answer_limit)

@@ -59,6 +59,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """`kerasbench attribute`: checks the options (one-line errors), reads the two sides' pins, attributes, prints,
     writes --json."""
     from .. import triage
+    from ..questions import result
     from ..asvconf import find_config
     from ..files import write_json
 
@@ -83,14 +84,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                          "or more (the two ends and one package moved).")
     good = side_pins(args.config, args.good, args.python)
     bad = side_pins(args.config, args.bad, args.python)
-    text, rows = attribute(args.config, good, bad, spec, metric, options.reproduce(args, loop), sys.stderr,
-                           args.python, args.jobs, max_envs=args.max_envs)
+    text, rows, conclusion = attribute(args.config, good, bad, spec, metric, options.reproduce(args, loop),
+                                       sys.stderr, args.python, args.jobs, max_envs=args.max_envs)
     out.write(text)
     if args.json:
         from ..record import records_payload
 
         kept = [r.record for r in rows if r.record is not None]
-        write_json(args.json, records_payload(kept, attribution=summary(rows, metric, good, bad)))
+        write_json(args.json, records_payload(kept, attribution=summary(rows, metric, good, bad),
+                                              answer=result(conclusion.text, alike=conclusion.kind == "no change")))
         out.write(f"wrote {len(kept)} record(s) to {args.json}\n")
     return 0
 
@@ -269,7 +271,7 @@ def _measured(envs: environment.Ahead, planned: Plan, template: RunSpec, metric:
     conclusion = conclude(rows, good, bad, differ, why, what)
     commands = [shlex.join(reproduce + reproduce_args(config, row.pins, python)) for row in rows]
     text = render(rows, good, bad, metric, conclusion.text, commands, time.monotonic() - started)
-    return text, rows
+    return text, rows, conclusion
 
 
 def bracket(config: str, outcome, records: Dict[str, Record], template: RunSpec, metric: str,
@@ -286,7 +288,7 @@ def bracket(config: str, outcome, records: Dict[str, Record], template: RunSpec,
     good, bad = outcome.last_good, outcome.first_bad
     out.write(f"\nattribute: {good} (good) vs {bad} (bad)\n")
     try:
-        text, rows = attribute(config, outcome.pins[good], outcome.pins[bad], template, metric, reproduce, err,
+        text, rows, _ = attribute(config, outcome.pins[good], outcome.pins[bad], template, metric, reproduce, err,
                                python, jobs, known={"good": records[good], "bad": records[bad]}, max_envs=max_envs)
     except (TooManyEnvironments, AcrossDistributions) as e:  # triage's own answer stands (and is written): only the
         # attribution is not run
@@ -303,7 +305,8 @@ def across_backends(args: argparse.Namespace, out: TextIO) -> int:
     (attribute.backends_conclusion)."""
     from .. import runner
     from .._compat import BACKENDS
-    from ..attribute import BACKENDS_HEADERS, backends_conclusion, backends_table
+    from ..questions import result
+    from ..attribute import BACKENDS_HEADERS, backends_alike, backends_conclusion, backends_table
     from ..console import Progress, text_table
     from ..files import write_json
     from ..record import records_payload
@@ -344,6 +347,8 @@ def across_backends(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"Answer: {answer}\n")
     if args.json:
         write_json(args.json, records_payload(records, attribution={"backends": named, "verdicts": verdicts,
-                                                                    "answer": answer}))
+                                                                    "answer": answer},
+                                              answer=result(f"Answer: {answer}",
+                                                            backends_alike=backends_alike(verdicts))))
         out.write(f"wrote {len(records)} record(s) to {args.json}\n")
     return 0

@@ -16,7 +16,8 @@ import time
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..errors import UsageError, repro_failed
-from ..triage import SKIPPED, Outcome, bisect, classify, ends_differ, max_steps_default, render, steps_needed
+from ..triage import (SKIPPED, Outcome, bisect, classify, ends_differ, ends_judged, max_steps_default, render,
+                      steps_needed)
 from . import options
 
 if TYPE_CHECKING:  # types only: the runner loads the loop shapes (numpy) when a command measures
@@ -82,7 +83,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         from ..record import records_payload
 
-        write_json(args.json, records_payload(records.values(), triage=triage.summary(outcome, metric), **extra))
+        write_json(args.json, records_payload(records.values(), triage=triage.summary(outcome, metric),
+                                              answer=triage.result(outcome), **extra))
         out.write(f"wrote {len(records)} record(s) to {args.json} (kerasbench compare / report read it)\n")
     return 0
 
@@ -206,7 +208,8 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
         ends = [versions[0], versions[-1]]
         envs.want(ends + ([versions[(len(versions) - 1) // 2]] if len(versions) > 2 else []))
         good_end, bad_end = measure(ends)
-        differ, why = ends_differ(metric, good_end, bad_end)
+        judged, reason = ends_judged(metric, good_end, bad_end)
+        differ, why = judged in ("regressed", "improved"), f"{judged}: {reason}"
         status_line(err, f"triage: {versions[-1]} vs {versions[0]}: {why}", final=True)
 
         def classify_version(version, against):
@@ -235,7 +238,7 @@ def bisect_releases(config: str, good: str, bad: str, template: RunSpec, metric:
 
         outcome = bisect(versions, classify_version, ahead=envs.want if differ else None, differ=halves_differ,
                          max_steps=max_steps)
-        outcome.ends = why
+        outcome.ends, outcome.ends_verdict = why, judged
     finally:
         envs.stop()  # a look-ahead creation no step needs any more: ended, its folder removed
 
@@ -275,6 +278,7 @@ def nightly_epilogue(outcome: Outcome, records: Dict[str, Record], tf: Optional[
             url = nightlies.tf_commits(*gits)
             lines.append(f"TF commits between {a} ({gits[0] or 'no GIT_VERSION'}) and {b} "
                          f"({gits[1] or 'no GIT_VERSION'}): {url or 'not known (a build without a commit)'}")
+        outcome.said.append(lines[-1])  # part of the answer: the commits between its two builds
     lines += [f"  {note}" for note in notes]
     if flavour:
         lines.append(f"  build compared: {flavour} (every nightly of one build; the release in the same build)")
