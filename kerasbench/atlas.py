@@ -1417,7 +1417,7 @@ def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = 
 def own_data(paths: Sequence[str], folder: str) -> Optional[str]:
     """The one of `paths` that is `folder`'s own DATA (the atlas made again, or added to, where it is), else None."""
     own = os.path.join(folder, DATA)
-    if not os.path.isfile(own):
+    if os.path.islink(own) or not os.path.isfile(own):  # a link there is another file: never written through
         return None
     return next((p for p in paths if os.path.isfile(p) and os.path.samefile(p, own)), None)
 

@@ -1112,3 +1112,23 @@ def test_a_folder_of_references_scores_the_columns_it_shows(tmp_path, capsys):
     assert main(["atlas", *records, "--output", str(folder), "--reference", str(empty)]) == 2
     err = capsys.readouterr().err
     assert "empty is a folder with no .json file" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_atlas_never_writes_through_a_link_onto_one_of_its_inputs(tmp_path, capsys):
+    """out/atlas.json a link to an input records file: before, the atlas took the link for its own data and wrote the
+    map through it (rc 0, the records file now atlas data); now the output is refused, one line, the input intact."""
+    from test_compare import synthetic
+
+    paths = []
+    for i, version in enumerate(("2.13.1", "2.14.1", "2.15.1")):
+        path = tmp_path / f"v{i}.json"
+        path.write_text(json.dumps(synthetic(version, (i + 1) * 64 * KIB, repeats=1, n=12)))
+        paths.append(str(path))
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink("../v1.json", out / atlas.DATA)
+    before = (tmp_path / "v1.json").read_bytes()
+    assert main(["atlas", *paths, "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "v1.json" in err and len(err.strip().splitlines()) == 1
+    assert (tmp_path / "v1.json").read_bytes() == before and os.path.islink(out / atlas.DATA)
