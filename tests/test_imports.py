@@ -186,8 +186,9 @@ def test_the_graph_counts_every_import_form(tmp_path):
 
 
 def test_the_rules_names_load_from_many_threads_at_once():
-    """The runner watches its workers from threads, each asking the rule's lazy namespace for the Decider: a name
-    being loaded by one thread must not read as missing in another (CI saw `cannot import name 'Decider'`)."""
+    """The runner watches its workers from threads, each asking the rule's namespace for the Decider: no name may
+    read as missing in one thread while another loads it (CI saw `cannot import name 'Decider'` under the lazy
+    loader the namespace had; its names are now imported with the package)."""
     import subprocess
     import sys
 

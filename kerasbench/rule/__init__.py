@@ -15,69 +15,24 @@ said it. Everything a change of the rule touches is here (docs/layout.md, "Chang
 The estimators it stands on are kerasbench.stats'; the records and metrics stand below it (they import nothing
 from here), the runner, the worker's loop, the summary, score and the commands above it.
 
-The version is imported with the package (asv's registries read it and must stay free of numpy); everything else
-on first use (`rule.judge`, `from kerasbench.rule import Decider`), from the module named here.
+Its names are the package's own, imported with it (numpy and scipy come with them). What must stay light, asv's
+registries, imports `kerasbench.rule.version` alone.
 """
 
 from __future__ import annotations
 
-import threading
-
+from . import settling as settling  # noqa: F401 (the namespace: rule.settling)
+from .counts import (LOOK_RATIO, alpha, alpha_for, floor_between, look_points,  # noqa: F401 (the namespace)
+                     planned_looks)
+from .floors import (DEFAULT_FLOOR, DEFAULT_MARGIN, GIVEN_FLOOR, SERIES, FloorAt,  # noqa: F401
+                     calibration_stamp, fixed_floors, floor_at, floor_for, floor_stamp, margin_for, spec_floors,
+                     stamp_kind)
+from .looks import LOOK_GROWTH, PLAN_SLACK, Decider, LookPlan, StopRule, early_stop, held_flat  # noqa: F401
+from .pair import Judged, judge_results, period_of  # noqa: F401
+from .scale import SCALE_NEAR, SCALE_Z, Position, place  # noqa: F401
+from .series import (CLEAR_OVER_MARGIN, DEFAULT_RESOLUTION, GROWTH_KINDS, MARGINS, PY_BLOCK_MAX,  # noqa: F401
+                     SHAPES, VERDICTS, Floor, Judgement, across_text, combine, detects, growth_kind, judge,
+                     needed_count, pair_verdict, verdict, widened)
 from .version import PROTOCOL_VERSION as PROTOCOL_VERSION, one_version as one_version  # noqa: F401 (the namespace)
 from .version import version_of as version_of, version_text as version_text  # noqa: F401
-
-# What each module of the room gives the package's namespace (loaded on first use: numpy and scipy come with it).
-_NAMES = {
-    "series": ("across_text", "CLEAR_OVER_MARGIN", "combine", "DEFAULT_RESOLUTION", "detects", "Floor",
-               "growth_kind", "GROWTH_KINDS", "judge", "Judgement", "MARGINS", "needed_count", "pair_verdict",
-               "PY_BLOCK_MAX", "SHAPES", "verdict", "VERDICTS", "widened",),
-    "counts": ("alpha", "alpha_for", "floor_between", "look_points", "LOOK_RATIO", "planned_looks",),
-    "floors": ("calibration_stamp", "DEFAULT_FLOOR", "DEFAULT_MARGIN", "fixed_floors", "margin_for",
-               "floor_at", "floor_for", "floor_stamp", "FloorAt",
-               "GIVEN_FLOOR", "SERIES", "spec_floors", "stamp_kind",),
-    "looks": ("Decider", "early_stop", "held_flat", "LOOK_GROWTH", "LookPlan", "PLAN_SLACK", "StopRule",),
-    "pair": ("judge_results", "Judged", "period_of",),
-    "scale": ("place", "Position", "SCALE_NEAR", "SCALE_Z",),
-}
-
-
-# (thread, module) being imported now: `from . import x` asks hasattr first, which must say no in that thread only
-# (the runner watches its workers from threads; another thread asking meanwhile waits on the import's own lock).
-_LOADING: set = set()
-
-
-def __getattr__(name: str):
-    if name == "ALPHA":
-        from ..stats import ALPHA
-
-        return ALPHA
-    module = name if name in _NAMES or name == "settling" else \
-        next((m for m, names in _NAMES.items() if name in names), None)
-    loading = (threading.get_ident(), module)
-    if module is None or loading in _LOADING:
-        raise AttributeError(f"module 'kerasbench.rule' has no attribute {name!r}")
-    _LOADING.add(loading)
-    try:
-        if module == "series":
-            from . import series as found
-        elif module == "counts":
-            from . import counts as found
-        elif module == "floors":
-            from . import floors as found
-        elif module == "looks":
-            from . import looks as found
-        elif module == "pair":
-            from . import pair as found
-        elif module == "scale":
-            from . import scale as found
-        else:
-            from . import settling as found
-    finally:
-        _LOADING.discard(loading)
-    value = found if name == module else getattr(found, name)
-    globals()[name] = value  # asked once: later reads do not come here
-    return value
-
-
-__all__ = sorted(["ALPHA", "settling", "PROTOCOL_VERSION", "one_version", "version_of", "version_text",
-                  *(n for names in _NAMES.values() for n in names)], key=str.lower)
+from ..stats import ALPHA as ALPHA  # noqa: F401
