@@ -279,6 +279,7 @@ class Repeat(_RepeatFields, total=False):
     exit_seconds: float
     partial_rss: List[int]
     log_tail: List[str]
+    look_error: str  # the first look the stop rule could not judge (the worker ran on to its budget)
 
 
 class AllocatorCheck(TypedDict):

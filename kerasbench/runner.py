@@ -76,20 +76,29 @@ def _worker_env(spec):
     return allocators.apply_env(spec.allocator, env)
 
 
-def _tree_rss(proc, group=None):
+# Polls in a row whose memory reading failed (the worker alive, its RSS unreadable) before the pair is stopped: the
+# memory cap cannot be enforced on a figure that cannot be read (at the default poll, about two seconds).
+UNREADABLE_POLLS = 20
+
+
+def _tree_rss(proc, group=None) -> Optional[int]:
+    """The RSS of a worker and its children; None when the worker's own figure cannot be read (a child that exits
+    between being listed and being read is left out: it holds no memory any more)."""
+    import psutil
+
     try:
         rss = proc.memory_info().rss
         children = proc.children(recursive=True)
-        if group is not None:
-            group.watch(children)
-        for child in children:
-            try:
-                rss += child.memory_info().rss
-            except Exception:
-                pass
-        return rss
-    except Exception:
-        return 0
+    except (psutil.Error, OSError):
+        return None
+    if group is not None:
+        group.watch(children)
+    for child in children:
+        try:
+            rss += child.memory_info().rss
+        except (psutil.Error, OSError):
+            pass
+    return rss
 
 
 # After the "done" (or "skip") event, how long a worker may take to exit before its group is killed: a thread
@@ -157,7 +166,7 @@ def run_worker(spec: RunSpec, repeat: int = 0, progress: Optional[Callable[[dict
         os.close(answer_read)
     answers = os.fdopen(answer_write, "w", buffering=1)
     try:
-        return _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, spawned, psutil)
+        return _Watch(spec, group, answers, log, repeat, progress, started, spawned, psutil).run(read_fd, poll)
     finally:
         group.end()
         answers.close()
@@ -175,17 +184,22 @@ class _Never:
 _NEVER = _Never()
 
 
-def _answer(answers, decider: Any, ev: dict) -> bool:
-    """Answer a look: "stop" when the pair's verdicts are decided (rule.Decider), else "go"; whether decided."""
+def _answer(answers, decider: Any, ev: dict) -> Tuple[bool, Optional[str]]:
+    """Answer a look: "stop" when the pair's verdicts are decided (rule.Decider), else "go"; (whether decided, why
+    the look could not be judged or None). A look the parent cannot judge does not stop the worker dead: it runs on
+    to its budget, and the error is kept (the repeat's `look_error`), not swallowed."""
+    error = None
     try:
         decided = decider.look(ev.get("readings") or {}, ev.get("plan"))
-    except Exception:  # a look the parent cannot judge must not stop the worker dead: it runs on to its budget
+    except Exception as e:
         decided = False
+        error = (f"the stop rule failed at the look at iteration {ev.get('iteration')}: {type(e).__name__}: {e}; "
+                 "the worker ran on to its budget")
     try:
         answers.write("stop\n" if decided else "go\n")
     except (OSError, ValueError):  # the worker is gone, or being ended
         pass
-    return decided
+    return decided, error
 
 
 # What each event the worker sends must hold (worker.run_protocol writes them), by kind: the watcher and the progress
@@ -221,119 +235,147 @@ def _not_an_event(line: str) -> str:
     return f"the worker wrote a line that is not an event: {shown}"
 
 
-def _watch(spec, group, read_fd, answers, log, repeat, progress, poll, started, spawned, psutil) -> record.Repeat:
-    """Follow one worker until it exits, is stopped, or lingers past EXIT_GRACE after its last event."""
-    from .rule import Decider
+class _Watch:
+    """One worker followed until it exits, is stopped, or lingers past EXIT_GRACE after its last event: its events
+    read on a thread (a look answered there at once: the worker waits for it), the memory cap and the time limit
+    checked each poll, the repeat's outcome made at the end."""
 
-    proc = group.proc
-    events = queue.Queue()
-    decider = Decider(spec) if spec.sequential else None
+    def __init__(self, spec, group, answers, log, repeat, progress, started, spawned, psutil):
+        from .rule import Decider
 
-    def reader():
+        self.spec, self.group, self.answers, self.log = spec, group, answers, log
+        self.repeat, self.progress, self.started, self.spawned = repeat, progress, started, spawned
+        self.events: queue.Queue = queue.Queue()
+        self.decider = Decider(spec) if spec.sequential else _NEVER
+        self.ps = psutil.Process(group.proc.pid)
+        self.outcome = {"repeat": repeat, "status": "failed", "reason": None, "result": None, "environment": None}
+        self.last_iteration, self.phase, self.finished_at = None, "setup", None
+        self.max_tree_rss, self.unreadable = 0, 0
+        # The RSS readings of the measured iterations, from the progress events (each carries those since the one
+        # before), so a stopped worker still shows its curve: the last PARTIAL_RSS_KEPT of one unbroken run.
+        self.partial_rss: collections.deque = collections.deque(maxlen=PARTIAL_RSS_KEPT)
+        self.received = 0  # the iteration whose reading comes next
+        self.broken: Optional[str] = None  # why the pair ends when the worker wrote a line that is not an event
+        self.look_error: Optional[str] = None  # the first look the stop rule could not judge
+
+    def read(self, read_fd: int) -> None:
+        """The reader thread: each line of the result pipe an event on the queue (a look answered first)."""
         with os.fdopen(read_fd, errors="replace") as f:  # bytes that are not UTF-8: a line that is not an event
             for line in f:
                 ev = _event(line)
                 if ev is None:  # the pair ends (drain): nothing after it is read
-                    events.put({"event": NOT_AN_EVENT, "reason": _not_an_event(line)})
+                    self.events.put({"event": NOT_AN_EVENT, "reason": _not_an_event(line)})
                     return
-                if ev.get("event") == "look":  # answered here, at once: the worker waits for it
-                    decided = _answer(answers, decider or _NEVER, ev)  # the readings are the result's too:
-                    ev = {"event": "look", "iteration": ev.get("iteration"), "decided": decided}  # not kept here
-                events.put(ev)
+                if ev.get("event") == "look":  # its readings are the result's too: not kept here
+                    decided, error = _answer(self.answers, self.decider, ev)
+                    self.look_error = self.look_error or error
+                    ev = {"event": "look", "iteration": ev.get("iteration"), "decided": decided}
+                self.events.put(ev)
 
-    thread = threading.Thread(target=reader, daemon=True)
-    thread.start()
-    if progress:
-        progress({"repeat": repeat, "event": "start"})
-    ps = psutil.Process(proc.pid)
-    outcome = {"repeat": repeat, "status": "failed", "reason": None, "result": None, "environment": None}
-    last_iteration, phase, stopped, finished_at = None, "setup", None, None
-    max_tree_rss = 0
-    # The RSS readings of the measured iterations, from the progress events (each carries those since the one before),
-    # so a stopped worker still shows its curve: the last PARTIAL_RSS_KEPT of one unbroken run up to the last event.
-    partial_rss = collections.deque(maxlen=PARTIAL_RSS_KEPT)
-    received = 0  # the iteration whose reading comes next
-    broken = None  # why the pair ends when the worker wrote a line that is not an event
-
-    def drain():
-        # Only what is queued now: a worker that reports faster than this loop reads must not
-        # keep it from checking the cap and the time limit.
-        nonlocal last_iteration, phase, finished_at, received, broken
-        for _ in range(events.qsize()):
+    def drain(self) -> None:
+        """Take what is queued now (a worker that reports faster than the poll must not keep it from checking the
+        cap and the time limit)."""
+        for _ in range(self.events.qsize()):
             try:
-                ev = events.get_nowait()
+                ev = self.events.get_nowait()
             except queue.Empty:
                 return
-            kind = ev["event"]
-            if kind == NOT_AN_EVENT:
-                broken = ev["reason"]
+            if ev["event"] == NOT_AN_EVENT:
+                self.broken = ev["reason"]
                 continue
-            if kind == "phase":
-                phase, last_iteration = ev["phase"], None
-            elif kind in ("warmup", "iteration"):
-                phase, last_iteration = kind, ev["iteration"]
-                readings = ev.pop("rss_since", None) or ([ev["rss"]] if "rss" in ev else [])
-                if kind == "iteration" and readings:
-                    first = ev["iteration"] - len(readings) + 1
-                    if first != received:  # an iteration went unreported: what follows is kept, unbroken
-                        partial_rss.clear()
-                    partial_rss.extend(readings)
-                    received = ev["iteration"] + 1
-            elif kind == "skip":
-                outcome.update(status="skipped", reason=ev["reason"], environment=ev["environment"])
-                finished_at = time.perf_counter()
-            elif kind == "done":
-                try:  # its series as arrays, 8 bytes a reading (record.series_arrays): not a list of Python numbers
-                    if "series" in ev["result"]:
-                        ev["result"]["series"] = record.series_arrays(ev["result"]["series"])
-                except ValueError as e:
-                    broken = f"the worker's result cannot be read back: {e}"
-                    continue
-                outcome.update(status="ok", result=ev["result"], environment=ev["environment"])
-                finished_at = time.perf_counter()
-            if progress:
-                progress({**ev, "repeat": repeat})
+            if self.take(ev) and self.progress:
+                self.progress({**ev, "repeat": self.repeat})
 
-    while proc.poll() is None:
-        tree = _tree_rss(ps, group)
-        max_tree_rss = max(max_tree_rss, tree)
-        elapsed = time.perf_counter() - started
-        if finished_at is not None and time.perf_counter() - finished_at > EXIT_GRACE:
-            group.end()  # its result is in: a thread or child it left running must not hold the pair
-            break
-        if broken:
-            stopped = broken
-        elif tree > spec.memory_cap:
-            stopped = f"exceeded memory cap ({tree / GIB:.2f} GiB > {spec.memory_cap / GIB:.2f} GiB)"
-        elif elapsed > spec.time_limit:
-            stopped = f"exceeded time limit ({spec.time_limit:g} s)"
+    def take(self, ev: dict) -> bool:
+        """One event into the outcome; False for one that is not passed on (a result that cannot be read back)."""
+        kind = ev["event"]
+        if kind == "phase":
+            self.phase, self.last_iteration = ev["phase"], None
+        elif kind in ("warmup", "iteration"):
+            self.phase, self.last_iteration = kind, ev["iteration"]
+            readings = ev.pop("rss_since", None) or ([ev["rss"]] if "rss" in ev else [])
+            if kind == "iteration" and readings:
+                if ev["iteration"] - len(readings) + 1 != self.received:  # one went unreported: what follows, kept
+                    self.partial_rss.clear()
+                self.partial_rss.extend(readings)
+                self.received = ev["iteration"] + 1
+        elif kind == "skip":
+            self.outcome.update(status="skipped", reason=ev["reason"], environment=ev["environment"])
+            self.finished_at = time.perf_counter()
+        elif kind == "done":
+            try:  # its series as arrays, 8 bytes a reading (record.series_arrays): not a list of Python numbers
+                if "series" in ev["result"]:
+                    ev["result"]["series"] = record.series_arrays(ev["result"]["series"])
+            except ValueError as e:
+                self.broken = f"the worker's result cannot be read back: {e}"
+                return False
+            self.outcome.update(status="ok", result=ev["result"], environment=ev["environment"])
+            self.finished_at = time.perf_counter()
+        return True
+
+    def stop_reason(self) -> Optional[str]:
+        """Why the pair stops now (a line not an event, the memory cap, the time limit, memory that cannot be read),
+        else None."""
+        tree = _tree_rss(self.ps, self.group)
+        if tree is None:
+            self.unreadable += 1
+        else:
+            self.unreadable, self.max_tree_rss = 0, max(self.max_tree_rss, tree)
+        if self.broken:
+            return self.broken
+        if tree is not None and tree > self.spec.memory_cap:
+            return f"exceeded memory cap ({tree / GIB:.2f} GiB > {self.spec.memory_cap / GIB:.2f} GiB)"
+        if time.perf_counter() - self.started > self.spec.time_limit:
+            return f"exceeded time limit ({self.spec.time_limit:g} s)"
+        if self.unreadable >= UNREADABLE_POLLS and self.group.proc.poll() is None:
+            return (f"its memory could not be read for {self.unreadable} polls in a row: the memory cap cannot be "
+                    "enforced")
+        return None
+
+    def run(self, read_fd: int, poll: float) -> record.Repeat:
+        thread = threading.Thread(target=self.read, args=(read_fd,), daemon=True)
+        thread.start()
+        if self.progress:
+            self.progress({"repeat": self.repeat, "event": "start"})
+        proc, stopped = self.group.proc, None
+        while proc.poll() is None:
+            if self.finished_at is not None and time.perf_counter() - self.finished_at > EXIT_GRACE:
+                self.group.end()  # its result is in: a thread or child it left running must not hold the pair
+                break
+            stopped = self.stop_reason()
+            if stopped:
+                self.group.end()
+                break
+            self.drain()
+            time.sleep(poll)
+        proc.wait()
+        thread.join(timeout=5)
+        self.drain()
+        if stopped and self.finished_at is not None:  # the result arrived in the same poll as the stop: keep it
+            stopped = None
+        if self.broken:  # whenever it came (before its result, or as the worker exited): not a measurement
+            stopped = self.broken
+            self.outcome.update(result=None)
+        return self.finish(stopped)
+
+    def finish(self, stopped: Optional[str]) -> record.Repeat:
+        outcome = self.outcome
+        outcome["worker_seconds"] = time.perf_counter() - self.started
+        outcome["max_tree_rss"] = self.max_tree_rss
+        timing = (outcome["result"] or {}).get("timing")
+        if timing:  # interpreter start + imports before the protocol; exit + this loop's polling after it
+            outcome["start_seconds"] = timing["entered"] - self.spawned
+            outcome["exit_seconds"] = outcome["worker_seconds"] - (timing["done"] - self.spawned)
+        if self.look_error:
+            outcome["look_error"] = self.look_error
         if stopped:
-            group.end()
-            break
-        drain()
-        time.sleep(poll)
-    proc.wait()
-    thread.join(timeout=5)
-    drain()
-    if stopped and finished_at is not None:  # the result arrived in the same poll as the stop: keep it
-        stopped = None
-    if broken:  # whenever it came (before its result, or as the worker exited): the pair is not a measurement
-        stopped = broken
-        outcome.update(result=None)
-    outcome["worker_seconds"] = time.perf_counter() - started
-    outcome["max_tree_rss"] = max_tree_rss
-    timing = (outcome["result"] or {}).get("timing")
-    if timing:  # interpreter start + imports before the protocol; exit + this loop's polling after it
-        outcome["start_seconds"] = timing["entered"] - spawned
-        outcome["exit_seconds"] = outcome["worker_seconds"] - (timing["done"] - spawned)
-    if stopped:
-        outcome.update(status="stopped", reason=f"{stopped} {_where(phase, last_iteration, spec)}",
-                       partial_rss=list(partial_rss))
-    elif outcome["status"] == "failed":
-        lines = _log_lines(log)
-        outcome["reason"] = f"worker exited with code {proc.returncode}: {worker_message(lines)}"
-        outcome["log_tail"] = lines[-15:]
-    return outcome
+            outcome.update(status="stopped", reason=f"{stopped} {_where(self.phase, self.last_iteration, self.spec)}",
+                           partial_rss=list(self.partial_rss))
+        elif outcome["status"] == "failed":
+            lines = _log_lines(self.log)
+            outcome["reason"] = f"worker exited with code {self.group.proc.returncode}: {worker_message(lines)}"
+            outcome["log_tail"] = lines[-15:]
+        return outcome
 
 
 def measure_pairs(base: RunSpec, pairs: Sequence[Tuple[str, str]], iterations: Callable[[Strategy], Any],

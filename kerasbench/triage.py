@@ -246,12 +246,17 @@ def _by_verdict(sides: dict, names: Tuple[str, str], placed: Optional[str] = Non
     verdicts are decided and differ (flat at one, grows at the other): a middle is like an end only when it shares
     that end's verdict; one whose own verdict is inconclusive, or the other end's, is unclear. `placed`: the class the
     scale of the change gave (its why `placed_why`), kept when the verdicts agree with it; None: by the verdicts alone.
-    None where the ends read alike (the scale decides) or are not slopes."""
+    Where both ends share a decided verdict (grows at both, a change of size), a middle whose own verdict is another
+    is like neither (TF 2.16.1 flat between two releases that grow: the scale would call it "beyond" one of them).
+    None where the ends read alike and the middle with them (the scale decides), or they are not slopes."""
     verdicts = {name: side.get("bare") for name, side in sides.items()}
     good, bad, middle = verdicts["good"], verdicts["bad"], verdicts["record"]
+    said = f"{sides['record'].get('series', 'series')} {middle}"
+    if good == bad and good in ("flat", "grows") and middle is not None and middle != good:
+        return "unclear", (f"like neither end: {said}, where {names[0]} and {names[1]} both read {good}"
+                           + (f" ({placed_why})" if placed_why else ""))
     if not ({good, bad} == {"flat", "grows"}):
         return None
-    said = f"{sides['record'].get('series', 'series')} {middle}"
     shares = "good" if middle == good else "bad" if middle == bad else None
     if placed is not None:
         if placed == "unclear" or placed == shares:

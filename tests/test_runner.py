@@ -101,3 +101,46 @@ def test_parse_bytes():
     for bad in ("lots", "-1GiB", "0", "1.5G", "16k"):  # a bare K, M or G is ambiguous: refused, not read as KiB
         with pytest.raises(UsageError):
             parse_bytes(bad)
+
+
+def test_a_memory_figure_that_cannot_be_read_is_not_zero_and_a_look_that_fails_is_kept():
+    """Before: an unreadable RSS read as 0 (the memory cap check passed), and an error in the stop decision meant
+    "go on" with nothing said. Now the figure is None (not counted, and after UNREADABLE_POLLS polls in a row the
+    pair stops: the cap cannot be enforced), and the look's error is the repeat's `look_error`."""
+    import io
+
+    import psutil
+
+    from kerasbench import runner
+
+    class Gone:
+        def memory_info(self):
+            raise psutil.AccessDenied(1)
+
+        def children(self, recursive=True):
+            return []
+
+    assert runner._tree_rss(Gone()) is None
+
+    class Child:
+        def memory_info(self):
+            raise psutil.NoSuchProcess(2)  # exited between being listed and read: holds nothing
+
+    class Parent(Gone):
+        def memory_info(self):
+            return type("M", (), {"rss": 5})()
+
+        def children(self, recursive=True):
+            return [Child()]
+
+    assert runner._tree_rss(Parent()) == 5
+
+    class Broken:
+        def look(self, readings, plan=None):
+            raise ValueError("no floor")
+
+    answers = io.StringIO()
+    decided, error = runner._answer(answers, Broken(), {"event": "look", "iteration": 12, "readings": {}})
+    assert not decided and answers.getvalue() == "go\n"
+    assert error == "the stop rule failed at the look at iteration 12: ValueError: no floor; the worker ran on to " \
+                    "its budget"

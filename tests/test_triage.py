@@ -700,3 +700,14 @@ def test_triage_command_finds_a_change_in_two_steps(monkeypatch, capsys):
     assert "like 2.1" in out  # a version tried in a half is classed against that half's ends
     reproduce = out.split("Reproduce:")[1]
     assert all(f"--tf {v}" in reproduce for v in ("2.14.1", "2.15.1", "2.17.1", "2.18.1")), reproduce
+
+
+def test_a_release_whose_verdict_differs_from_both_ends_is_like_neither():
+    """Both ends grow (by different amounts, the change a size); a release between that is flat is not "beyond"
+    one of them (the scale alone said so of TF 2.16.1 between 2.14.1 and 2.21.0 in tf61791's triage): like neither,
+    so the range is split there and each half bisected."""
+    good, bad = record("2.21.0", 3800 * KIB), record("2.14.1", 2600 * KIB, seed=1)
+    cls, why = triage.classify("growth_per_iter", good, bad, record("2.16.1", 0, seed=2), ("TF 2.21.0", "TF 2.14.1"))
+    assert cls == "unclear" and why.startswith("like neither end: RSS flat, where TF 2.21.0 and TF 2.14.1 both read "
+                                               "grows"), why
+    assert triage.classify("growth_per_iter", good, bad, record("2.17.1", 3800 * KIB, seed=3))[0] == "good"
