@@ -11,6 +11,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ._compat import BACKEND_VAR, FRAMEWORKS
+from .column import Column
 from .errors import UsageError
 from .files import CONFIG_LIMIT, clone_dir, from_clone, read_json, user_cache
 
@@ -263,7 +264,7 @@ def matrix_json(config: str) -> dict:
         found.append({"name": entry["name"], "tf": reqs.get(package), "tf_package": package, "keras": reqs.get("keras"),
                       "keras_package": "tf_keras" if "tf_keras" in entry["axis"] else "keras",
                       "python": entry["python"], "device": entry["env"].get("KERASBENCH_DEVICE", "cpu"),
-                      "axis": entry["axis"], "label": f"{label}+{entry['axis']}" if entry["axis"] else label,
+                      "axis": entry["axis"], "label": str(Column(label, entry["axis"])),
                       "config": os.path.basename(config)})
     return {"include": found}
 

@@ -59,6 +59,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import machine as machines, rule, stats
+from .column import Column
 from .console import markdown_table, text_table
 from .errors import UsageError, unknown
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, headline_metrics
@@ -113,7 +114,7 @@ def load(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
         label = commit if commit and commit != "nocommit" else os.path.splitext(os.path.basename(path.rstrip("/")))[0]
         label = re.sub(r"[^A-Za-z0-9.]+", ".", label).strip(".") or "side"
         labels.append(label if label not in labels else f"{label}.{len(labels) + 1}")
-    return [(record, path, f"{version}+{label}")
+    return [(record, path, str(Column(version, label)))
             for side, label in zip(sides, labels) for record, path, version in side]
 
 

@@ -10,6 +10,7 @@ import os
 import re
 from typing import Any, Dict, List, Sequence, Tuple
 
+from .column import Column
 from .errors import UsageError
 from .files import DATA_LIMIT, check_readable, read_json, records_name
 from .record import OTHER_BACKENDS, SCHEMA_VERSION, Record, backend_of, check_record
@@ -137,7 +138,7 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
             if version is None and env_name and _ENV_TF.search(env_name):
                 version = _ENV_TF.search(env_name)[1]
             if backend in OTHER_BACKENDS:  # Keras on jax or torch: a side of its own, labelled by the backend
-                version = f"{version or next(iter(versions), None) or 'keras-' + str(env.get('keras'))}+{backend}"
+                version = str(Column(version or next(iter(versions), None) or f"keras-{env.get('keras')}", backend))
             if version is None:
                 continue
             keras_package = env.get("keras_package") or (next(iter(side["keras_package"]))
@@ -145,9 +146,10 @@ def load_records(paths: Sequence[str]) -> List[Tuple[Record, str, str]]:
             if backend in OTHER_BACKENDS:
                 pass
             elif keras_package == "tf_keras":  # Keras 2 on a Keras 3 TF: another side than its Keras 3
-                version = f"{version}+tf_keras"
+                version = str(Column(version, "tf_keras"))
             elif _KERAS_NIGHTLY.search(str(env.get("keras") or "")) and not _TF_NIGHTLY.search(str(version)):
-                version = f"{version}+keras-{env['keras']}"  # keras-nightly at a release: another side than its Keras
+                # keras-nightly at a release: another side than its Keras
+                version = str(Column(version, f"keras-{env['keras']}"))
             python = _python_minor(env) or (next(iter(side["python"])) if len(side["python"]) == 1 else "")
             if file_commit:
                 if commit is None:

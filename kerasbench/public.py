@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .column import Column
 from .errors import UsageError
 
 FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples", "reports")
@@ -134,7 +135,7 @@ def relabel(loaded: Sequence[Tuple[dict, str, str]]) -> List[Tuple[dict, str, st
 
 def covers(release: str, claims: Sequence[str]) -> bool:
     """Whether a measured release ('2.13.1', '2.16.2+tf_keras') is one a claim names ('2.13' names 2.13.x, '1' 1.x)."""
-    release = str(release).partition("+")[0]
+    release = Column.parse(release).release
     if "dev" in release:  # a nightly (2.21.0-dev20250819) is not the release a reporter names
         return False
     return any(release == c or release.startswith(c + ".") for c in claims)
