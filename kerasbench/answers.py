@@ -26,14 +26,13 @@ from typing import Any, Callable, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .errors import UsageError
-from .questions import (REPORTS_FOLDER, REPRO_PLACEHOLDER, RESULT_SCHEMA, Question, _clock, _is_result, answered,
+from .questions import (FILE, REPORTS_FOLDER, REPRO_PLACEHOLDER, RESULT_SCHEMA, Question, _clock, _is_result, answered,
                         ends_verdict, question_of, result, shown, unconfirmed)
 from .units import MIB
 
 __all__ = ["FILE", "REPORTS_FOLDER", "REPRO_PLACEHOLDER", "RESULT_SCHEMA", "Question", "answer_all", "answered",
            "check_config", "ends_verdict", "plan", "question_of", "read", "result", "shown", "unconfirmed"]
 
-FILE = "answers.json"  # in the atlas's folder, beside atlas.json: `kerasbench atlas` shows what it holds
 SCHEMA = "kerasbench-answers"
 VERSION = 2  # 2: each answer its question's fields and the command's own answer object (1: prose, see tools/)
 TAIL = 3  # lines of a command's output kept when it gave no answer: why it could not

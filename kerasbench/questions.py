@@ -16,6 +16,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+FILE = "answers.json"  # in the atlas's folder, beside atlas.json: `kerasbench atlas` shows what it holds
 RESULT_SCHEMA = "kerasbench-answer"  # the object a command's --json holds under "answer"
 RESULT_VERSION = 1
 VERBS = ("triage", "attribute", "ablate")
@@ -55,7 +56,7 @@ class Question:
         from ._compat import BACKENDS
         from .loops import LOOPS
         from .profiles import PROFILES
-        from .public import NAMES
+        from .examples.reports import NAMES
         from .strategies import STRATEGIES
 
         checks = [

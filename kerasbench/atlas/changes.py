@@ -327,7 +327,7 @@ def answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Option
     own = functools.partial(ran_and_answered, answered=answered)
     # a command answered for a change the map no longer has (a column measured since between its two ends: the
     # change is now steps between other columns) is kept in the file, not shown: said, not dropped in silence
-    from ..answers import FILE as FILE_NAME
+    from ..questions import FILE as FILE_NAME
 
     gone = len(set(answered) - asked)
     questions_ = {q.command: q for cmds in listed for q in cmds}
