@@ -403,3 +403,20 @@ def test_a_name_from_a_data_file_never_steers_what_runs(tmp_path, capsys, loop, 
     assert main(["atlas", str(folder / atlas.DATA), "--output", str(folder), "--answer", "--answer-plan"]) == 0
     told = capsys.readouterr().out
     assert told.startswith("0 command(s) answer the atlas's changes") and "--json" not in told and "evil" not in told
+
+
+def test_answers_json_has_no_silent_size_cliff(tmp_path, monkeypatch):
+    """answers.json is read whole, up to answers.LIMIT (16 MiB, ~20,000 answers: the published one held 1,145 in
+    1.2 MB); past WARN_SHARE of it each write says so, and a file past it is one line naming it, not a traceback."""
+    asked = atlas.questions(two_changes())
+    path = tmp_path / answers.FILE
+    answers.answer_all(asked[:1], str(path), io.StringIO(), run=fake("Answer: x"))
+    size = path.stat().st_size
+    monkeypatch.setattr(answers, "LIMIT", int(size * 1.5))  # the next answer takes the file past 80 % of the limit
+    out = io.StringIO()
+    answers.answer_all(asked[1:2], str(path), out, run=fake("Answer: y"))
+    assert f"{path} is " in out.getvalue() and "MiB an answers file may hold" in out.getvalue()
+    monkeypatch.setattr(answers, "LIMIT", size // 2)
+    with pytest.raises(UsageError) as e:
+        answers.read(str(path))
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
