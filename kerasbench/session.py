@@ -197,11 +197,30 @@ class Kept:
         return any(r["status"] in ("failed", "stopped") for r in self.records)
 
 
+# `run --fail-on`: a pair's one verdict (rule.pair_verdict) or what grew (rule.GROWTH_KINDS' leak, retention), and
+# the exit code when a pair has one: not 1 (a pair failed or stopped: the run itself went wrong) nor 2 (a usage error).
+RUN_GATES = ("grows", "inconclusive", "leak", "retention")
+GATE_EXIT = 3
+
+
+def gated(records: Sequence[Record], gates: Sequence[str]) -> List[str]:
+    """One line per record whose pair verdict or what grew is one of `gates`: what a CI job prints before it fails."""
+    from .console import loop_label, strategy_label, verdict_text
+    from .rule import pair_verdict
+    from .units import kib_text
+
+    return [f"{loop_label(r)} × {strategy_label(r)}: {verdict_text(s)}, RSS {kib_text(s.get('growth_per_iter'))}, "
+            f"heap {kib_text(s.get('heap_growth_per_iter'))} KiB/iteration" for r, s in
+            ((r, r["summary"]) for r in records if r["status"] == "ok")
+            if {pair_verdict(s), s.get("growth_kind")} & set(gates)]
+
+
 def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], int], out: TextIO, err: TextIO,
-        json_path: Optional[str] = None) -> int:
+        json_path: Optional[str] = None, gates: Sequence[str] = ()) -> int:
     """`kerasbench run`'s session: measure `pairs` with `base`'s settings, print their table (and traces); exit code.
 
-    0 when every pair ran or skipped, 1 when one failed or was stopped or the records could not be written.
+    0 when every pair ran or skipped, 1 when one failed or was stopped or the records could not be written, else
+    GATE_EXIT when a pair has one of `gates` (--fail-on: its verdict or what grew; listed on `err` either way).
     """
     import time
 
@@ -229,7 +248,11 @@ def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], 
         kept.closed(out, err)
         raise
     say_limit(kept.records, time.perf_counter() - started, err)
-    return 1 if kept.failed() else 0
+    failing = gated(kept.records, gates)
+    if failing:  # a CI job's gate, as compare's --fail-on: the pairs, then GATE_EXIT (1 outranks it: a pair failed)
+        err.write(f"kerasbench: {len(failing)} pair(s) are {' or '.join(gates)} (--fail-on):\n")
+        err.write("".join(f"  {line}\n" for line in failing))
+    return 1 if kept.failed() else GATE_EXIT if failing else 0
 
 
 def say_limit(records: List[Record], wall: float, err: TextIO) -> None:
