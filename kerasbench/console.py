@@ -138,11 +138,12 @@ class Progress:
         self._lock = threading.Lock()
         self._clock, self._root = clock, self  # the run's Progress counts the pairs done and the time since it began
         self.started, self.finished = clock(), 0
+        self.body = ""  # a measured body's spec.body: its pairs are labelled as the table names them (pair_labels)
 
     def pair(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0) -> "Progress":
         """The Progress of one of several pairs measured at once: the same stream, whole lines only."""
         mine = Progress(self.stream, self.total, self.warmup, concurrent=True, clock=self._clock)
-        mine._lock, mine._root = self._lock, self._root
+        mine._lock, mine._root, mine.body = self._lock, self._root, self.body
         mine.start(index, loop, strategy, iterations, budget)
         return mine
 
@@ -171,7 +172,7 @@ class Progress:
         """A new pair (the `index`-th of the total): its label; the runner says when a worker starts. `budget`: the
         seconds of loop of a budgeted run, whose `iterations` are its most."""
         self.iterations, self.budget = iterations, budget
-        self.label = f"[{index}/{self.total}] {loop} × {strategy}"
+        self.label = f"[{index}/{self.total}] {' × '.join(pair_labels(loop, strategy, self.body))}"
 
     def __call__(self, ev: dict) -> None:
         """A worker's event: its start, a warm-up or measured iteration."""
@@ -330,18 +331,24 @@ def _pair_verdict(record: dict, summary: dict) -> str:
 # The record's own columns; each metric with a run column in kerasbench.metrics follows, in registry order. The first
 # verdict is the pair's one verdict (rule.pair_verdict: RSS and heap together, what Results.verdicts(), ablate and
 # assert_no_growth go by); the RSS and heap verdicts it comes from stand beside it, named.
+def pair_labels(loop: str, strategy: str, body: str = "") -> tuple:
+    """A pair's one name, wherever it is shown (the run table, the charts, progress, Results.verdicts() keys): a body
+    measured by kerasbench.measure or assert_no_growth (`body`: its spec.body, 'module:name') is ('body NAME', 'as
+    written') under reuse_model (kerasbench builds nothing and adds nothing between iterations: the body runs as the
+    user wrote it), ('body NAME', STRATEGY) under another; anything else (LOOP, STRATEGY)."""
+    if not body or loop != "repro":
+        return loop, strategy
+    return f"body {body.rsplit(':', 1)[-1]}", "as written" if strategy == "reuse_model" else strategy
+
+
 def loop_label(record: dict) -> str:
-    """The loop column: a body measured by kerasbench.measure or assert_no_growth reads 'body NAME' (the repro loop
-    running the user's function), anything else its loop shape."""
-    body = (record.get("spec") or {}).get("body")
-    return f"body {body.rsplit(':', 1)[-1]}" if body and record["loop"] == "repro" else record["loop"]
+    """The loop column (pair_labels)."""
+    return pair_labels(record["loop"], record["strategy"], (record.get("spec") or {}).get("body") or "")[0]
 
 
 def strategy_label(record: dict) -> str:
-    """The strategy column: a body's reuse_model reads 'as written' (kerasbench builds nothing and adds nothing
-    between iterations: the body runs as the user wrote it, a new model each time if it builds one)."""
-    body = (record.get("spec") or {}).get("body")
-    return "as written" if body and record["strategy"] == "reuse_model" else record["strategy"]
+    """The strategy column (pair_labels)."""
+    return pair_labels(record["loop"], record["strategy"], (record.get("spec") or {}).get("body") or "")[1]
 
 
 COLUMNS: tuple = (
@@ -379,7 +386,7 @@ def run_table(records: list) -> str:
         top = span / MIB
         lines.append(f"\nRSS per iteration: each row's rise over its first reading, one scale for every row: "
                      f"{SPARKS[0]} none (or below it) to {SPARKS[-1]} +{top:.1f} MiB")
-    notes = [f"{r['loop']} × {r['strategy']}: {r['reason']}" for r in records if r["status"] != "ok"]
+    notes = [f"{loop_label(r)} × {strategy_label(r)}: {r['reason']}" for r in records if r["status"] != "ok"]
     if records and records[0]["environment"]:
         env = records[0]["environment"]
         lines.append(
@@ -397,9 +404,9 @@ def run_table(records: list) -> str:
                    for r in records if r["summary"].get("heap_floor") is not None and r["summary"].get("heap_verdict")}
     for floor, source in heap_floors:
         lines.append(f"heap {what} {floor_kib(floor)} KiB/iteration, from {source}")
-    notes += [f"{r['loop']} × {r['strategy']}: not decided: {r['summary']['why']}" for r in records
+    notes += [f"{loop_label(r)} × {strategy_label(r)}: not decided: {r['summary']['why']}" for r in records
               if r["status"] == "ok" and r["summary"].get("why")]
-    notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, "
+    notes += [f"{loop_label(r)} × {strategy_label(r)}: allocator {r['allocator']['requested']} requested, "
               f"but the worker ran on {r['allocator']['detected']}"
               for r in records if not r.get("allocator", {}).get("matches", True)]
     return "\n".join(lines + notes) + "\n"
@@ -419,7 +426,7 @@ def functions_text(records: list, top: int = 3) -> str:
         series = ((result or {}).get("series") or {}).get("all_traces") or []
         if not result or not result.get("functions") or len(series) < 2 or series[-1] == series[0]:
             continue
-        lines.append(f"{r['loop']} × {r['strategy']}: {series[-1] - series[0]} traces in the measured loop "
+        lines.append(f"{loop_label(r)} × {strategy_label(r)}: {series[-1] - series[0]} traces in the measured loop "
                      f"({result['all_traces']} in all); most traced:")
         lines += [f"  {f['owner']}: {f['function']} — {f['traces']} traces, {f['instances']} instance(s); when "
                   f"the loop ended {_alive(f.get('live'))} alive, {_alive(f['held'])} concrete function(s) alive"

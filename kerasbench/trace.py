@@ -834,7 +834,9 @@ def text(records: Sequence[Dict[str, Any]]) -> str:
         trace = record_trace(record)
         if not trace:
             continue
-        out.append(f"\ntrace of {record['loop']} × {record['strategy']} (tracemalloc and gc, iteration "
+        from .console import loop_label, strategy_label
+
+        out.append(f"\ntrace of {loop_label(record)} × {strategy_label(record)} (tracemalloc and gc, iteration "
                    f"{trace.get('first', 0)} → {trace.get('last', '?')}):")
         if trace.get("skipped"):
             out.append(f"  not traced: {trace['skipped']}")
