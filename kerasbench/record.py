@@ -388,8 +388,11 @@ def backend_of(environment: Optional[Dict[str, Any]]) -> str:
 
 def framework_text(environment: Dict[str, Any]) -> str:
     """What a record's loops ran on, for people: 'TF 2.21.0, Keras 3.13.2' ('Keras 2.16.0 (tf_keras)'), or on jax
-    and torch 'Keras 3.13.2 on jax 0.10.2 (TF 2.21.0 installed, not imported)'."""
+    and torch 'Keras 3.13.2 on jax 0.10.2 (TF 2.21.0 installed, not imported)'; a loop that imported neither (the
+    control loop) says so."""
     env, backend = environment, backend_of(environment)
+    if not env.get("tensorflow") and not env.get("keras"):  # a control loop: before, "TF None, Keras None"
+        return "TF and Keras not imported (the loop ran without them)"
     if backend in OTHER_BACKENDS:
         versions = env.get("backend_versions") or {}
         installed = f" (TF {env['tensorflow']} installed, not imported)" if env.get("tensorflow") else ""
