@@ -275,11 +275,13 @@ class Results(list):
 
     def verdicts(self) -> dict:
         """{(loop, strategy): verdict or status} of every record: the pair's one verdict, RSS and heap together
-        (rule.pair_verdict: grows when either grows, flat when both are flat)."""
+        (rule.pair_verdict: grows when either grows, flat when both are flat). Keyed by the names the table shows
+        (console.pair_labels): a body's `("body NAME", "as written")`, not the repro loop's names."""
+        from .console import pair_labels
         from .rule import pair_verdict
 
-        return {(r["loop"], r["strategy"]): pair_verdict(r["summary"]) if r["status"] == "ok" else r["status"]
-                for r in self}
+        return {pair_labels(r["loop"], r["strategy"], r["spec"].get("body") or ""):
+                pair_verdict(r["summary"]) if r["status"] == "ok" else r["status"] for r in self}
 
     def save(self, path: str) -> str:
         """Write the records as a records file (what `run --json` writes, what compare and report read)."""
@@ -399,6 +401,7 @@ def measure(loop: Union[str, Any, None] = None, *, repro: Optional[str] = None, 
                 from .console import Progress
 
                 shown = Progress(sys.stderr, len(pairs), base.warmup)
+                shown.body = spec.get("body") or ""  # its pairs named as the table names them
             return Results(measure_pairs(base, pairs, count, shown))
         finally:
             if folder:

@@ -61,7 +61,7 @@ import numpy as np
 from . import machine as machines, rule, stats
 from .column import Column
 from .console import markdown_table, text_table
-from .errors import UsageError, unknown
+from .errors import UsageError
 from .metrics import METRICS, ExactCount, Magnitude, SlopeCI, TimingBand, headline_metrics
 from .rule import DEFAULT_FLOOR, MARGINS
 from .record import SCHEMA_VERSION, Record, backend_of, framework_text
@@ -718,11 +718,9 @@ GATES = ("regressed", "improved", "inconclusive", "not comparable", "n/a")  # wh
 
 def fail_on(text: str) -> Tuple[str, ...]:
     """The verdicts of `--fail-on regressed,inconclusive`; UsageError naming the valid ones otherwise."""
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    for name in names or ("",):
-        if name not in GATES:
-            raise unknown("fail-on", name, GATES)
-    return names
+    from .commands.options import gates
+
+    return gates(text, GATES)
 
 
 def gate(cells: Sequence[Cell], verdicts: Sequence[str]) -> List[str]:

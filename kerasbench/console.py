@@ -138,11 +138,12 @@ class Progress:
         self._lock = threading.Lock()
         self._clock, self._root = clock, self  # the run's Progress counts the pairs done and the time since it began
         self.started, self.finished = clock(), 0
+        self.body = ""  # a measured body's spec.body: its pairs are labelled as the table names them (pair_labels)
 
     def pair(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0) -> "Progress":
         """The Progress of one of several pairs measured at once: the same stream, whole lines only."""
         mine = Progress(self.stream, self.total, self.warmup, concurrent=True, clock=self._clock)
-        mine._lock, mine._root = self._lock, self._root
+        mine._lock, mine._root, mine.body = self._lock, self._root, self.body
         mine.start(index, loop, strategy, iterations, budget)
         return mine
 
@@ -171,7 +172,7 @@ class Progress:
         """A new pair (the `index`-th of the total): its label; the runner says when a worker starts. `budget`: the
         seconds of loop of a budgeted run, whose `iterations` are its most."""
         self.iterations, self.budget = iterations, budget
-        self.label = f"[{index}/{self.total}] {loop} × {strategy}"
+        self.label = f"[{index}/{self.total}] {' × '.join(pair_labels(loop, strategy, self.body))}"
 
     def __call__(self, ev: dict) -> None:
         """A worker's event: its start, a warm-up or measured iteration."""
@@ -330,18 +331,24 @@ def _pair_verdict(record: dict, summary: dict) -> str:
 # The record's own columns; each metric with a run column in kerasbench.metrics follows, in registry order. The first
 # verdict is the pair's one verdict (rule.pair_verdict: RSS and heap together, what Results.verdicts(), ablate and
 # assert_no_growth go by); the RSS and heap verdicts it comes from stand beside it, named.
+def pair_labels(loop: str, strategy: str, body: str = "") -> tuple:
+    """A pair's one name, wherever it is shown (the run table, the charts, progress, Results.verdicts() keys): a body
+    measured by kerasbench.measure or assert_no_growth (`body`: its spec.body, 'module:name') is ('body NAME', 'as
+    written') under reuse_model (kerasbench builds nothing and adds nothing between iterations: the body runs as the
+    user wrote it), ('body NAME', STRATEGY) under another; anything else (LOOP, STRATEGY)."""
+    if not body or loop != "repro":
+        return loop, strategy
+    return f"body {body.rsplit(':', 1)[-1]}", "as written" if strategy == "reuse_model" else strategy
+
+
 def loop_label(record: dict) -> str:
-    """The loop column: a body measured by kerasbench.measure or assert_no_growth reads 'body NAME' (the repro loop
-    running the user's function), anything else its loop shape."""
-    body = (record.get("spec") or {}).get("body")
-    return f"body {body.rsplit(':', 1)[-1]}" if body and record["loop"] == "repro" else record["loop"]
+    """The loop column (pair_labels)."""
+    return pair_labels(record["loop"], record["strategy"], (record.get("spec") or {}).get("body") or "")[0]
 
 
 def strategy_label(record: dict) -> str:
-    """The strategy column: a body's reuse_model reads 'as written' (kerasbench builds nothing and adds nothing
-    between iterations: the body runs as the user wrote it, a new model each time if it builds one)."""
-    body = (record.get("spec") or {}).get("body")
-    return "as written" if body and record["strategy"] == "reuse_model" else record["strategy"]
+    """The strategy column (pair_labels)."""
+    return pair_labels(record["loop"], record["strategy"], (record.get("spec") or {}).get("body") or "")[1]
 
 
 COLUMNS: tuple = (
@@ -370,36 +377,95 @@ def _columns(gpu: bool, span: float = 0.0) -> list:
                   if m.column and (gpu or not m.column.gpu_only)]
 
 
-def run_table(records: list) -> str:
-    """A plain-text table of records, one row each, plus the reasons of skips and stops."""
+RUN_WIDTH = 100  # the characters a line of the run table takes: its figures go to tables of their own below
+
+
+def _packed(columns: list, records: list, width: int) -> List[list]:
+    """The run table's columns as tables of at most `width` characters, each led by the loop and strategy columns:
+    the verdict columns (COLUMNS but the sparkline) first, then the sparkline and the figures from a table of their
+    own, each packed in order."""
+    def wide(column) -> int:
+        name, fn = column
+        return max([len(name)] + [max(len(line) for line in str(fn(r, r["summary"])).split("\n") or [""])
+                                  for r in records]) + 2
+
+    keys = columns[:2]
+    tables: List[list] = []
+    split = len(COLUMNS) - 1  # the RSS sparkline leads the figures, beside its slope
+    for part in (columns[2:split], columns[split:]):
+        current, used = None, 0
+        for column in part:
+            if current is None or used + wide(column) > width:
+                current = list(keys)
+                used = sum(wide(c) for c in keys)
+                tables.append(current)
+            current.append(column)
+            used += wide(column)
+    return tables
+
+
+def _short_paths(text: str) -> str:
+    """Paths in a line made short: under the working folder relative, under the home ~, an installed package's from
+    its site-packages on."""
+    home, here = os.path.expanduser("~"), os.getcwd()
+
+    def short(match) -> str:
+        path = match.group(0)
+        if here not in ("", "/") and path.startswith(here + os.sep):
+            return os.path.relpath(path, here)
+        for marker in ("site-packages/", "dist-packages/"):
+            if marker in path:
+                return "…/" + marker + path.split(marker, 1)[1]
+        return "~" + path[len(home):] if home not in ("", "/") and path.startswith(home + os.sep) else path
+
+    return re.sub(r"(?<![\w~.])/[^\s,;()]+", short, text)
+
+
+def _rows_text(labels: List[str], total: int) -> str:
+    """'every row', or the rows named ('control × a, control × b')."""
+    return "every row" if len(labels) == total and total > 1 else ", ".join(labels)
+
+
+def run_table(records: list, width: int = RUN_WIDTH) -> str:
+    """The run table of records, one row each: the verdicts, then the figures in tables of their own so that a line
+    fits `width` characters; then the reasons of skips and stops, the environment, margins and resolutions (each
+    naming its rows)."""
     span = table_span(records)
     columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in records), span=span)
-    lines = text_table([name for name, _ in columns], ([fn(r, r["summary"]) for _, fn in columns] for r in records))
+    lines: List[str] = []
+    for i, group in enumerate(_packed(columns, records, width)):
+        lines += ([""] if i else []) + text_table([name for name, _ in group],
+                                                  ([fn(r, r["summary"]) for _, fn in group] for r in records))
     if any(_rss_series(r) for r in records):
         top = span / MIB
         lines.append(f"\nRSS per iteration: each row's rise over its first reading, one scale for every row: "
                      f"{SPARKS[0]} none (or below it) to {SPARKS[-1]} +{top:.1f} MiB")
-    notes = [f"{r['loop']} × {r['strategy']}: {r['reason']}" for r in records if r["status"] != "ok"]
+    notes = [f"{loop_label(r)} × {strategy_label(r)}: {r['reason']}" for r in records if r["status"] != "ok"]
     if records and records[0]["environment"]:
         env = records[0]["environment"]
+        worker = records[0]["spec"].get("python")  # --tf: that release's environment, whether the loop imports TF
         lines.append(
-            f"\n{framework_text(env)}, Python {env['python']}, "
+            f"\n{framework_text(env)}{f' (worker {_short_paths(worker)})' if worker else ''}, Python {env['python']}, "
             f"numpy {env['numpy']}, "
             f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})"
         )
     lines += margin_lines(records)
-    floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given"): None
-              for r in records if r["summary"].get("floor") is not None}
     what = "resolution" if any(r["summary"].get("margin") is not None for r in records) else "floor"
-    for floor, source in floors:
-        lines.append(f"{what} {floor_kib(floor)} KiB/iteration, from {source}")
-    heap_floors = {(r["summary"]["heap_floor"], r["summary"].get("heap_floor_source") or "given"): None
-                   for r in records if r["summary"].get("heap_floor") is not None and r["summary"].get("heap_verdict")}
-    for floor, source in heap_floors:
-        lines.append(f"heap {what} {floor_kib(floor)} KiB/iteration, from {source}")
-    notes += [f"{r['loop']} × {r['strategy']}: not decided: {r['summary']['why']}" for r in records
+    for key, series in (("floor", ""), ("heap_floor", "heap ")):
+        shown: dict = {}
+        for r in records:
+            s = r["summary"]
+            if s.get(key) is None or (series and not s.get("heap_verdict")):
+                continue
+            source = s.get(f"{key}_source") or "given"
+            shown.setdefault((s[key], source), []).append(f"{loop_label(r)} × {strategy_label(r)}")
+        total = sum(1 for r in records if r["summary"].get(key) is not None)
+        for (floor, source), labels in shown.items():
+            lines.append(f"{_rows_text(labels, total)}: {series}{what} {floor_kib(floor)} KiB/iteration, from "
+                         f"{_short_paths(source)}")
+    notes += [f"{loop_label(r)} × {strategy_label(r)}: not decided: {r['summary']['why']}" for r in records
               if r["status"] == "ok" and r["summary"].get("why")]
-    notes += [f"{r['loop']} × {r['strategy']}: allocator {r['allocator']['requested']} requested, "
+    notes += [f"{loop_label(r)} × {strategy_label(r)}: allocator {r['allocator']['requested']} requested, "
               f"but the worker ran on {r['allocator']['detected']}"
               for r in records if not r.get("allocator", {}).get("matches", True)]
     return "\n".join(lines + notes) + "\n"
@@ -419,7 +485,7 @@ def functions_text(records: list, top: int = 3) -> str:
         series = ((result or {}).get("series") or {}).get("all_traces") or []
         if not result or not result.get("functions") or len(series) < 2 or series[-1] == series[0]:
             continue
-        lines.append(f"{r['loop']} × {r['strategy']}: {series[-1] - series[0]} traces in the measured loop "
+        lines.append(f"{loop_label(r)} × {strategy_label(r)}: {series[-1] - series[0]} traces in the measured loop "
                      f"({result['all_traces']} in all); most traced:")
         lines += [f"  {f['owner']}: {f['function']} — {f['traces']} traces, {f['instances']} instance(s); when "
                   f"the loop ended {_alive(f.get('live'))} alive, {_alive(f['held'])} concrete function(s) alive"

@@ -230,10 +230,12 @@ def strategy_chart(metric, loop, strategies, versions, groups):
 
 def curves_html(records: Sequence[Record], limit: int = 12, width: int = 420) -> str:
     """The memory pictures of up to `limit` records (a notebook's Results), in a row that wraps."""
+    from .console import loop_label, strategy_label  # a body's pair named as the table names it
+
     drawn = [r for r in records if repeats_of(r)]
     figures = "".join(
         f'<div style="display:inline-block;vertical-align:top;margin:0 8px 8px 0">'
-        f'{draw.curve_svg(curve_data(r, r["loop"], r["strategy"], _version_of(r)), width=width)}</div>'
+        f'{draw.curve_svg(curve_data(r, loop_label(r), strategy_label(r), _version_of(r)), width=width)}</div>'
         for r in drawn[:limit])
     more = (f"<div>{len(drawn) - limit} more record(s) not drawn (kerasbench report draws every one).</div>"
             if len(drawn) > limit else "")

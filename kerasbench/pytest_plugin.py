@@ -19,13 +19,14 @@ function, called once per worker), handed to a parameter with a default, which p
         ctx["model"].predict(ctx["x"], verbose=0)
 
 Marker options (keywords; max_growth may also come first, positionally, as limit_leaks takes its limit):
-`max_growth` the growth per iteration below which the body passes (the margin: `"16 KiB"`, `"1 MiB"`, or a number
-of KiB; default RSS 128 KiB, heap 8 KiB; RSS at no less than 64 KiB, so a smaller one is the heap's),
-`iterations` (default the profile's time budget, until decided), `warmup` (5), `repeats` (1), `profile` (default
-$KERASBENCH_PROFILE, else `default`), `setup`, `strategy` (a strategy of the repro loop, default `reuse_model`) and
-`trace` (0, off; N: the worker traces where memory grows, and a failure names the user's lines and the holders of
-what grows, its N top sites in the record), `backend` (Keras 3's: tensorflow, jax or torch, the worker's
-KERAS_BACKEND; default the caller's).
+`max_growth` the growth per iteration below which the body passes (the margin: `"16 KB"` as pytest-memray writes
+it, 16,384 bytes; `"16 KiB"`, `"1 MB"` (1,048,576 bytes), or a number of KiB; units.parse_limit; default RSS 128 KiB,
+heap 8 KiB; RSS at no less than 64 KiB, so a smaller one is the heap's), `iterations` (default the profile's time
+budget, until decided), `warmup` (5; `warmups`, pytest-memray's spelling, is the same option), `repeats` (1),
+`profile` (default $KERASBENCH_PROFILE, else `default`), `setup`, `strategy` (a strategy of the repro loop,
+default `reuse_model`) and `trace` (0, off; N: the worker traces where memory grows, and a failure names the user's
+lines and the holders of what grows, its N top sites in the record), `backend` (Keras 3's: tensorflow, jax or
+torch, the worker's KERAS_BACKEND; default the caller's).
 `--kerasbench-profile` and `--kerasbench-max-growth` set the suite's defaults; a marker's own options win. A
 bad option, size or profile is a pytest usage error at collection, before any worker runs.
 
@@ -39,13 +40,18 @@ from typing import Any, Callable, Dict, Optional
 
 import pytest
 
+from .units import limit_kib
+
 MARKER = "kerasbench"
-OPTIONS = ("max_growth", "iterations", "warmup", "repeats", "profile", "setup", "strategy", "trace", "backend")
+OPTIONS = ("max_growth", "iterations", "warmup", "warmups", "repeats", "profile", "setup", "strategy", "trace",
+           "backend")
 MARKER_HELP = (f"{MARKER}(max_growth=None, iterations=None, warmup=5, repeats=1, profile=None, setup=None, "
                "strategy='reuse_model', trace=0, backend=None): run the test function as a loop body in a fresh "
                "kerasbench worker and fail unless it reads flat, RSS and heap together (max_growth: the floor per "
                "iteration, e.g. '16 KiB'; trace=10: a failure names your lines and what holds the objects that grow; "
                "backend: Keras 3's, tensorflow, jax or torch)")
+MARKER_TRACE = f"@pytest.mark.{MARKER}(..., trace=10)"  # how a marked test asks for a trace (testing.TRACE_HINT)
+max_growth_kib = limit_kib  # the marker's max_growth as KiB (units.limit_kib)
 DEFAULTS = pytest.StashKey[Dict[str, Any]]()  # the suite's defaults from the command line, read once
 SETTINGS = pytest.StashKey[Dict[str, Any]]()  # a marked item's assert_no_growth arguments, checked at collection
 
@@ -57,34 +63,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kerasbench-max-growth", default=None, metavar="SIZE",
                     help="growth per iteration below which marked tests pass, e.g. '16 KiB' or a number of KiB "
                          "(the margin; default: RSS 128 KiB, heap 8 KiB)")
-
-
-def max_growth_kib(value: Any, name: str = "max_growth") -> float:
-    """A growth per iteration as KiB (what floor_kib takes): a size with a unit (units.parse_bytes' grammar: KiB is
-    1024 bytes, kB 1000, a bare K refused), or a number meaning KiB (as --floor-kib does), from 0 to this machine's
-    memory (units.check_growth: 0, -0.0, '0' and '0 KiB' alike are a floor of 0). UsageError otherwise, naming the
-    value and why; a size without a unit is not bytes here, unlike --memory-cap."""
-    from .errors import UsageError
-    from .units import KIB, UNITS_TEXT, check_growth, max_growth_bytes, parse_bytes, size_text
-
-    top = max_growth_bytes()
-    try:
-        if isinstance(value, str):
-            try:
-                number = float(value.strip())
-            except ValueError:
-                return parse_bytes(value, name, 0, top) / KIB
-            return check_growth(number, name, KIB) / KIB
-        return check_growth(value, name, KIB) / KIB
-    except UsageError as e:
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        if "ambiguous" in str(e):  # '16k': KiB or kB? said, not guessed
-            raise UsageError(f"Invalid {name}. Received: {shown}. Expected a growth per iteration with "
-                             f"{str(e).split(' Expected ', 1)[1]}") from None
-        raise UsageError(f"Invalid {name}. Received: {shown}. Expected a growth per iteration from 0 to "
-                         f"{size_text(top)} (this machine's memory; more is no floor, every leak would read flat "
-                         f"under it): a size such as '16 KiB', '1 MiB' or '512 B' ({UNITS_TEXT}), or a number of "
-                         "KiB.") from None
 
 
 def _check_profile(name: Optional[str]) -> Optional[str]:
@@ -156,6 +134,13 @@ def _merged(defaults: Dict[str, Any], options: Dict[str, Any]) -> Dict[str, Any]
     from .spec import check_count, check_trace
 
     options = {name: value for name, value in options.items() if value is not None}
+    if "warmups" in options:  # pytest-memray's spelling of the same option
+        if "warmup" in options:
+            from .errors import UsageError
+
+            raise UsageError(f"Both warmup={options['warmup']!r} and warmups={options['warmups']!r} given: they are "
+                             "one option (warmups is pytest-memray's spelling); give one.")
+        options["warmup"] = options.pop("warmups")
     if "max_growth" in options:
         options["floor_kib"] = max_growth_kib(options.pop("max_growth"))
     for name in ("iterations", "warmup", "repeats"):
@@ -207,13 +192,13 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Optional[bool]:
     if settings is None:
         return None
     from .errors import UsageError
-    from .testing import assert_no_growth
+    from .testing import assert_no_growth, failure_message
 
     try:
         assert_no_growth(pyfuncitem.obj, **settings)
         return True
-    except AssertionError as e:
-        message = str(e)
+    except AssertionError as e:  # its hint spelled as the marker's own option, not assert_no_growth's
+        message = failure_message(e.record, MARKER_TRACE) if hasattr(e, "record") else str(e)
     except UsageError as e:  # e.g. the body raised in the worker: the message names its exception
         message = f"UsageError: {e}"
     pytest.fail(message, pytrace=False)  # out of the except: no "during handling" repeat of the message

@@ -126,6 +126,19 @@ class TraceHolder(TypedDict):
     rooted: bool  # the chain ends at a module global or a class (else: not followed further)
 
 
+class TraceContainer(TypedDict):
+    """A container (list, dict, set, deque) whose length grew by an item an iteration or more: what holds objects the
+    gc does not track (numpy arrays), which no growing type names (kerasbench.trace.grown_containers)."""
+
+    kind: str  # list, dict, set or deque
+    len: int  # its length at the loop's end
+    per_iter: float  # items gained per iteration
+    bytes_per_iter: float  # sys.getsizeof of a sample of the new items, per iteration
+    items: List[str]  # the types of the new items, the most common first
+    held_by: List[str]  # its name (module `m` global `kept`), else the chain of its holders, the holder first
+    rooted: bool  # named from a module's globals, or the chain ends at one or a class
+
+
 class _TraceFields(TypedDict):
     top: int
 
@@ -145,8 +158,10 @@ class Trace(_TraceFields, total=False):
     python_sites: List[TraceSite]
     types: List[TraceType]
     holders: List[TraceHolder]  # what holds the objects of the types that grow
+    containers: List[TraceContainer]  # the containers that grow (records before them lack it)
     native_sites: Optional[List[TraceSite]]
     native_note: str
+    native_file: str  # memray's capture of the window (--trace-native), kept for `memray flamegraph FILE`
     seconds_in_loop: float
     seconds_after: float
 
@@ -375,8 +390,11 @@ def backend_of(environment: Optional[Dict[str, Any]]) -> str:
 
 def framework_text(environment: Dict[str, Any]) -> str:
     """What a record's loops ran on, for people: 'TF 2.21.0, Keras 3.13.2' ('Keras 2.16.0 (tf_keras)'), or on jax
-    and torch 'Keras 3.13.2 on jax 0.10.2 (TF 2.21.0 installed, not imported)'."""
+    and torch 'Keras 3.13.2 on jax 0.10.2 (TF 2.21.0 installed, not imported)'; a loop that imported neither (the
+    control loop) says so."""
     env, backend = environment, backend_of(environment)
+    if not env.get("tensorflow") and not env.get("keras"):  # a control loop: before, "TF None, Keras None"
+        return "TF and Keras not imported (the loop ran without them)"
     if backend in OTHER_BACKENDS:
         versions = env.get("backend_versions") or {}
         installed = f" (TF {env['tensorflow']} installed, not imported)" if env.get("tensorflow") else ""

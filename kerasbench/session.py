@@ -197,11 +197,30 @@ class Kept:
         return any(r["status"] in ("failed", "stopped") for r in self.records)
 
 
+# `run --fail-on`: a pair's one verdict (rule.pair_verdict) or what grew (rule.GROWTH_KINDS' leak, retention), and
+# the exit code when a pair has one: not 1 (a pair failed or stopped: the run itself went wrong) nor 2 (a usage error).
+RUN_GATES = ("grows", "inconclusive", "leak", "retention")
+GATE_EXIT = 3
+
+
+def gated(records: Sequence[Record], gates: Sequence[str]) -> List[str]:
+    """One line per record whose pair verdict or what grew is one of `gates`: what a CI job prints before it fails."""
+    from .console import loop_label, strategy_label, verdict_text
+    from .rule import pair_verdict
+    from .units import kib_text
+
+    return [f"{loop_label(r)} × {strategy_label(r)}: {verdict_text(s)}, RSS {kib_text(s.get('growth_per_iter'))}, "
+            f"heap {kib_text(s.get('heap_growth_per_iter'))} KiB/iteration" for r, s in
+            ((r, r["summary"]) for r in records if r["status"] == "ok")
+            if {pair_verdict(s), s.get("growth_kind")} & set(gates)]
+
+
 def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], int], out: TextIO, err: TextIO,
-        json_path: Optional[str] = None) -> int:
+        json_path: Optional[str] = None, gates: Sequence[str] = ()) -> int:
     """`kerasbench run`'s session: measure `pairs` with `base`'s settings, print their table (and traces); exit code.
 
-    0 when every pair ran or skipped, 1 when one failed or was stopped or the records could not be written.
+    0 when every pair ran or skipped, 1 when one failed or was stopped or the records could not be written, else
+    GATE_EXIT when a pair has one of `gates` (--fail-on: its verdict or what grew; listed on `err` either way).
     """
     import time
 
@@ -229,7 +248,11 @@ def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], 
         kept.closed(out, err)
         raise
     say_limit(kept.records, time.perf_counter() - started, err)
-    return 1 if kept.failed() else 0
+    failing = gated(kept.records, gates)
+    if failing:  # a CI job's gate, as compare's --fail-on: the pairs, then GATE_EXIT (1 outranks it: a pair failed)
+        err.write(f"kerasbench: {len(failing)} pair(s) are {' or '.join(gates)} (--fail-on):\n")
+        err.write("".join(f"  {line}\n" for line in failing))
+    return 1 if kept.failed() else GATE_EXIT if failing else 0
 
 
 def say_limit(records: List[Record], wall: float, err: TextIO) -> None:
@@ -358,6 +381,18 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
             for name in allocators]
 
 
+def first_detection(allocator: str, python: str = "") -> Optional[int]:
+    """The smallest count at which a calibration that fits `allocator` here detected a tested rate (a floor, not
+    None), RSS or heap; None where none fits or none detected any. A run of fewer iterations than that cannot use a
+    calibration made now: it would be judged at the default resolution anyway."""
+    from . import floors
+
+    counts = [int(n) for _, data in floors.candidates(allocator, python)
+              for table in (data.get("floors") or {}, data.get("heap_floors") or {})
+              for n, floor in table.items() if floor is not None]
+    return min(counts) if counts else None
+
+
 def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bool = True, jobs: Optional[int] = None,
            python: str = "") -> Optional[str]:
     """Before a run: make sure a calibration fits `allocator` at `iterations`, calibrating once if none does.
@@ -375,6 +410,12 @@ def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bo
         return None
     if not allowed:
         return "not calibrated: --no-calibrate or $" + floors.NO_CALIBRATE_VAR
+    first = first_detection(allocator, python)
+    if first is not None and iterations < first:  # before: 36 s calibrating a 3-iteration run judged at the default
+        status_line(err, f"kerasbench: not calibrating: at {iterations} iterations a calibration detects no tested "
+                    f"rate (the first count one did here is {first}); judged at the default resolution", final=True)
+        return (f"not calibrated: at {iterations} iterations a calibration detects no tested rate (the first count "
+                f"one did here is {first})")
     try:
         make_folder(floors.directory(), "calibration")
         check_writable(floors.path_for(allocator, python), "calibration")

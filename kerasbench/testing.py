@@ -30,8 +30,9 @@ from .rule import pair_verdict
 PASSES = ("flat",)  # the verdicts that pass: inconclusive means "not shown flat", so it fails (more time)
 
 
-def failure_message(record: dict) -> str:
-    """Why a record does not pass: its verdict or stop, slope and CI, the floor and where it came from, the curve."""
+def failure_message(record: dict, asked: str = "assert_no_growth(..., trace=10)") -> str:
+    """Why a record does not pass: its verdict or stop, slope and CI, the floor and where it came from, the curve;
+    an untraced one's hint says how to trace it as the caller spells it (`asked`: the marker's own `trace=`)."""
     from .console import given_floor_text, sparkline
     from .units import floor_kib, kib_text, mib_text
 
@@ -67,7 +68,7 @@ def failure_message(record: dict) -> str:
     if series:
         lines.append(f"  RSS {sparkline(series, width=40)}  {mib_text(series[0])} -> {mib_text(series[-1])} MiB "
                      f"over {len(series)} iterations")
-    return "\n".join(lines + _where(record))
+    return "\n".join(lines + _where(record, asked))
 
 
 def _heap_margin(s: dict) -> str:
@@ -81,12 +82,12 @@ def _heap_margin(s: dict) -> str:
 
 # Where the growth goes: a traced record's own answer, else how to ask for it and what that costs (docs/commands.md,
 # `--trace`: a tiny Keras fit iteration 0.42 s untraced, 5.0 s traced).
-TRACE_HINT = ("  where: run it again with trace=10 (assert_no_growth(..., trace=10)) to name your lines and what holds "
+TRACE_HINT = ("  where: run it again with trace=10 ({asked}) to name your lines and what holds "
               "the objects that grow; tracemalloc in the worker makes a Keras fit iteration ~12x slower, and that "
               "run's verdict is of a traced loop")
 
 
-def _where(record: dict) -> list:
+def _where(record: dict, asked: str) -> list:
     """The trace's lead, holders and first lines of the user's code (a traced record), else TRACE_HINT; nothing for
     a record that did not run."""
     from . import trace
@@ -94,7 +95,7 @@ def _where(record: dict) -> list:
     if record["status"] != "ok":
         return []
     if not trace.traced(record):
-        return [TRACE_HINT]
+        return [TRACE_HINT.format(asked=asked)]
     return trace.where_text(record)
 
 
@@ -106,8 +107,13 @@ def assert_no_growth(body: Callable, strategy: str = BODY_STRATEGY, iterations: 
     `body` and `setup` are functions (module-level ones the worker imports, others it gets by value); `body()` runs
     each iteration, or `body(ctx)` with `ctx = setup()` (called once, before warm-up). `strategy` is one of the repro
     loop's (`reuse_model`, the default, adds nothing between iterations). `floor_kib` overrides the calibrated
-    floor; `tf` runs the worker in that TF release's asv environment. Returns the record when it passes.
+    floor: a number of KiB, or a size as pytest-memray writes one ("16 KB" is 16,384 bytes, units.limit_kib); `tf`
+    runs the worker in that TF release's asv environment. Returns the record when it passes.
     """
+    if isinstance(floor_kib, str):  # a limit as pytest-memray writes it, "16 KB" (16,384 bytes): units.limit_kib
+        from .units import limit_kib
+
+        floor_kib = limit_kib(floor_kib, "floor_kib")
     records = measure(body=body, setup=setup, strategies=[strategy], iterations=iterations, warmup=warmup,
                       repeats=repeats, floor_kib=floor_kib, tf=tf, **spec)
     record = records[0]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import linecache
 import os
 import re
@@ -30,7 +31,8 @@ import tempfile
 import time
 import tracemalloc
 import types
-from collections import Counter, deque
+from array import array
+from collections import Counter, OrderedDict, defaultdict, deque
 from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
 DEFAULT_TOP = 10  # `--trace` without a number
@@ -49,6 +51,16 @@ HOLDER_DEPTH = 6  # referrer levels followed up towards a module global
 HOLDER_BRANCH = 4  # referrers followed per object and level
 HOLDER_FRONTIER = 48  # objects whose referrers one level asks for (gc.get_referrers is linear in them)
 HOLDER_SECONDS = 10.0  # after this, what was found so far
+# Containers whose length grows (kerasbench.trace.containers): they hold what the gc does not track (numpy arrays,
+# tensors' buffers, bytes), which no growing type names.
+# Exact types, read without calling Python code: isinstance would ask a proxy its __class__ (wrapt's, a lazy
+# module's, which imports what it stands for: a trace that imported JAX into the loop it traced).
+CONTAINER_TYPES = frozenset((list, dict, set, deque, OrderedDict, defaultdict))
+CONTAINERS_SHOWN = 3
+CONTAINER_MIN_BYTES = 1024  # per iteration, of the new items: below it, a growing list of floats (a counter's own
+# readings) is no holder to show, unless a module global of the user's files holds it
+CONTAINER_SAMPLE = 64  # new items whose size is read, per container
+GLOBAL_ITEMS = 256  # a module global dict's values looked into for containers (module `m` global `d` key 'k')
 _IGNORED = (tracemalloc.__file__, __file__, "<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>",
             "<unknown>")
 
@@ -79,9 +91,12 @@ class Tracer:
     def __init__(self, top: int, iterations: int, in_process: bool = True, native: bool = False):
         self.top, self.iterations, self.in_process, self.want_native = top, iterations, in_process, native
         self.early = self.late = None  # (snapshot, type counts)
+        self.lengths = None  # (ids, lengths) of the containers after the first measured iteration
+        self.grown: List[Dict[str, Any]] = []  # the containers that grew, found after the last
         self.seconds = 0.0  # spent in snapshots and counts: the trace's own cost inside the loop
         self.native = None  # (memray tracker, its file) while it runs
         self.native_note = ""
+        self.native_file = ""  # memray's capture, kept
         self.started = False
 
     def start(self) -> None:
@@ -97,13 +112,19 @@ class Tracer:
         if not self.started or k not in (0, self.iterations - 1):
             return
         t0 = time.perf_counter()
-        if k == 0:
+        if k == 0:  # the containers first: reading an object's attributes may make its __dict__ (3.11's inline
+            self.lengths = container_lengths()  # values), once, before the window the counts compare
             self.early = (self._snapshot(), _type_counts())
             self._start_native()
         else:
-            self._stop_native()
-            self.late = (self._snapshot(), _type_counts())
+            self._late()
         self.seconds += time.perf_counter() - t0
+
+    def _late(self) -> None:
+        self._stop_native()
+        self.late = (self._snapshot(), _type_counts())
+        self.grown = grown_containers(self.lengths, self.iterations - 1)
+        self.lengths = None
 
     def finish(self, done: int) -> None:
         """After the loop: a budgeted run that stopped before `iterations` takes its late snapshot now (after
@@ -111,8 +132,7 @@ class Tracer:
         if self.started and self.early is not None and self.late is None and done >= 2:
             self.iterations = done
             t0 = time.perf_counter()
-            self._stop_native()
-            self.late = (self._snapshot(), _type_counts())
+            self._late()
             self.seconds += time.perf_counter() - t0
 
     def _snapshot(self):
@@ -126,7 +146,7 @@ class Tracer:
         if memray is None:
             self.native_note = "memray not installed (pip install 'kerasbench[trace]')"
             return
-        fd, path = tempfile.mkstemp(prefix="kerasbench-memray-", suffix=".bin")
+        fd, path = tempfile.mkstemp(prefix="kerasbench-memray-", suffix=".bin")  # kept: `memray flamegraph` reads it
         os.close(fd)
         os.unlink(path)  # memray creates the file and refuses an existing one
         try:
@@ -157,24 +177,31 @@ class Tracer:
         growth = sum(s.size_diff for s in late.compare_to(early, "filename")) / span
         del diffs, early, late
         grown = type_growth(early_types, late_types, span, None)
-        held = holders(grown, late_types, time.perf_counter() + HOLDER_SECONDS)
+        deadline = time.perf_counter() + HOLDER_SECONDS
+        kept = describe_containers(self.grown, deadline)
+        self.grown = []
+        held = holders(grown, late_types, deadline)
         native, note = self._native_sites(span)
         return {"top": self.top, "iterations": span, "first": 0, "last": self.iterations - 1, "frames": FRAMES,
                 "python_bytes_per_iter": growth, "user_sites": mine, "python_sites": sites,
-                "types": grown[:self.top], "holders": held, "native_sites": native, "native_note": note,
+                "types": grown[:self.top], "holders": held, "containers": kept, "native_sites": native,
+                "native_note": note, **({"native_file": self.native_file} if self.native_file else {}),
                 "seconds_in_loop": self.seconds, "seconds_after": time.perf_counter() - t0}
 
     def _native_sites(self, span: int):
+        """(the native sites, the note saying what they are and the capture file memray left, which is kept for
+        `memray flamegraph FILE` and its other reporters)."""
         if not self.native:
             return None, self.native_note or "memray did not run"
         memray, path = _memray(), self.native[1]
+        self.native_file = path
         try:
             reader = memray.FileReader(path)
             by_site: Dict[str, List[Any]] = {}
             for rec in reader.get_leaked_allocation_records(merge_threads=True):
                 frames = native_frames(rec)
-                if any("_tracemalloc.c" in f for f in frames):
-                    continue  # the Python trace's own bookkeeping, not the loop's
+                if any("_tracemalloc.c" in f for f in frames) or frames and _harness_frame(frames[0]):
+                    continue  # the Python trace's own bookkeeping, kerasbench's probes: not the loop's
                 key = frames[0] if frames else "?"
                 entry = by_site.setdefault(key, [0.0, 0.0, frames])
                 entry[0] += rec.size
@@ -186,9 +213,6 @@ class Tracer:
             return sites, f"memray {version}: allocations of the window still alive at its end"
         except Exception as e:
             return None, f"memray's file could not be read: {e}"
-        finally:
-            if os.path.exists(path):
-                os.unlink(path)
 
 
 # Frames of the interpreter's own allocators (CPython's source tree, the malloc family): a native site is
@@ -243,8 +267,18 @@ def _ranked(diffs: Sequence[Any], span: int, top: int, place) -> List[Dict[str, 
 
 
 def python_sites(diffs: Sequence[Any], span: int, top: int) -> List[Dict[str, Any]]:
-    """The `top` sites that grew most, grouped by innermost line, with the frames that led there."""
-    return _ranked(diffs, span, top, lambda frames: (_where(frames[0]), frames[:STACK_SHOWN]))
+    """The `top` sites that grew most, grouped by innermost line, with the frames that led there. kerasbench's own
+    are left out: a site in its harness (its probes, runner, worker: harness_file; the loop shapes it measures are
+    no harness), an allocation made through tracemalloc's module (the trace's own filters), and the harness's frames
+    in a site's stack (loops.py calling the repro file's iteration)."""
+    def place(frames):
+        asker = next((f.filename for f in frames if not _library(f.filename)), "")  # the code that asked for it
+        if harness_file(frames[0].filename) or harness_file(asker):
+            return None
+        return _where(frames[0]), [frames[0]] + [f for f in frames[1:] if not _kerasbench_file(f.filename)
+                                                 and f.filename not in _PLUMBING][:STACK_SHOWN - 1]
+
+    return _ranked(diffs, span, top, place)
 
 
 def user_sites(diffs: Sequence[Any], span: int, top: int) -> List[Dict[str, Any]]:
@@ -265,6 +299,40 @@ _EXAMPLES = os.path.join(_KERASBENCH, "examples") + os.sep  # repro files: the u
 _LIBRARY_DIRS = ("site-packages", "dist-packages")
 
 
+# kerasbench's files wherever the package sits (a checkout, site-packages, a worker's cache copy): by their path, for
+# a record read where its worker's copy is not this one; its examples are repro files, the user's code when run.
+_KERASBENCH_PATH = re.compile(r"(?:^|[/\\])kerasbench[/\\](?!examples[/\\])(?:[\w.-]+[/\\])*[\w.-]+\.py(?::\d+)?$")
+_WORKLOAD = ("loops.py",)  # the loop shapes kerasbench measures: a control's leak is there, and named
+
+
+@functools.lru_cache(maxsize=None)
+def _kerasbench_file(filename: str) -> bool:
+    """Whether a file (or 'file:line') is kerasbench's own code, not its examples: this copy, or any by its path."""
+    path = filename.rsplit(":", 1)[0] if re.search(r":\d+$", filename) else filename
+    real = os.path.realpath(path) if path and not path.startswith("<") else ""
+    return bool(real.startswith(_KERASBENCH) and not real.startswith(_EXAMPLES) or _KERASBENCH_PATH.search(filename))
+
+
+_PLUMBING = ("<frozen runpy>",)  # how the worker runs: no caller a user reads
+
+
+def _library(filename: str) -> bool:
+    """The stdlib's or the interpreter's frozen modules: not what asked for memory, what it asked through."""
+    return filename.startswith("<frozen ") or os.path.realpath(filename).startswith(_stdlib())
+
+
+def _harness_frame(frame: str) -> bool:
+    """Whether a native frame ('function file:line') is in kerasbench's harness."""
+    return harness_file(frame.rsplit(" ", 1)[-1])
+
+
+def harness_file(filename: str) -> bool:
+    """Whether a file is kerasbench's harness (its probes, worker, runner, trace): its own frames, which a user
+    reading where memory grows has nothing to do with; the loop shapes (loops.py) are the workload measured."""
+    path = filename.rsplit(":", 1)[0] if re.search(r":\d+$", filename) else filename
+    return _kerasbench_file(filename) and os.path.basename(path) not in _WORKLOAD
+
+
 @functools.lru_cache(maxsize=None)
 def _stdlib() -> Tuple[str, ...]:
     paths = {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"), os.path.dirname(os.__file__)}
@@ -282,7 +350,7 @@ def user_code(filename: str) -> bool:
     path = os.path.realpath(filename)
     if path.startswith(_stdlib()):
         return False
-    return not path.startswith(_KERASBENCH) or path.startswith(_EXAMPLES)
+    return not _kerasbench_file(filename)
 
 
 def _user_type(t: type) -> bool:
@@ -300,6 +368,208 @@ def type_growth(early: Counter, late: Counter, span: int, top: Optional[int]) ->
     grown = [(name, late[name] - early.get(name, 0)) for name in late]
     grown = sorted((g for g in grown if g[1] > 0), key=lambda g: -g[1])[:top]
     return [{"type": name, "per_iter": n / span} for name, n in grown]
+
+
+# ---------------------------------------------------------------- containers whose length grows
+
+
+def _own_module(module: Any) -> bool:
+    """Whether a module is kerasbench's own (its probes, its runner), not the user's or a library's."""
+    name = getattr(module, "__name__", "") or ""
+    return name == "kerasbench" or name.startswith("kerasbench.") and not name.startswith("kerasbench.examples")
+
+
+def _plain_vars(value: Any) -> Optional[Any]:
+    """An object's or a class's own attributes (a mapping, not copied), where reading them runs no Python code (no
+    __getattribute__ of its own, a __dict__ of the interpreter's): a proxy's or a lazy loader's reads import what
+    they stand for."""
+    kind = type(value)
+    if kind is type:
+        return value.__dict__
+    if kind.__getattribute__ is not object.__getattribute__:
+        return None
+    slot = next((k.__dict__["__dict__"] for k in kind.__mro__ if "__dict__" in k.__dict__), None)
+    if type(slot) is not types.GetSetDescriptorType:
+        return None
+    try:
+        return object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return None
+
+
+Reached = Tuple[Any, str, str, str, Any, bool]  # (container, the module's name for it, the global, how it is reached
+# from the global, the key or attribute, whether the module is the user's)
+
+
+def _namespaces(objects: Sequence[Any]) -> List[Tuple[str, bool, dict]]:
+    """(the module's name for a line: its file's, a package's dotted name; whether it is the user's; its globals) of
+    every plain module in sys.modules but kerasbench's, and of the user's functions' modules that are not there (a
+    repro file runs as a module that leaves sys.modules): `objects` is gc.get_objects()."""
+    out, seen = [], set()
+
+    def add(name: str, path: str, namespace: dict) -> None:
+        seen.add(id(namespace))
+        base = os.path.basename(path) if path else ""
+        mine = user_code(path) if path else name == "__main__"
+        out.append((base if base and base != "__init__.py" else name, mine, namespace))
+
+    for module in list(sys.modules.values()):
+        if type(module) is types.ModuleType and not _own_module(module):  # noqa: E721 -- a subclass may be a lazy
+            add(module.__name__, module.__dict__.get("__file__") or "", module.__dict__)  # loader: its reads import
+    for obj in objects:
+        if type(obj) is types.FunctionType and id(obj.__globals__) not in seen and user_code(obj.__code__.co_filename):
+            add(str(obj.__globals__.get("__name__")), obj.__globals__.get("__file__") or obj.__code__.co_filename,
+                obj.__globals__)
+    return out
+
+
+def _global_containers(objects: Sequence[Any]) -> List[Reached]:
+    """The containers reachable from modules' globals (_namespaces; kerasbench's own left out): a global itself, a
+    value of a global dict, an attribute of a global object, a class attribute, a closure variable of a global
+    function; _reached_text names one. Dicts of untracked values (numpy arrays) are not GC-tracked: only this finds
+    them. Types are compared exactly and attributes read only where no Python code runs (_plain_vars). It runs under
+    tracemalloc, which walks the stack of every allocation: a tuple per container found, nothing named until one
+    grew."""
+    found: List[Reached] = []
+    for where, mine, namespace in _namespaces(objects):
+        try:
+            for name, value in namespace.items():
+                kind = type(value)
+                if kind in CONTAINER_TYPES:
+                    found.append((value, where, name, "", None, mine))
+                    if kind is not list and kind is not set and kind is not deque and len(value) <= GLOBAL_ITEMS:
+                        found += [(item, where, name, "key", key, mine) for key, item in value.items()
+                                  if type(item) in CONTAINER_TYPES]
+                elif kind is types.FunctionType and value.__closure__:
+                    for n, cell in zip(value.__code__.co_freevars, value.__closure__):
+                        try:
+                            if type(cell.cell_contents) in CONTAINER_TYPES:
+                                found.append((cell.cell_contents, where, name, "closure variable", n, mine))
+                        except ValueError:  # an empty cell
+                            pass
+                elif kind is not types.ModuleType and kind not in _NO_ATTRIBUTES:
+                    attributes = _plain_vars(value)
+                    if attributes:
+                        how = "class attribute" if kind is type else "attribute"
+                        found += [(v, where, name, how, a, mine) for a, v in attributes.items()
+                                  if type(v) in CONTAINER_TYPES]
+        except RuntimeError:  # a module's globals changed while read (another thread imported): the others
+            continue
+    return found
+
+
+_NO_ATTRIBUTES = frozenset((types.BuiltinFunctionType, types.MethodType, types.FunctionType, str, int, float, bool,
+                            bytes, tuple, frozenset, type(None)))
+
+
+def _reached_text(reached: Reached) -> str:
+    """'module global `kept` in keeper.py' (as _link names one), '…, attribute `items`', '… key 'k''."""
+    _, where, name, how, key, _ = reached
+    head = f"module global `{name}` in {where}"
+    if how == "key":
+        return f"{head} key {str(key)[:40]!r}"
+    return f"{head}, {how} `{key}`" if how else head
+
+
+def container_lengths() -> Tuple[array, array]:
+    """(ids, lengths) of the non-empty containers the gc tracks and of those reachable from modules' globals, after the
+    first measured iteration (a container that grows by an item an iteration has one by then). Ids, not the objects:
+    holding them would keep garbage alive; two arrays, 16 bytes a container, not a dict of them."""
+    ids, lengths = array("Q"), array("q")
+    objects = gc.get_objects()
+    for obj in itertools.chain(objects, (r[0] for r in _global_containers(objects))):
+        if type(obj) in CONTAINER_TYPES:
+            n = len(obj)
+            if n:
+                ids.append(id(obj))
+                lengths.append(n)
+    return ids, lengths
+
+
+def _new_items(obj: Any, grew: int) -> List[Any]:
+    """A sample of what a container gained: a list's or deque's last items, a dict's last values (insertion order),
+    some of a set's."""
+    try:
+        if type(obj) in (dict, OrderedDict, defaultdict):
+            return list(itertools.islice(reversed(obj.values()), min(grew, CONTAINER_SAMPLE)))
+        if type(obj) is set:
+            return list(itertools.islice(iter(obj), min(grew, CONTAINER_SAMPLE)))
+        return list(itertools.islice(reversed(obj), min(grew, CONTAINER_SAMPLE)))
+    except RuntimeError:  # changed size while read (another thread)
+        return []
+
+
+def grown_containers(early: Optional[Tuple[array, array]], span: int) -> List[Dict[str, Any]]:
+    """The containers that gained an item an iteration or more since `early` (container_lengths), the most bytes
+    first: each with the container itself (for describe_containers, which drops it), its name where a module global
+    reaches it, the type and size of what it gained. kerasbench's own (its modules, its frames' small readings) are
+    left out: those reached from its modules are not scanned, and a growth of less than CONTAINER_MIN_BYTES an
+    iteration counts only where a module global of the user's files holds the container."""
+    if not early or span < 1:
+        return []
+    before = dict(zip(*early))
+    objects = gc.get_objects()
+    reached = _global_containers(objects)
+    named = {id(r[0]): r for r in reversed(reached)}  # the first way a container is reached names it
+    own = {id(early), id(early[0]), id(early[1]), id(before), id(named), id(reached), id(objects)}
+    found, seen = [], set()
+    for obj in itertools.chain(objects, (r[0] for r in reached)):
+        key = id(obj)
+        if key in seen or key in own or type(obj) not in CONTAINER_TYPES or key not in before:
+            continue
+        seen.add(key)
+        grew = len(obj) - before[key]
+        if grew < 0.99 * span:
+            continue
+        items = _new_items(obj, grew)
+        sizes = [_size(x) for x in items]
+        per_item = sum(sizes) / len(sizes) if sizes else 0.0
+        way = named.get(key)
+        mine, what = (way[5], _reached_text(way)) if way else (False, None)
+        if per_item * grew / span < CONTAINER_MIN_BYTES and not mine:
+            continue
+        kinds = Counter(f"{type(x).__module__}.{type(x).__qualname__}".replace("builtins.", "") for x in items)
+        found.append({"container": obj, "kind": type(obj).__qualname__, "len": len(obj), "per_iter": grew / span,
+                      "bytes_per_iter": per_item * grew / span, "items": [k for k, _ in kinds.most_common(3)],
+                      "name": what, "mine": mine})
+    del before, named, reached, objects
+    found.sort(key=lambda c: (not c["mine"], -c["bytes_per_iter"]))
+    return found[:CONTAINERS_SHOWN]
+
+
+def _size(obj: Any) -> int:
+    try:
+        if type(type(obj).__sizeof__) is types.FunctionType:  # Python code (a proxy's): the object's own shell
+            return object.__sizeof__(obj)
+        return sys.getsizeof(obj)  # a numpy array that owns its data counts it; a view or a list, its own shell
+    except Exception:  # a proxy whose __sizeof__ raises
+        return 0
+
+
+def describe_containers(grown: List[Dict[str, Any]], deadline: float) -> List[Dict[str, Any]]:
+    """The record's entries of grown_containers: a container no module global names gets the chain of its holders
+    (as `holders` follows them, up to a module global or a class); the containers themselves are let go."""
+    out = []
+    for c in grown:
+        obj = c.pop("container")
+        if c["name"]:
+            held_by, rooted = [c.pop("name")], True
+        else:
+            c.pop("name")
+            (chain, rooted), = _paths([obj], deadline)
+            held_by = _describe(chain)
+            if rooted and held_by and held_by[-1].startswith("module global ") and _own_chain(chain):
+                continue  # held from kerasbench's own module
+        del obj
+        c.pop("mine")
+        out.append({**c, "held_by": held_by, "rooted": rooted})
+    return out
+
+
+def _own_chain(chain: List[Any]) -> bool:
+    """Whether a chain ends at a kerasbench module's globals."""
+    last = chain[-1] if chain else None
+    return _module_globals(last) and _own_module(sys.modules.get(last.get("__name__", ""), None))
 
 
 # ---------------------------------------------------------------- what holds the objects that grow
@@ -564,7 +834,9 @@ def text(records: Sequence[Dict[str, Any]]) -> str:
         trace = record_trace(record)
         if not trace:
             continue
-        out.append(f"\ntrace of {record['loop']} × {record['strategy']} (tracemalloc and gc, iteration "
+        from .console import loop_label, strategy_label
+
+        out.append(f"\ntrace of {loop_label(record)} × {strategy_label(record)} (tracemalloc and gc, iteration "
                    f"{trace.get('first', 0)} → {trace.get('last', '?')}):")
         if trace.get("skipped"):
             out.append(f"  not traced: {trace['skipped']}")
@@ -572,22 +844,39 @@ def text(records: Sequence[Dict[str, Any]]) -> str:
         out.append(f"  Python heap growth {_kib(trace['python_bytes_per_iter'])}/iteration; trace cost "
                    f"{trace['seconds_in_loop']:.2f} s in the loop, {trace['seconds_after']:.2f} s after it")
         kept = _kept_names(trace)
-        out += _lead_text(trace, kept) + _holders_text(trace) + _user_text(trace, kept)
-        out.append("  Python allocation sites that grow (per iteration):")
-        for s in trace["python_sites"]:
+        out += _lead_text(trace, kept) + _containers_text(trace) + _holders_text(trace) + _user_text(trace, kept)
+        out.append("  Python allocation sites that grow (per iteration; kerasbench's own left out):")
+        sites = [s for s in trace["python_sites"] if not harness_file(s["site"])]  # a record of an older worker
+        for s in sites:
             out.append(f"    {_kib(s['bytes_per_iter']):>14} {s['count_per_iter']:+9.1f} blocks  {_short(s['site'])}")
-            for frame in s["stack"][1:]:
+            for frame in [f for f in s["stack"][1:] if not _kerasbench_file(f)]:
                 out.append(f"    {'':>14} {'':>16}    ← {_short(frame)}")
+        if not sites:
+            out.append("    none outside kerasbench's own")
         out.append("  object types that grow (per iteration):")
         out += [f"    {t['per_iter']:+9.1f}  {t['type']}" for t in trace["types"]] or ["    none"]
         if trace.get("native_sites"):
-            out.append(f"  native sites ({trace.get('native_note')}):")
-            for s in trace["native_sites"]:
+            out.append(f"  native sites ({trace.get('native_note')}; kerasbench's own left out):")
+            for s in [s for s in trace["native_sites"] if not _harness_frame(s["site"])]:
                 out.append(f"    {_kib(s['bytes_per_iter']):>14} {s['count_per_iter']:+9.1f} allocs  "
                            f"{_short(s['site'])}")
         else:
             out.append(f"  native sites: n/a ({trace.get('native_note')})")
+        out += _capture_text(trace)
     return "\n".join(out) + ("\n" if out else "")
+
+
+def _capture_text(trace: Trace) -> List[str]:
+    """Where memray's capture of the traced window is kept, and the command that draws it."""
+    path = trace.get("native_file")
+    if not path:
+        return []
+    if not os.path.exists(path):
+        return [f"  memray's capture was {path} (no longer there)"]
+    import shlex
+
+    return [f"  memray's capture of the window, kept: memray flamegraph {shlex.quote(path)}  (or memray summary, "
+            "table, tree; --leaks for what was still alive at its end)"]
 
 
 _NAMED = re.compile(r"`([^`]+)`")
@@ -607,6 +896,10 @@ def _kept_names(trace: Trace) -> List[Tuple[str, str, Dict[str, Any]]]:
             if found:
                 where = link.rsplit(" in ", 1)[1] if link.startswith("module global ") and " in " in link else ""
                 names.append((found.group(1).rsplit(".", 1)[-1], where, h))
+    for c in trace.get("containers") or ():  # then a container that grows: its own name (the last its chain says),
+        found = _NAMED.findall(c["held_by"][0]) if c.get("rooted") and c.get("held_by") else []  # for what the gc
+        if found:  # does not track (a type's holder says more where one grew: Box ×6 kept in `boxes`)
+            names.append((found[-1].rsplit(".", 1)[-1], "", c))
     return names
 
 
@@ -652,11 +945,34 @@ def _lead_text(trace: Trace, kept: List[Tuple[str, str, Dict[str, Any]]]) -> Lis
         return []
     name = lines[0][2]
     holder = next(h for n, _, h in kept if n == name)
-    kind = holder["type"].rsplit(".", 1)[-1]
     where = "; ".join(f"{_short(site)} `{source if len(source) <= 60 else source[:59] + '…'}`"
                       for site, source, _ in lines)
+    if "type" not in holder:  # a container that grows: what it gains
+        return [f"  look first: `{name}`, {_container_text(holder)}, by {where}"]
+    kind = holder["type"].rsplit(".", 1)[-1]
     return [f"  look first: {kind} ×{holder['alive']} ({holder['per_iter']:+.1f}/iteration) kept in `{name}`, by "
             f"{where}"]
+
+
+def _container_text(c: Dict[str, Any]) -> str:
+    """'a list, +1.0 item per iteration (len 9), holding numpy.ndarray (+200.0 KiB per iteration)'."""
+    article = "an" if c["kind"][:1] in "aeiou" else "a"
+    items = " or ".join(c["items"]) or "nothing sampled"
+    return (f"{article} {c['kind']}, {c['per_iter']:+.1f} item{'s' if c['per_iter'] >= 1.5 else ''} per iteration "
+            f"(len {c['len']}), holding {items} ({_kib(c['bytes_per_iter'])} per iteration)")
+
+
+def _containers_text(trace: Trace) -> List[str]:
+    """The containers that grow, the holder named first: 'module `foo` global `kept`: a list, +1.0 item per
+    iteration (len 9), holding numpy.ndarray (+200.0 KiB per iteration)'; nothing where none grew (or the record
+    is older than them)."""
+    if not trace.get("containers"):
+        return []
+    out = ["  containers that grow (an item an iteration or more; they hold what the gc does not track, e.g. arrays):"]
+    for c in trace["containers"]:
+        held = " ← ".join(c["held_by"]) + ("" if c["rooted"] else " ← … (not followed further)")
+        out.append(f"    {held}: {_container_text(c)}")
+    return out
 
 
 def where_text(record: Dict[str, Any], top: int = 3) -> List[str]:
@@ -666,7 +982,7 @@ def where_text(record: Dict[str, Any], top: int = 3) -> List[str]:
     if not trace or trace.get("skipped"):
         return []
     kept = _kept_names(trace)
-    return _lead_text(trace, kept) + _holders_text(trace) + _user_text(trace, kept, top)
+    return _lead_text(trace, kept) + _containers_text(trace) + _holders_text(trace) + _user_text(trace, kept, top)
 
 
 def _user_text(trace: Trace, kept: Optional[List[Tuple[str, str, Dict[str, Any]]]] = None,
@@ -700,7 +1016,8 @@ def _holders_text(trace: Trace) -> List[str]:
     if "holders" not in trace:
         return []
     if not trace["holders"]:
-        return ["  what holds the objects that grow: no type grew"]
+        return ["  what holds the objects that grow: no GC-tracked type grew" +
+                (" (the containers above hold what grows)" if trace.get("containers") else "")]
     out = ["  what holds the objects that grow (referrers of the newest few of a type, at the loop's end):"]
     for h in trace["holders"]:
         held = " ← ".join(h["held_by"]) + ("" if h["rooted"] else " ← … (not followed further)")

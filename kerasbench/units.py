@@ -2,6 +2,7 @@
 (command line, environment variable or RunSpec field alike), and showing one ("n/a" for none)."""
 
 import math
+import re
 from typing import Any, Optional
 
 from .errors import UsageError
@@ -134,3 +135,69 @@ def mib_text(v: Any, grouping: str = "") -> str:
 def number_text(v: Any, fmt: str = "{:.0f}") -> str:
     """A number through `fmt`; 'n/a' for None."""
     return "n/a" if v is None else fmt.format(v)
+
+
+# ---------------------------------------------------------------- a limit as pytest-memray writes it
+# pytest-memray's `limit_leaks("16 KB")` and `limit_memory` read a size with pytest_memray.utils.parse_memory_string:
+# a number, optional spaces, then B, KB, MB, GB, TB or PB in any case, each KB a power of 1024 ("16 KB" is 16,384
+# bytes, "1 MB" 1,048,576). The marker, --kerasbench-max-growth, the kerasbench_measure fixture and
+# assert_no_growth(floor_kib="16 KB") read a limit the same way, so that one copied across means what it meant there;
+# KiB, MiB, GiB, TiB, PiB (IEC) are the same powers of 1024. Refused, with the reason, where a spelling would be read
+# two ways: a lowercase k ("16 kB", "16 kb": SI's 16,000 bytes, and what kerasbench read "16 kB" as before
+# 2026-12-08) and a bare K, M, G, T ("16k"). A limit without a unit is a number of KiB (the marker's floor_kib).
+PB, PIB = 1024**5, 1024**5
+_LIMIT_UNITS = {"B": 1, "KB": KIB, "MB": MIB, "GB": GIB, "TB": TIB, "PB": PB,
+                "KIB": KIB, "MIB": MIB, "GIB": GIB, "TIB": TIB, "PIB": PIB}
+LIMIT_UNITS_TEXT = "B, KB, MB, GB, TB, PB (powers of 1024, as pytest-memray reads them) or KiB, MiB, GiB, TiB, PiB"
+_LIMIT = re.compile(r"\s*(?P<number>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[A-Za-z]*)\s*")
+
+
+def parse_limit(text: str, name: str, maximum: float) -> float:
+    """A limit as pytest-memray writes it ('16 KB', '1 MB', '512B', '16 KiB') -> bytes (KB, MB, ... powers of 1024,
+    as pytest_memray.utils.parse_memory_string reads them), from 0 to `maximum`. UsageError naming the value and
+    why otherwise: a unit read two ways ('16 kB', '16k') is refused with both readings, not guessed."""
+    match = _LIMIT.fullmatch(text)
+    unit = match.group("unit") if match else ""
+    si_kilo = unit in ("kB", "kb")  # SI's kilo is a lowercase k: 1,000 there, 1,024 in pytest-memray
+    if match and (si_kilo or unit.upper() in ("K", "M", "G", "T", "P")):
+        number, letter = match.group("number"), unit[:1].upper()
+        what = (f"'{unit}' is read two ways: SI's {number} × 1,000 bytes, pytest-memray's {number} × 1,024"
+                if si_kilo else f"{unit} alone is ambiguous")
+        raise _invalid(name, text, f"a unit that says its base: {what}; write {number} KiB or {number} {letter}B "
+                       f"(× {_LIMIT_UNITS[letter + 'B']:,} bytes, as pytest-memray reads {letter}B) or the bytes "
+                       "with B", "size")
+    if not match or unit.upper() not in _LIMIT_UNITS:
+        raise _invalid(name, text, f"a size with a unit of {LIMIT_UNITS_TEXT}, e.g. '16 KB'", "size")
+    try:
+        value = float(match.group("number")) * _LIMIT_UNITS[unit.upper()]
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value) or value < 0 or value > maximum:
+        raise _invalid(name, text, f"a size from 0 to {size_text(maximum)}", "size")
+    return value + 0.0
+
+
+def limit_kib(value: Any, name: str = "max_growth") -> float:
+    """A growth per iteration as KiB (what floor_kib takes): a limit as pytest-memray writes it (units.parse_limit:
+    "16 KB" is 16,384 bytes and "1 MB" 1,048,576, as in its limit_leaks; KiB, MiB the same; "16 kB" and a bare K
+    refused as read two ways), or a number meaning KiB (as --floor-kib does), from 0 to this machine's memory
+    (units.check_growth: 0, -0.0, '0' and '0 KiB' alike are a floor of 0). UsageError otherwise, naming the value
+    and why; a size without a unit is not bytes here, unlike --memory-cap."""
+    top = max_growth_bytes()
+    try:
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                return parse_limit(value, name, top) / KIB
+            return check_growth(number, name, KIB) / KIB
+        return check_growth(value, name, KIB) / KIB
+    except UsageError as e:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        if "says its base" in str(e):  # '16k', '16 kB': read two ways, said, not guessed
+            raise UsageError(f"Invalid {name}. Received: {shown}. Expected a growth per iteration with "
+                             f"{str(e).split(' Expected ', 1)[1]}") from None
+        raise UsageError(f"Invalid {name}. Received: {shown}. Expected a growth per iteration from 0 to "
+                         f"{size_text(top)} (this machine's memory; more is no floor, every leak would read flat "
+                         f"under it): a size such as '16 KB' (16,384 bytes), '1 MiB' or '512 B' ({LIMIT_UNITS_TEXT}), "
+                         "or a number of KiB.") from None

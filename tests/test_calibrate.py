@@ -276,7 +276,9 @@ def test_the_count_nearest_below_the_run_wins_and_the_floor_line_names_what_it_o
     assert floor == 16 * KIB and f"ahead of {shipped}" in source and "delete it to use that one" in source
 
 
-def test_a_one_off_calibration_measures_only_the_counts_none_here_has(tmp_path, monkeypatch):
+def test_a_one_off_calibration_is_made_only_where_the_count_can_use_it(tmp_path, monkeypatch):
+    """A run of 3 iterations calibrated for ~36 s, then was judged at the default resolution: no calibration detects
+    a tested rate at 4 iterations. Now it says so and calibrates only where none fits here at all."""
     shipped = tmp_path / "shipped"
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path / "mine"))
     monkeypatch.setattr(floors, "SHIPPED", str(shipped))
@@ -286,9 +288,12 @@ def test_a_one_off_calibration_measures_only_the_counts_none_here_has(tmp_path, 
     assert asked[-1][0] == 3 and 2000 in asked[-1]
     floors.save(fake_calibration(floors={"8": 128 * KIB, "30": 32 * KIB}),
                 str(shipped / floors.file_name(floors.environment_key("glibc"))))
-    assert session.ensure_calibration("glibc", 3, io.StringIO()) is None
-    assert asked[-1] == [3]  # the shipped one keeps judging the counts it has
-    assert session.ensure_calibration("glibc", 30, io.StringIO()) is None and len(asked) == 2  # it fits: nothing
+    err = io.StringIO()
+    why = session.ensure_calibration("glibc", 3, err)  # below the first count a calibration here detected at (8):
+    assert len(asked) == 1 and why.startswith("not calibrated: at 3 iterations a calibration detects no tested rate")
+    assert "(the first count one did here is 8)" in why and "not calibrating" in err.getvalue()  # before: made
+    assert session.ensure_calibration("glibc", 30, io.StringIO()) is None and len(asked) == 1  # it fits: nothing
+    assert session.first_detection("glibc") == 8
 
 
 def test_an_old_host_keyed_file_still_loads(tmp_path, monkeypatch):
@@ -497,9 +502,9 @@ def test_no_calibrate_says_why_the_default(tmp_path, monkeypatch, capsys):
     code, text = call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "5",
                        "--no-calibrate"])
     assert code == 0 and "calibrating" not in capsys.readouterr().err and os.listdir(tmp_path) == []
-    line = next(ln for ln in text.splitlines() if ln.startswith("resolution "))
-    assert line.startswith("resolution 128 KiB/iteration, from default (no calibration for glibc at <= 5 iterations "
-                           "fits")
+    line = next(ln for ln in text.splitlines() if ln.startswith("control × control_noop: resolution "))  # its row
+    assert line.startswith("control × control_noop: resolution 128 KiB/iteration, from default (no calibration for "
+                           "glibc at <= 5 iterations fits")
     assert "not calibrated: --no-calibrate" in line
     capsys.readouterr()
     out = tmp_path.parent / f"{tmp_path.name}-r.json"  # stamped as the default it is (the atlas reads the kinds)

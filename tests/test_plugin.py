@@ -11,6 +11,7 @@ import pytest
 
 from kerasbench import UsageError
 from kerasbench.pytest_plugin import max_growth_kib
+from kerasbench.testing import failure_message  # noqa: F401 -- before any in-process run (it drops what it first imported)
 
 pytest_plugins = ["pytester"]
 
@@ -106,6 +107,29 @@ def test_body():
     pass
 ''', configargs=QUIET).collect()
     assert settings_for(item, {}) == {"iterations": 40, "trace": 10}  # pytest_pyfunc_call passes them on as they are
+
+
+def test_a_marked_test_s_hint_names_the_marker_s_trace(pytester, monkeypatch):
+    """Before: a marked test's failure said `assert_no_growth(..., trace=10)`, a call the test never makes."""
+    import json
+    from pathlib import Path
+
+    record = json.loads((Path(__file__).parent / "fixtures" / "compare" / "tf221.json").read_text())["records"][0]
+
+    def grows(body, **settings):
+        error = AssertionError("assert_no_growth's message")
+        error.record = record
+        raise error
+
+    monkeypatch.setattr("kerasbench.testing.assert_no_growth", grows)
+    result = run(pytester, '''
+@pytest.mark.kerasbench(iterations=40)
+def test_grows():
+    flat()
+''')
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*where: run it again with trace=10 (@pytest.mark.kerasbench(..., trace=10))*"])
+    assert "assert_no_growth(" not in result.stdout.str()
 
 
 def test_body_that_raises_in_the_worker_fails_with_its_error(pytester, monkeypatch):
@@ -214,9 +238,63 @@ def test_plain():
 
 
 @pytest.mark.parametrize("value, kib", [("16 KiB", 16), ("1 MiB", 1024), ("512 B", 0.5), ("2kib", 2), (16, 16),
-                                        ("0.5", 0.5), ("16KB", 16000 / 1024), ("16 kB", 16000 / 1024)])
+                                        ("0.5", 0.5), ("16KB", 16), ("1 mb", 1024), ("+.5 MB", 512)])
 def test_max_growth_is_a_size_or_kib(value, kib):
+    """Before: "16KB" read as 16,000 bytes, 2.3 % under pytest-memray's 16,384 for the same text."""
     assert max_growth_kib(value) == kib
+
+
+@pytest.mark.parametrize("text", ["16 KB", "1 MB", "64 KB", "16 KiB", "512B", "+.5 gb", ".00001 TB"])
+def test_a_limit_means_what_pytest_memray_reads(text):
+    """pytest_memray.utils.parse_memory_string, as its source reads (UNIT_TO_MULTIPLIER, case-insensitive units
+    B, KB, ..., PB: powers of 1024), restated here: a limit copied from a limit_leaks marker keeps its bytes."""
+    memray = re.fullmatch(r"(\+?\d*\.\d+|\+?\d+)\s*([KMGTP]?B|[KMGTP]iB)", text, re.IGNORECASE)
+    number, unit = float(memray.group(1)), memray.group(2).upper().replace("IB", "B")
+    assert max_growth_kib(text) * 1024 == number * 1024 ** "BKMGTP".index(unit[0] if len(unit) > 1 else "B")
+
+
+@pytest.mark.parametrize("text", ["16 kB", "16 kb", "16k", "1M"])
+def test_a_limit_read_two_ways_is_refused_with_both_readings(text):
+    """Before: "16 kB" was 16,000 bytes here and is 16,384 in pytest-memray: never a silent 2 % difference."""
+    with pytest.raises(UsageError, match="says its base") as raised:
+        max_growth_kib(text)
+    number = re.match(r"\d+", text).group()
+    assert f"write {number} KiB or {number} {text[-2 if text.endswith(('B', 'b')) else -1].upper()}B" \
+        in str(raised.value), str(raised.value)
+    if text.lower().endswith("kb"):
+        assert "SI's 16 × 1,000 bytes, pytest-memray's 16 × 1,024" in str(raised.value)
+
+
+@pytest.mark.parametrize("marker", ['"1 MB"', 'max_growth="64 KB", warmups=3', 'max_growth="16 KiB", warmup=2'])
+def test_pytest_memray_limits_through_the_marker(pytester, marker):
+    """What each limit of pytest-memray's spelling means through the marker, in bytes, and `warmups`, its name of
+    the warm-up count, the same option as `warmup`."""
+    from kerasbench.pytest_plugin import settings_for
+
+    [item] = pytester.getmodulecol(f'''
+import pytest
+
+@pytest.mark.kerasbench({marker})
+def test_body():
+    pass
+''', configargs=QUIET).collect()
+    settings = settings_for(item, {})
+    limit = re.search(r'"([^"]+)"', marker).group(1)
+    number, unit = limit.split()
+    print(f"{limit!r} -> {settings['floor_kib'] * 1024:,.0f} bytes")
+    assert settings["floor_kib"] * 1024 == int(number) * {"MB": 1024**2, "KB": 1024, "KiB": 1024}[unit]
+    warm = re.search(r"warmups?=(\d+)", marker)
+    assert settings.get("warmup") == (int(warm.group(1)) if warm else None) and "warmups" not in settings
+
+
+def test_warmup_and_warmups_together_are_refused(pytester):
+    result = run(pytester, '''
+@pytest.mark.kerasbench(warmup=2, warmups=3)
+def test_body():
+    flat()
+''', "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*Both warmup=2 and warmups=3 given*pytest-memray's spelling*give one*"])
 
 
 @pytest.mark.parametrize("value", [0, 0.0, -0.0, "0", "0 KiB", "0 B", "-0"])
@@ -239,7 +317,7 @@ def test_bad_max_growth_is_refused(value, monkeypatch):
     if value in ("1e280 GiB", "1024 GiB", 1e280):
         assert "from 0 to 512 GiB (this machine's memory; more is no floor" in str(raised.value)
     if value == "16k":
-        assert "KiB (1,024 bytes) or kB (1,000 bytes); K alone is ambiguous" in str(raised.value)
+        assert "k alone is ambiguous; write 16 KiB or 16 KB (× 1,024 bytes" in str(raised.value)
 
 
 @pytest.mark.parametrize("marker, message", [
@@ -258,7 +336,8 @@ def test_bad_max_growth_is_refused(value, monkeypatch):
     ("profile=5", "Received: profile=5."),
     ("max_growth=10**400", "Invalid max_growth. Received: 1000000000"),
     ('max_growth="1e280 GiB"', "Invalid max_growth. Received: '1e280 GiB'."),
-    ('max_growth="16k"', "K alone is ambiguous"),
+    ('max_growth="16k"', "k alone is ambiguous"),
+    ('max_growth="16 kB"', "'kB' is read two ways"),
     ("trace=-1", "Received: trace=-1. Expected 0 (off) or the number of sites to show."),
     ("trace=True", "Received: trace=True."),
     ('trace="10"', "Received: trace='10'."),

@@ -111,6 +111,11 @@ def test_native_sites_with_memray():
     top = t["native_sites"][0]
     assert f"test_trace.py:{LEAK_LINE}" in top["site"] and top["bytes_per_iter"] == pytest.approx(LEAK, rel=0.05)
     assert not any("_tracemalloc.c" in s["site"] for s in t["native_sites"])  # the trace's own bookkeeping is left out
+    # memray's capture is kept, and the printed trace names the command that draws it (before: deleted)
+    assert pathlib.Path(t["native_file"]).is_file()
+    text = trace.text([{"loop": "control", "strategy": "x", "repeats": [{"result": {"trace": t}}]}])
+    assert f"memray flamegraph {t['native_file']}" in text
+    pathlib.Path(t["native_file"]).unlink()
 
 
 def test_no_trace_where_there_is_nothing_to_trace():
@@ -237,11 +242,79 @@ def test_the_users_line_comes_first_and_the_list_and_global_that_hold_its_object
     text = trace.text([{"loop": "repro", "strategy": "reuse_model", "repeats": [{"result": {"trace": t}}]}])
     lines = text.splitlines()
     first = lines.index(next(line for line in lines if line.startswith("  your code")))
-    assert lines[first + 1].endswith(f"my_repro.py:{MY_LINE}") and first < lines.index("  Python allocation sites "
-                                                                                       "that grow (per iteration):")
+    assert lines[first + 1].endswith(f"my_repro.py:{MY_LINE}") and first < lines.index(
+        "  Python allocation sites that grow (per iteration; kerasbench's own left out):")
     assert lines[first + 2].strip() == ("blobs.append(Blob(copy.deepcopy(TEMPLATE)))  # the user's line   ← names "
                                         "`blobs`, which holds them")  # its source, and what it names
     assert "    Blob ×6 (+1.0/iteration) held by list (len 6) ← module global `blobs` in my_repro.py\n" in text
+
+
+# ---------------------------------------------------------------- containers of what the gc does not track
+
+ARRAYS_REPRO = '''"""A user's loop keeping 200 KiB of numpy arrays an iteration in a module list, 16 KiB in a dict."""
+import numpy as np
+
+
+class Cache:
+    def __init__(self):
+        self.items = {}
+
+
+CACHE = Cache()
+kept = []
+
+
+def iteration(ctx, model):
+    kept.append(np.ones(200 * 1024 // 8))  # the list's line
+    CACHE.items[len(CACHE.items)] = np.ones(16 * 1024 // 8)  # the dict's line
+'''
+
+
+def test_a_list_of_arrays_is_named_first_and_no_kerasbench_frame_is_listed(tmp_path):
+    """Before: the arrays' line was found, but "what holds the objects that grow: no type grew" (arrays are not
+    GC-tracked), and kerasbench's probes filled the allocation sites."""
+    path = tmp_path / "arrays_repro.py"
+    path.write_text(ARRAYS_REPRO)
+    t = in_fresh_process("traced_repro", str(path))
+    lists = [c for c in t["containers"] if c["held_by"] == ["module global `kept` in arrays_repro.py"]]
+    dicts = [c for c in t["containers"]
+             if c["held_by"] == ["module global `CACHE` in arrays_repro.py, attribute `items`"]]
+    assert lists and dicts, t["containers"]
+    for c, kind, size in ((lists[0], "list", 200 * 1024), (dicts[0], "dict", 16 * 1024)):
+        assert c["kind"] == kind and c["items"] == ["numpy.ndarray"] and c["rooted"], c
+        assert c["per_iter"] == pytest.approx(1.0) and c["len"] == 6, c  # 6 iterations, one item each
+        assert c["bytes_per_iter"] == pytest.approx(size, rel=0.05), c
+    assert t["containers"][0] is not dicts[0]  # the most bytes first
+    assert not any(trace.harness_file(s["site"]) for s in t["python_sites"]), t["python_sites"]
+    assert not any(trace.harness_file(f) for s in t["python_sites"] for f in s["stack"]), t["python_sites"]
+    text = trace.text([{"loop": "repro", "strategy": "reuse_model", "repeats": [{"result": {"trace": t}}]}])
+    lines = text.splitlines()
+    lead = next(line for line in lines if line.startswith("  look first"))
+    assert lead.startswith("  look first: `kept`, a list, +1.0 item per iteration (len 6), holding numpy.ndarray ("), \
+        lead
+    assert "kept.append(np.ones(200 * 1024 // 8))" in lead, lead
+    named = lines.index("    module global `kept` in arrays_repro.py: a list, +1.0 item per iteration (len 6), holding "
+                        f"numpy.ndarray ({trace._kib(lists[0]['bytes_per_iter'])} per iteration)")
+    assert named < next(i for i, line in enumerate(lines) if line.startswith("  what holds the objects"))
+    assert "kerasbench/" not in text.split("Python allocation sites", 1)[1]
+
+
+def test_kerasbench_s_own_sites_are_left_out_wherever_its_copy_sits():
+    """A record whose worker ran a cache copy of the package (the parent's path differs): its probes' sites are
+    recognised by their path and left out of what is printed; the loop shapes' (a control's leak) stay."""
+    site = lambda path, kib: {"site": path, "bytes_per_iter": kib * 1024.0, "count_per_iter": 1.0,  # noqa: E731
+                              "stack": [path, "/root/.cache/kerasbench/worker/ab12/kerasbench/loops.py:263"]}
+    t = {"top": 5, "iterations": 3, "first": 0, "last": 3, "python_bytes_per_iter": 2048.0, "user_sites": [],
+         "python_sites": [site("/root/.cache/kerasbench/worker/ab12/kerasbench/probes.py:323", 0.1),
+                          site("/venv/lib/python3.11/site-packages/kerasbench/worker.py:84", 0.1),
+                          site("/venv/lib/python3.11/site-packages/kerasbench/loops.py:247", 256.0),
+                          site("/home/me/project/lib/cache.py:10", 2.0)],
+         "types": [], "holders": [], "native_sites": None, "native_note": "n/a", "seconds_in_loop": 0.1,
+         "seconds_after": 0.1}
+    text = trace.text([{"loop": "repro", "strategy": "reuse_model", "repeats": [{"result": {"trace": t}}]}])
+    listed = text.split("Python allocation sites", 1)[1].split("object types", 1)[0]
+    assert "probes.py" not in listed and "worker.py" not in listed and listed.count("loops.py") == 1, listed
+    assert "/home/me/project/lib/cache.py:10" in listed and "kerasbench/loops.py:263" not in listed
 
 
 class Registry:

@@ -25,9 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default="table", choices=FORMATS, help="table (default), markdown, json or csv")
     p.add_argument("--changes-only", action="store_true", help="leave out unchanged, n/a and not comparable cells, "
                    "except those not comparable for their hardware whose figures alone read a change")
-    p.add_argument("--fail-on", metavar="VERDICTS", help="exit 1, listing the cells, when any cell has one of these "
-                   "verdicts: a comma list of regressed, improved, inconclusive, not comparable, n/a "
-                   "(e.g. regressed,inconclusive)")
+    from ..compare import GATES
+
+    options.fail_on(p, GATES, 1, "cell", "regressed,inconclusive")
     p.add_argument("--output", metavar="PATH", type=options.path, help="write to PATH (atomically) instead of stdout")
     p.add_argument("--wide", action="store_true", help="one line a cell, whatever the terminal's width (a table "
                    "otherwise fits $COLUMNS or the terminal, its why column wrapped)")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from ..allocators import ALLOCATORS, DEFAULT as DEFAULT_ALLOCATOR, ENV_VAR as ALLOCATOR_VAR
 from ..errors import UsageError
@@ -103,6 +103,24 @@ class Renamed(argparse.Action):
                          "for now.\n")
         setattr(namespace, self.dest, True if self.nargs == 0 else values)
         setattr(namespace, f"_{self.dest}_spelled", option_string.lstrip("-"))
+
+
+def fail_on(p: argparse.ArgumentParser, valid: Sequence[str], code: int, what: str, example: str) -> None:
+    """--fail-on, as compare and run declare it: a comma list of `valid` verdicts; the command exits `code`, listing
+    the `what`s that have one, when any has (2 stays for usage errors). gates() reads the value."""
+    p.add_argument("--fail-on", metavar="VERDICTS", help=f"exit {code}, listing the {what}s, when any {what} has one "
+                   f"of these verdicts: a comma list of {', '.join(valid)} (e.g. {example})")
+
+
+def gates(text: str, valid: Sequence[str]) -> Tuple[str, ...]:
+    """The verdicts of `--fail-on grows,inconclusive`; UsageError naming the valid ones otherwise."""
+    from ..errors import unknown
+
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    for name in names or ("",):
+        if name not in valid:
+            raise unknown("fail-on", name, valid)
+    return names
 
 
 def size(minimum: int):

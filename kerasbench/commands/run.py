@@ -32,10 +32,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace-native", action="store_true", help="with --trace: memray's native sites too (pip "
                    "install 'kerasbench[trace]'; tens of times slower on TF loops)")
     options.json_output(p)
+    from ..session import RUN_GATES, GATE_EXIT
+
+    options.fail_on(p, RUN_GATES, GATE_EXIT, "pair", "grows")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    """Measure the named pairs, print their table; exit 0 all ok or skipped, 1 a pair failed or stopped.
+    """Measure the named pairs, print their table; exit 0 all ok or skipped, 1 a pair failed or stopped, 3 (with
+    --fail-on) a pair has one of the verdicts named (listed on stderr).
 
     With --json each pair's record is written as it ends; after an interrupt or a repro that raised, the table
     of the finished pairs is printed and they stay in the file (session.run). A write that fails is one line, exit 1.
@@ -46,6 +50,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ..profiles import get_profile
     from ..selection import pairs_for
 
+    gates = options.gates(args.fail_on, session.RUN_GATES) if args.fail_on is not None else ()
     profile = get_profile(args.profile)
     loop = options.loop_of(args)
     if loop is None:
@@ -70,4 +75,4 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     base = session.use_release(base, args.config, args.tf, sys.stderr, args.python, pins, args.keras or "",
                                args.machine)
     base = session.settle_floor(base, not args.no_calibrate, sys.stderr)
-    return session.run(base, pairs, session.counts(profile, args.iterations), out, sys.stderr, args.json)
+    return session.run(base, pairs, session.counts(profile, args.iterations), out, sys.stderr, args.json, gates)
