@@ -718,7 +718,7 @@ GATES = ("regressed", "improved", "inconclusive", "not comparable", "n/a")  # wh
 
 def fail_on(text: str) -> Tuple[str, ...]:
     """The verdicts of `--fail-on regressed,inconclusive`; UsageError naming the valid ones otherwise."""
-    from .commands.options import gates
+    from .selection import gates
 
     return gates(text, GATES)
 

@@ -6,7 +6,7 @@ command line, the Python API and the benchmarks select alike. Unknown names are 
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from . import _compat
 from .errors import UsageError, unknown
@@ -73,3 +73,13 @@ def pairs_for(loops_arg: str, strategies_arg: str, device: Optional[str] = None,
         chosen = backend or _compat.backend()
         pairs = [(loop, s) for loop, s in pairs if get_strategy(s).backend in ("", chosen)] or pairs
     return pairs
+
+
+def gates(text: str, valid: Sequence[str]) -> Tuple[str, ...]:
+    """The verdicts of `--fail-on grows,inconclusive` (run's and compare's), each once; UsageError naming the valid
+    ones otherwise."""
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    for name in names or ("",):
+        if name not in valid:
+            raise unknown("fail-on", name, valid)
+    return names

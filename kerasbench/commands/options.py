@@ -113,14 +113,10 @@ def fail_on(p: argparse.ArgumentParser, valid: Sequence[str], code: int, what: s
 
 
 def gates(text: str, valid: Sequence[str]) -> Tuple[str, ...]:
-    """The verdicts of `--fail-on grows,inconclusive`; UsageError naming the valid ones otherwise."""
-    from ..errors import unknown
+    """The verdicts of `--fail-on grows,inconclusive` (selection.gates: compare's analysis reads them too)."""
+    from ..selection import gates as named
 
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    for name in names or ("",):
-        if name not in valid:
-            raise unknown("fail-on", name, valid)
-    return names
+    return named(text, valid)
 
 
 def size(minimum: int):
