@@ -113,9 +113,16 @@ def test_a_mark_its_measuring_again_finds_alike_is_shown_not_confirmed(three):
                                  "differ by more than their own uncertainty); the change is between 2.13.1 and 2.14.1, "
                                  "in more than one step? triage each side: --good 2.13.1 --bad 2.14.0, and --good "
                                  "2.14.0 --bad 2.14.1.")
-    for answered in ({triage: found}, {attribute: failed}, {}, {triage: neither}):
+    for answered in ({triage: found}, {triage: neither}):  # measured again, the ends found different: solid
         html = section(three, answered)
         assert 'data-unconfirmed="1"' not in html and "not confirmed:" not in html, answered
+        assert f'<span class="settled">{atlas.esc(atlas.CONFIRMED)}</span>' in html
+        assert "Marks by what measuring them again said: 1 confirmed. Solid: 1" in html
+    for answered in ({attribute: failed}, {}):  # nothing measured its ends again: pale, and says so
+        html = section(three, answered)
+        assert 'data-unconfirmed="1"' in html and "not confirmed:" not in html, answered
+        assert f'<span class="unconfirmed">{atlas.esc(atlas.NEVER)}</span>' in html
+        assert "1 never measured again. Solid: 0" in html
 
 
 def test_a_mark_whose_answers_disagree_is_shown_contested(three):
@@ -220,7 +227,8 @@ def test_a_backends_attribution_that_finds_every_backend_alike_does_not_confirm_
     slope = groups(column("2.21.0", "grows", "leak", 3600 * KIB), column("2.21.0+jax", "grows", "leak", 900 * KIB))
     html = section(slope, alike)
     assert "changed better" in row(html, "sweep", "clear_session_del_gc")[1]  # marked, by the slope
-    assert 'data-unconfirmed="1"' not in html and "not confirmed:" not in html
+    assert "not confirmed:" not in html  # the backends' answer says nothing of a slope's size: not measured again
+    assert f'<span class="unconfirmed">{atlas.esc(atlas.NEVER)}</span>' in html
 
 
 def test_a_nightly_triage_over_a_wider_range_answers_the_part_of_it_where_its_nightly_lies():
@@ -1136,3 +1144,17 @@ def test_the_atlas_never_writes_through_a_link_onto_one_of_its_inputs(tmp_path, 
     err = capsys.readouterr().err
     assert "v1.json" in err and len(err.strip().splitlines()) == 1
     assert (tmp_path / "v1.json").read_bytes() == before and os.path.islink(out / atlas.DATA)
+
+
+def test_a_mark_between_cells_of_two_machines_is_pale_and_says_which():
+    """A change between two columns measured on different machines (another CPU model) that nothing measured again
+    is drawn pale, its note naming the machines; the first screen counts it as across machines."""
+    before = record("sweep", "clear_session_del_gc")
+    after = record("sweep", "clear_session_del_gc", "grows", "leak", 3600 * KIB)
+    before["environment"] = {"machine_name": "epyc-vm", "cpu_model": "AMD EPYC 7B13", "cpu_count": 2}
+    after["environment"] = {"machine_name": "xeon-vm", "cpu_model": "Intel Xeon 8375C", "cpu_count": 2}
+    html = section(groups(("2.13.1", [before]), ("2.14.1", [after])))
+    note = atlas.ACROSS.format("epyc-vm vs xeon-vm")
+    assert 'data-unconfirmed="1"' in row(html, "sweep", "clear_session_del_gc")[1]
+    assert f'<span class="unconfirmed">{atlas.esc(note)}</span>' in html
+    assert "Marks by what measuring them again said: 1 across machines. Solid: 0" in html

@@ -22,14 +22,16 @@ and write (the one writer). The names below are its interface.
 from ..page import esc
 from .model import (change, counted_changes, floors_apart, main_axis, mark, other_pythons, previous, previous_all,
                     verdict, verdicts_text)
-from .changes import (CONTESTED, REVERSED, SETTLE_WHAT, SETTLED, UNCONFIRMED, commands, crossed_builds, first_answers,
-                      listed_commands, no_command, questions, settle_command, wider)
+from .changes import (ACROSS, CONFIRMED, CONTESTED, NEVER, REVERSED, SETTLE_WHAT, SETTLED, UNCONFIRMED, commands,
+                      crossed_builds, first_answers, listed_commands, mark_kind, mark_note, no_command, questions,
+                      settle_command, wider)
 from .data import DATA, PAGE, SPARK_POINTS, _slim, data, data_text, group_columns, groups_of, holds_data, load, merge
 from .page import page, section, spark, trust_lines
 from .write import write
 
-__all__ = ["CONTESTED", "DATA", "PAGE", "REVERSED", "SETTLED", "SETTLE_WHAT", "SPARK_POINTS", "UNCONFIRMED", "_slim",
-           "change", "commands", "counted_changes", "crossed_builds", "data", "data_text", "esc", "first_answers",
-           "floors_apart", "group_columns", "groups_of", "holds_data", "listed_commands", "load", "main_axis", "mark",
-           "merge", "no_command", "other_pythons", "page", "previous", "previous_all", "questions", "section",
-           "settle_command", "spark", "trust_lines", "verdict", "verdicts_text", "wider", "write"]
+__all__ = ["ACROSS", "CONFIRMED", "CONTESTED", "DATA", "NEVER", "PAGE", "REVERSED", "SETTLED", "SETTLE_WHAT",
+           "SPARK_POINTS", "UNCONFIRMED", "_slim", "change", "commands", "counted_changes", "crossed_builds", "data",
+           "data_text", "esc", "first_answers", "floors_apart", "group_columns", "groups_of", "holds_data",
+           "listed_commands", "load", "main_axis", "mark", "mark_kind", "mark_note", "merge", "no_command",
+           "other_pythons", "page", "previous", "previous_all", "questions", "section", "settle_command", "spark",
+           "trust_lines", "verdict", "verdicts_text", "wider", "write"]

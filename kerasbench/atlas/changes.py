@@ -120,6 +120,27 @@ SETTLED = ("settled: its answers disagreed, and its triage measured longer (the 
            "a minute's loop at each end) found its two ends different, the same way: the mark holds")
 REVERSED = ("not confirmed: its triage measured longer (the full profile) found its two ends different the other way; "
             "read the mark as the map's one measurement, not a change")
+CONFIRMED = ("confirmed: measured again by a command below, its two ends (both on one machine) were found different "
+             "the mark's way")
+OTHER_WAY = ("not confirmed: measured again by a command below, its two ends were found different the other way; "
+             "read the mark as the map's one measurement, not a change")
+NEVER = ("not measured again: no command below has measured its two ends against each other yet; read the mark as "
+         "the map's one measurement (the triage below measures both ends again)")
+ACROSS = ("across machines: its two cells were measured on different machines ({}) and not measured again; the change "
+          "may be the machine's (the triage below measures both ends on one)")
+# What a mark is, by what measuring its two ends again said (confirmation): solid only when confirmed; every other
+# kind is drawn pale and says why, and the page's first screen counts each kind.
+SOLID = ("confirmed", "settled")
+
+
+def mark_kind(note: str) -> str:
+    """The kind of a mark from its confirmation note: confirmed, settled, not confirmed, contested, never measured
+    again, across machines."""
+    return {CONFIRMED: "confirmed", SETTLED: "settled", UNCONFIRMED: "not confirmed", REVERSED: "not confirmed",
+            OTHER_WAY: "not confirmed",
+            CONTESTED: "contested", NEVER: "never measured again"}.get(note, "across machines")
+
+
 # A contested change's own triage at the full profile: what settles it (settle_command), and what it asks
 SETTLE_PROFILE = "full"
 SETTLE_WHAT = "does it hold, measured longer"
@@ -204,10 +225,34 @@ def confirmation(cmds: Sequence[Question], answered: Optional[Dict[str, dict]], 
     A settling triage that ran to an answer (settle_command: the longer measurement) decides alone: UNCONFIRMED when
     it found the ends alike; found different, SETTLED when its answer's ends went the mark's way (`moved`: worse is
     regressed, better improved), REVERSED the other way, and CONTESTED still when either is not known."""
-    from ..questions import ends_verdict, unconfirmed
-
     if not answered:
         return ""
+    return _confirmation(cmds, answered, before, after, moved)
+
+
+def mark_note(cmds: Sequence[Question], answered: Optional[Dict[str, dict]], before, after, moved: str = "") -> str:
+    """What a mark is drawn as: confirmation()'s note where its answers say something; CONFIRMED where a triage or
+    attribution found its two ends different (a triage: the mark's way, where it says which); else NEVER, or ACROSS
+    (with the machines) where its two cells were measured on different machines."""
+    from ..questions import ends_verdict
+
+    said = confirmation(cmds, answered, before, after, moved)
+    if said:
+        return said
+    expected = {"worse": "regressed", "better": "improved"}.get(moved)
+    found = [ends_verdict((answered or {}).get(q.command)) for q in cmds
+             if q.verb in ("triage", "attribute") and q.good and ran_and_answered(q, answered or {})]
+    if any(f is None or expected is None or f == expected for f in found):
+        return CONFIRMED
+    if found:  # measured again, the ends different the other way
+        return OTHER_WAY
+    machines, differs = compare.hardware_note(before, after)
+    return ACROSS.format(machines) if differs else NEVER
+
+
+def _confirmation(cmds: Sequence[Question], answered: Dict[str, dict], before, after, moved: str) -> str:
+    from ..questions import ends_verdict, unconfirmed
+
     flipped = verdict((before or {}).get("summary")) != verdict((after or {}).get("summary"))
     settled = [q for q in cmds if q.what == SETTLE_WHAT and ran_and_answered(q, answered)]
     if settled:
@@ -316,8 +361,8 @@ def answered_count(counted, answered: Optional[Dict[str, dict]], pythons: Option
     changes no longer on the map."""
     if not answered:
         return ""
-    said_again = list((notes or {}).values())
-    alike = sum(note != SETTLED for note in said_again)  # drawn pale: not confirmed or contested
+    said_again = [n for n in (notes or {}).values() if n in (UNCONFIRMED, CONTESTED, SETTLED, REVERSED)]
+    alike = sum(note != SETTLED for note in said_again)  # drawn pale for what an answer said: not confirmed, contested
     contested, settled, reversed_ = (said_again.count(note) for note in (CONTESTED, SETTLED, REVERSED))
     listed = [listed_commands(c[1], c[2], c[3], c[4], pythons, answered, c[6], c[7])
               for c in counted]  # per change, once

@@ -4,6 +4,7 @@ its CSS and JavaScript are files beside this module (assets/).
 
 from __future__ import annotations
 
+import collections
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -14,7 +15,7 @@ from ..releases import version_key
 from ..rule import DEFAULT_FLOOR
 from ..page import esc, finite, frame, kib, linked, made_from, mib, no_paths
 from ..units import KIB, floor_kib
-from .changes import (BRANCH_CUT_NOTE, SETTLED, _nightly_range, answered_count, confirmation, listed_commands,
+from .changes import (BRANCH_CUT_NOTE, SOLID, _nightly_range, answered_count, listed_commands, mark_kind, mark_note,
                       no_command, wider)
 from .data import _slim, _slim_summary, rss_mib
 from .model import (GLYPHS, TRACES, _keras, _split, main_axis, mark, nightly_then_release, other_pythons, previous_all,
@@ -203,11 +204,11 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None, 
             prev_record = groups[p].get((loop, strategy), (None, None))[0] if p else None
             cid = f"atlas-change-{len(changes)}"
             td, marked = _cell(record, v, p, prev_record, cid, floors)
-            note = confirmation(listed_commands(loop, strategy, p, v, pythons, answered, prev_record, record),
-                                answered, prev_record, record, marked[0]) if marked and marked[0] != "other" else ""
+            note = mark_note(listed_commands(loop, strategy, p, v, pythons, answered, prev_record, record),
+                             answered, prev_record, record, marked[0]) if marked and marked[0] != "other" else ""
             if note:
                 notes[cid] = note
-            if note and note != SETTLED:
+            if note and mark_kind(note) not in SOLID:
                 td = td.replace('tabindex="0">', 'tabindex="0" data-unconfirmed="1">', 1).replace(
                     "<ul class=\"more\">", f"<ul class=\"more\"><li>{esc(note)}</li>", 1)
             tds.append(td.replace("<td ", f'<td data-ver="{esc(v)}" ', 1))
@@ -228,7 +229,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None, 
                         for v in versions)
     counted = [c for c in changes if c[5] != "other"]
     count_line = answered_count(counted, answered, pythons, notes)
-    pale = set(notes.values()) - {SETTLED}
+    pale = {n for n in notes.values() if mark_kind(n) not in SOLID}
     undecided = [c for c in changes if c[5] == "other"]
     items = "".join(_item(*c, answered, pythons, notes.get(c[0], "")) for c in counted)
     listing = (f'<ol class="changes">{items}</ol>' if counted
@@ -240,7 +241,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None, 
     return f"""<div id="atlas" class="atlas"><style>{CSS}</style>
 <h2>Atlas: every pair across the TF versions</h2>
 <p class="read">{esc(HOW_TO_READ)}</p>
-<p class="count">{_count(pairs, versions, groups, changes)}</p>{_trust(trust)}
+<p class="count">{_count(pairs, versions, groups, changes)}</p>{_kinds(notes)}{_trust(trust)}
 <div class="filters">Loop <select id="atlas-loop"><option value="">all</option>{options}</select>
 Strategy <select id="atlas-strategy"><option value="">all</option>{s_options}</select>
 TF <select id="atlas-tf" title="one version and the one it is read against"><option value="">all</option>
@@ -249,7 +250,8 @@ TF <select id="atlas-tf" title="one version and the one it is read against"><opt
 <label><input type="checkbox" id="atlas-undecided"> show the flips with a side undecided (◆, {len(undecided)})</label>
 <span class="legend"><span class="key changed worse">▲</span> worse than the previous version
 <span class="key changed better">▼</span> better (compare's rule on the RSS slope, else the verdict's flip)
-{'<span class="key changed worse unconf">▲</span> pale, dashed: not confirmed or contested' if pale else ''}
+{'<span class="key changed worse unconf">▲</span> pale, dashed: not confirmed, contested, never measured again or '
+ 'across machines (each says why)' if pale else ''}
 <span class="key v-grows">grows</span> <span class="key v-flat">flat</span>
 <span class="key v-inconclusive">inconclusive</span> the pair's verdict (RSS and heap together); then what grew; the
 number is the RSS slope, KiB/iteration</span></div>
@@ -259,6 +261,21 @@ number is the RSS slope, KiB/iteration</span></div>
 {listing}
 <script>{JS}</script></div>
 """
+
+
+KINDS = ("confirmed", "settled", "not confirmed", "contested", "never measured again", "across machines")
+
+
+def _kinds(notes: Dict[str, str]) -> str:
+    """The first screen's count of the marks by kind: solid only when measuring both ends again confirmed them."""
+    if not notes:
+        return ""
+    counts = collections.Counter(mark_kind(n) for n in notes.values())
+    solid = sum(counts[k] for k in SOLID)
+    parts = ", ".join(f"{counts[k]} {k}" for k in KINDS if counts[k])
+    return (f'<p class="count kinds">Marks by what measuring them again said: {parts}. Solid: {solid} '
+            f'(both ends measured again on one machine and found different); pale: {len(notes) - solid}, each '
+            "saying why.</p>")
 
 
 TRUST_HEAD = ("<b>How far to trust a cell</b>: a column's cells scored as shown (their labels at their floors) "
@@ -333,7 +350,7 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
             f"{esc(verdict(a))}/{esc(a.get('growth_kind') or '-')} ({esc(kib(a.get('growth_per_iter')))} KiB/it)"
             + (f' <span class="hw">different hardware ({esc(hw)}): measure both on one machine</span>' if hw else "")
             + f'<br><span class="why">{esc(why)}</span>'
-            + (f'<br><span class="{"settled" if alike == SETTLED else "unconfirmed"}">{esc(alike)}</span>'
+            + (f'<br><span class="{"settled" if mark_kind(alike) in SOLID else "unconfirmed"}">{esc(alike)}</span>'
                if alike else "")
             + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
 
