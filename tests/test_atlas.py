@@ -1158,3 +1158,15 @@ def test_a_mark_between_cells_of_two_machines_is_pale_and_says_which():
     assert 'data-unconfirmed="1"' in row(html, "sweep", "clear_session_del_gc")[1]
     assert f'<span class="unconfirmed">{atlas.esc(note)}</span>' in html
     assert "Marks by what measuring them again said: 1 across machines. Solid: 0" in html
+
+
+def test_a_growing_cell_s_colour_says_how_much_grows():
+    """+5.6 and +7,123 KiB/iteration both read `grows`; their reds differ, on one log scale for every column."""
+    from kerasbench.atlas.page import shade_of
+
+    light = [int(re.search(r"hsl\(8,75%,(\d+)%\)", shade_of(v * KIB))[1]) for v in (5.6, 64, 1024, 7123, 64 * 1024)]
+    assert light == sorted(light, reverse=True) and light[0] - light[-2] > 25 and light[-2] >= light[-1]
+    html = section(groups(("2.13.1", [record("sweep", "reuse_model", "grows", "leak", 6 * KIB)]),
+                          ("2.14.1", [record("sweep", "reuse_model", "grows", "leak", 7123 * KIB)])))
+    cells = row(html, "sweep", "reuse_model")
+    assert shade_of(6 * KIB) in cells[0] and shade_of(7123 * KIB) in cells[1]

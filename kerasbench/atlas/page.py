@@ -5,6 +5,7 @@ its CSS and JavaScript are files beside this module (assets/).
 from __future__ import annotations
 
 import collections
+import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -14,7 +15,7 @@ from ..errors import UsageError
 from ..releases import version_key
 from ..rule import DEFAULT_FLOOR
 from ..page import esc, finite, frame, kib, linked, made_from, mib, no_paths
-from ..units import KIB, floor_kib
+from ..units import KIB, MIB, floor_kib
 from .changes import (BRANCH_CUT_NOTE, SOLID, _nightly_range, answered_count, listed_commands, mark_kind, mark_note,
                       no_command, wider)
 from .data import _slim, _slim_summary, rss_mib
@@ -112,7 +113,8 @@ def _cell(record, version, prev, prev_record, cid,
     if moved:
         more += f'<li><a href="#{cid}">commands for this change ↓</a></li>'
     kind_html = f'<span class="kind k-{esc(kind)}">{esc(kind)}</span>' if kind else ""
-    return (f'<td class="{esc(cls)}" tabindex="0">{glyph}'
+    shade = f' style="{shade_of(s.get("growth_per_iter"))}"' if shown == "grows" else ""
+    return (f'<td class="{esc(cls)}"{shade} tabindex="0">{glyph}'
             f'<span class="verdict">{esc(shown)}</span>{kind_html}'
             f'<span class="slope">{esc(kib(_slim(s.get("growth_per_iter"))))} KiB/it</span>'
             f'<ul class="more">{more}</ul></td>'), marked
@@ -254,13 +256,32 @@ TF <select id="atlas-tf" title="one version and the one it is read against"><opt
  'across machines (each says why)' if pale else ''}
 <span class="key v-grows">grows</span> <span class="key v-flat">flat</span>
 <span class="key v-inconclusive">inconclusive</span> the pair's verdict (RSS and heap together); then what grew; the
-number is the RSS slope, KiB/iteration</span></div>
+number is the RSS slope, KiB/iteration; a growing cell's red deepens with it (log scale, KiB/it): {_shade_legend()}
+</span></div>
 <div class="scroll"><table class="atlas"><thead><tr><th>loop × strategy \\ TF</th>{head}</tr></thead>
 <tbody>{"".join(rows)}</tbody></table></div>{_floors_legend(floors)}{_unmeasured(unmeasured, groups, versions)}
 <h3>What changed, and the commands that explain it ({len(counted)} in all){count_line}</h3>
 {listing}
 <script>{JS}</script></div>
 """
+
+
+# A growing cell's colour says how much grows: a log scale of its RSS slope, one for every column (so two columns'
+# reds compare), from SHADE_LOW (the palest) to SHADE_HIGH and over (the deepest), as the report's heat tables.
+SHADE_LOW, SHADE_HIGH = 8 * KIB, 16 * MIB
+
+
+def shade_of(slope: Any) -> str:
+    """The inline background of a growing cell with RSS slope `slope` (bytes/iteration)."""
+    value = float(slope) if finite(slope) else SHADE_LOW
+    t = min(1.0, max(0.0, math.log10(max(value, SHADE_LOW) / SHADE_LOW) / math.log10(SHADE_HIGH / SHADE_LOW)))
+    light = 93 - 45 * t
+    return f"background:hsl(8,75%,{light:.0f}%);color:{'#fff' if light < 62 else '#111'}"
+
+
+def _shade_legend() -> str:
+    steps = (SHADE_LOW, 128 * KIB, 2 * MIB, SHADE_HIGH)
+    return "".join(f'<span class="key" style="{shade_of(v)}">{esc(kib(v))}</span>' for v in steps)
 
 
 KINDS = ("confirmed", "settled", "not confirmed", "contested", "never measured again", "across machines")
