@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     width = None if args.output else terminal_width(out, args.wide)
     text = compare.render(cells, groups, args.format, width)
     if args.output:
-        write_text(args.output, text)
+        write_text(args.output, text, "the comparison")
         out.write(f"wrote {len(cells)} cells ({compare.counts(cells)}) to {args.output}\n")
     else:
         out.write(text)

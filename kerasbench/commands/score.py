@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             results.append(result)
         result = {"replay": args.replay, "repeats": results}
     if args.json:
-        write_text(args.json, json.dumps(result, indent=1) + "\n")
+        write_text(args.json, json.dumps(result, indent=1) + "\n", "the scoring")
         count = len(result["pairs"]) if "pairs" in result else sum(len(r["pairs"]) for r in result["repeats"])
         out.write(f"wrote the scoring of {count} pair(s) to {args.json}\n")
     return 0
