@@ -51,9 +51,12 @@ BROKEN_PIPE = 141
 
 
 def _say(text: str) -> None:
-    """A line on stderr, if it can still be written (a closed terminal, a closed pipe: the exit code says it)."""
+    """A line on stderr, if it can still be written (a closed terminal, a closed pipe: the exit code says it); its
+    control characters escaped (a message may quote a file's strings)."""
+    from .console import printable
+
     try:
-        sys.stderr.write(text)
+        sys.stderr.write(printable(text))
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -86,7 +89,9 @@ def main(argv: Optional[list] = None, out: Optional[TextIO] = None) -> int:
     """
     from . import procs
 
-    out = out or sys.stdout
+    from .console import Printable
+
+    out = Printable(out or sys.stdout)  # strings of files (records' names) are shown, never obeyed by the terminal
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
