@@ -97,8 +97,13 @@ def main(argv: Optional[list] = None, out: Optional[TextIO] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse already printed its one-line usage error
         return e.code
+    import warnings
+
     try:
-        with procs.interrupts():  # Ctrl-C, SIGTERM, SIGHUP and the way out end every worker's process group
+        with procs.interrupts(), warnings.catch_warnings():  # Ctrl-C, SIGTERM, SIGHUP and the way out end every
+            # worker's process group. numpy's RuntimeWarnings on absurd readings (1e308 bytes: an overflow to inf in
+            # a sum) were two lines of its source per call on stderr; the results say inf or nan where they are one
+            warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero) encountered", RuntimeWarning)
             code = args.func(args, out)
             out.flush()  # a closed pipe shows here, not in the interpreter's flush at exit
             return code

@@ -142,7 +142,8 @@ def pick_tf(text: str, python: str = "3.11", flavour: str = "",
     if not candidates:
         where = " or ".join(FLAVOURS[f] for f in builds)
         oldest = min((n.day for found in builds.values() for n in found), default=None)
-        raise UsageError(f"No TF nightly on or before {day} for CPython {python} on this platform ({where}; the index "
+        when = f" on or before {day}" if day is not None else ""  # 'nightly' (the newest): no day to name
+        raise UsageError(f"No TF nightly{when} for CPython {python} on this platform ({where}; the index "
                          f"keeps them from {oldest or 'no date'}).")
     chosen_day = max(n.day for n in candidates)
     chosen = newest.get("cpu") if newest.get("cpu") and newest["cpu"].day == chosen_day else \
@@ -168,7 +169,8 @@ def pick_keras(text: str, python: str = "3.11", doc: Optional[Dict[str, Any]] = 
     day = requested_day(text)
     chosen = _newest_by(found, day)
     if chosen is None:
-        raise UsageError(f"No {KERAS} on or before {day} for CPython {python} on this platform.")
+        when = f" on or before {day}" if day is not None else ""
+        raise UsageError(f"No {KERAS}{when} for CPython {python} on this platform.")
     return chosen, (f"no {KERAS} of {day}; the nearest earlier one is of {chosen.day}"
                     if day is not None and chosen.day != day else "")
 
