@@ -356,3 +356,25 @@ def write_note(env_path: str, reqs: Dict[str, str], python: str = "3.11") -> Non
     if package == KERAS:
         note["tf_package"] = next((k for k in reqs if k.startswith(("tensorflow", "tf-nightly"))), None)
     write_json(os.path.join(env_path, NOTE_FILE), note, "the nightly environment's note")
+
+
+def check_day_files(paths: Sequence[str]) -> List[str]:
+    """`paths`, day files of a nightlies folder (<YYYY-MM-DD>.json, as `atlas --nightlies` lists them), each checked
+    to hold a nightly's records: a one-line UsageError naming the file where a record's TensorFlow is a release
+    (2.12.1: a release's records saved under a day's name would be a nightly column, and the release columns of
+    that version renamed)."""
+    from .files import DATA_LIMIT, read_json
+
+    for path in paths:
+        day = os.path.basename(path)[:-len(".json")]
+        payload = read_json(path, "nightly records file", DATA_LIMIT)
+        records = payload.get("records") if isinstance(payload, dict) else None
+        for record in records if isinstance(records, list) else ():
+            version = ((record.get("environment") or {}) if isinstance(record, dict) else {}).get("tensorflow")
+            if not isinstance(version, str):
+                continue  # the control loop never imports TF; the loader checks the rest
+            if _built(version) is None:
+                raise UsageError(f"Cannot read {path} as the nightly of {day}: its records are of TF {version!r}, a "
+                                 "release, not a nightly (.devYYYYMMDD); give release records as records, not in "
+                                 "the nightlies folder.")
+    return list(paths)
