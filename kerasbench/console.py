@@ -424,11 +424,10 @@ def run_table(records: list) -> str:
     notes = [f"{pair_label(r)}: {r['reason']}" for r in records if r["status"] != "ok"]
     if records and records[0]["environment"]:
         env = records[0]["environment"]
-        lines.append(
-            f"\n{framework_text(env)}, Python {env['python']}, "
+        lines.append("\n" + printable(
+            f"{framework_text(env)}, Python {env['python']}, "
             f"numpy {env['numpy']}, "
-            f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})"
-        )
+            f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})", lines=True))
     lines += margin_lines(records)
     floors = {(r["summary"]["floor"], r["summary"].get("floor_source") or "given"): None
               for r in records if r["summary"].get("floor") is not None}
@@ -444,7 +443,7 @@ def run_table(records: list) -> str:
     notes += [f"{pair_label(r)}: allocator {r['allocator']['requested']} requested, "
               f"but the worker ran on {r['allocator']['detected']}"
               for r in records if not r.get("allocator", {}).get("matches", True)]
-    return "\n".join(lines + notes) + "\n"
+    return "\n".join(lines + [printable(note, lines=True) for note in notes]) + "\n"  # a reason quotes a file's text
 
 
 def _alive(count) -> str:

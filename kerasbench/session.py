@@ -349,6 +349,9 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
     from .machine import name as machine_name
 
     machine_name()  # the name the records say (a bad $KERASBENCH_MACHINE), before the first control's line
+    from ._compat import check_backend_var
+
+    check_backend_var()  # the workers' environment: a bad $KERAS_BACKEND is one line before any control runs
     try:
         os.makedirs(floors.directory(), exist_ok=True)
     except OSError as e:
