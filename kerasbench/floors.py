@@ -155,9 +155,23 @@ def legacy_path(allocator: str) -> str:
 # --- reading and writing -----------------------------------------------------------------------------
 
 def save(calibration: dict, path: str) -> str:
-    """Write `calibration` to `path` atomically (its folder made if missing)."""
+    """Write `calibration` to `path` atomically (its folder made if missing). A link there onto a shipped calibration
+    (the clone's docs/calibration, when the user's folder is another) is refused: the write would replace that file
+    through it, not the user's."""
+    check_not_shipped(path)
     make_folder(os.path.dirname(os.path.abspath(path)), "calibration")
     return write_json(path, calibration, "calibration")
+
+
+def check_not_shipped(path: str) -> None:
+    """A UsageError when `path` is a link onto a shipped calibration (the clone's docs/calibration, when the user's
+    folder is another): a write there would replace that file through it (`kerasbench calibrate` says so before
+    measuring; save, before writing)."""
+    if os.path.islink(path) and os.path.abspath(SHIPPED) != os.path.abspath(directory()):
+        target = os.path.realpath(path)
+        if os.path.dirname(target) == os.path.realpath(SHIPPED):
+            raise UsageError(f"Cannot write calibration to {path}: it links to {target}, a shipped calibration, "
+                             "which the write would replace; remove the link.")
 
 
 def merged(existing: dict, made: dict) -> dict:

@@ -363,6 +363,7 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
 
     for name in allocators:  # a shorter calibration over a longer one with nothing to add: refused before measuring
         path = floors.path_for(name)
+        floors.check_not_shipped(path)
         planned = {"schema": floors.SCHEMA, "protocol": PROTOCOL_VERSION, "key": floors.environment_key(name),
                    "runs": runs, "floors": {str(n): 0 for n in iterations}}
         refused = floors.refused_over(floors.read(path, name), planned, path)

@@ -621,3 +621,19 @@ def test_calibrate_refuses_before_measuring_what_would_replace_a_longer_calibrat
                      "--heaps", "native"], capsys, f"Cannot write calibration to {path}: it holds a 20-run "
                     "calibration with every count asked (8)", "give --runs 20 or more")
     assert pathlib.Path(path).read_text() == before
+
+
+def test_calibrate_refuses_a_link_onto_a_shipped_calibration_before_measuring(monkeypatch, capsys):
+    from kerasbench import floors, session
+
+    monkeypatch.setattr(session, "run_controls", lambda *a, **k: pytest.fail("calibrated"))
+    path = floors.path_for("glibc")
+    shipped = os.path.join(floors.SHIPPED, os.path.basename(path))  # the tests' shipped folder (conftest)
+    stored = ROOT / "docs" / "calibration" / "glibc-glibc_2.36-x86_64-py3.11.json"
+    pathlib.Path(shipped).write_text(stored.read_text())
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.symlink(shipped, path)
+    before = pathlib.Path(shipped).read_bytes()
+    one_line_exit_2(["calibrate", "--allocator", "glibc", "--runs", "1", "--counts", "3", "--rates-kib", "64"],
+                    capsys, f"Cannot write calibration to {path}: it links to", "a shipped calibration")
+    assert pathlib.Path(shipped).read_bytes() == before
