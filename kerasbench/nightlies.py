@@ -358,6 +358,16 @@ def write_note(env_path: str, reqs: Dict[str, str], python: str = "3.11") -> Non
     write_json(os.path.join(env_path, NOTE_FILE), note, "the nightly environment's note")
 
 
+def _dev_release(version: str) -> bool:
+    """Whether `version` is a dev release (2.23.0.dev20261026, 2.23.0-dev20261026: PEP 440's spellings of one)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version).is_devrelease
+    except InvalidVersion:
+        return False
+
+
 def check_day_files(paths: Sequence[str]) -> List[str]:
     """`paths`, day files of a nightlies folder (<YYYY-MM-DD>.json, as `atlas --nightlies` lists them), each checked
     to hold a nightly's records: a one-line UsageError naming the file where a record's TensorFlow is a release
@@ -373,7 +383,7 @@ def check_day_files(paths: Sequence[str]) -> List[str]:
             version = ((record.get("environment") or {}) if isinstance(record, dict) else {}).get("tensorflow")
             if not isinstance(version, str):
                 continue  # the control loop never imports TF; the loader checks the rest
-            if _built(version) is None:
+            if not _dev_release(version):
                 raise UsageError(f"Cannot read {path} as the nightly of {day}: its records are of TF {version!r}, a "
                                  "release, not a nightly (.devYYYYMMDD); give release records as records, not in "
                                  "the nightlies folder.")
