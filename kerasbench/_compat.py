@@ -103,6 +103,18 @@ def backend() -> str:
         return "tensorflow"
 
 
+def check_backend_var() -> None:
+    """A UsageError (one line) when $KERAS_BACKEND is set to a name that is no Keras backend: an environment
+    variable's bad value is an error like a bad option's, not every Keras pair skipped with exit 0. Unset or empty:
+    Keras' own default."""
+    name = os.environ.get(BACKEND_VAR)
+    if name and name not in BACKENDS:
+        from .errors import UsageError
+
+        raise UsageError(f"Unknown Keras backend. Received: ${BACKEND_VAR}={name!r}. Expected one of: "
+                         f"{', '.join(BACKENDS)} (or unset it for tensorflow).")
+
+
 def on_tf() -> bool:
     """Whether this process's Keras runs on TensorFlow (tf.keras): TF is then imported and its probes read."""
     return backend() == "tensorflow"

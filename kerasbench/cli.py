@@ -51,9 +51,12 @@ BROKEN_PIPE = 141
 
 
 def _say(text: str) -> None:
-    """A line on stderr, if it can still be written (a closed terminal, a closed pipe: the exit code says it)."""
+    """A line on stderr, if it can still be written (a closed terminal, a closed pipe: the exit code says it); its
+    control characters escaped (a message may quote a file's strings)."""
+    from .console import printable
+
     try:
-        sys.stderr.write(text)
+        sys.stderr.write(printable(text))
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
@@ -86,14 +89,21 @@ def main(argv: Optional[list] = None, out: Optional[TextIO] = None) -> int:
     """
     from . import procs
 
-    out = out or sys.stdout
+    from .console import Printable
+
+    out = Printable(out or sys.stdout)  # strings of files (records' names) are shown, never obeyed by the terminal
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse already printed its one-line usage error
         return e.code
+    import warnings
+
     try:
-        with procs.interrupts():  # Ctrl-C, SIGTERM, SIGHUP and the way out end every worker's process group
+        with procs.interrupts(), warnings.catch_warnings():  # Ctrl-C, SIGTERM, SIGHUP and the way out end every
+            # worker's process group. numpy's RuntimeWarnings on absurd readings (1e308 bytes: an overflow to inf in
+            # a sum) were two lines of its source per call on stderr; the results say inf or nan where they are one
+            warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero) encountered", RuntimeWarning)
             code = args.func(args, out)
             out.flush()  # a closed pipe shows here, not in the interpreter's flush at exit
             return code

@@ -23,10 +23,46 @@ NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[%x]?")  # 12, +0.5, 
 MISSING = ("", "n/a")
 
 
+# What a terminal acts on rather than shows: the C0 controls but tab and newline (ESC starts an escape sequence, CR
+# overwrites the line, BS erases), DEL, the C1 controls (CSI, 0x9b, is ESC [ on some terminals) and the Unicode
+# direction overrides (text shown in another order than it is). `lines` escapes tab and newline too.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_LINES = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text, lines: bool = False) -> str:
+    """`text` (a record's loop, strategy or version name, a reason, a file name: strings from files are data) as it
+    may reach a terminal: every control character written as its Python escape (ESC as \\x1b, CR as \\r), so
+    that it is shown, not obeyed; with `lines`, a newline and a tab too (a name that must stay on its line)."""
+    text = str(text)
+    return (_CONTROL_LINES if lines else _CONTROL).sub(lambda m: repr(m[0])[1:-1], text)
+
+
+class Printable:
+    """A text stream whose writes go through `printable`: the CLI's stdout (kerasbench.cli.main), so that no
+    string of a file reaches the terminal as a control sequence, whichever command prints it. Everything else is
+    the wrapped stream's."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(printable(text))
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
 def _cells(header: Sequence[str], rows: Iterable[Sequence[str]]) -> tuple:
-    """The header and rows as text, and each column's alignment: right where every cell that is not missing is a
-    number (tabulate's own number parsing is off: it would print "+1.50" as "1.5"), else left."""
-    rows = [[str(cell) for cell in row] for row in rows]
+    """The header and rows as text (printable: a record's names are data), and each column's alignment: right where
+    every cell that is not missing is a number (tabulate's own number parsing is off: it would print "+1.50" as
+    "1.5"), else left."""
+    rows = [[printable(cell) for cell in row] for row in rows]
+    header = [printable(name) for name in header]
     columns = [[row[i] for row in rows if row[i] not in MISSING] for i in range(len(header))]
     align = ["right" if column and all(NUMBER.fullmatch(cell) for cell in column) else "left" for column in columns]
     return list(header), rows, align
@@ -163,7 +199,7 @@ class Progress:
         with self._lock:
             if self.concurrent:  # several pairs share the stream: milestones as whole lines, nothing redrawn
                 if final or milestone:
-                    self.stream.write(text + "\n")
+                    self.stream.write(printable(text, lines=True) + "\n")
                     self.stream.flush()
             else:
                 status_line(self.stream, text, final=final, milestone=milestone)
@@ -286,6 +322,7 @@ class Labelled:
 
 def status_line(stream: TextIO, text: str, final: bool = False, milestone: bool = False) -> None:
     """A progress line: redrawn in place on a terminal (`final` ends it), else written if `final` or `milestone`."""
+    text = printable(text, lines=True)
     if stream.isatty():
         stream.write("\r\033[K" + text + ("\n" if final else ""))
     elif final or milestone:
@@ -344,6 +381,12 @@ def pair_labels(loop: str, strategy: str, body: str = "") -> tuple:
 def loop_label(record: dict) -> str:
     """The loop column (pair_labels)."""
     return pair_labels(record["loop"], record["strategy"], (record.get("spec") or {}).get("body") or "")[0]
+
+
+def pair_label(record: dict) -> str:
+    """'loop × strategy' of a record as its table names it (pair_labels), each name on one line (printable with
+    `lines`: a name is data)."""
+    return f"{printable(loop_label(record), lines=True)} × {printable(strategy_label(record), lines=True)}"
 
 
 def strategy_label(record: dict) -> str:
@@ -440,15 +483,14 @@ def run_table(records: list, width: int = RUN_WIDTH) -> str:
         top = span / MIB
         lines.append(f"\nRSS per iteration: each row's rise over its first reading, one scale for every row: "
                      f"{SPARKS[0]} none (or below it) to {SPARKS[-1]} +{top:.1f} MiB")
-    notes = [f"{loop_label(r)} × {strategy_label(r)}: {r['reason']}" for r in records if r["status"] != "ok"]
+    notes = [f"{pair_label(r)}: {r['reason']}" for r in records if r["status"] != "ok"]
     if records and records[0]["environment"]:
         env = records[0]["environment"]
         worker = records[0]["spec"].get("python")  # --tf: that release's environment, whether the loop imports TF
-        lines.append(
-            f"\n{framework_text(env)}{f' (worker {_short_paths(worker)})' if worker else ''}, Python {env['python']}, "
+        lines.append("\n" + printable(
+            f"{framework_text(env)}{f' (worker {_short_paths(worker)})' if worker else ''}, Python {env['python']}, "
             f"numpy {env['numpy']}, "
-            f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})"
-        )
+            f"allocator {records[0]['spec'].get('allocator', 'glibc')} (detected {env['allocator']})", lines=True))
     lines += margin_lines(records)
     what = "resolution" if any(r["summary"].get("margin") is not None for r in records) else "floor"
     for key, series in (("floor", ""), ("heap_floor", "heap ")):
@@ -458,17 +500,17 @@ def run_table(records: list, width: int = RUN_WIDTH) -> str:
             if s.get(key) is None or (series and not s.get("heap_verdict")):
                 continue
             source = s.get(f"{key}_source") or "given"
-            shown.setdefault((s[key], source), []).append(f"{loop_label(r)} × {strategy_label(r)}")
+            shown.setdefault((s[key], source), []).append(pair_label(r))
         total = sum(1 for r in records if r["summary"].get(key) is not None)
         for (floor, source), labels in shown.items():
             lines.append(f"{_rows_text(labels, total)}: {series}{what} {floor_kib(floor)} KiB/iteration, from "
-                         f"{_short_paths(source)}")
-    notes += [f"{loop_label(r)} × {strategy_label(r)}: not decided: {r['summary']['why']}" for r in records
+                         f"{printable(_short_paths(source), lines=True)}")
+    notes += [f"{pair_label(r)}: not decided: {r['summary']['why']}" for r in records
               if r["status"] == "ok" and r["summary"].get("why")]
-    notes += [f"{loop_label(r)} × {strategy_label(r)}: allocator {r['allocator']['requested']} requested, "
+    notes += [f"{pair_label(r)}: allocator {r['allocator']['requested']} requested, "
               f"but the worker ran on {r['allocator']['detected']}"
               for r in records if not r.get("allocator", {}).get("matches", True)]
-    return "\n".join(lines + notes) + "\n"
+    return "\n".join(lines + [printable(note, lines=True) for note in notes]) + "\n"  # a reason quotes a file's text
 
 
 def _alive(count) -> str:
@@ -485,7 +527,7 @@ def functions_text(records: list, top: int = 3) -> str:
         series = ((result or {}).get("series") or {}).get("all_traces") or []
         if not result or not result.get("functions") or len(series) < 2 or series[-1] == series[0]:
             continue
-        lines.append(f"{loop_label(r)} × {strategy_label(r)}: {series[-1] - series[0]} traces in the measured loop "
+        lines.append(f"{pair_label(r)}: {series[-1] - series[0]} traces in the measured loop "
                      f"({result['all_traces']} in all); most traced:")
         lines += [f"  {f['owner']}: {f['function']} — {f['traces']} traces, {f['instances']} instance(s); when "
                   f"the loop ended {_alive(f.get('live'))} alive, {_alive(f['held'])} concrete function(s) alive"

@@ -22,7 +22,7 @@ from typing import Optional, TextIO
 
 from .asvconf import asv_module, html_dir_of, read_config
 from .errors import UsageError
-from .files import DATA_LIMIT, check_readable, inside, read_text, write_text
+from .files import DATA_LIMIT, WriteError, check_readable, inside, make_folder, read_text, write_text
 
 # CDN address in asv 0.6's index.html -> (npm package@version, file inside the package).
 ASSETS = {
@@ -142,9 +142,9 @@ def localize(html_dir: str, cache: Optional[str] = None) -> int:
                     target = member_target(tarball, member, inner, os.path.join(vendor, spec.rsplit("@", 1)[0]))
                     if target is None:
                         continue  # a folder entry
-                    os.makedirs(os.path.dirname(target), exist_ok=True)
-                    with tar.extractfile(member) as src, open(target, "wb") as dst:
-                        shutil.copyfileobj(src, dst)
+                    make_folder(os.path.dirname(target), "the dashboard's offline copies")
+                    with tar.extractfile(member) as src:  # a few hundred KiB; written as every file is
+                        write_text(target, src.read(), "the dashboard's offline copy")
     replaced = 0
     for page in os.listdir(html_dir):
         if not page.endswith(".html"):
@@ -286,6 +286,8 @@ def write_beside_dashboard(records_dir: str, html_dir: str, out: TextIO) -> Opti
     path = os.path.join(html_dir, report.FILENAME)
     try:
         report.write(folders, path)
+    except WriteError:  # a full disk: publish fails, naming the file (a report it could not make is a line)
+        raise
     except UsageError as e:
         out.write(f"no HTML report: {e}\n")
         return None
@@ -296,6 +298,8 @@ def write_beside_dashboard(records_dir: str, html_dir: str, out: TextIO) -> Opti
         if len(groups) >= 2:
             page_path = atlas.write(folders, os.path.join(html_dir, ATLAS_FOLDER), groups)[-1]
             out.write(f"atlas: {page_path} ({len(groups)} TF versions)\n")
+    except WriteError:
+        raise
     except UsageError as e:
         out.write(f"no atlas: {e}\n")
     return path

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 
 class UsageError(Exception):
@@ -40,12 +40,12 @@ _TRACEBACK = "Traceback (most recent call last):"
 _OWN = ("kerasbench:", "Fatal Python error:")  # kerasbench's messages; the interpreter's crash (faulthandler's first)
 
 
-def worker_message(lines: Sequence[str]) -> str:
-    """The line of a failed worker's log that says why it failed: the last one that is kerasbench's own message, a
-    Python exception's (the line after a traceback's frames, or one naming an ...Error) or a fatal error's, not a
-    library's log line printed after it (TF logs at exit); else the last line that is not such noise, else the last."""
+def worker_said(lines: Sequence[str]) -> Optional[str]:
+    """The line of a failed worker's log that says why it failed (worker_message's first three kinds: kerasbench's
+    own message, a Python exception's, a fatal error's), None when it printed none: a worker that the measured code
+    ended itself (os._exit(3) prints nothing, nor does sys.exit(3)), whose log ends in a library's lines."""
     lines = [line.rstrip() for line in lines if line.strip()]
-    after = None  # the exception line of the last traceback: the first line under it that is not a frame or noise
+    after = None
     header = max((i for i, line in enumerate(lines) if line.strip() == _TRACEBACK), default=None)
     if header is not None:
         after = next((i for i in range(header + 1, len(lines))
@@ -54,6 +54,23 @@ def worker_message(lines: Sequence[str]) -> str:
         line = lines[i].strip()
         if i == after or line.startswith(_OWN) or (_EXCEPTION.fullmatch(line) and not _LOG_NOISE.match(line)):
             return line
+    return None
+
+
+def exited_without_error(code: int) -> str:
+    """Why a worker that exited with `code` (> 0) printing no error failed: the measured code ended the process."""
+    return (f"the worker exited with code {code} and printed no error: the measured code ended its process "
+            f"(sys.exit({code}) or os._exit({code}))")
+
+
+def worker_message(lines: Sequence[str]) -> str:
+    """The line of a failed worker's log that says why it failed: the last one that is kerasbench's own message, a
+    Python exception's (the line after a traceback's frames, or one naming an ...Error) or a fatal error's, not a
+    library's log line printed after it (TF logs at exit); else the last line that is not such noise, else the last."""
+    said = worker_said(lines)  # the exception line of the last traceback, kerasbench's own, a fatal error's
+    if said is not None:
+        return said
+    lines = [line.rstrip() for line in lines if line.strip()]
     quiet = [line.strip() for line in lines if not _LOG_NOISE.match(line)]
     return (quiet or [line.strip() for line in lines] or ["no output"])[-1]
 
@@ -64,7 +81,7 @@ def repro_failed(path: str, record: dict) -> UsageError:
     tail = repeat.get("log_tail") or []
     where = [line.strip() for line in tail if line.strip().startswith(f'File "{path}"')]
     line = where[-1].split(", ")[1] if where else ""
-    error = worker_message(tail) if tail else record["reason"]
+    error = (worker_said(tail) if tail else None) or repeat.get("reason") or record["reason"]
     body = (record.get("spec") or {}).get("body")
     if body:  # kerasbench.measure(body=...): the file is kerasbench's, generated and gone; the function is the user's
         return UsageError(f"The body {body} failed in the worker: {error}")

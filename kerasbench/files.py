@@ -452,14 +452,41 @@ def clean_stale_folders(folder: str, prefix: str) -> List[str]:
     return removed
 
 
+class WriteError(UsageError, OSError):
+    """A write that failed on the way (a full disk, a file-size limit, a read-only or lost folder): one line naming
+    the file, and that nothing of it was written (the file there before, if any, is as it was). An OSError too, for
+    the callers that keep going past a failed write (session.Kept says it and measures on)."""
+
+    def __init__(self, what: str, path: str, error: OSError, existed: bool):
+        kept = "the file there before is as it was" if existed else "no file made"
+        UsageError.__init__(self, f"Cannot write {what} to {path}: {error.strerror or error}; nothing written, "
+                                  f"{kept}.")
+        self.errno, self.strerror, self.filename = error.errno, error.strerror, path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 def write_text(path: str, text: Union[str, bytes, Callable[[IO], None]], what: str = "results") -> str:
     """Write `text` (or bytes: a pickle; or what a function writes into the open text file) to `path` atomically;
     returns `path`. An existing file keeps its mode. The temporary files killed writes left in that folder go first
-    (clean_stale_temporaries)."""
+    (clean_stale_temporaries). A write that fails (a full disk, `ulimit -f`, a read-only folder) is a WriteError
+    naming `path`, the temporary file removed and the file there before left as it was: never half a file."""
     target = _target(path)
     _refuse_special(target, what)
     directory = os.path.dirname(os.path.abspath(target))
+    existed = os.path.isfile(target)
     clean_stale_temporaries(directory)
+    try:
+        _write(target, directory, text)
+    except WriteError:
+        raise
+    except OSError as e:
+        raise WriteError(what, path, e, existed) from None
+    return path
+
+
+def _write(target: str, directory: str, text: Union[str, bytes, Callable[[IO], None]]) -> None:
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"{TEMP_PREFIX}{os.getpid()}-",
                                suffix=os.path.splitext(target)[1] or ".tmp")
     try:
@@ -472,9 +499,9 @@ def write_text(path: str, text: Union[str, bytes, Callable[[IO], None]], what: s
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
-        os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise
-    return path
 
 
 def write_json(path: str, payload: Any, what: str = "results") -> str:

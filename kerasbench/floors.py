@@ -155,9 +155,23 @@ def legacy_path(allocator: str) -> str:
 # --- reading and writing -----------------------------------------------------------------------------
 
 def save(calibration: dict, path: str) -> str:
-    """Write `calibration` to `path` atomically (its folder made if missing)."""
+    """Write `calibration` to `path` atomically (its folder made if missing). A link there onto a shipped calibration
+    (the clone's docs/calibration, when the user's folder is another) is refused: the write would replace that file
+    through it, not the user's."""
+    check_not_shipped(path)
     make_folder(os.path.dirname(os.path.abspath(path)), "calibration")
     return write_json(path, calibration, "calibration")
+
+
+def check_not_shipped(path: str) -> None:
+    """A UsageError when `path` is a link onto a shipped calibration (the clone's docs/calibration, when the user's
+    folder is another): a write there would replace that file through it (`kerasbench calibrate` says so before
+    measuring; save, before writing)."""
+    if os.path.islink(path) and os.path.abspath(SHIPPED) != os.path.abspath(directory()):
+        target = os.path.realpath(path)
+        if os.path.dirname(target) == os.path.realpath(SHIPPED):
+            raise UsageError(f"Cannot write calibration to {path}: it links to {target}, a shipped calibration, "
+                             "which the write would replace; remove the link.")
 
 
 def merged(existing: dict, made: dict) -> dict:
@@ -187,6 +201,54 @@ def merged(existing: dict, made: dict) -> dict:
         {"counts": [int(n) for n in counts], "runs": made.get("runs"), "created": made.get("created"),
          "protocol": made.get("protocol")}]
     return out
+
+
+def _counts(calibration: dict, table: str = "floors") -> set:
+    return {int(n) for n in calibration.get(table) or {}}
+
+
+def _same_kind(existing: Optional[dict], made: dict) -> bool:
+    """Whether `existing` (the file a calibration would be written over) is of `made`'s kind: a keyed calibration of
+    the same environment (as an on-the-fly calibration merges into)."""
+    return bool(existing) and existing.get("schema", 0) >= 2 and existing.get("key") == made.get("key")
+
+
+def _runs(calibration: dict) -> int:
+    runs = calibration.get("runs")
+    return runs if isinstance(runs, int) and not isinstance(runs, bool) else 0
+
+
+def refused_over(existing: Optional[dict], made: dict, path: str) -> Optional[str]:
+    """Why `kerasbench calibrate` must not write `made` (so far its runs, counts, key and protocol) over `existing`,
+    the calibration at `path`: fewer runs, and no count `existing` lacks (nothing it would add; said before any
+    measuring). None when it may: it replaces, or is merged into, `existing` (combined)."""
+    if not _same_kind(existing, made) or _runs(made) >= _runs(existing) or not _counts(made) <= _counts(existing):
+        return None
+    counts = ", ".join(map(str, sorted(_counts(made))))
+    return (f"Cannot write calibration to {path}: it holds a {_runs(existing)}-run calibration with every count asked "
+            f"({counts}), which {_runs(made)} run(s) would replace with less; give --runs {_runs(existing)} or more, "
+            "or counts it lacks (they are added to it), or remove the file.")
+
+
+def combined(existing: Optional[dict], made: dict) -> Tuple[dict, str]:
+    """(what `kerasbench calibrate` writes over `existing` with `made`, how it is said): `made` itself where it has as
+    many runs or more and every count of `existing` (in each table: floors, heap floors); else the two merged
+    (`merged`), the one with more runs (`made` on a tie) kept whole and the other's counts it lacks added: a short
+    calibration never replaces a longer one's counts."""
+    if not _same_kind(existing, made):
+        return made, "wrote"
+    more = _runs(made) >= _runs(existing)
+    if more and all(_counts(existing, t) <= _counts(made, t) for t in ("floors", "heap_floors")):
+        return made, "wrote"
+    if more:
+        out = merged(made, existing)
+        out["added"] = list(existing.get("added") or []) + out["added"]
+        kept = sorted(_counts(existing) - _counts(made))
+        return out, (f"wrote (kept the {_runs(existing)}-run calibration's count(s) it did not measure: "
+                     f"{', '.join(map(str, kept)) or 'heap floors'}) to")
+    added = sorted(_counts(made) - _counts(existing))
+    return merged(existing, made), (f"added its count(s) {', '.join(map(str, added)) or '(none)'} to the "
+                                    f"{_runs(existing)}-run calibration in")
 
 
 # (path, allocator) -> (the file's stat: inode, size, mtime; its checked calibration): re-judging a folder of records

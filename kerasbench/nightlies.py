@@ -142,7 +142,8 @@ def pick_tf(text: str, python: str = "3.11", flavour: str = "",
     if not candidates:
         where = " or ".join(FLAVOURS[f] for f in builds)
         oldest = min((n.day for found in builds.values() for n in found), default=None)
-        raise UsageError(f"No TF nightly on or before {day} for CPython {python} on this platform ({where}; the index "
+        when = f" on or before {day}" if day is not None else ""  # 'nightly' (the newest): no day to name
+        raise UsageError(f"No TF nightly{when} for CPython {python} on this platform ({where}; the index "
                          f"keeps them from {oldest or 'no date'}).")
     chosen_day = max(n.day for n in candidates)
     chosen = newest.get("cpu") if newest.get("cpu") and newest["cpu"].day == chosen_day else \
@@ -168,7 +169,8 @@ def pick_keras(text: str, python: str = "3.11", doc: Optional[Dict[str, Any]] = 
     day = requested_day(text)
     chosen = _newest_by(found, day)
     if chosen is None:
-        raise UsageError(f"No {KERAS} on or before {day} for CPython {python} on this platform.")
+        when = f" on or before {day}" if day is not None else ""
+        raise UsageError(f"No {KERAS}{when} for CPython {python} on this platform.")
     return chosen, (f"no {KERAS} of {day}; the nearest earlier one is of {chosen.day}"
                     if day is not None and chosen.day != day else "")
 
@@ -354,3 +356,35 @@ def write_note(env_path: str, reqs: Dict[str, str], python: str = "3.11") -> Non
     if package == KERAS:
         note["tf_package"] = next((k for k in reqs if k.startswith(("tensorflow", "tf-nightly"))), None)
     write_json(os.path.join(env_path, NOTE_FILE), note, "the nightly environment's note")
+
+
+def _dev_release(version: str) -> bool:
+    """Whether `version` is a dev release (2.23.0.dev20261026, 2.23.0-dev20261026: PEP 440's spellings of one)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version).is_devrelease
+    except InvalidVersion:
+        return False
+
+
+def check_day_files(paths: Sequence[str]) -> List[str]:
+    """`paths`, day files of a nightlies folder (<YYYY-MM-DD>.json, as `atlas --nightlies` lists them), each checked
+    to hold a nightly's records: a one-line UsageError naming the file where a record's TensorFlow is a release
+    (2.12.1: a release's records saved under a day's name would be a nightly column, and the release columns of
+    that version renamed)."""
+    from .files import DATA_LIMIT, read_json
+
+    for path in paths:
+        day = os.path.basename(path)[:-len(".json")]
+        payload = read_json(path, "nightly records file", DATA_LIMIT)
+        records = payload.get("records") if isinstance(payload, dict) else None
+        for record in records if isinstance(records, list) else ():
+            version = ((record.get("environment") or {}) if isinstance(record, dict) else {}).get("tensorflow")
+            if not isinstance(version, str):
+                continue  # the control loop never imports TF; the loader checks the rest
+            if not _dev_release(version):
+                raise UsageError(f"Cannot read {path} as the nightly of {day}: its records are of TF {version!r}, a "
+                                 "release, not a nightly (.devYYYYMMDD); give release records as records, not in "
+                                 "the nightlies folder.")
+    return list(paths)

@@ -81,12 +81,19 @@ def from_svg(svg: str, chromium: Optional[str] = None) -> bytes:
 
     chromium = chromium or exporter()
     width, height = (int(float(v)) for v in re.search(r'width="([\d.]+)" height="([\d.]+)"', svg).groups())
-    folder = tempfile.mkdtemp(prefix="kerasbench-png-")
+    try:
+        folder = tempfile.mkdtemp(prefix="kerasbench-png-")
+    except OSError as e:
+        raise UsageError(f"Cannot write a PNG: no temporary folder for chromium's page in {tempfile.gettempdir()}: "
+                         f"{e.strerror or e}.") from None
     try:
         page, shot = os.path.join(folder, "picture.html"), os.path.join(folder, "picture.png")
-        with open(page, "w", encoding="utf-8") as f:
-            f.write('<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;background:#fff}'
-                    f"svg{{display:block}}</style></head><body>{svg}</body></html>")
+        try:  # a full temporary disk: one line, not a traceback
+            with open(page, "w", encoding="utf-8") as f:
+                f.write('<!DOCTYPE html><html><head><meta charset="utf-8"><style>html,body{margin:0;background:#fff}'
+                        f"svg{{display:block}}</style></head><body>{svg}</body></html>")
+        except OSError as e:
+            raise UsageError(f"Cannot write a PNG: cannot write chromium's page {page}: {e.strerror or e}.") from None
         args = [chromium, "--headless", "--disable-gpu", "--hide-scrollbars", "--no-first-run", "--disable-sync",
                 "--disable-extensions", "--disable-background-networking", "--disable-component-update",
                 f"--user-data-dir={os.path.join(folder, 'profile')}", f"--force-device-scale-factor={SCALE}",

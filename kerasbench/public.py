@@ -247,8 +247,8 @@ def render(groups, fmt: str = "markdown") -> str:
     """The table as markdown (`| report | claim | TF v ... | agrees with the claim? |`) or aligned text."""
     versions, table = rows(groups)
     if not table:
-        return "No record measured a public report (kerasbench/examples/reports); `kerasbench reports --commands` " \
-               "prints the runs that do.\n"
+        return "No record measured a public report (kerasbench/examples/reports); `kerasbench reports`, given no " \
+               "records, prints the runs that do.\n"
     head = ["report", "claim"] + [f"TF {v}" for v in versions] + ["agrees with the claim?"]
     body = []
     for row in table:

@@ -19,8 +19,7 @@ import os
 from typing import List, Optional, Sequence
 
 from . import atlas, compare, draw, machine as machines
-from .errors import UsageError
-from .files import check_not_input, write_text
+from .files import check_not_input, make_folder, write_text
 from .metrics import Metric
 from .page import esc, frame, kib, made_from, no_paths, path_name
 from .pictures import curve_data, record_at, series_of, shown, strategy_chart, version_plot
@@ -452,10 +451,6 @@ def write(paths: Sequence[str], output: str = DEFAULT_OUTPUT, baseline: Optional
     """Build the report and write it atomically to `output` (its folder made if missing)."""
     check_not_input(output, list(paths), "the report")
     text = build(paths, baseline, rejudge)  # input errors raised here, before writing
-    folder = os.path.dirname(os.path.abspath(output))
-    try:
-        os.makedirs(folder, exist_ok=True)
-        write_text(output, text)
-    except OSError as e:
-        raise UsageError(f"Cannot write the report to {output}: {e.strerror}.") from None
+    make_folder(os.path.dirname(os.path.abspath(output)), "the report")
+    write_text(output, text, "the report")  # a failed write: one line naming it, nothing written
     return output

@@ -25,7 +25,7 @@ import runpy
 from typing import Any
 
 from .errors import UsageError
-from .files import SOURCE_LIMIT, read_text
+from .files import SOURCE_LIMIT, read_bytes
 
 HOOKS = {  # name: (required, positional parameters)
     "setup": (False, 0),
@@ -37,7 +37,7 @@ SEE = "see the README, 'Bring your own repro'"
 
 def check(path: str) -> str:
     """The absolute path of a readable repro file that defines the contract; UsageError otherwise."""
-    source = read_text(path, "repro file", SOURCE_LIMIT)  # a regular file: a FIFO would hang here
+    source = source_text(path)
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as e:
@@ -63,6 +63,28 @@ def check(path: str) -> str:
             signature = {0: "setup()", 1: "build(ctx)", 2: "iteration(ctx, model)"}[arity]
             raise UsageError(f"Repro file {path}: {name} must be a plain function {signature}; {SEE}.")
     return os.path.abspath(path)
+
+
+def source_text(path: str) -> str:
+    """The repro file `path` decoded as Python decodes it (PEP 263: its coding declaration, else UTF-8; tokenize's
+    detect_encoding), the worker's runpy too; a one-line UsageError naming the encoding where it cannot be."""
+    import io
+    import tokenize
+
+    data = read_bytes(path, "repro file", SOURCE_LIMIT)  # a regular file: a FIFO would hang here
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:  # no declaration and not UTF-8 (said below), an unknown coding, one against a BOM
+        if not str(e).startswith("invalid or missing encoding declaration"):
+            raise UsageError(f"Repro file {path} cannot be read as Python source: {e}.") from None
+        encoding = "utf-8"
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as e:
+        declared = "declared" if encoding != "utf-8" or data.startswith(b"\xef\xbb\xbf") else "Python's default"
+        raise UsageError(f"Repro file {path} is not {encoding} text ({declared} encoding; byte {e.start}): save it "
+                         "as UTF-8, or declare its encoding on its first or second line (# -*- coding: latin-1 -*-)."
+                         ) from None
 
 
 def _top_level_names(tree: ast.Module) -> dict:

@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from . import _compat, allocators, machine as machines, procs, record, rule, summary
-from .errors import UsageError, repro_failed, worker_message
+from .errors import UsageError, exited_without_error, repro_failed, worker_message, worker_said
 from .files import worker_path
 from .loops import get_loop
 from .spec import DEVICES, RunSpec, count_fields, shared_memory_cap  # noqa: F401  (the spec's names, here too)
@@ -373,7 +373,9 @@ class _Watch:
                            partial_rss=list(self.partial_rss))
         elif outcome["status"] == "failed":
             lines = _log_lines(self.log)
-            outcome["reason"] = f"worker exited with code {self.group.proc.returncode}: {worker_message(lines)}"
+            code = self.group.proc.returncode
+            outcome["reason"] = f"worker exited with code {code}: {worker_message(lines)}" \
+                if worker_said(lines) is not None or code <= 0 else exited_without_error(code)
             outcome["log_tail"] = lines[-15:]
         return outcome
 

@@ -37,11 +37,12 @@ import statistics
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from . import rule
-from .console import text_table
+from .console import printable, text_table
 from .record import Record
 from . import summary
 from .loading import load_records
 from .rule import GROWTH_KINDS, VERDICTS
+from .errors import UsageError
 from .units import KIB
 
 if TYPE_CHECKING:  # the type only: the spec module loads the loop shapes (numpy)
@@ -353,6 +354,14 @@ def replay_result(result: dict, spec: RunSpec) -> dict:
     return out
 
 
+def replay_repeats(reference: Loaded) -> int:
+    """How many repeats `replay` replays (its `repeat` runs below it): up to the last repeat with readings of any ok
+    reference record; 0 when none has one."""
+    return max((i + 1 for record, _, _ in reference if record.get("status") == "ok"
+                for i, r in enumerate(record.get("repeats") or ()) if isinstance(r, dict) and r.get("result")),
+               default=0)
+
+
 def replay(reference: Loaded, profile: str, repeat: int) -> Loaded:
     """Each ok reference record's `repeat` replayed as a run of `profile` (one repeat, the profile's counts): what
     the profile's rules would have said on the reference's own readings. A rules-only check: the measurement is
@@ -370,6 +379,13 @@ def replay(reference: Loaded, profile: str, repeat: int) -> Loaded:
         spec = dict(record["spec"], **chosen.counts_for(get_strategy(record["strategy"])), profile=chosen.name,
                     repeats=1, floor=None, floor_source="")
         spec.setdefault("allocator", "glibc")
+        series = repeats[repeat]["result"].get("series") or {}
+        missing = [name for name in ("rss", "seconds") if not isinstance(series.get(name), list)]
+        if missing:  # a replay walks the readings by their seconds: without them, nothing to walk (a KeyError before)
+            raise UsageError(f"Cannot replay {path}: its record {printable(record['loop'], lines=True)} × "
+                             f"{printable(record['strategy'], lines=True)} has no per-iteration "
+                             f"{' and '.join(missing)} in repeat {repeat + 1} (series.{missing[0]}), which a replay "
+                             "reads; give records of `kerasbench run --json`.")
         replayed = copy.deepcopy(record)
         replayed["spec"] = spec
         replayed["repeats"] = [dict(repeats[repeat], result=replay_result(repeats[repeat]["result"],

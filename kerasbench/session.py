@@ -348,9 +348,11 @@ def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequen
     cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started, jobs, heap_report,
                            python)
     path, seconds, how = floors.path_for(name, python), cal["seconds"], "wrote"
-    existing = floors.read(path, name) if merge else None
-    if existing and existing.get("schema", 0) >= 2 and existing.get("key") == cal["key"]:
+    existing = floors.read(path, name)
+    if merge and existing and existing.get("schema", 0) >= 2 and existing.get("key") == cal["key"]:
         cal, how = floors.merged(existing, cal), "added its counts to"  # before: replaced the fuller one there
+    elif not merge:  # `kerasbench calibrate`: replaces a calibration with no more runs or counts, else merged
+        cal, how = floors.combined(existing, cal)
     floors.save(cal, path)
     status_line(err, f"{label} {name}: {how} {path} ({seconds:.0f} s)", final=True)
     return cal
@@ -370,6 +372,9 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
     from .machine import name as machine_name
 
     machine_name()  # the name the records say (a bad $KERASBENCH_MACHINE), before the first control's line
+    from ._compat import check_backend_var
+
+    check_backend_var()  # the workers' environment: a bad $KERAS_BACKEND is one line before any control runs
     try:
         os.makedirs(floors.directory(), exist_ok=True)
     except OSError as e:
@@ -377,6 +382,16 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
     if tf_control and importlib.util.find_spec("tensorflow") is None:
         raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
     check_writable(floors.path_for(allocators[0]), "calibration")
+    from .calibration import PROTOCOL_VERSION
+
+    for name in allocators:  # a shorter calibration over a longer one with nothing to add: refused before measuring
+        path = floors.path_for(name)
+        floors.check_not_shipped(path)
+        planned = {"schema": floors.SCHEMA, "protocol": PROTOCOL_VERSION, "key": floors.environment_key(name),
+                   "runs": runs, "floors": {str(n): 0 for n in iterations}}
+        refused = floors.refused_over(floors.read(path, name), planned, path)
+        if refused:
+            raise UsageError(refused)
     return [calibrate_one(name, runs, iterations, rates, heaps, warmup, tf_control, err, jobs)
             for name in allocators]
 

@@ -149,6 +149,7 @@ class RunSpec:
             raise unknown("device", self.device, DEVICES)
         if self.backend and self.backend not in _compat.BACKENDS:
             raise unknown("backend", self.backend, _compat.BACKENDS)
+        _compat.check_backend_var()  # the workers' backend when the spec names none: a bad one is an error here
         allocators.require(self.allocator)
         if self.floor is not None:
             resolved["floor"] = check_growth(self.floor, "floor (--floor-kib, bytes)")

@@ -437,7 +437,11 @@ def main(argv: Optional[list] = None) -> None:
         emit("look", iteration=k - 1, readings=readings, **({"plan": plan} if plan else {}))
         return control.readline().strip() != "go"  # "stop", or the runner gone (end of file): stop
 
-    run_protocol(spec, emit, ask=ask if control else None)
+    try:
+        run_protocol(spec, emit, ask=ask if control else None)
+    except SystemExit as e:  # the measured code ended the worker: say so (it prints nothing), then exit as it asked
+        sys.stderr.write(f"kerasbench: the measured code called sys.exit({e.code!r})\n")
+        raise
     out.close()
 
 

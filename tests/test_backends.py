@@ -218,7 +218,8 @@ def test_the_gpu_machines_script_prepares_its_wheels_and_runs_offline_on_cpu(tmp
         <= 64 * 1024 * 1024
     ran = subprocess.run([SCRIPT, "run", str(tmp_path / "d"), str(tmp_path / "out")], capture_output=True,
                          text=True, env={**env, "PIP_NO_INDEX": "1"}, timeout=1200)
-    assert ran.returncode == 0, ran.stderr
+    everything = all(__import__("importlib").util.find_spec(b) is not None for b in ("jax", "torch"))
+    assert ran.returncode == (0 if everything else 4), ran.stderr  # 4: a backend measured nothing (not installed)
     assert "python" in (tmp_path / "out" / "machine.txt").read_text()
     for backend in ("jax", "torch"):
         assert f"gpu-backends: {backend} on cpu: rc 0" in ran.stdout, ran.stdout

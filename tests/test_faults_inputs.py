@@ -1295,6 +1295,8 @@ def test_an_empty_measure_argument_is_refused_not_ignored(argument, value, monke
     (["envs", "--create", "", "--config", MATRIX], "Invalid --create. Received: ''."),
     (["envs", "--create", ",", "--config", MATRIX], "Invalid --create. Received: ','."),
     (["calibrate", "--counts", "", "--runs", "1"], "Invalid value for argument `counts`. Received: ''."),
+    *[([command, "--loop", "sweep", "--backend", ""], "argument --backend: invalid choice: ''")
+      for command in ("run", "ablate", "triage", "attribute")],  # issue #61: before, '' was "not given"
 ])
 def test_an_empty_option_value_is_refused_not_read_as_not_given(argv, needle, monkeypatch, capsys):
     """Before: `run --tf ''` measured here; `envs --create ''` said "0 environment(s) ready", rc 0; `calibrate
@@ -1304,3 +1306,167 @@ def test_an_empty_option_value_is_refused_not_read_as_not_given(argv, needle, mo
 
     monkeypatch.setattr(session, "run_controls", lambda *a, **k: pytest.fail("calibrated"))
     one_line_exit_2(argv, capsys, needle)
+
+
+# ---------------------------------------------------------------- issue #61: an environment's bad value, a file's data
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--loop", "inference", "--strategy", "reuse_model", "--iterations", "3"],
+    ["ablate", "--loop", "sweep", "--iterations", "3"],
+    ["overhead", "--iterations", "3"],
+    ["triage", "--config", MATRIX, "--good", "2.12.1", "--bad", "2.21.0", "--loop", "sweep"],
+    ["calibrate", "--runs", "1", "--counts", "3"],
+])
+def test_a_bad_keras_backend_variable_is_an_error_like_a_bad_option(argv, monkeypatch, capsys):
+    """Before: KERAS_BACKEND=bogus skipped every Keras pair, rc 0."""
+    _no_worker(monkeypatch)
+    monkeypatch.setenv("KERAS_BACKEND", "bogus")
+    one_line_exit_2(argv, capsys, "Unknown Keras backend. Received: $KERAS_BACKEND='bogus'. Expected one of: "
+                                  "tensorflow, jax, torch")
+
+
+def _latin1(tmp_path, cookie):
+    path = tmp_path / "r.py"
+    path.write_bytes((b"# -*- coding: latin-1 -*-\n" if cookie else b"") +
+                     b'NAME = "caf\xe9"\n\n\ndef iteration(ctx, model):\n    return NAME\n')
+    return str(path)
+
+
+def test_a_repro_file_is_read_with_its_coding_declaration_or_refused_naming_the_encoding(tmp_path):
+    """Before: a latin-1 file was refused as 'not UTF-8 text' even with its PEP 263 declaration (Python runs it)."""
+    from kerasbench import repro
+
+    assert repro.check(_latin1(tmp_path, True)) == _latin1(tmp_path, True)
+    with pytest.raises(UsageError, match=r"^Repro file .*r\.py is not utf-8 text \(Python's default encoding; byte "
+                                         r"\d+\): save it as UTF-8, or declare its encoding"):
+        repro.check(_latin1(tmp_path, False))
+    (tmp_path / "k.py").write_text("# coding: klingon\ndef iteration(ctx, model):\n    pass\n")
+    with pytest.raises(UsageError, match="cannot be read as Python source: unknown encoding: klingon"):
+        repro.check(str(tmp_path / "k.py"))
+
+
+def _replay_reference(tmp_path, change):
+    payload = json.loads((FIXTURES / "tf221.json").read_text())
+    for record in payload["records"]:
+        change(record)
+    path = tmp_path / "ref.json"
+    path.write_text(json.dumps(payload))
+    return str(path)
+
+
+@pytest.mark.parametrize("change, needle", [
+    (lambda r: r.update(repeats=[]), "Nothing to replay in {path}: no ok record with a repeat's readings"),
+    (lambda r: r.update(status="failed"), "Nothing to replay in {path}"),
+    (lambda r: [rep["result"]["series"].pop("seconds") for rep in r["repeats"] if rep.get("result")],
+     "Cannot replay {path}: its record sweep × clear_session_del_gc has no per-iteration seconds"),
+])
+def test_a_replay_with_nothing_to_replay_is_one_line(change, needle, tmp_path, capsys):
+    """Before: an empty repeats file printed nothing, rc 0; a record without seconds was a KeyError."""
+    path = _replay_reference(tmp_path, change)
+    one_line_exit_2(["score", "--replay", "quick", "--reference", path], capsys, needle.format(path=path))
+
+
+def test_a_release_s_records_under_a_day_s_name_are_no_nightly(tmp_path, capsys):
+    """Before: they became a nightly column and renamed the release columns (2.12.1+v1)."""
+    (tmp_path / "nightly").mkdir()
+    day = tmp_path / "nightly" / "2026-10-27.json"
+    day.write_text((FIXTURES / "tf212.json").read_text())
+    one_line_exit_2(["atlas", str(FIXTURES / "tf221.json"), "--nightlies", str(tmp_path / "nightly"), "--output",
+                     str(tmp_path / "atlas")], capsys, f"Cannot read {day} as the nightly of 2026-10-27: its records "
+                    "are of TF '2.12.1', a release")
+    assert not (tmp_path / "atlas" / "atlas.json").exists()
+
+
+def test_no_nightly_at_all_is_said_without_a_day(monkeypatch):
+    """Before: 'No TF nightly on or before None'."""
+    from kerasbench import nightlies
+
+    monkeypatch.setattr(nightlies, "listing", lambda *a, **k: [])
+    with pytest.raises(UsageError) as e:
+        nightlies.pick_tf("nightly")
+    assert "None" not in str(e.value) and str(e.value).startswith("No TF nightly for CPython 3.11 on this platform")
+    with pytest.raises(UsageError, match="^No TF nightly on or before 2026-10-27 for CPython"):
+        nightlies.pick_tf("nightly:2026-10-27")
+    with pytest.raises(UsageError) as e:
+        nightlies.pick_keras("nightly")
+    assert "None" not in str(e.value)
+
+
+def test_absurd_readings_print_no_numpy_warning(tmp_path, capsys):
+    """Before: RuntimeWarning: overflow encountered in reduce, two lines of numpy's source a call, on stderr."""
+    payload = json.loads((FIXTURES / "tf221.json").read_text())
+    for record in payload["records"]:
+        for repeat in record["repeats"]:
+            if repeat.get("result"):
+                series = repeat["result"]["series"]
+                series["rss"] = [(-1) ** i * 1e308 for i in range(len(series["rss"]))]
+    (tmp_path / "absurd.json").write_text(json.dumps(payload))
+    main(["score", "--replay", "quick", "--reference", str(tmp_path / "absurd.json")], out=io.StringIO())
+    assert "Warning" not in capsys.readouterr().err
+
+
+def test_the_reports_hint_names_a_command_that_exists():
+    from kerasbench import public
+    from kerasbench.cli import build_parser
+
+    hint = public.render({})
+    assert "--commands" not in hint and "`kerasbench reports`, given no records," in hint
+    assert build_parser().parse_args(["reports"]).command == "reports"
+
+
+# ---------------------------------------------------------------- issue #61: strings from files are data
+# A record's loop, strategy and version names reach the terminal through the console tables, the notes under them,
+# the error line and every command's stdout: each control character is written as its escape, never obeyed.
+EVIL = "\x1b]0;owned\x07\x1b[2J\r\x9b31m\u202e"
+
+
+def _evil_records(tmp_path):
+    paths = []
+    for name in ("tf212.json", "tf221.json"):
+        payload = json.loads((FIXTURES / name).read_text())
+        for record in payload["records"]:
+            record["loop"] += EVIL
+            record["strategy"] += EVIL
+            record["environment"]["tensorflow"] += EVIL
+            for repeat in record["repeats"]:
+                if repeat.get("result"):
+                    repeat["result"]["series"].pop("seconds", None)  # score --replay's error line names the pair
+        (tmp_path / name).write_text(json.dumps(payload))
+        paths.append(str(tmp_path / name))
+    return paths
+
+
+PRINTERS = {
+    "compare": ["compare", "{a}", "{b}"],
+    "compare --format markdown": ["compare", "{a}", "{b}", "--format", "markdown"],
+    "compare --format csv": ["compare", "{a}", "{b}", "--format", "csv"],
+    "score": ["score", "{a}", "--reference", "{b}"],
+    "score --replay (its error line)": ["score", "--replay", "quick", "--reference", "{b}"],
+    "reports": ["reports", "{a}", "{b}"],
+}
+
+
+@pytest.mark.parametrize("case", PRINTERS)
+def test_control_characters_of_a_record_reach_no_terminal(case, tmp_path, capsys):
+    a, b = _evil_records(tmp_path)
+    code, out = call([x.format(a=a, b=b) for x in PRINTERS[case]])
+    err = capsys.readouterr().err
+    shown = out + err
+    assert not set("\x1b\x07\r\x9b\u202e") & set(shown), repr(shown[:400])
+    # shown, escaped, where the names are printed (reports: no public report's pair; score: no pair of one release)
+    assert "\\x1b" in shown or case in ("reports", "score"), repr(shown[:400])
+    assert "Traceback" not in err
+
+
+def test_the_run_table_and_its_notes_escape_a_record_s_names():
+    from kerasbench import console
+
+    payload = json.loads((FIXTURES / "tf221.json").read_text())
+    records = payload["records"]
+    for record in records:
+        record["loop"] += EVIL
+    records[0]["status"], records[0]["reason"] = "failed", "worker died" + EVIL
+    text = console.run_table(records)
+    assert not set("\x1b\x07\r\x9b\u202e") & set(text) and "\\x1b]0;owned\\x07" in text
+    assert console.printable("a\tb\nc" + EVIL, lines=True) == "a\\tb\\nc\\x1b]0;owned\\x07\\x1b[2J\\r\\x9b31m\\u202e"

@@ -798,3 +798,24 @@ def test_a_bad_free_space_variable_is_a_one_line_error(monkeypatch, value):
     monkeypatch.setenv(environment.MIN_FREE_VAR, value)
     with pytest.raises(UsageError, match=r"^\$KERASBENCH_MIN_FREE_GIB=.* is not a size in GiB"):
         environment.min_free_gib()
+
+
+# ---------------------------------------------------------------- issue #61: a worker the measured code ended
+
+
+@pytest.mark.parametrize("how, said", [
+    ("sys.exit(3)", "kerasbench: the measured code called sys.exit(3)"),
+    ("os._exit(3)", "the worker exited with code 3 and printed no error: the measured code ended its process "
+                    "(sys.exit(3) or os._exit(3))"),
+])
+def test_a_repro_that_exits_is_named_by_its_exit_not_a_library_s_last_log_line(how, said, tmp_path, capsys):
+    """Before: the reason was the last TF log line the worker printed (oneDNN's, cpu_feature_guard's)."""
+    repro = tmp_path / "exits.py"
+    repro.write_text("import os\nimport sys\n\n\ndef iteration(ctx, model):\n"
+                     "    print('2026-01-01 00:00:00.000000: I tensorflow/core/x.cc:1] a TF log line', file=sys.stderr,"
+                     " flush=True)\n"
+                     f"    {how}\n")
+    code = main(["run", "--repro", str(repro), "--strategy", "reuse_model", "--iterations", "3", "--warmup", "0",
+                 "--repeats", "1", "--floor-kib", "64"], out=io.StringIO())
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and err == f"kerasbench: error: Repro file {repro} failed in the worker: {said}", err

@@ -453,3 +453,187 @@ def test_a_private_temp_folder_that_is_a_link_is_refused(tmp_path, monkeypatch):
     (tmp_path / f"kerasbench-{os.getuid()}").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(UsageError, match="it is not a folder; remove it, or set TMPDIR"):
         files.private_temp_dir()
+
+
+# ---------------------------------------------------------------- issue #61, class 1: every writer, one way to write
+# Every command writes through kerasbench.files.write_text. A write that fails on the way (a full disk: here a file-size
+# limit, RLIMIT_FSIZE, in a subprocess; a read-only or lost folder; an interrupt) is one line naming the file, exit 2
+# (130 for Ctrl-C), the file there before as it was and no temporary file left; an output that is a link onto an input
+# is refused before any work. Each fault × each writer below.
+
+# The inputs, copied into each test's folder (a writer that went through a link would replace the copy, not the
+# project's file): A, B two releases' records, REFERENCE enough flat TF series for calibrate --settling.
+A, B, REFERENCE = "{inputs}/tf212.json", "{inputs}/tf221.json", "{inputs}/tf-2.21.0.json"
+WRITERS = {  # a command that writes a file: (argv, the file written, given {out}: a file, {folder}: a folder)
+    "compare --output": (["compare", A, B, "--output", "{out}"], "{out}"),
+    "report --output": (["report", A, B, "--output", "{out}"], "{out}"),
+    "report --svg": (["report", A, B, "--metric", "growth_per_iter", "--loop", "inference", "--svg", "{out}"], "{out}"),
+    "score --json": (["score", A, "--reference", B, "--json", "{out}"], "{out}"),
+    "atlas": (["atlas", A, B, "--output", "{folder}"], "{folder}/atlas.json"),
+    "calibrate --settling": (["calibrate", "--settling", REFERENCE], "{calibration}/tf-settling.json"),
+}
+
+
+def _writer(case, tmp_path):
+    """(argv, the file it writes, made beforehand with 'old' in it) of WRITERS[case] in tmp_path."""
+    from kerasbench import floors
+
+    import shutil
+
+    (tmp_path / "inputs").mkdir()
+    for source in (FIXTURES / "tf212.json", FIXTURES / "tf221.json", ROOT / "docs" / "reference" / "tf-2.21.0.json"):
+        shutil.copy(source, tmp_path / "inputs" / source.name)
+    names = {"out": str(tmp_path / "out" / "written.txt"), "folder": str(tmp_path / "out"),
+             "calibration": floors.directory(), "inputs": str(tmp_path / "inputs")}
+    argv, written = WRITERS[case]
+    written = written.format(**names)
+    os.makedirs(os.path.dirname(written), exist_ok=True)
+    pathlib.Path(written).write_text("old")
+    return [a.format(**names) for a in argv], written
+
+
+def _left_alone(written):
+    assert pathlib.Path(written).read_text() == "old"
+    assert not [n for n in os.listdir(os.path.dirname(written)) if n.startswith(files.TEMP_PREFIX)]
+
+
+@pytest.mark.parametrize("case", WRITERS)
+def test_a_full_disk_under_any_writer_is_one_line_and_nothing_half_written(case, tmp_path):
+    import resource
+    import subprocess
+    import sys
+
+    argv, written = _writer(case, tmp_path)
+
+    def limit():  # a file may grow to 256 bytes: every output here is larger (Python ignores SIGXFSZ: EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256, 256))
+
+    done = subprocess.run([sys.executable, "-m", "kerasbench", *argv], preexec_fn=limit, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and f"to {written}: File too large; nothing written" in done.stderr
+    _left_alone(written)
+
+
+@pytest.mark.parametrize("fault", ["read-only folder", "interrupt"])
+@pytest.mark.parametrize("case", WRITERS)
+def test_a_write_failing_on_the_way_leaves_the_old_file_and_no_temporary(case, fault, tmp_path, monkeypatch,
+                                                                         capsys):
+    """A read-only (or lost) folder: the temporary file cannot be made (EROFS; as root a chmod'ed folder would not
+    refuse); an interrupt: Ctrl-C between writing the temporary file and renaming it."""
+    import errno
+    import tempfile
+
+    argv, written = _writer(case, tmp_path)
+    if fault == "read-only folder":
+        def refuse(*args, **kwargs):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+        monkeypatch.setattr(tempfile, "mkstemp", refuse)
+        err = one_line_exit_2(argv, capsys, f"to {written}: Read-only file system; nothing written")
+        assert "the file there before is as it was" in err
+    else:
+        rename, renamed = os.replace, []
+
+        def interrupt(source, target):  # the write's own rename: its temporary file is written, not yet in place
+            if os.path.basename(source).startswith(files.TEMP_PREFIX):
+                renamed.append(target)
+                raise KeyboardInterrupt
+            rename(source, target)
+
+        monkeypatch.setattr(os, "replace", interrupt)
+        assert main(argv, out=io.StringIO()) == 130
+        assert "interrupted" in capsys.readouterr().err and renamed
+    _left_alone(written)
+
+
+@pytest.mark.parametrize("case", WRITERS)
+def test_an_output_that_links_onto_an_input_is_refused_and_the_input_kept(case, tmp_path, capsys):
+    argv, written = _writer(case, tmp_path)
+    source = (REFERENCE if case == "calibrate --settling" else A).format(inputs=tmp_path / "inputs")
+    os.unlink(written)
+    os.symlink(source, written)
+    before = pathlib.Path(source).read_bytes()
+    one_line_exit_2(argv, capsys, "one of the inputs")
+    assert pathlib.Path(source).read_bytes() == before and os.path.islink(written)
+
+
+def test_a_write_error_is_an_os_error_naming_the_file(tmp_path, monkeypatch):
+    """session.Kept keeps measuring past a failed write (an OSError); the CLI prints it as one line (a UsageError)."""
+    import tempfile
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "mkstemp", full)
+    with pytest.raises(files.WriteError) as e:
+        files.write_json(str(tmp_path / "r.json"), {}, "records")
+    assert isinstance(e.value, OSError) and isinstance(e.value, UsageError) and e.value.strerror
+    assert str(e.value) == (f"Cannot write records to {tmp_path / 'r.json'}: No space left on device; nothing "
+                            "written, no file made.")
+
+
+# ---------------------------------------------------------------- issue #61, class 1: no calibration replaced by less
+
+
+def _stored(runs=20, counts=(4, 8, 30)):
+    from kerasbench import floors
+
+    report = {"iterations": list(counts), "rates": [65536], "by_iterations": {str(n): {"floor": 4096.0}
+                                                                             for n in counts}}
+    data = {"schema": 2, "key": floors.environment_key("glibc"), "host": "h", "allocator": "glibc",
+            "allocator_detected": "glibc", "created": "2026-01-01T00:00:00Z", "runs": runs, "warmup": 2, "jobs": 1,
+            "seconds": 9.0, "load": None, "floors": {str(n): 4096.0 for n in counts},
+            "heap_floors": {str(n): 512.0 for n in counts}, "report": report, "heap_report": report}
+    path = floors.path_for("glibc")
+    floors.save(data, path)
+    return path, data
+
+
+@pytest.mark.parametrize("runs, counts, kept_runs, file_counts, how", [
+    (1, (3,), 20, [3, 4, 8, 30], "added its count(s) 3 to the 20-run calibration"),  # the issue's example
+    (20, (8,), 20, [4, 8, 30], "wrote (kept the 20-run calibration's count(s) it did not measure: 4, 30)"),
+    (30, (4, 8, 30, 60), 30, [4, 8, 30, 60], "wrote"),  # more runs, every count: replaces
+])
+def test_a_calibration_is_merged_not_replaced_by_one_with_fewer_runs_or_counts(runs, counts, kept_runs, file_counts,
+                                                                               how):
+    from kerasbench import floors
+
+    path, old = _stored()
+    made = dict(old)
+    made.update(runs=runs, floors={str(n): 1024.0 for n in counts}, heap_floors={str(n): 256.0 for n in counts},
+                created="2026-02-02T00:00:00Z")
+    made["report"] = made["heap_report"] = {"iterations": list(counts), "rates": [65536],
+                                            "by_iterations": {str(n): {"floor": 1024.0} for n in counts}}
+    assert floors.refused_over(old, made, path) is None
+    out, said = floors.combined(old, made)
+    assert out["runs"] == kept_runs and sorted(map(int, out["floors"])) == file_counts and said.startswith(how)
+    assert sorted(map(int, out["heap_floors"])) == file_counts
+    for n in old["floors"]:  # the longer calibration's own counts keep its floors
+        if kept_runs == old["runs"] and runs < old["runs"]:
+            assert out["floors"][n] == old["floors"][n]
+
+
+def test_calibrate_refuses_before_measuring_what_would_replace_a_longer_calibration_with_nothing_new(capsys):
+    path, old = _stored()
+    before = pathlib.Path(path).read_text()
+    one_line_exit_2(["calibrate", "--allocator", "glibc", "--runs", "1", "--counts", "8", "--rates-kib", "64",
+                     "--heaps", "native"], capsys, f"Cannot write calibration to {path}: it holds a 20-run "
+                    "calibration with every count asked (8)", "give --runs 20 or more")
+    assert pathlib.Path(path).read_text() == before
+
+
+def test_calibrate_refuses_a_link_onto_a_shipped_calibration_before_measuring(monkeypatch, capsys):
+    from kerasbench import floors, session
+
+    monkeypatch.setattr(session, "run_controls", lambda *a, **k: pytest.fail("calibrated"))
+    path = floors.path_for("glibc")
+    shipped = os.path.join(floors.SHIPPED, os.path.basename(path))  # the tests' shipped folder (conftest)
+    stored = ROOT / "docs" / "calibration" / "glibc-glibc_2.36-x86_64-py3.11.json"
+    pathlib.Path(shipped).write_text(stored.read_text())
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.symlink(shipped, path)
+    before = pathlib.Path(shipped).read_bytes()
+    one_line_exit_2(["calibrate", "--allocator", "glibc", "--runs", "1", "--counts", "3", "--rates-kib", "64"],
+                    capsys, f"Cannot write calibration to {path}: it links to", "a shipped calibration")
+    assert pathlib.Path(shipped).read_bytes() == before

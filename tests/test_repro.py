@@ -36,7 +36,7 @@ def test_repro_has_the_with_and_without_cleanup_strategies():
     ("async def iteration(ctx, model):\n    pass\n", "iteration must be a plain function"),
     ("def iteration(ctx, model):\n    pass\ndef build():\n    pass\n", "build must be a plain function build(ctx)"),
     ("def iteration(ctx, model, *, k):\n    pass\n", "iteration must be a plain function"),
-    (b"\xff\xfe not utf-8", "Cannot read repro file"),
+    (b"\xff\xfe not utf-8", "is not utf-8 text (Python's default encoding; byte 0)"),  # issue #61: the encoding named
 ])
 def test_a_file_that_breaks_the_contract_is_a_one_line_error(tmp_path, source, message, capsys):
     path = tmp_path / "mine.py"

@@ -168,13 +168,14 @@ def fit(paths: Sequence[str], nightlies: Sequence[str], groups: dict, output: st
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from .. import atlas, compare
+    from ..nightlies import check_day_files
 
     paths, groups, nightlies, note, trust = list(args.paths), None, [], "", None
     if args.nightlies is not None:
         if any(atlas.holds_data(p) for p in paths):
             raise UsageError("--nightlies adds columns to records, not to an atlas file (kerasbench-atlas): give the "
                              "records of the releases.")
-        nightlies = nightly_files(args.nightlies)
+        nightlies = check_day_files(nightly_files(args.nightlies))  # a release's records under a day's name: refused
         groups = atlas.group_columns(compare.load(paths + nightlies), args.rejudge)
         # a reference scores a release's column, which fit never leaves out: its lines are the page's whatever fits
         trust = atlas.trust_lines(groups, args.reference)

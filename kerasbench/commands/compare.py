@@ -44,18 +44,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     cells = compare.compare(groups, baseline=args.baseline)
     if args.changes_only:
         cells = compare.changes(cells)
-    from ..console import terminal_width
+    from ..console import printable, terminal_width
 
     width = None if args.output else terminal_width(out, args.wide)
     text = compare.render(cells, groups, args.format, width)
     if args.output:
-        write_text(args.output, text)
+        write_text(args.output, text, "the comparison")
         out.write(f"wrote {len(cells)} cells ({compare.counts(cells)}) to {args.output}\n")
     else:
         out.write(text)
     failing = compare.gate(cells, gates)
     if failing:  # a CI job's gate: the cells that fail it, then exit 1 (2 stays for usage errors)
         sys.stderr.write(f"kerasbench: {len(failing)} cell(s) are {' or '.join(gates)} (--fail-on):\n")
-        sys.stderr.write("".join(f"  {line}\n" for line in failing))
+        sys.stderr.write("".join(f"  {printable(line, lines=True)}\n" for line in failing))
         return 1
     return 0

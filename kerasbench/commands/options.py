@@ -187,10 +187,22 @@ def device(p: argparse.ArgumentParser) -> None:
     backend(p)
 
 
+class Backend(argparse.Action):
+    """--backend NAME: one of Keras 3's backends; '' given is an error (not "not given", the caller's backend)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        from .._compat import BACKENDS
+
+        if values not in BACKENDS:
+            parser.error(f"argument {option_string}: invalid choice: {values!r} (choose from {', '.join(BACKENDS)})")
+        setattr(namespace, self.dest, values)
+
+
 def backend(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="", metavar="NAME", help="Keras 3's backend for the workers: tensorflow, "
-                   "jax or torch (sets KERAS_BACKEND; needs that framework and Keras 3 installed; default: "
-                   "$KERAS_BACKEND, else tensorflow); tf_data and tf1_graph run on tensorflow only")
+    p.add_argument("--backend", default="", metavar="NAME", action=Backend,
+                   help="Keras 3's backend for the workers: tensorflow, jax or torch (sets KERAS_BACKEND; needs that "
+                   "framework and Keras 3 installed; default: $KERAS_BACKEND, else tensorflow); tf_data and tf1_graph "
+                   "run on tensorflow only")
 
 
 def bisected_pair(p: argparse.ArgumentParser) -> None:

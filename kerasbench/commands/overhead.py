@@ -56,6 +56,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ..runner import usable_cores
 
     options.check_outputs({"--json": args.json}, {"--records": args.records})  # before anything is read or measured
+    if not args.records:  # workers to start: a bad $KERAS_BACKEND is one line now, not after the first measurement
+        from .._compat import check_backend_var
+
+        check_backend_var()
     if args.records:  # a finished run's records: its wall against the physical limit, nothing measured
         cores = usable_cores() if args.cores is None else args.cores
         text, report = overhead.records_limit(args.records, args.wall, cores)

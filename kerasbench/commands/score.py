@@ -56,7 +56,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     else:
         reference = load_records(args.reference)
         results = []
-        for repeat in range(max((len(r.get("repeats") or ()) for r, _, _ in reference), default=0)):
+        if not score.replay_repeats(reference):  # before: nothing printed, exit 0
+            raise UsageError(f"Nothing to replay in {', '.join(args.reference)}: no ok record with a repeat's "
+                             "readings (an empty or failed run's records).")
+        for repeat in range(score.replay_repeats(reference)):
             result = score.score(score.replay(reference, args.replay, repeat), reference)
             out.write(f"== {args.replay} replayed on the reference's repeat {repeat + 1} (its readings, the "
                       f"profile's looks and rules: not a run of the profile)\n")
@@ -64,7 +67,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             results.append(result)
         result = {"replay": args.replay, "repeats": results}
     if args.json:
-        write_text(args.json, json.dumps(result, indent=1) + "\n")
+        write_text(args.json, json.dumps(result, indent=1) + "\n", "the scoring")
         count = len(result["pairs"]) if "pairs" in result else sum(len(r["pairs"]) for r in result["repeats"])
         out.write(f"wrote the scoring of {count} pair(s) to {args.json}\n")
     return 0
