@@ -37,6 +37,7 @@ def site(tmp_path_factory):
 def test_the_site_builds_strictly_with_its_index_and_search(site):
     index = (site / "index.html").read_text()
     assert "Quick start" in index
+    assert not re.findall(r'<script[^>]+src="https?:', index), "a script from the network: the site is read offline"
     search = json.loads((site / "search" / "search_index.json").read_text())
     locations = {doc["location"].split("#")[0] for doc in search["docs"]}
     for section in _nav().values():  # every page of the nav is searchable
