@@ -48,7 +48,7 @@ def _gpu_driver_present():
 def measure_loop(loop: str) -> dict:
     """Run every strategy of `loop` on DEVICE, each in fresh workers; return {strategy: small dict}."""
     from kerasbench import procs, session
-    from kerasbench.console import Progress
+    from kerasbench.console import Echo, Progress, console_stream
     from kerasbench.runner import default_jobs, measure_pairs
 
     if DEVICE == "gpu" and not _gpu_driver_present():
@@ -60,8 +60,19 @@ def measure_loop(loop: str) -> dict:
     print(f"kerasbench: {loop}, {len(strategies)} strategies on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile, "
           f"{base.jobs} at once)", file=sys.stderr, flush=True)
     progress = Progress(sys.stderr, len(strategies), PROFILE.warmup)
-    with procs.interrupts():  # asv's timeout (SIGTERM) must not leave this class's workers running
-        records = measure_pairs(base, pairs, session.counts(PROFILE, None), progress)
+    # asv keeps setup_cache's stderr for its log: each pair's outcome, pairs done and time left also go to the
+    # terminal asv runs in, a line each, between asv's "Setting up" and its tables
+    tty = console_stream()
+    if tty is not None:
+        tty.write(f"\n  kerasbench: {loop}, {len(strategies)} pairs ({PROFILE.name} profile, {base.jobs} at once)\n")
+        tty.flush()
+    shown = progress if tty is None else Echo(progress, tty, prefix="  ")
+    try:
+        with procs.interrupts():  # asv's timeout (SIGTERM) must not leave this class's workers running
+            records = measure_pairs(base, pairs, session.counts(PROFILE, None), shown)
+    finally:
+        if tty is not None:
+            tty.close()
     out = {r["strategy"]: {k: r[k] for k in ("status", "reason", "summary")} for r in records}
     save_records(records_dir(), loop, records_payload(records, profile=PROFILE.name))
     return out
