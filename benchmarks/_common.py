@@ -20,7 +20,7 @@ from kerasbench.profiles import get_profile
 from kerasbench.rule.version import PROTOCOL_VERSION
 from kerasbench.record import records_payload
 from kerasbench.tree import records_root, run_folder, save_records
-from kerasbench.strategies import strategies_for
+from kerasbench.strategies import get_strategy, strategies_for
 
 PROFILE = get_profile()  # KERASBENCH_PROFILE=quick|default|full, shared with the CLI
 # The device is an environment variable, set by the asv config of a GPU machine (asv.gpu.json):
@@ -120,8 +120,20 @@ def _tracker(metric):
     return track
 
 
+def runs_here(strategy: str) -> bool:
+    """Whether this machine's suite has a row for `strategy`: a GPU strategy only where DEVICE is gpu (asv.gpu.json
+    sets it in every environment, so asv's one discovery sees it). On a CPU each would be a row of n/a in every
+    table; its records still say why it was skipped (measure_loop measures every strategy of the loop)."""
+    return DEVICE == "gpu" or not get_strategy(strategy).needs_gpu
+
+
+def tracked_here(metric) -> bool:
+    """Whether asv tracks `metric` on this machine: a GPU-only one (its run column's gpu_only) only on device gpu."""
+    return DEVICE == "gpu" or not (metric.column is not None and metric.column.gpu_only)
+
+
 def params_for(loop: str) -> list:
-    return [strategies_for(loop)]
+    return [[s for s in strategies_for(loop) if runs_here(s)]]
 
 
 class _LoopBenchmark:
@@ -146,7 +158,7 @@ class _LoopBenchmark:
         super().__init_subclass__(**kwargs)
         cls.params = params_for(loop)
         for metric in METRICS.values():
-            if metric.tracked_on(loop):
+            if metric.tracked_on(loop) and tracked_here(metric):
                 setattr(cls, "track_" + metric.name, _tracker(metric))
 
     def setup(self, records, strategy):
