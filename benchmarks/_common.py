@@ -54,7 +54,7 @@ def measure_loop(loop: str) -> dict:
     if DEVICE == "gpu" and not _gpu_driver_present():
         reason = "no GPU visible to TensorFlow (no NVIDIA driver on this machine)"
         return {s: {"status": "skipped", "reason": reason, "summary": {}} for s in strategies_for(loop)}
-    strategies = strategies_for(loop)
+    strategies = params_for(loop)[0]  # those this machine runs (runs_here): a GPU strategy only on device gpu
     pairs = [(loop, s) for s in strategies]
     base = session.base_spec(PROFILE, pairs, device=DEVICE, allocator=ALLOCATOR, jobs=default_jobs())
     print(f"kerasbench: {loop}, {len(strategies)} strategies on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile, "
@@ -123,7 +123,7 @@ def _tracker(metric):
 def runs_here(strategy: str) -> bool:
     """Whether this machine's suite has a row for `strategy`: a GPU strategy only where DEVICE is gpu (asv.gpu.json
     sets it in every environment, so asv's one discovery sees it). On a CPU each would be a row of n/a in every
-    table; its records still say why it was skipped (measure_loop measures every strategy of the loop)."""
+    table, and a skipped record (`kerasbench run` still says why)."""
     return DEVICE == "gpu" or not get_strategy(strategy).needs_gpu
 
 

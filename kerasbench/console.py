@@ -551,8 +551,8 @@ VERDICT_ORDER = {"grows": 0, "inconclusive": 1, "flat": 2}
 
 def suite_verdicts(loaded: Sequence[tuple], width: Optional[int] = RUN_WIDTH) -> List[str]:
     """The verdicts of a suite's records ((record, TF version or None) each), short: one line of
-    counts, a table of the pairs that grow or are undecided (loop, strategy, the run table's verdict text, RSS
-    KiB/iteration with its 95% interval), the strategies that stay flat per loop, and the pairs that did not run
+    counts, a table of the pairs that grow or are undecided (loop, strategy, the run table's verdict and what grew,
+    RSS KiB/iteration with its 95% interval), the strategies that stay flat per loop, and the pairs that did not run
     here, grouped by their reason."""
     from .rule import pair_verdict
 
@@ -570,10 +570,12 @@ def suite_verdicts(loaded: Sequence[tuple], width: Optional[int] = RUN_WIDTH) ->
              + (f"; {len(not_run)} did not run" if not_run else "")]
     rows = sorted(((VERDICT_ORDER.get(v, 1), r, tf) for (r, tf), v in zip(ok, verdicts) if v != "flat"),
                   key=lambda t: t[0])
-    if rows:
-        lines += text_table(["loop", "strategy", "verdict (RSS, heap; what grew)", "RSS KiB/iteration [95%]"],
-                            [[loop_of(r, tf), strategy_label(r), verdict_text(r["summary"]), _slope_text(r["summary"])]
-                             for _, r, tf in rows], width)
+    if rows:  # the run table's verdict and what-grew cells (COLUMNS), then the slope with its interval
+        cell = dict(COLUMNS)
+        lines += text_table(["loop", "strategy", "verdict", "what grew", "RSS KiB/iteration [95%]"],
+                            [[loop_of(r, tf), strategy_label(r), cell["verdict"](r, r["summary"]),
+                              cell["what grew"](r, r["summary"]), _slope_text(r["summary"])] for _, r, tf in rows],
+                            width)
     flat: dict = {}
     for (r, tf), v in zip(ok, verdicts):
         if v == "flat":
@@ -584,10 +586,12 @@ def suite_verdicts(loaded: Sequence[tuple], width: Optional[int] = RUN_WIDTH) ->
             lines += textwrap.wrap(f"{loop}: {', '.join(names)}", width or 10 ** 6, initial_indent="  ",
                                    subsequent_indent="    ", break_on_hyphens=False)
     reasons: dict = {}
-    for r in not_run:
-        reasons.setdefault((r["status"], _short_paths(str(r["reason"]))), []).append(
+    for r in not_run:  # grouped by reason: 'strategy NAME needs a GPU: …' said once for every NAME
+        reason = str(r["reason"]).replace(f"strategy {r['strategy']} ", "")
+        reasons.setdefault((r["status"], _short_paths(reason)), []).append(
             f"{loop_label(r)} × {strategy_label(r)}")
     for (status, reason), pairs in reasons.items():
         shown = ", ".join(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
-        lines.append(f"{status} ({len(pairs)}): {reason}: {shown}")
+        lines += textwrap.wrap(f"{status} ({len(pairs)}): {reason}: {shown}", width or 10 ** 6,
+                               subsequent_indent="    ", break_on_hyphens=False)
     return lines

@@ -26,23 +26,28 @@ def _records():
     flat2 = copy.deepcopy(flat)
     flat2["strategy"] = "reuse_model"
     skipped = copy.deepcopy(records[1])
-    skipped.update(strategy="jax_clear_caches", status="skipped", reason="needs the jax backend")
-    return [grows, records[2], flat, flat2, skipped]
+    skipped.update(strategy="jax_clear_caches", status="skipped",
+                   reason="strategy jax_clear_caches runs on the jax backend only (here: tensorflow)")
+    skipped2 = copy.deepcopy(skipped)
+    skipped2.update(strategy="jax_other", reason="strategy jax_other runs on the jax backend only (here: tensorflow)")
+    return [grows, records[2], flat, flat2, skipped, skipped2]
 
 
 def test_growers_first_with_slope_interval_and_what_grew_then_flat_names_then_what_did_not_run():
     lines = console.suite_verdicts([(r, "2.21.0") for r in _records()])
     text = "\n".join(lines)
-    assert lines[0] == "verdicts: 4 pairs measured: 1 grows, 1 inconclusive, 2 flat; 1 did not run", lines[0]
+    assert lines[0] == "verdicts: 4 pairs measured: 1 grows, 1 inconclusive, 2 flat; 2 did not run", lines[0]
     row = next(line for line in lines if "keep_outputs" in line)
     assert row.split()[:2] == ["sweep", "keep_outputs"]
-    assert "grows (RSS grows, heap grows; leak)" in row and row.endswith("+22.0 [+9.0, +30.5]"), row
+    assert row.split()[2:4] == ["grows", "leak"] and row.endswith("+22.0 [+9.0, +30.5]"), row
     rows = [line for line in lines if line.startswith(("sweep ", "inference "))]
     assert "keep_outputs" in rows[0] and "inconclusive" in rows[1], rows  # grows before undecided
     assert "  inference: " in text and "release_outputs" not in text.split("stay flat:")[0].split("\n", 1)[0]
     flat_line = next(line for line in lines if line.startswith("  inference: "))
     assert "reuse_model" in flat_line
-    assert lines[-1] == "skipped (1): needs the jax backend: inference × jax_clear_caches"
+    said = " ".join(" ".join(lines[-2:]).split())  # one line, wrapped at the width
+    assert said == ("skipped (2): runs on the jax backend only (here: tensorflow): inference × jax_clear_caches, "
+                    "inference × jax_other"), lines[-2:]
     assert max(len(line) for line in lines) <= console.RUN_WIDTH
 
 
@@ -62,7 +67,7 @@ def test_publish_ends_with_the_verdicts_of_the_newest_run_and_how_to_open_report
     folder = run_folder(records_root(str(tmp_path)), "abcdef0123456789", "existing-py_venv")
     save_records(folder, "sweep", {"schema": 1, "profile": "quick", "records": _records()})
     (machines, commit), loaded = publish.newest_records(str(tmp_path))
-    assert commit == "abcdef01" and len(loaded) == 5
+    assert commit == "abcdef01" and len(loaded) == 6
     assert {tf for _, tf in loaded} == {r["environment"]["tensorflow"] for r in _records()}
     html = tmp_path / ".asv" / "html"
     html.mkdir(parents=True)
