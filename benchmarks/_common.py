@@ -20,7 +20,7 @@ from kerasbench.profiles import get_profile
 from kerasbench.rule.version import PROTOCOL_VERSION
 from kerasbench.record import records_payload
 from kerasbench.tree import records_root, run_folder, save_records
-from kerasbench.strategies import strategies_for
+from kerasbench.strategies import get_strategy, strategies_for
 
 PROFILE = get_profile()  # KERASBENCH_PROFILE=quick|default|full, shared with the CLI
 # The device is an environment variable, set by the asv config of a GPU machine (asv.gpu.json):
@@ -48,20 +48,31 @@ def _gpu_driver_present():
 def measure_loop(loop: str) -> dict:
     """Run every strategy of `loop` on DEVICE, each in fresh workers; return {strategy: small dict}."""
     from kerasbench import procs, session
-    from kerasbench.console import Progress
+    from kerasbench.console import Echo, Progress, console_stream
     from kerasbench.runner import default_jobs, measure_pairs
 
     if DEVICE == "gpu" and not _gpu_driver_present():
         reason = "no GPU visible to TensorFlow (no NVIDIA driver on this machine)"
         return {s: {"status": "skipped", "reason": reason, "summary": {}} for s in strategies_for(loop)}
-    strategies = strategies_for(loop)
+    strategies = params_for(loop)[0]  # those this machine runs (runs_here): a GPU strategy only on device gpu
     pairs = [(loop, s) for s in strategies]
     base = session.base_spec(PROFILE, pairs, device=DEVICE, allocator=ALLOCATOR, jobs=default_jobs())
     print(f"kerasbench: {loop}, {len(strategies)} strategies on {DEVICE}, {ALLOCATOR} ({PROFILE.name} profile, "
           f"{base.jobs} at once)", file=sys.stderr, flush=True)
     progress = Progress(sys.stderr, len(strategies), PROFILE.warmup)
-    with procs.interrupts():  # asv's timeout (SIGTERM) must not leave this class's workers running
-        records = measure_pairs(base, pairs, session.counts(PROFILE, None), progress)
+    # asv keeps setup_cache's stderr for its log: each pair's outcome, pairs done and time left also go to the
+    # terminal asv runs in, a line each, between asv's "Setting up" and its tables
+    tty = console_stream()
+    if tty is not None:
+        tty.write(f"\n  kerasbench: {loop}, {len(strategies)} pairs ({PROFILE.name} profile, {base.jobs} at once)\n")
+        tty.flush()
+    shown = progress if tty is None else Echo(progress, tty, prefix="  ")
+    try:
+        with procs.interrupts():  # asv's timeout (SIGTERM) must not leave this class's workers running
+            records = measure_pairs(base, pairs, session.counts(PROFILE, None), shown)
+    finally:
+        if tty is not None:
+            tty.close()
     out = {r["strategy"]: {k: r[k] for k in ("status", "reason", "summary")} for r in records}
     save_records(records_dir(), loop, records_payload(records, profile=PROFILE.name))
     return out
@@ -109,8 +120,20 @@ def _tracker(metric):
     return track
 
 
+def runs_here(strategy: str) -> bool:
+    """Whether this machine's suite has a row for `strategy`: a GPU strategy only where DEVICE is gpu (asv.gpu.json
+    sets it in every environment, so asv's one discovery sees it). On a CPU each would be a row of n/a in every
+    table, and a skipped record (`kerasbench run` still says why)."""
+    return DEVICE == "gpu" or not get_strategy(strategy).needs_gpu
+
+
+def tracked_here(metric) -> bool:
+    """Whether asv tracks `metric` on this machine: a GPU-only one (its run column's gpu_only) only on device gpu."""
+    return DEVICE == "gpu" or not (metric.column is not None and metric.column.gpu_only)
+
+
 def params_for(loop: str) -> list:
-    return [strategies_for(loop)]
+    return [[s for s in strategies_for(loop) if runs_here(s)]]
 
 
 class _LoopBenchmark:
@@ -135,7 +158,7 @@ class _LoopBenchmark:
         super().__init_subclass__(**kwargs)
         cls.params = params_for(loop)
         for metric in METRICS.values():
-            if metric.tracked_on(loop):
+            if metric.tracked_on(loop) and tracked_here(metric):
                 setattr(cls, "track_" + metric.name, _tracker(metric))
 
     def setup(self, records, strategy):

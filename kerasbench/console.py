@@ -234,15 +234,56 @@ class Progress:
     def done(self, record: dict) -> None:
         """The pair's outcome, on a line of its own: its one verdict (then RSS's and the heap's, what grew) and RSS's
         growth, or why it did not run."""
-        s = record["summary"]
         with self._lock:
             self._root.finished += 1
+        self._show(self.outcome(record), final=True)
+
+    def outcome(self, record: dict) -> str:
+        """The line `done` writes: the pair's label, its verdicts or why it did not run, and the run's status."""
+        s = record["summary"]
         if record["status"] == "ok":
             text = (f"{self.label}: {verdict_text(s)}, RSS {kib_text(s['growth_per_iter'])} KiB/iteration, "
                     f"{_measured(record) or 'no'} iterations{given_floor_text(s)}")
         else:
             text = f"{self.label}: {record['status']}: {record['reason']}"
-        self._show(f"{text} ({self.status()})", final=True)
+        return f"{text} ({self.status()})"
+
+
+class Echo:
+    """A Progress whose pairs' outcome lines (Progress.outcome: the verdict, pairs done, time left) are also written
+    to `echo`, a line each: under asv, whose console shows nothing of a benchmark's stderr, the terminal it runs in."""
+
+    def __init__(self, progress: Progress, echo: TextIO, prefix: str = ""):
+        self.progress, self.echo, self.prefix = progress, echo, prefix
+
+    def pair(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0) -> "Echo":
+        return Echo(self.progress.pair(index, loop, strategy, iterations, budget), self.echo, self.prefix)
+
+    def start(self, index: int, loop: str, strategy: str, iterations: int, budget: float = 0.0) -> None:
+        self.progress.start(index, loop, strategy, iterations, budget)
+
+    def __call__(self, ev: dict) -> None:
+        self.progress(ev)
+
+    def done(self, record: dict) -> None:
+        self.progress.done(record)
+        try:
+            with self.progress._lock:
+                self.echo.write(f"{self.prefix}{self.progress.outcome(record)}\n")
+                self.echo.flush()
+        except (OSError, ValueError):  # the terminal went away (a closed ssh session): the run goes on
+            pass
+
+
+def console_stream() -> Optional[TextIO]:
+    """The terminal this process runs in (/dev/tty), for lines a parent that captures stdout and stderr (asv) would
+    hide; None where there is none (CI, a cron job, a detached session) or KERASBENCH_QUIET is set."""
+    if os.environ.get("KERASBENCH_QUIET"):
+        return None
+    try:
+        return open("/dev/tty", "w", encoding="utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def clock_text(seconds: float) -> str:
@@ -534,3 +575,65 @@ def functions_text(records: list, top: int = 3) -> str:
                   for f in result["functions"][:top]]
     head = "\ntf.function traces (every function; `--json` has them all):\n"
     return head + "\n".join(lines) + "\n" if lines else ""
+
+
+# ---------------------------------------------------------------- the suite's verdicts (kerasbench publish)
+
+
+def _slope_text(summary: dict) -> str:
+    """'+22.0 [+9.0, +30.1]': RSS growth in KiB/iteration with its 95% interval (the run table's figures)."""
+    if summary.get("growth_ci_low") is None:
+        return kib_text(summary.get("growth_per_iter"))
+    return (f"{kib_text(summary.get('growth_per_iter'))} [{kib_text(summary['growth_ci_low'])}, "
+            f"{kib_text(summary['growth_ci_high'])}]")
+
+
+VERDICT_ORDER = {"grows": 0, "inconclusive": 1, "flat": 2}
+
+
+def suite_verdicts(loaded: Sequence[tuple], width: Optional[int] = RUN_WIDTH) -> List[str]:
+    """The verdicts of a suite's records ((record, TF version or None) each), short: one line of
+    counts, a table of the pairs that grow or are undecided (loop, strategy, the run table's verdict and what grew,
+    RSS KiB/iteration with its 95% interval), the strategies that stay flat per loop, and the pairs that did not run
+    here, grouped by their reason."""
+    from .rule import pair_verdict
+
+    versions = {tf for _, tf in loaded} - {None}
+
+    def loop_of(record: dict, tf: Optional[str]) -> str:  # the TF version where the records hold several
+        return loop_label(record) + (f" (TF {tf})" if tf and len(versions) > 1 else "")
+
+    ok = [(r, tf) for r, tf in loaded if r["status"] == "ok"]
+    verdicts = [pair_verdict(r["summary"]) for r, _ in ok]
+    counts = {v: verdicts.count(v) for v in VERDICT_ORDER if v in verdicts}
+    not_run = [r for r, _ in loaded if r["status"] != "ok"]
+    said = ", ".join(f"{n} {'grow' if v == 'grows' and n > 1 else v}" for v, n in counts.items())
+    lines = [f"verdicts: {len(ok)} pairs measured: {said or 'none'}"
+             + (f"; {len(not_run)} did not run" if not_run else "")]
+    rows = sorted(((VERDICT_ORDER.get(v, 1), r, tf) for (r, tf), v in zip(ok, verdicts) if v != "flat"),
+                  key=lambda t: t[0])
+    if rows:  # the run table's verdict and what-grew cells (COLUMNS), then the slope with its interval
+        cell = dict(COLUMNS)
+        lines += text_table(["loop", "strategy", "verdict", "what grew", "RSS KiB/iteration [95%]"],
+                            [[loop_of(r, tf), strategy_label(r), cell["verdict"](r, r["summary"]),
+                              cell["what grew"](r, r["summary"]), _slope_text(r["summary"])] for _, r, tf in rows],
+                            width)
+    flat: dict = {}
+    for (r, tf), v in zip(ok, verdicts):
+        if v == "flat":
+            flat.setdefault(loop_of(r, tf), []).append(strategy_label(r))
+    if flat:
+        lines.append("stay flat:")
+        for loop, names in flat.items():
+            lines += textwrap.wrap(f"{loop}: {', '.join(names)}", width or 10 ** 6, initial_indent="  ",
+                                   subsequent_indent="    ", break_on_hyphens=False)
+    reasons: dict = {}
+    for r in not_run:  # grouped by reason: 'strategy NAME needs a GPU: …' said once for every NAME
+        reason = str(r["reason"]).replace(f"strategy {r['strategy']} ", "")
+        reasons.setdefault((r["status"], _short_paths(reason)), []).append(
+            f"{loop_label(r)} × {strategy_label(r)}")
+    for (status, reason), pairs in reasons.items():
+        shown = ", ".join(pairs[:4]) + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
+        lines += textwrap.wrap(f"{status} ({len(pairs)}): {reason}: {shown}", width or 10 ** 6,
+                               subsequent_indent="    ", break_on_hyphens=False)
+    return lines

@@ -257,7 +257,7 @@ def publish_dashboard(config: str = "asv.conf.json", cdn: bool = False, out: Tex
         cdn = True
     if not cdn:
         n = localize(html)
-        out.write(f"published {html} with {n} local asset links (works offline)\n")
+        out.write(f"published {html} with {n} local asset links (served by `asv preview`, it needs no network)\n")
     else:
         out.write(f"published {html} (assets from public CDNs)\n")
     from .tree import records_root

@@ -161,15 +161,40 @@ def _rewritten(rel: str, found: List[Tuple[str, float, Tuple[str, Any]]]) -> Tup
         return newest[2][0], newest[1], None
     if os.path.basename(rel) == "benchmarks.json" and all(isinstance(d[2][1], dict) for d in distinct):
         union: Dict[str, Any] = {}
-        changed = 0
+        changed = widened = 0
         for f in sorted(distinct, key=lambda f: f[1]):  # oldest first: the newest file's entry wins
             for key, value in f[2][1].items():
+                wider = _wider(union[key], value) if key in union and union[key] != value else None
+                if wider is not None:  # a CPU machine's params are a GPU machine's less its GPU strategies
+                    widened += 1
+                    union[key] = wider
+                    continue
                 changed += key in union and union[key] != value
                 union[key] = value
         note = (f"{rel}: the union of {len(distinct)} different copies ({len(union)} entries"
+                + (f"; {widened} kept with the more params of the same version" if widened else "")
                 + (f"; {changed} differed: kept {newest[0]}'s, the newest)" if changed else ")"))
         return json.dumps(union, indent=4, sort_keys=True) + "\n", newest[1], note
     return newest[2][0], newest[1], f"{rel}: {len(distinct)} different copies: kept {newest[0]}'s (the newest)"
+
+
+def _wider(a: Any, b: Any) -> Any:
+    """Of two benchmarks.json entries of one benchmark that differ only in their params (the same version, each
+    axis of one holding the other's values): the one with more, so that no machine's rows leave the dashboard (the
+    asv suite has no GPU strategies' rows on a CPU machine: benchmarks/_common.py). None otherwise."""
+    if not (isinstance(a, dict) and isinstance(b, dict)) or a.get("version") != b.get("version"):
+        return None
+    if {k: v for k, v in a.items() if k != "params"} != {k: v for k, v in b.items() if k != "params"}:
+        return None
+    pa, pb = a.get("params"), b.get("params")
+    if not (isinstance(pa, list) and isinstance(pb, list) and len(pa) == len(pb)
+            and all(isinstance(x, list) for x in pa + pb)):
+        return None
+    if all(set(x) <= set(y) for x, y in zip(pa, pb)):
+        return b
+    if all(set(y) <= set(x) for x, y in zip(pa, pb)):
+        return a
+    return None
 
 
 def merge(sources: List[str], dest: str) -> Tuple[int, int, List[str]]:

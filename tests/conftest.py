@@ -1,8 +1,12 @@
 import importlib.util
+import os
 
 import pytest
 
 HAVE_TF = importlib.util.find_spec("tensorflow") is not None
+# The asv suite writes each pair's outcome to the terminal (/dev/tty, kerasbench.console.console_stream): not from
+# the asv runs of the tests (set before any fixture, so their asv subprocesses inherit it)
+os.environ.setdefault("KERASBENCH_QUIET", "1")
 
 
 def pytest_collection_modifyitems(config, items):

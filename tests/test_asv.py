@@ -11,6 +11,7 @@ import pytest
 from conftest import clone_for_asv
 
 from kerasbench import METRICS, SCHEMA_VERSION, strategies_for
+from kerasbench.strategies import get_strategy
 from kerasbench.loops import builtin_loops
 from kerasbench.rule import PROTOCOL_VERSION
 
@@ -36,12 +37,27 @@ print(json.dumps({{"benchmarks": found, "classes": classes, "tf": "tensorflow" i
 """
 
 
-@pytest.fixture(scope="module")
-def discovered():
+def _discover(device: str) -> dict:
     pytest.importorskip("asv_runner")
     code = DISCOVER.format(root=str(ROOT), bench=str(ROOT / "benchmarks"))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    env = {**os.environ, "KERASBENCH_DEVICE": device}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         env=env).stdout
     return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def discovered():
+    return _discover("cpu")
+
+
+@pytest.fixture(scope="module")
+def discovered_gpu():
+    return _discover("gpu")
+
+
+def _can_run_on_cpu(strategy: str) -> bool:
+    return not get_strategy(strategy).needs_gpu
 
 
 def test_discovery_does_not_import_tensorflow(discovered):
@@ -62,7 +78,26 @@ def test_one_class_per_loop_shape_with_registry_params(discovered):
     assert set(by_loop) == set(builtin_loops())  # repro needs a user file: not an asv benchmark
     for loop, benches in by_loop.items():
         for b in benches:
-            assert b["params"] == [[repr(s) for s in strategies_for(loop)]], b["name"]
+            assert b["params"] == [[repr(s) for s in strategies_for(loop) if _can_run_on_cpu(s)]], b["name"]
+
+
+def test_a_cpu_machine_has_no_rows_or_tables_of_gpu_only_n_a_and_the_rest_keep_names_params_and_versions(
+        discovered, discovered_gpu):
+    """Before: 6 of every 17 rows n/a on a CPU (gpu_*, torch_empty_cache), and track_gpu_* tables all n/a. The GPU
+    machine (KERASBENCH_DEVICE=gpu, asv.gpu.json) keeps every strategy and metric; a benchmark both have keeps its
+    name and version, and the CPU's params are the GPU's less the GPU strategies, in the same order."""
+    cpu = {b["name"]: b for b in discovered["benchmarks"]}
+    gpu = {b["name"]: b for b in discovered_gpu["benchmarks"]}
+    assert set(cpu) < set(gpu)
+    assert {n.rsplit(".track_", 1)[1] for n in set(gpu) - set(cpu)} == {"gpu_alloc_peak", "gpu_reserved_peak"}
+    for name, b in cpu.items():
+        assert b["version"] == gpu[name]["version"] and b["unit"] == gpu[name]["unit"]
+        loop = name.split(".")[0]
+        assert gpu[name]["params"] == [[repr(s) for s in strategies_for(loop)]], name
+        assert b["params"] == [[p for p in gpu[name]["params"][0] if _can_run_on_cpu(eval(p))]], name
+    sweep = cpu["sweep.Sweep.track_growth_per_iter"]["params"][0]
+    assert not any("gpu" in p or "torch" in p for p in sweep)
+    assert "'jax_clear_caches'" in sweep  # the backend is known per environment, not at asv's one discovery
 
 
 def test_tracked_metrics_have_units_and_the_schema_version(discovered):

@@ -80,6 +80,24 @@ def test_a_conflict_is_one_line_and_writes_nothing(tmp_path, capsys):
     assert code == 2 and str(dest) in err
 
 
+def test_a_cpu_machines_fewer_params_do_not_drop_a_gpu_machines_rows_from_the_dashboard(tmp_path, capsys):
+    """The asv suite has no GPU strategies' rows on a CPU machine: merged with a GPU box's tree, the benchmark keeps
+    the GPU box's params (a superset, same version), whichever file is newer; other differences: the newest."""
+    entry = {"name": "sweep.Sweep.track_peak_loop", "version": "kerasbench-1-default", "param_names": ["strategy"]}
+    gpu = {**entry, "params": [["'reuse_model'", "'gpu_growth_on'"]]}
+    cpu = {**entry, "params": [["'reuse_model'"]]}
+    new_version = {**cpu, "version": "kerasbench-2-default"}
+    g = tree(tmp_path / "gpubox", "gpubox", benchmarks={"s": gpu, "v": gpu, "version": 2})
+    c = tree(tmp_path / "cpubox", "cpubox", benchmarks={"s": cpu, "v": new_version, "version": 2})
+    os.utime(g / "results" / "benchmarks.json", (1, 1))  # the CPU's is the newer
+    dest = tmp_path / "dest"
+    code, out, _ = call(["merge", str(g), str(c), str(dest)], capsys)
+    assert code == 0
+    bench = json.loads((dest / "results" / "benchmarks.json").read_text())
+    assert bench["s"] == gpu and bench["v"] == new_version
+    assert "1 kept with the more params of the same version; 1 differed" in out, out
+
+
 def test_benchmarks_json_is_the_union_and_machine_json_the_newest(tmp_path, capsys):
     a = tree(tmp_path / "job-a", "ci-a", benchmarks={"a": {"version": "1"}, "version": 2})
     b = tree(tmp_path / "job-b", "ci-b", benchmarks={"a": {"version": "2"}, "b": {"version": "1"}, "version": 2})
