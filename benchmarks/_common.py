@@ -17,7 +17,7 @@ import kerasbench
 from kerasbench import allocators
 from kerasbench.metrics import METRICS
 from kerasbench.profiles import get_profile
-from kerasbench.rule.version import PROTOCOL_VERSION
+from kerasbench.protocol import PROTOCOL_VERSION
 from kerasbench.record import records_payload
 from kerasbench.tree import records_root, run_folder, save_records
 from kerasbench.strategies import get_strategy, strategies_for

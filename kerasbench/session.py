@@ -396,16 +396,17 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
             for name in allocators]
 
 
-def first_detection(allocator: str, python: str = "") -> Optional[int]:
-    """The smallest count at which a calibration that fits `allocator` here detected a tested rate (a floor, not
-    None), RSS or heap; None where none fits or none detected any. A run of fewer iterations than that cannot use a
-    calibration made now: it would be judged at the default resolution anyway."""
+def undetected_up_to(allocator: str, python: str = "") -> Optional[int]:
+    """The largest count at which a calibration that fits `allocator` here tried its rates and detected none, in RSS
+    or heap (both floors None); None where none fits or every count it tried detected one. A run of that many
+    iterations or fewer cannot use a calibration made now (fewer iterations resolve less): it would be judged at the
+    default resolution anyway. A count never tried says nothing (a calibration's first count is not its limit)."""
     from . import floors
 
     counts = [int(n) for _, data in floors.candidates(allocator, python)
-              for table in (data.get("floors") or {}, data.get("heap_floors") or {})
-              for n, floor in table.items() if floor is not None]
-    return min(counts) if counts else None
+              for n, floor in (data.get("floors") or {}).items()
+              if floor is None and (data.get("heap_floors") or {}).get(n) is None]
+    return max(counts) if counts else None
 
 
 def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bool = True, jobs: Optional[int] = None,
@@ -425,12 +426,13 @@ def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bo
         return None
     if not allowed:
         return "not calibrated: --no-calibrate or $" + floors.NO_CALIBRATE_VAR
-    first = first_detection(allocator, python)
-    if first is not None and iterations < first:  # before: 36 s calibrating a 3-iteration run judged at the default
+    none_at = undetected_up_to(allocator, python)
+    if none_at is not None and iterations <= none_at:  # before: 36 s calibrating a 3-iteration run judged at the
+        # default resolution anyway
         status_line(err, f"kerasbench: not calibrating: at {iterations} iterations a calibration detects no tested "
-                    f"rate (the first count one did here is {first}); judged at the default resolution", final=True)
-        return (f"not calibrated: at {iterations} iterations a calibration detects no tested rate (the first count "
-                f"one did here is {first})")
+                    f"rate (one here detected none at {none_at}); judged at the default resolution", final=True)
+        return (f"not calibrated: at {iterations} iterations a calibration detects no tested rate (one here detected "
+                f"none at {none_at})")
     try:
         make_folder(floors.directory(), "calibration")
         check_writable(floors.path_for(allocator, python), "calibration")

@@ -10,13 +10,15 @@ said it. Everything a change of the rule touches is here (docs/layout.md, "Chang
                came from (calibrated, TF's settling, default)
   settling.py  TF's own heap settling: derived from the references, read, doubled on another TF/Keras
   scale.py     a middle build placed on the scale of a change (triage's and attribute's classes)
-  version.py   the rule's version (PROTOCOL_VERSION) and the stamp a record, calibration or atlas carries
+  ../protocol.py  the rule's version (PROTOCOL_VERSION) and the stamp a record, calibration or atlas carries
+                  (kept outside the package, so that asv's registries read it without the rule's numpy)
 
 The estimators it stands on are kerasbench.stats'; the records and metrics stand below it (they import nothing
 from here), the runner, the worker's loop, the summary, score and the commands above it.
 
 Its names are the package's own, imported with it (numpy and scipy come with them). What must stay light, asv's
-registries, imports `kerasbench.rule.version` alone.
+registries, imports `kerasbench.protocol` alone (the version, outside this package: importing a submodule runs
+the package first).
 """
 
 from __future__ import annotations
@@ -33,6 +35,6 @@ from .scale import SCALE_NEAR, SCALE_Z, Position, place  # noqa: F401
 from .series import (CLEAR_OVER_MARGIN, DEFAULT_RESOLUTION, GROWTH_KINDS, MARGINS, PY_BLOCK_MAX,  # noqa: F401
                      SHAPES, VERDICTS, Floor, Judgement, across_text, combine, detects, growth_kind, judge,
                      needed_count, pair_verdict, verdict, widened)
-from .version import PROTOCOL_VERSION as PROTOCOL_VERSION, one_version as one_version  # noqa: F401 (the namespace)
-from .version import version_of as version_of, version_text as version_text  # noqa: F401
+from ..protocol import PROTOCOL_VERSION as PROTOCOL_VERSION, one_version as one_version  # noqa: F401 (the namespace)
+from ..protocol import version_of as version_of, version_text as version_text  # noqa: F401
 from ..stats import ALPHA as ALPHA  # noqa: F401

@@ -27,7 +27,7 @@ from ..files import CONFIG_LIMIT, ReadError, read_json
 from ..units import max_growth_bytes, size_text
 from .counts import alpha_for, floor_between, look_points, planned_looks
 from .series import Floor, judge
-from .version import PROTOCOL_VERSION, version_of
+from ..protocol import PROTOCOL_VERSION, version_of
 
 if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
     from ..spec import RunSpec

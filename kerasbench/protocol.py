@@ -1,5 +1,7 @@
-"""The rule's version and its stamp: which rule judged a record (its summary's `protocol`), and the one check that
-records set side by side were judged by one rule. The history of versions is docs/protocol.md's "Versions"."""
+"""The verdict rule's version and its stamp: which rule judged a record (its summary's `protocol`), and the one check
+that records set side by side were judged by one rule. The history of versions is docs/protocol.md's "Versions".
+kerasbench.rule's, kept apart from that package: asv's registries read it and must not import numpy, which importing
+any module under kerasbench/rule/ would (a package runs its __init__ first)."""
 
 from __future__ import annotations
 
