@@ -28,7 +28,7 @@ def version_text(version: Optional[int]) -> str:
 def one_version(items: Iterable[Tuple[dict, str]]) -> Optional[int]:
     """The one protocol a set of (record, path) was judged by; a UsageError naming a path of each when they mix
     (their verdicts are not one rule's: `--rejudge` judges the older ones again from their series)."""
-    from ..errors import UsageError
+    from .errors import UsageError
 
     seen: Dict[Optional[int], str] = {}
     for record, path in items:

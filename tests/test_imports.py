@@ -217,3 +217,16 @@ def test_the_rules_names_load_from_many_threads_at_once():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("0 "), out.stdout
+
+
+def test_every_relative_import_stays_inside_the_package():
+    """A module moved out of a subpackage (rule/version.py became protocol.py) kept a `from ..errors import` in a
+    function: nothing imported it until the function ran (CI: "attempted relative import beyond top-level package")."""
+    package = ROOT / "kerasbench"
+    beyond = []
+    for name, path in module_names(package).items():
+        depth = name.count(".") + (path.name == "__init__.py")  # the packages above the module, kerasbench included
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level > depth:
+                beyond.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not beyond, "relative imports beyond kerasbench: " + ", ".join(beyond)
