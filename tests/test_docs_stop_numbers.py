@@ -9,9 +9,7 @@ DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
 INTERNAL = re.compile(r"\b(?:[Ss]tops?|[Ss]essions?)\s+\d+\b")
 
 
-# docs/atlas/ is left out for now: its README's "stop N" citations are rewritten with the atlas work (issue 60);
-# include it (rglob) once they are gone.
-@pytest.mark.parametrize("page", sorted(DOCS.glob("*.md")), ids=lambda p: p.name)
+@pytest.mark.parametrize("page", sorted(DOCS.rglob("*.md")), ids=lambda p: str(p.relative_to(DOCS)))
 def test_no_internal_round_numbers_in_docs(page):
     text = page.read_text(encoding="utf-8")
     found = [f"{page.name}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)!r}" for m in INTERNAL.finditer(text)]
