@@ -141,6 +141,9 @@ def mark_kind(note: str) -> str:
             CONTESTED: "contested", NEVER: "never measured again"}.get(note, "across machines")
 
 
+# The verdict of a change's two ends measured again (compare's, as a triage's answer keeps it) that a mark's direction
+# expects
+ENDS_OF_MARK = {"worse": "regressed", "better": "improved"}
 # A contested change's own triage at the full profile: what settles it (settle_command), and what it asks
 SETTLE_PROFILE = "full"
 SETTLE_WHAT = "does it hold, measured longer"
@@ -225,9 +228,24 @@ def confirmation(cmds: Sequence[Question], answered: Optional[Dict[str, dict]], 
     A settling triage that ran to an answer (settle_command: the longer measurement) decides alone: UNCONFIRMED when
     it found the ends alike; found different, SETTLED when its answer's ends went the mark's way (`moved`: worse is
     regressed, better improved), REVERSED the other way, and CONTESTED still when either is not known."""
+    from ..questions import ends_verdict, unconfirmed
+
     if not answered:
         return ""
-    return _confirmation(cmds, answered, before, after, moved)
+    flipped = verdict((before or {}).get("summary")) != verdict((after or {}).get("summary"))
+    settled = [q for q in cmds if q.what == SETTLE_WHAT and ran_and_answered(q, answered)]
+    if settled:
+        entry = answered[settled[0].command]
+        if unconfirmed(entry, flipped):
+            return UNCONFIRMED
+        found, expected = ends_verdict(entry), ENDS_OF_MARK.get(moved)
+        return CONTESTED if found is None or expected is None else SETTLED if found == expected else REVERSED
+    alike = [unconfirmed(answered.get(q.command), flipped) for q in cmds]
+    if not any(alike):
+        return ""
+    differ = any(not same and q.verb in ("triage", "attribute") and q.good and ran_and_answered(q, answered)
+                 for q, same in zip(cmds, alike))
+    return CONTESTED if differ else UNCONFIRMED
 
 
 def mark_note(cmds: Sequence[Question], answered: Optional[Dict[str, dict]], before, after, moved: str = "") -> str:
@@ -239,7 +257,7 @@ def mark_note(cmds: Sequence[Question], answered: Optional[Dict[str, dict]], bef
     said = confirmation(cmds, answered, before, after, moved)
     if said:
         return said
-    expected = {"worse": "regressed", "better": "improved"}.get(moved)
+    expected = ENDS_OF_MARK.get(moved)
     found = [ends_verdict((answered or {}).get(q.command)) for q in cmds
              if q.verb in ("triage", "attribute") and q.good and ran_and_answered(q, answered or {})]
     if any(f is None or expected is None or f == expected for f in found):
@@ -248,25 +266,6 @@ def mark_note(cmds: Sequence[Question], answered: Optional[Dict[str, dict]], bef
         return OTHER_WAY
     machines, differs = compare.hardware_note(before, after)
     return ACROSS.format(machines) if differs else NEVER
-
-
-def _confirmation(cmds: Sequence[Question], answered: Dict[str, dict], before, after, moved: str) -> str:
-    from ..questions import ends_verdict, unconfirmed
-
-    flipped = verdict((before or {}).get("summary")) != verdict((after or {}).get("summary"))
-    settled = [q for q in cmds if q.what == SETTLE_WHAT and ran_and_answered(q, answered)]
-    if settled:
-        entry = answered[settled[0].command]
-        if unconfirmed(entry, flipped):
-            return UNCONFIRMED
-        found, expected = ends_verdict(entry), {"worse": "regressed", "better": "improved"}.get(moved)
-        return CONTESTED if found is None or expected is None else SETTLED if found == expected else REVERSED
-    alike = [unconfirmed(answered.get(q.command), flipped) for q in cmds]
-    if not any(alike):
-        return ""
-    differ = any(not same and q.verb in ("triage", "attribute") and q.good and ran_and_answered(q, answered)
-                 for q, same in zip(cmds, alike))
-    return CONTESTED if differ else UNCONFIRMED
 
 
 def ran_and_answered_entry(entry: Optional[dict]) -> bool:
