@@ -35,7 +35,7 @@ import numpy as np
 from . import floors, rule
 from .console import markdown_table
 from .profiles import PROFILES
-from .rule import PROTOCOL_VERSION
+from .protocol import PROTOCOL_VERSION
 from .units import KIB, floor_kib
 
 DETECT = 0.95  # share of runs that must say `grows` for a rate to count as detected

@@ -40,9 +40,9 @@ class Column:
     @property
     def backend(self) -> str:
         """'jax' or 'torch' for another Keras 3 backend's column, else ''."""
-        from .record import OTHER_BACKENDS
+        from ._compat import FRAMEWORKS  # the other backends' packages, by backend (record.OTHER_BACKENDS)
 
-        return self.label if self.label in OTHER_BACKENDS else ""
+        return self.label if self.label in FRAMEWORKS else ""
 
     @property
     def cli_release(self) -> str:

@@ -19,6 +19,7 @@ import re
 from typing import Any, Dict, Mapping, Optional
 
 from .errors import UsageError
+from .units import check_number
 
 ENV_VAR = "KERASBENCH_MACHINE"
 ASV_MACHINE_FILE = "~/.asv-machine.json"
@@ -115,3 +116,22 @@ def label(environment: Optional[Mapping[str, Any]]) -> str:
     """The machine a record ran on, for a note: its asv machine name, else its host name, else 'unknown'."""
     env = environment or {}
     return env.get("machine_name") or env.get("hostname") or "unknown"
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity mask, which a container or taskset narrows)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_jobs() -> int:
+    """Pairs measured at once by default: $KERASBENCH_JOBS, else the usable cores (memory gates each start)."""
+    value = os.environ.get("KERASBENCH_JOBS")
+    if value:
+        jobs = check_number(value, "$KERASBENCH_JOBS (pairs at once)", 1)
+        if jobs != int(jobs):
+            raise UsageError(f"Invalid value for $KERASBENCH_JOBS. Received: {value!r}. Expected a positive integer.")
+        return int(jobs)
+    return usable_cores()

@@ -179,7 +179,7 @@ def _number(value) -> Optional[float]:
 def _reading(record) -> Tuple[str, Optional[float], Optional[float]]:
     """(verdict, RSS slope, heap slope) of a record, slopes in bytes/iteration (None: not read); the verdict is the
     pair's one (RSS and heap together), or the record's status ('failed', 'skipped') where it did not finish."""
-    from .rule import pair_verdict
+    from .rule.series import pair_verdict
 
     if record.get("status") != "ok":
         return str(record.get("status") or "failed"), None, None
@@ -191,7 +191,7 @@ def _reading(record) -> Tuple[str, Optional[float], Optional[float]]:
 def _at_default(record) -> Optional[float]:
     """The RSS floor (bytes/iteration) when the record was judged at the no-calibration default, else None: a
     reader must see that a `flat` there means no more than 'under 64 KiB/iteration'."""
-    from .rule import stamp_kind
+    from .rule.floors import stamp_kind
 
     summary = record.get("summary") or {}
     stamp = (summary.get("floors_from") or {}).get("rss")

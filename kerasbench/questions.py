@@ -121,7 +121,7 @@ def result(text: str, **found: Any) -> Dict[str, Any]:
     """A command's answer as --json keeps it (under "answer"): its words and what it found (`alike`: the two ends
     measured again do not differ; `ends`: compare's verdict of the bad end against the good one; `first_bad`,
     `last_good`; `backends_alike`: every backend reads alike)."""
-    from .rule import PROTOCOL_VERSION
+    from .protocol import PROTOCOL_VERSION
 
     return {"schema": RESULT_SCHEMA, "version": RESULT_VERSION, "protocol": PROTOCOL_VERSION, "text": text,
             **found}

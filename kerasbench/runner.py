@@ -18,31 +18,13 @@ import time
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from . import _compat, allocators, machine as machines, procs, record, rule, summary
-from .errors import UsageError, exited_without_error, repro_failed, worker_message, worker_said
+from .errors import exited_without_error, repro_failed, worker_message, worker_said
 from .files import worker_path
 from .loops import get_loop
 from .spec import DEVICES, RunSpec, count_fields, shared_memory_cap  # noqa: F401  (the spec's names, here too)
 from .strategies import Strategy, get_strategy
-from .units import GIB, KIB, check_number
-
-def usable_cores() -> int:
-    """The CPUs this process may run on (its affinity mask, which a container or taskset narrows)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def default_jobs() -> int:
-    """Pairs measured at once by default: $KERASBENCH_JOBS, else the usable cores (memory gates each start)."""
-    value = os.environ.get("KERASBENCH_JOBS")
-    if value:
-        jobs = check_number(value, "$KERASBENCH_JOBS (pairs at once)", 1)
-        if jobs != int(jobs):
-            raise UsageError(f"Invalid value for $KERASBENCH_JOBS. Received: {value!r}. Expected a positive integer.")
-        return int(jobs)
-    return usable_cores()
-
+from .units import GIB, KIB
+from .machine import default_jobs as default_jobs, usable_cores as usable_cores  # noqa: F401 (here too)
 
 # What a pair is expected to hold at its peak before one of its loop shape has run (then: the largest seen).
 # Measured: TF pairs of the default sizes peak at 0.5-0.9 GiB of RSS (2.12-2.21), the control at ~40 MiB.

@@ -206,7 +206,7 @@ GATE_EXIT = 3
 def gated(records: Sequence[Record], gates: Sequence[str]) -> List[str]:
     """One line per record whose pair verdict or what grew is one of `gates`: what a CI job prints before it fails."""
     from .console import loop_label, strategy_label, verdict_text
-    from .rule import pair_verdict
+    from .rule.series import pair_verdict
     from .units import kib_text
 
     return [f"{loop_label(r)} × {strategy_label(r)}: {verdict_text(s)}, RSS {kib_text(s.get('growth_per_iter'))}, "

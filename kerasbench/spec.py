@@ -108,6 +108,21 @@ class RunSpec:
         """The fewest iterations this spec measures (all of them for a fixed count)."""
         return min(self.min_iterations, self.iterations) if self.budgeted else self.iterations
 
+    @property
+    def period(self) -> int:
+        """Iterations before this spec's inputs repeat: its strategy's period (1 for a strategy this kerasbench
+        lacks: a record's, judged again). What the rule reads (kerasbench.rule.run)."""
+        try:
+            return get_strategy(self.strategy).period
+        except UsageError:
+            return 1
+
+    @property
+    def settles(self) -> bool:
+        """Whether the measured process runs TensorFlow, in process (its heap settles as TF's: rule.settling); a
+        process_isolation parent never imports TF. False for a loop or strategy this kerasbench lacks."""
+        return settles(self.loop, self.strategy)
+
     def counts_text(self) -> str:
         """The counts for people: '8 iterations', or '20 s of loop (8-5000 iterations, until decided)'."""
         if not self.budgeted:
@@ -181,3 +196,20 @@ def count_fields(count: Any) -> dict:
     if isinstance(count, RunSpec):
         return {name: getattr(count, name) for name in COUNT_FIELDS}
     return dict(zip(COUNT_FIELDS, (count, 0, 0.0, 0.0, False, 0)))
+
+
+def settles(loop: str, strategy: str) -> bool:
+    """RunSpec.settles of a (loop, strategy) pair by name (a record's: the settling calibration's candidates)."""
+    try:
+        return get_loop(loop).needs_tf and not get_strategy(strategy).isolate
+    except UsageError:  # a record of a loop or strategy this kerasbench no longer has
+        return False
+
+
+def settling_candidate(record: dict) -> bool:
+    """Whether a record's heap may be a negative of TF's settling calibration (rule.settling.derive): a TF pair in
+    process whose inputs repeat every iteration (its strategy's period 1)."""
+    loop, strategy = record.get("loop"), record.get("strategy")
+    if not settles(loop, strategy):
+        return False
+    return get_strategy(strategy).period == 1

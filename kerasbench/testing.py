@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from .api import BODY_STRATEGY, DEFAULT_WARMUP, measure
-from .rule import version_of, version_text
-from .rule import pair_verdict
+from .protocol import version_of, version_text
+from .rule.series import pair_verdict
 
 PASSES = ("flat",)  # the verdicts that pass: inconclusive means "not shown flat", so it fails (more time)
 

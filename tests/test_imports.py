@@ -91,6 +91,38 @@ def find_cycle(graph: dict) -> Optional[list]:
     return None
 
 
+def longest_chain(graph: dict) -> list:
+    """The longest chain of imports in an acyclic `graph` ([a, b, ..., leaf]: a imports b ...): its length is the
+    graph's floors, how many modules a change at the bottom can rebuild above it."""
+    height: dict = {}
+
+    def up(node: str) -> int:
+        if node not in height:
+            height[node] = 1 + max((up(nxt) for nxt in graph.get(node, ())), default=0)
+        return height[node]
+
+    chain = [max(sorted(graph), key=up)] if graph else []
+    while chain and graph.get(chain[-1]):
+        chain.append(max(sorted(graph[chain[-1]]), key=up))
+    return chain
+
+
+# The package's floors, imports in functions and type-only ones counted: a module imports what it stands on, and the
+# layers stay few (docs/layout.md's "layers"). Raise it only with a reason in the commit.
+FLOORS = 22
+
+
+def test_a_longest_chain_is_found_through_every_branch():
+    graph = {"a": {"b", "c"}, "b": {"d"}, "c": {"e"}, "e": {"f"}, "d": set(), "f": set(), "g": {"a"}}
+    assert longest_chain(graph) == ["g", "a", "c", "e", "f"]
+    assert longest_chain({}) == [] and longest_chain({"x": set()}) == ["x"]
+
+
+def test_the_import_graph_is_at_most_floors_high():
+    chain = longest_chain(import_graph(ROOT / "kerasbench"))
+    assert len(chain) <= FLOORS, f"{len(chain)} floors (at most {FLOORS}): " + " -> ".join(chain)
+
+
 def test_kerasbench_has_no_import_cycle():
     graph = import_graph(ROOT / "kerasbench")
     # the graph counts imports inside functions too: run's command imports the session only when it runs

@@ -10,7 +10,7 @@ import pytest
 from kerasbench import rule, stats
 from kerasbench.profiles import PROFILES
 from kerasbench.rule import PROTOCOL_VERSION
-from kerasbench.spec import RunSpec
+from kerasbench.spec import RunSpec, settling_candidate
 from kerasbench.strategies import get_strategy
 
 KIB, MIB = 1024, 1024**2
@@ -32,7 +32,7 @@ def settling_heap(n, start_rate, scale, seed):
 
 
 def derived(records):
-    return rule.settling.derive(records, lambda r: CONTROL)
+    return rule.settling.derive(records, lambda r: CONTROL, settling_candidate)
 
 
 def test_the_floor_covers_every_negative_at_every_count_and_never_rises_with_the_count():
@@ -133,7 +133,7 @@ def test_the_shipped_settling_floor_is_what_the_shipped_references_give(monkeypa
         shipped = json.load(f)
     again = rule.settling.derive([r for r, _, _ in load_records(refs)],
                                  lambda r: (lambda n: rule.floor_for("glibc", n, series="heap", beyond=False)),
-                                 sources=[os.path.basename(p) for p in refs])
+                                 settling_candidate, sources=[os.path.basename(p) for p in refs])
     assert again["floors"] == shipped["floors"] and again["negatives"] == shipped["negatives"]
     assert shipped["protocol"] == again["protocol"] == 8  # measured by protocol 8, as it judges
 

@@ -32,6 +32,26 @@ HELP = ("which package(s) carry a change: the bad environment's packages moved i
         "what they need), or put back one at a time, each measured")
 
 
+def max_envs(p: argparse.ArgumentParser, text: str) -> None:
+    """--max-envs of attribute and `triage --attribute`."""
+    p.add_argument("--max-envs", type=options.integer("max-envs", 0), default=MAX_ENVS, metavar="N",
+                   help=f"{text} (default {MAX_ENVS})")
+
+
+def pair_template(args: argparse.Namespace, loop: str):
+    """The validated RunSpec of triage's and attribute's pair: the profile's budgeted sequential protocol (`--profile`,
+    default $KERASBENCH_PROFILE or 'default': each side measured until its verdicts are decided or its budget spent,
+    as `run` measures), or exactly `--iterations N`; `--warmup`, `--repeats` over the profile's. Also the machine name
+    its records will say (a bad $KERASBENCH_MACHINE: one line before any environment is made)."""
+    from ..machine import name as machine_name
+    from ..profiles import get_profile
+    from ..session import base_spec
+
+    machine_name()
+    return base_spec(get_profile(args.profile), [(loop, args.strategy)], args.iterations, args.warmup, args.repeats,
+                     repro=args.repro or "", allocator=args.allocator, device=args.device, backend=args.backend)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--good", metavar="ENV_OR_RELEASE", help="a TF release (its asv environment's "
                    "pins), a TF nightly (nightly:DATE or its version: as triage names a bracket's end) or an asv "
@@ -49,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=options.integer("jobs", 1), default=2,
                    help="environments measured at once (default 2; seconds_per_iter "
                    "one at a time)")
-    options.max_envs(p, "stop before making anything when the plan (ends, single moves, groups, leave-one-out) "
+    max_envs(p, "stop before making anything when the plan (ends, single moves, groups, leave-one-out) "
                      "could need more than N environments")
     options.allocator(p)
     options.json_output(p, "every environment's record and the attribution")
@@ -77,7 +97,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     loop = options.loop_of(args)
     if loop is None:
         raise UsageError("What to measure? Give --loop NAME and --strategy NAME, or --repro FILE.")
-    spec = options.template(args, loop)
+    spec = pair_template(args, loop)
     options.check_outputs({"--json": args.json}, {"--repro": args.repro, "--config": args.config})
     if args.max_envs < 3:
         raise UsageError(f"Invalid value for argument `max_envs`. Received: max_envs={args.max_envs!r}. Expected 3 "
@@ -325,7 +345,7 @@ def across_backends(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("What to measure? Give --loop NAME and --strategy NAME, or --repro FILE.")
     if args.backend:
         raise UsageError("--backends names the backends measured: leave out --backend.")
-    template = options.template(args, loop)
+    template = pair_template(args, loop)
     options.check_outputs({"--json": args.json}, {"--repro": args.repro})
     specs = [dataclasses.replace(template, backend=b).validate() for b in named]
     if args.tf is not None:  # each in the release's environment with its framework, as the atlas' columns

@@ -74,6 +74,7 @@ def _settling(paths: list, out: TextIO) -> int:
     from .. import floors, rule
     from ..files import make_folder, write_json
     from ..loading import load_records
+    from ..spec import settling_candidate
     from ..units import KIB
 
     path = os.path.join(floors.directory(), rule.settling.NAME)
@@ -84,7 +85,7 @@ def _settling(paths: list, out: TextIO) -> int:
                               lambda r: (lambda n: rule.floor_for((r.get("spec") or {}).get("allocator") or "glibc",
                                                                     n, default=rule.DEFAULT_FLOOR,
                                                                     series=rule.settling.SERIES, beyond=False)),
-                              sources=[os.path.basename(p) for p in paths])
+                              settling_candidate, sources=[os.path.basename(p) for p in paths])
     if not derived["floors"]:
         out.write(f"no count has {rule.settling.MIN_NEGATIVES} negative series in {', '.join(paths)}: nothing stored\n")
         return 1

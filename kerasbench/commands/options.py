@@ -288,7 +288,7 @@ def limits(p: argparse.ArgumentParser, what: str = "pair") -> None:
 
 def spec_options(args: argparse.Namespace) -> dict:
     """The RunSpec fields of `limits` and --repro: bytes of KiB and sizes, the default jobs."""
-    from ..runner import default_jobs
+    from ..machine import default_jobs
 
     return dict(leak_bytes=0 if args.leak_kib is None else round(args.leak_kib * KIB),
                 memory_cap=parse_bytes(args.memory_cap) if args.memory_cap else 0,
@@ -339,27 +339,6 @@ def bisect_environments(p: argparse.ArgumentParser, python_help: str) -> None:
     """--python and --config of triage and attribute: the environments the sides are made in."""
     p.add_argument("--python", metavar="X.Y", help=python_help)
     p.add_argument("--config", help="asv config with the TF matrix (default: asv.matrix.json, found as for run --tf)")
-
-
-def max_envs(p: argparse.ArgumentParser, text: str) -> None:
-    from ..attribute import MAX_ENVS
-
-    p.add_argument("--max-envs", type=integer("max-envs", 0), default=MAX_ENVS, metavar="N",
-                   help=f"{text} (default {MAX_ENVS})")
-
-
-def template(args: argparse.Namespace, loop: str):
-    """The validated RunSpec of triage's and attribute's pair: the profile's budgeted sequential protocol (`--profile`,
-    default $KERASBENCH_PROFILE or 'default': each side measured until its verdicts are decided or its budget spent,
-    as `run` measures), or exactly `--iterations N`; `--warmup`, `--repeats` over the profile's. Also the machine name
-    its records will say (a bad $KERASBENCH_MACHINE: one line before any environment is made)."""
-    from ..machine import name as machine_name
-    from ..profiles import get_profile
-    from ..session import base_spec
-
-    machine_name()
-    return base_spec(get_profile(args.profile), [(loop, args.strategy)], args.iterations, args.warmup, args.repeats,
-                     repro=args.repro or "", allocator=args.allocator, device=args.device, backend=args.backend)
 
 
 def reproduce(args: argparse.Namespace, loop: str) -> List[str]:

@@ -19,6 +19,7 @@ from ..errors import UsageError, repro_failed
 from ..triage import (SKIPPED, Outcome, bisect, classify, ends_differ, ends_judged, max_steps_default, render,
                       steps_needed)
 from . import options
+from .attribute import bracket, max_envs, pair_template
 
 if TYPE_CHECKING:  # types only: the runner loads the loop shapes (numpy) when a command measures
     from ..record import Record
@@ -53,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "each Keras")
     p.add_argument("--attribute", action="store_true", help="then measure which package of the bracket's "
                    "environments carries the change (as `kerasbench attribute`)")
-    options.max_envs(p, "with --attribute: as attribute's")
+    max_envs(p, "with --attribute: as attribute's")
     p.add_argument("--max-steps", type=options.integer("max-steps", 2), metavar="N",
                    help="versions measured at most, the ends included (default: a one-step bisection's, and as many "
                         "again for the two halves a release like neither end splits the range into)")
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     loop = options.loop_of(args)
     metric, args.config = triage.check_request(args.metric, args.config, args.good, args.bad, loop, args.package,
                                                args.tf, args.jobs)
-    template = options.template(args, loop)
+    template = pair_template(args, loop)
     options.check_outputs({"--json": args.json}, {"--repro": args.repro, "--config": args.config})
     reproduce = options.reproduce(args, loop)
     text, outcome, records = bisect_releases(args.config, args.good, args.bad, template, metric,
@@ -76,8 +77,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     out.write(text)
     extra = {}
     if args.attribute:  # the bracket's two environments: which package carries it (records join the triage's)
-        from .attribute import bracket
-
         extra = bracket(args.config, outcome, records, template, metric, reproduce, out, sys.stderr,
                         args.python, args.jobs, args.max_envs)
     if args.json:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from ..stats import ALPHA
 
-if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
-    from ..spec import RunSpec
+if TYPE_CHECKING:  # the type only
+    from .run import RunLike
 
 # The sequential protocol (docs/protocol.md): a budgeted run looks at its series at these counts and stops once
 # both verdicts are decided. Each look is a test, so each is made at ALPHA / (planned looks): a union bound keeps
@@ -72,12 +72,13 @@ def floor_between(points: Sequence[Tuple[int, float]], n: int,
     return f0 * (f1 / f0) ** share, c0, c1
 
 
-def alpha(spec: RunSpec, result: Optional[dict] = None) -> float:
+def alpha(spec: RunLike, result: Optional[dict] = None) -> float:
     """The level each of the spec's planned looks is tested at (one look, ALPHA, for a fixed count): the plan a
     result recorded (LookPlan) where it has one, else the plan a spec makes without knowing its speed (its first
     count to its most iterations: what records before protocol 5, and a run stopped before its first look, used).
 
-    `spec` is a runner.RunSpec, or anything with its count fields (a spec without min_iterations: a fixed count).
+    `spec` is a kerasbench.spec.RunSpec (RunLike), or anything with its count fields (a spec without
+    min_iterations: a fixed count).
     """
     if result and result.get("planned_looks"):
         return alpha_for(result["planned_looks"])

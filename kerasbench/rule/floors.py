@@ -1,34 +1,27 @@
-"""What a series is judged against: its margin (what counts as growth: a given one, else the series' default,
-whatever the count) and its resolution at the count judged (the "floor": the allocator's calibration between its
-calibrated counts, TF's own heap settling for a TF process (kerasbench.rule.settling), else the default); and where
-each came from, as text and as data (a record's floors_from). The calibrations are stored and read by
-kerasbench.floors; this module decides which applies.
+"""What a series is judged against at the count judged: its resolution (the "floor": the allocator's calibration
+between its calibrated counts, TF's own heap settling for a TF process (kerasbench.rule.settling), else the
+default), and where it came from, as text and as data (a record's floors_from). Its margin (what counts as growth:
+a given one, else the series' default, whatever the count) is series.margin_for's, named here too. The calibrations
+are stored and read by kerasbench.floors; this module decides which applies.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from .. import floors as stored
 from . import settling
 from .counts import floor_between
 from .series import DEFAULT_FLOOR as DEFAULT_FLOOR, DEFAULT_RESOLUTION, MARGINS  # noqa: F401 (the namespace)
+from .series import (DEFAULT_MARGIN as DEFAULT_MARGIN, GIVEN_FLOOR as GIVEN_FLOOR,  # noqa: F401 (the namespace)
+                     RSS_LEAST_MARGIN as RSS_LEAST_MARGIN, SERIES, FloorAt, margin_for as margin_for)
 
-if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
-    from ..spec import RunSpec
+if TYPE_CHECKING:  # the type only
+    from .run import RunLike
 
-SERIES = ("rss", "heap")
-GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
-DEFAULT_MARGIN = "default margin"  # where a margin came from when none was given
-# A given margin under this is the heap's; RSS is judged against this one (margin_for): twice what glibc's RSS
-# resolves from 30 iterations (32 KiB).
-RSS_LEAST_MARGIN = 64 * 1024
 DEFAULT_SOURCE = "default ("  # how floor_for's text of the default floor begins
-
-
-FloorAt = Callable[[int], Tuple[float, str]]  # the floor (bytes/iteration) of a window of n iterations, and its source
 
 
 def default_resolution(series: str, n: int) -> float:
@@ -94,21 +87,7 @@ def floor_for(allocator: str, iterations: int, default: Optional[float] = None,
                           f"{counts}{ahead})")
 
 
-def margin_for(spec: Any, series: str = "rss") -> Tuple[float, str]:
-    """(margin in bytes/iteration, where it came from) of `series` for `spec`: what counts as growth, the same at
-    every count. The given one (spec.floor: --floor-kib, max_growth, floor_kib), else MARGINS'. RSS is judged against
-    no less than its default (RSS_LEAST_MARGIN): it moves in pages, and glibc's resolves ~32 KiB/iteration from 30
-    iterations on, so a smaller margin is the heap's (what pytest-memray's limit counts: memory not given back)."""
-    given = getattr(spec, "floor", None)
-    if given is not None:
-        source = getattr(spec, "floor_source", "") or GIVEN_FLOOR
-        if series == "rss" and given < RSS_LEAST_MARGIN:
-            return float(RSS_LEAST_MARGIN), f"{source}; RSS at no less than {RSS_LEAST_MARGIN // 1024} KiB"
-        return float(given), source
-    return float(MARGINS.get(series, MARGINS["rss"])), DEFAULT_MARGIN
-
-
-def floor_at(spec: RunSpec, series: str = "rss", versions: Optional[Dict[str, Any]] = None) -> FloorAt:
+def floor_at(spec: RunLike, series: str = "rss", versions: Optional[Dict[str, Any]] = None) -> FloorAt:
     """(resolution, where it came from) of `series` ("rss" or "heap") for a window of n iterations, as a function of n.
 
     The allocator's calibration of that series at n (between two calibrated counts, floor_between), else the
@@ -138,7 +117,7 @@ def floor_at(spec: RunSpec, series: str = "rss", versions: Optional[Dict[str, An
     return at
 
 
-def spec_floors(spec: RunSpec, environment: Optional[Dict[str, Any]] = None) -> Dict[str, FloorAt]:
+def spec_floors(spec: RunLike, environment: Optional[Dict[str, Any]] = None) -> Dict[str, FloorAt]:
     """The floors a spec's series are judged at, by series name (floor_at of each; a calibration is read lazily,
     once per count), for a worker whose environment (a record's) is `environment` when known. The runner resolves
     them; kerasbench.summary is given them."""

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 from .. import stats
 from .counts import alpha, alpha_for, look_points
-from .floors import SERIES, floor_at, margin_for, spec_floors
+from .floors import floor_at, spec_floors
 from .pair import period_of
-from .series import Judgement, judge
+from .series import SERIES, Judgement, judge, margin_for
 
-if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
-    from ..spec import RunSpec
+if TYPE_CHECKING:  # the type only
+    from .run import RunLike
 
 PLAN_SLACK = 1.5  # a run plans its looks up to 1.5× the count its first look's speed projects for the budget
 # A run looks first once it has its first count and its least seconds, or RSS grew this much over its baseline,
@@ -39,7 +39,7 @@ class LookPlan:
     outlasts its projection takes no more looks: it runs on to its budget and is judged at its end.
     """
 
-    def __init__(self, spec: RunSpec):
+    def __init__(self, spec: RunLike):
         self.spec = spec
         self.points: Optional[frozenset] = None
         self.looks: Optional[int] = None  # planned, its end included; None until the first look
@@ -98,7 +98,7 @@ class Decider:
     A verdict stops the run when it is `grows` at two looks running, or `flat` (early_stop).
     """
 
-    def __init__(self, spec: RunSpec):
+    def __init__(self, spec: RunLike):
         self.spec = spec
         # Every reading the looks sent, 8 bytes each (a budget of microsecond iterations sends millions); judged as
         # stats reads any series, through numpy.asarray(values, dtype=float): the numbers of the lists they were.
@@ -161,7 +161,7 @@ class StopRule:
     time spent waiting on a look is not.
     """
 
-    def __init__(self, spec: RunSpec, ask: Optional[Callable[[int, dict, Optional[dict]], bool]]):
+    def __init__(self, spec: RunLike, ask: Optional[Callable[[int, dict, Optional[dict]], bool]]):
         self.spec = spec
         self.ask = ask
         self.first = getattr(spec, "first_count", None) or spec.min_iterations

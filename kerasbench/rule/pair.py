@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 from .. import stats
-from .floors import FloorAt, margin_for
 from .counts import alpha
-from .series import Fit, Judgement, combine, judge
+from .series import Fit, FloorAt, Judgement, combine, judge, margin_for
 
-if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
-    from ..spec import RunSpec
+if TYPE_CHECKING:  # the type only
+    from .run import RunLike
 
 
 def _complete(result: dict, series: str) -> Optional[List[float]]:
@@ -28,15 +27,8 @@ def _teeth(result: dict) -> Optional[Any]:
 
 
 def period_of(spec: Any) -> int:
-    """Iterations before `spec`'s inputs repeat (its strategy's period; 1 for a strategy this kerasbench lacks)."""
-    from ..errors import UsageError
-    from ..strategies import get_strategy
-
-    name = getattr(spec, "strategy", None)
-    try:
-        return get_strategy(name).period if isinstance(name, str) else 1
-    except UsageError:
-        return 1
+    """Iterations before `spec`'s inputs repeat (RunSpec.period: its strategy's; 1 for a spec that does not say)."""
+    return int(getattr(spec, "period", 1) or 1)
 
 
 @dataclass(frozen=True)
@@ -67,7 +59,7 @@ class Judged:
         return max(counts) if counts and None not in counts else None
 
 
-def judge_results(results: Sequence[dict], spec: RunSpec, series: str, at: FloorAt) -> Optional[Judged]:
+def judge_results(results: Sequence[dict], spec: RunLike, series: str, at: FloorAt) -> Optional[Judged]:
     """The judgement of `series` over the repeats' results against its margin (margin_for) at the resolutions `at`
     gives; None when a repeat lacks the series or has a gap in it."""
     values = [_complete(r, series) for r in results]

@@ -18,7 +18,7 @@ kerasbench.stats'; docs/protocol.md says why each rule is so.
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -133,6 +133,29 @@ class Judgement:
 
 
 Floor = Union[float, Callable[[int], Tuple[float, str]]]
+
+FloorAt = Callable[[int], Tuple[float, str]]  # the floor (bytes/iteration) of a window of n iterations, and its source
+
+SERIES = ("rss", "heap")
+GIVEN_FLOOR = "given (--floor-kib or RunSpec.floor)"
+DEFAULT_MARGIN = "default margin"  # where a margin came from when none was given
+# A given margin under this is the heap's; RSS is judged against this one (margin_for): twice what glibc's RSS
+# resolves from 30 iterations (32 KiB).
+RSS_LEAST_MARGIN = 64 * 1024
+
+
+def margin_for(spec: Any, series: str = "rss") -> Tuple[float, str]:
+    """(margin in bytes/iteration, where it came from) of `series` for `spec`: what counts as growth, the same at
+    every count. The given one (spec.floor: --floor-kib, max_growth, floor_kib), else MARGINS'. RSS is judged against
+    no less than its default (RSS_LEAST_MARGIN): it moves in pages, and glibc's resolves ~32 KiB/iteration from 30
+    iterations on, so a smaller margin is the heap's (what pytest-memray's limit counts: memory not given back)."""
+    given = getattr(spec, "floor", None)
+    if given is not None:
+        source = getattr(spec, "floor_source", "") or GIVEN_FLOOR
+        if series == "rss" and given < RSS_LEAST_MARGIN:
+            return float(RSS_LEAST_MARGIN), f"{source}; RSS at no less than {RSS_LEAST_MARGIN // 1024} KiB"
+        return float(given), source
+    return float(MARGINS.get(series, MARGINS["rss"])), DEFAULT_MARGIN
 
 
 def _floor_at(floor: Floor, n: int) -> Tuple[float, str]:

@@ -29,8 +29,8 @@ from .counts import alpha_for, floor_between, look_points, planned_looks
 from .series import Floor, judge
 from ..protocol import PROTOCOL_VERSION, version_of
 
-if TYPE_CHECKING:  # the type only (the spec module loads the loop shapes: numpy)
-    from ..spec import RunSpec
+if TYPE_CHECKING:  # the type only
+    from .run import RunLike
 
 NAME = "tf-settling.json"
 SCHEMA = 1
@@ -41,45 +41,28 @@ MIN_NEGATIVES = 5  # a count judged on fewer negatives gets no floor of its own 
 PLAN = (8, 20000)
 
 
-def applies(spec: RunSpec) -> bool:
+def applies(spec: RunLike) -> bool:
     """Whether the measured process of `spec` runs TensorFlow (its heap settles as TF's does): a TF loop shape, in
-    process (process_isolation's parent never imports TF)."""
-    return applies_to(spec.loop, spec.strategy)
+    process (process_isolation's parent never imports TF). RunSpec.settles."""
+    return bool(getattr(spec, "settles", False))
 
 
-def applies_to(loop: str, strategy: str) -> bool:
-    """applies, of a (loop, strategy) pair by name."""
-    from ..loops import get_loop
-    from ..strategies import get_strategy
-
-    try:
-        return get_loop(loop).needs_tf and not get_strategy(strategy).isolate
-    except UsageError:  # a record of a loop or strategy this kerasbench no longer has
+def negative(record: dict, values: List[float], control_at: Floor, candidate: Callable[[dict], bool]) -> bool:
+    """Whether one repeat's `values` is a negative: a `candidate` record (spec.settling_candidate: a TF pair in
+    process, with inputs that repeat every iteration) on CPU, whose whole long run is `flat` at the control's
+    floors."""
+    if not candidate(record) or len(values) < MIN_LENGTH:
         return False
-
-
-def negative(record: dict, values: List[float], control_at: Floor) -> bool:
-    """Whether one repeat's `values` is a negative: a TF pair in process, with inputs that repeat every iteration,
-    whose whole long run is `flat` at the control's floors."""
-    from ..strategies import get_strategy
-
-    spec = record.get("spec") or {}
-    try:
-        periodic = get_strategy(record.get("strategy")).period > 1
-    except UsageError:
-        return False
-    if periodic or not applies_to(record.get("loop"), record.get("strategy")) \
-            or len(values) < MIN_LENGTH:
-        return False
-    if spec.get("device", "cpu") != "cpu":
+    if (record.get("spec") or {}).get("device", "cpu") != "cpu":
         return False
     return judge(values, control_at, alpha=stats.ALPHA, resolve=True).verdict == "flat"
 
 
-def derive(records: Iterable[dict], control_for: Callable[[dict], Floor],
+def derive(records: Iterable[dict], control_for: Callable[[dict], Floor], candidate: Callable[[dict], bool],
            sources: Iterable[str] = ()) -> Dict[str, Any]:
-    """The settling calibration of the reference `records` (ok ones; every repeat's heap series a candidate), each
-    judged against its control floors `control_for(record)` (the allocator's heap floor by count)."""
+    """The settling calibration of the reference `records` (ok ones; every repeat's heap series of a `candidate`
+    record may be a negative: spec.settling_candidate), each judged against its control floors `control_for(record)`
+    (the allocator's heap floor by count)."""
     level = alpha_for(planned_looks(PLAN[0], PLAN[1], True))
     counts = look_points(*PLAN)
     tops: Dict[int, List[Tuple[float, str]]] = {n: [] for n in counts}
@@ -90,7 +73,7 @@ def derive(records: Iterable[dict], control_for: Callable[[dict], Floor],
         for repeat in record.get("repeats") or ():
             values = ((repeat.get("result") or {}).get("series") or {}).get(SERIES)
             control_at = control_for(record)
-            if not values or any(v is None for v in values) or not negative(record, values, control_at):
+            if not values or any(v is None for v in values) or not negative(record, values, control_at, candidate):
                 continue
             environment = record.get("environment") or {}
             made_on.add((environment.get("tensorflow"), environment.get("keras")))
