@@ -11,9 +11,13 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence
 
-from . import allocators, machine as machines, rule
+from . import allocators, machine as machines
 from .metrics import METRICS
-from .rule import FloorAt
+from .protocol import PROTOCOL_VERSION, version_of
+from .rule.counts import alpha
+from .rule.floors import fixed_floors, floor_stamp, spec_floors
+from .rule.pair import judge_results, period_of
+from .rule.series import FloorAt, growth_kind, judge, margin_for
 from .record import SCHEMA_VERSION, AllocatorCheck, Environment, Record, Repeat, Summary
 
 if TYPE_CHECKING:  # the type only: the runner gives it (the spec module loads the loop shapes)
@@ -30,30 +34,30 @@ def summarize(repeats: Sequence[Repeat], spec: RunSpec, floors: Mapping[str, Flo
 
     results = [r["result"] for r in repeats if r.get("result")]
     summary = dict.fromkeys(METRICS)
-    level = min((rule.alpha(spec, r) for r in results), default=rule.alpha(spec))  # each repeat's plan's
-    summary.update(protocol=rule.PROTOCOL_VERSION, verdict=None, p_trend=None, repeats=len(results), alpha=level)
-    margin, margin_source = rule.margin_for(spec, "rss")
+    level = min((alpha(spec, r) for r in results), default=alpha(spec))  # each repeat's plan's
+    summary.update(protocol=PROTOCOL_VERSION, verdict=None, p_trend=None, repeats=len(results), alpha=level)
+    margin, margin_source = margin_for(spec, "rss")
     summary.update(margin=margin, margin_source=margin_source)
     if not results:
         floor, floor_source = floors["rss"](spec.iterations)
-        summary.update(floor=floor, floor_source=floor_source, heap_margin=rule.margin_for(spec, "heap")[0])
+        summary.update(floor=floor, floor_source=floor_source, heap_margin=margin_for(spec, "heap")[0])
         partial = [r["partial_rss"] for r in repeats if r.get("partial_rss")]
         if partial:  # a stopped worker: its growth until the stop is still worth showing
-            judged = rule.judge(partial[0], margin, floors["rss"], summary["alpha"], period=rule.period_of(spec))
+            judged = judge(partial[0], margin, floors["rss"], summary["alpha"], period=period_of(spec))
             summary.update({m.name: getattr(judged.fit, m.rss_fit) for m in METRICS.values() if m.rss_fit})
             summary.update(p_trend=judged.fit.p_trend, verdict=judged.verdict, floor=judged.floor,
                            floor_source=judged.floor_source)
         return summary
-    rss = rule.judge_results(results, spec, "rss", floors["rss"])
-    heap = rule.judge_results(results, spec, "heap", floors["heap"])  # far quieter than RSS: its own floor
+    rss = judge_results(results, spec, "rss", floors["rss"])
+    heap = judge_results(results, spec, "heap", floors["heap"])  # far quieter than RSS: its own floor
     fit = rss.fit if rss else stats.NAN_FIT
     floor, floor_source = rss.floor if rss else floors["rss"](spec.iterations)
     summary.update(floor=floor, floor_source=floor_source, needed=rss.needed if rss else None)
-    stamps = {"rss": rule.floor_stamp(floors["rss"], rss.count if rss else spec.iterations)}
+    stamps = {"rss": floor_stamp(floors["rss"], rss.count if rss else spec.iterations)}
     if heap:
         summary.update(zip(("heap_floor", "heap_floor_source"), heap.floor))
         summary.update(heap_margin=heap.margin, heap_needed=heap.needed)
-        stamps["heap"] = rule.floor_stamp(floors["heap"], heap.count)
+        stamps["heap"] = floor_stamp(floors["heap"], heap.count)
     summary["floors_from"] = stamps
     summary.update({m.name: m.value(results, spec.iterations, fit, heap and heap.fit) for m in METRICS.values()})
     verdict = rss.verdict if rss else "inconclusive"
@@ -61,7 +65,7 @@ def summarize(repeats: Sequence[Repeat], spec: RunSpec, floors: Mapping[str, Flo
     summary.update(
         p_trend=fit.p_trend, verdict=verdict, heap_verdict=heap.verdict if heap else None,
         rss_shape=rss.shape if rss else "inconclusive", heap_shape=heap.shape if heap else None,
-        growth_kind=rule.growth_kind(verdict, heap.verdict if heap else None, rss.shape if rss else "",
+        growth_kind=growth_kind(verdict, heap.verdict if heap else None, rss.shape if rss else "",
                                      heap.shape if heap else "", fit.slope, summary.get("py_blocks_per_iter")),
         why="; ".join(why),
         measured=[r.get("iterations_done") for r in results],
@@ -123,9 +127,9 @@ def rejudged(record: Record, floors: Optional[Mapping[str, float]] = None,
         spec["floor"], spec["floor_source"] = None, ""  # resolved when measured: again, at each repeat's count
     spec.setdefault("allocator", "glibc")
     spec = RunSpec.of_record(spec)
-    at = {**rule.spec_floors(spec, record.get("environment")),
-          **rule.fixed_floors(dict(floors or {}), "the scored record's")}
-    before = rule.version_of(record.get("summary"))
+    at = {**spec_floors(spec, record.get("environment")),
+          **fixed_floors(dict(floors or {}), "the scored record's")}
+    before = version_of(record.get("summary"))
     summary = summarize(record["repeats"], spec, at)
     summary["rejudged_from"] = before if before is not None else "7 or older"
     return {**record, "summary": summary}
