@@ -24,7 +24,7 @@ import tempfile
 from typing import IO, Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import UsageError
-from .units import GIB, KIB, MIB
+from .sizes import GIB, KIB, MIB
 
 # What a file of each kind may weigh. Configs, calibrations, notes and machine files are a few KiB (the asv matrix
 # 7 KiB, a calibration 20 KiB): 1 MiB is far beyond a real one and bounds a wrong file's cost. A repro file is Python

@@ -6,8 +6,8 @@ import re
 from typing import Any, Optional
 
 from .errors import UsageError
+from .sizes import GIB as GIB, KIB as KIB, MIB as MIB, TIB as TIB  # the units' own names too
 
-KIB, MIB, GIB, TIB = 1024, 1024**2, 1024**3, 1024**4
 # The one unit grammar of a size (case aside): B; KiB, MiB, GiB, TiB, powers of 1024 (IEC); kB, MB, GB, TB, powers of
 # 1000 (SI), as the IEC and SI define them. A bare K, M, G or T is refused, not guessed: '16k' read as 16 KiB before,
 # '16KB' too (16,384 bytes where SI's is 16,000). No unit: bytes (a growth per iteration: KiB, said where it applies).
