@@ -7,7 +7,10 @@ a record read back against it; the definitions alone import nothing of kerasbenc
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional, TypedDict
+import dataclasses
+from typing import Any, Dict, List, Literal, Optional, TypedDict, get_type_hints
+
+from .specfields import FIRST_FIELDS, SpecFields
 
 Status = Literal["ok", "skipped", "failed", "stopped"]
 Verdict = Literal["grows", "flat", "inconclusive"]
@@ -16,41 +19,17 @@ Shape = Literal["grows", "flat", "step", "settling", "inconclusive"]
 StopReason = Literal["count", "decided", "budget", "iterations", "growth"]
 
 
-class _SpecFields(TypedDict):
-    loop: str
-    strategy: str
-    iterations: int
-    warmup: int
-    repeats: int
-    batch_size: int
-    leak_bytes: int
-    probes: bool
-    memory_cap: int
-    time_limit: float
-    floor: Optional[float]
+# The spec: RunSpec's fields (kerasbench.specfields, declared once for both) with their types; the ones every record
+# has had required, the later ones not (records made before them lack them).
+_SPEC_TYPES = get_type_hints(SpecFields)
+_SPEC_NAMES = [f.name for f in dataclasses.fields(SpecFields)]
+_SpecFields = TypedDict("_SpecFields", {name: _SPEC_TYPES[name] for name in _SPEC_NAMES if name in FIRST_FIELDS})
+_SpecLater = TypedDict("_SpecLater", {name: _SPEC_TYPES[name] for name in _SPEC_NAMES if name not in FIRST_FIELDS},
+                       total=False)
 
 
-class RecordSpec(_SpecFields, total=False):
+class RecordSpec(_SpecFields, _SpecLater, total=False):
     """Everything that decided the measurement: the fields of kerasbench.runner.RunSpec, floor resolved."""
-
-    floor_source: str
-    profile: str
-    device: str
-    backend: str  # Keras 3's backend asked for (--backend; records before it, and "": the caller's, which the
-    #               environment's keras_backend says)
-    allocator: str
-    repro: str
-    body: str  # measure(body=): the function, module:qualname (records before it, and of other loops, lack it: "")
-    body_sha256: str  # the first 12 hex digits of the sha256 of its source (of its bytecode where it has none)
-    python: str
-    jobs: int  # pairs measured at once (records before `--jobs` lack it: one at a time)
-    trace: int  # top N of `run --trace` (0 or missing: not traced; a traced record's memory figures move)
-    trace_native: bool  # `run --trace-native`: memray's native sites too
-    min_iterations: int  # a budgeted run (records before it lack these: a fixed count of `iterations`)
-    budget: float
-    min_seconds: float
-    sequential: bool
-    max_growth: int
 
 
 class _SeriesFields(TypedDict):
