@@ -160,7 +160,7 @@ def answer_all(asked: Sequence[Question], path: str, out: TextIO, config: Option
     call; `minutes`: start no command once this many minutes have passed (one started before runs to its end)."""
     import tempfile
 
-    from .environment import NO_ROOM
+    from .install import NO_ROOM
     from .files import private_temp_dir, write_json
 
     config = check_config(config)

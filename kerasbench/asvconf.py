@@ -353,7 +353,7 @@ LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"  # "1": tf.keras is the tf-keras packag
 
 
 # The package names in the installer's (uv's) reason for refusing a set of pins: the dependency, and the pin that
-# requires it (environment.forced_pins forces them; attribute's groups move them together).
+# requires it (install.forced_pins forces them; attribute's groups move them together).
 REASON_PATTERNS = (re.compile(r"depends on ([A-Za-z0-9][A-Za-z0-9._-]*)"),
                    re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ depends on"))
 

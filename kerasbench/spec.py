@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional
 from . import _compat, allocators, floors
 from .errors import UsageError, unknown
 from .loops import get_loop
+from .specfields import SpecFields
 from .strategies import get_strategy
 from .units import KIB, MAX_LEAK_BYTES, MIN_MEMORY_CAP, MIN_TIME_LIMIT, check_growth, check_number, parse_bytes
 
@@ -56,40 +57,9 @@ def shared_memory_cap(jobs: int = 1) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class RunSpec:
-    """Everything that decides a measurement; recorded with its result."""
-
-    loop: str
-    strategy: str
-    iterations: int = 30  # measured iterations: exactly these, or the most of a budgeted run (min_iterations set)
-    warmup: int = 3
-    repeats: int = 1
-    batch_size: int = 32
-    leak_bytes: int = 0  # control_leak_* only; 0 = $KERASBENCH_LEAK_KIB KiB, else 256 KiB
-    probes: bool = True
-    memory_cap: int = 0  # bytes for the worker's process tree; 0 = shared_memory_cap(jobs)
-    time_limit: float = 1800.0  # seconds per worker process
-    floor: Optional[float] = None  # bytes/iteration: the smallest growth called a leak; None = calibrated or default
-    floor_source: str = ""  # where a given floor came from; the record says where the one it was judged with came from
-    profile: str = ""  # the profile the counts came from, when one did
-    device: str = "cpu"  # "cpu" hides GPUs from TF; "gpu" needs one (else the pair is skipped)
-    backend: str = ""  # Keras 3's backend (tensorflow, jax, torch): the runner sets KERAS_BACKEND; "" = the caller's
-    allocator: str = allocators.DEFAULT  # a name from allocators.ALLOCATORS; the runner sets the worker's env
-    repro: str = ""  # loop "repro" only: the user's Python file (kerasbench.repro)
-    body: str = ""  # measure(body=): the function measured, "module:qualname" (compare pairs one body's records only)
-    body_sha256: str = ""  # ... and the first 12 hex digits of its source's sha256 (kerasbench.api.identity)
-    python: str = ""  # the worker's interpreter, e.g. an asv environment's (environment.python_for); "" = this one
-    jobs: int = 1  # pairs measured at once: memory figures are per process, times per iteration under contention
-    trace: int = 0  # top N sites of a trace of where memory grows (kerasbench.trace); 0 = off (traced figures move)
-    trace_native: bool = False  # the trace's native sites too (memray; tens of times slower on TF loops)
-    # A budgeted run (a profile's; docs/protocol.md): at least min_iterations and min_seconds, then until both
-    # verdicts are decided (sequential: the runner answers the worker's looks), `budget` seconds of loop are spent,
-    # `iterations` are done, or RSS grew by max_growth bytes. min_iterations 0: exactly `iterations`, no looks.
-    min_iterations: int = 0
-    budget: float = 0.0  # seconds of measured loop per worker; 0: none
-    min_seconds: float = 0.0  # no look stops the loop before this many seconds of it
-    sequential: bool = False
-    max_growth: int = 0  # bytes of RSS over the baseline that end the loop; 0: none (the memory cap still applies)
+class RunSpec(SpecFields):
+    """Everything that decides a measurement; recorded with its result. Its fields, with their defaults, are
+    SpecFields' (kerasbench.specfields: the record's spec is made from them too)."""
 
     @classmethod
     def of_record(cls, spec: Mapping[str, Any]) -> "RunSpec":

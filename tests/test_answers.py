@@ -185,11 +185,11 @@ def test_a_config_that_is_not_there_is_one_line_before_any_command(tmp_path):
 def test_a_command_refused_for_a_full_disk_is_not_kept_and_the_call_stops(tmp_path, monkeypatch):
     """The disk guard's refusal is the machine's, not the question's: kept as a failure it would never run again
     (and a night of the workflow would mark every command left so, a second each); the call stops there instead."""
-    from kerasbench import environment
+    from kerasbench import install
 
-    monkeypatch.setenv(environment.MIN_FREE_VAR, "1e9")  # the guard's own message, from a disk that is never enough
+    monkeypatch.setenv(install.MIN_FREE_VAR, "1e9")  # the guard's own message, from a disk that is never enough
     with pytest.raises(UsageError) as refused:
-        environment.check_free(str(tmp_path), "tf-nightly")
+        install.check_free(str(tmp_path), "tf-nightly")
     asked = atlas.questions(two_changes())
     path, ran, out = str(tmp_path / answers.FILE), [], io.StringIO()
     answers.answer_all(asked, path, out, run=fake(rc=2, output=f"kerasbench: {refused.value}", ran=ran))

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from kerasbench import attribute, environment, releases
+from kerasbench import attribute, environment, install, releases
 from kerasbench.commands import attribute as command  # the session: the sides' pins, the index, the environments
 from kerasbench.errors import UsageError
 
@@ -281,24 +281,24 @@ def fake_uv(tmp_path, monkeypatch):
     uv.parent.mkdir()
     uv.write_text(FAKE_UV.format(python=sys.executable, log=str(tmp_path / "uv.log")))
     uv.chmod(0o755)
-    monkeypatch.setattr(environment, "installer", lambda env: str(uv))
+    monkeypatch.setattr(install, "installer", lambda env: str(uv))
     return tmp_path / "uv.log"
 
 
 def test_forced_pins_are_the_ones_the_installers_reason_names(fake_uv):
     uv = str(fake_uv.parent / "bin" / "uv")
     tf_moved = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
-    forced, why = environment.forced_pins(tf_moved, "3.11", uv)
+    forced, why = install.forced_pins(tf_moved, "3.11", uv)
     assert forced == ["keras"] and "depends on keras>=2.14.0" in why
-    assert environment.forced_pins(GOOD, "3.11", uv) == ([], "")
+    assert install.forced_pins(GOOD, "3.11", uv) == ([], "")
     # forcing numpy back does not resolve (TF 2.13.1 and scipy 1.17.1 want different numpys): scipy is forced
-    forced, why = environment.forced_pins(attribute.swapped(GOOD, BAD, ["scipy"]), "3.11", uv)
+    forced, why = install.forced_pins(attribute.swapped(GOOD, BAD, ["scipy"]), "3.11", uv)
     assert forced == ["scipy"] and "scipy==1.17.1 depends on numpy>=1.26.4" in why
 
 
 def test_an_unresolvable_environment_is_made_forced_and_imported(config, fake_uv, monkeypatch):
     checked = []
-    monkeypatch.setattr(environment, "import_check", lambda python, reqs, forced=(): checked.append(python) or "")
+    monkeypatch.setattr(install, "import_check", lambda python, reqs, forced=(): checked.append(python) or "")
     pins = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
     said = []
     python, name = environment.python_for(config, pins, said.append)
@@ -307,14 +307,14 @@ def test_an_unresolvable_environment_is_made_forced_and_imported(config, fake_uv
     assert "keras==2.13.1" not in installs[1] and "tensorflow-cpu==2.14.0" in installs[1]  # TF with its own deps
     assert "--no-deps" in installs[2] and installs[2].endswith("keras==2.13.1")  # then keras forced back
     assert checked == [python]
-    note = environment.install_note(python)
+    note = install.install_note(python)
     assert note["forced"] == ["keras"] and "depends on keras>=2.14.0" in note["why"]
     assert any("forcing keras with --no-deps" in s for s in said)
     assert environment.environment_for(config, pins)[1].check_presence()
 
 
 def test_a_forced_environment_that_does_not_import_is_one_line_and_leaves_no_folder(config, fake_uv, monkeypatch):
-    monkeypatch.setattr(environment, "import_check",
+    monkeypatch.setattr(install, "import_check",
                         lambda python, reqs, forced=(): "ImportError: cannot import name 'x'")
     pins = attribute.swapped(GOOD, BAD, ["tensorflow-cpu"])
     with pytest.raises(UsageError, match="does not import: ImportError"):
@@ -323,7 +323,7 @@ def test_a_forced_environment_that_does_not_import_is_one_line_and_leaves_no_fol
 
 
 def test_tf_keras_is_always_installed_without_its_tensorflow_requirement(config, fake_uv, monkeypatch):
-    monkeypatch.setattr(environment, "import_check", lambda python, reqs, forced=(): "")
+    monkeypatch.setattr(install, "import_check", lambda python, reqs, forced=(): "")
     monkeypatch.setattr(releases, "tf_keras_for", lambda tf, python="3.11", doc=None: "2.16.0")
     reqs, no_deps = environment.requirements_with(config, "2.16.2", keras="tf_keras")
     # the form asv.matrix.json pins it in: asv's own pip reads the flag too
@@ -693,6 +693,6 @@ def test_a_change_tensorflow_carries_is_said_so(monkeypatch):
 
 def test_a_forced_package_is_imported_by_its_module_name():
     # a nightly whose tb-nightly was bumped the day it was built: tb-nightly forced, and checked as tensorboard
-    assert [environment.module_of(p) for p in ("tensorflow-cpu", "tf-nightly-cpu", "tf-nightly", "tf-keras",
+    assert [install.module_of(p) for p in ("tensorflow-cpu", "tf-nightly-cpu", "tf-nightly", "tf-keras",
                                                "keras-nightly", "tb-nightly", "scipy")] == [
         "tensorflow", "tensorflow", "tensorflow", "tf_keras", "keras", "tensorboard", "scipy"]

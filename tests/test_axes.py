@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from kerasbench import asvconf, environment, releases
+from kerasbench import asvconf, environment, install, releases
 from kerasbench.errors import UsageError
 from test_releases import older_index  # noqa: F401  (a fixture: TF 2.8-2.11's wheels added to the index)
 
@@ -76,7 +76,7 @@ def test_pins_read_the_flags_and_the_pip_prefix():
     assert asvconf.split_pin("keras", "3.13.2") == ("keras", "3.13.2", [])
     assert asvconf.split_pin("pip+tf_keras", "--no-deps ==2.16.0")[:2] == ("tf_keras", "2.16.0")
     assert asvconf.package_of("pip+TF_Keras") == "tf-keras"
-    assert environment._pins({"tensorflow-cpu": "2.21.0", "pip+tf-keras": "--no-deps 2.21.0"}) == \
+    assert install._pins({"tensorflow-cpu": "2.21.0", "pip+tf-keras": "--no-deps 2.21.0"}) == \
         ["tensorflow-cpu==2.21.0", "tf-keras==2.21.0"]
 
 

@@ -10,7 +10,7 @@ from importlib import metadata
 
 import pytest
 
-from kerasbench import asvconf, environment
+from kerasbench import asvconf, environment, install
 from kerasbench.errors import UsageError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -45,7 +45,7 @@ def fake_uv(tmp_path, monkeypatch):
         uv.parent.mkdir(exist_ok=True)
         uv.write_text(FAKE_UV.format(python=sys.executable, log=str(tmp_path / "uv.log"), mode=mode))
         uv.chmod(0o755)
-        monkeypatch.setattr(environment, "installer", lambda env: str(uv))
+        monkeypatch.setattr(install, "installer", lambda env: str(uv))
         return tmp_path / "uv.log"
     return make
 
@@ -82,8 +82,8 @@ INTERRUPTED = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent started in the background ignores SIGINT
 sys.path.insert(0, {root!r})
-from kerasbench import asvconf, environment
-environment.installer = lambda env: {uv!r}
+from kerasbench import asvconf, environment, install
+install.installer = lambda env: {uv!r}
 environment.python_for({config!r}, {reqs!r})
 """
 
@@ -114,8 +114,8 @@ def test_an_interrupted_uv_is_ended_and_leaves_no_folder(config, fake_uv, tmp_pa
 MAKES = """
 import sys
 sys.path.insert(0, {root!r})
-from kerasbench import environment
-environment.installer = lambda env: {uv!r}
+from kerasbench import environment, install
+install.installer = lambda env: {uv!r}
 print(environment.python_for({config!r}, {reqs!r})[1])
 """
 
@@ -221,13 +221,13 @@ def test_installer_choice(monkeypatch):
     class Env:
         tool_name = "virtualenv"
 
-    monkeypatch.setenv(environment.INSTALLER_VAR, "pip")
-    assert environment.installer(Env()) is None
-    monkeypatch.setenv(environment.INSTALLER_VAR, "conda")
+    monkeypatch.setenv(install.INSTALLER_VAR, "pip")
+    assert install.installer(Env()) is None
+    monkeypatch.setenv(install.INSTALLER_VAR, "conda")
     with pytest.raises(UsageError, match="Expected one of: uv, pip"):
-        environment.installer(Env())
-    monkeypatch.delenv(environment.INSTALLER_VAR)
-    assert environment.installer(object()) is None  # not an asv virtualenv: asv makes it
+        install.installer(Env())
+    monkeypatch.delenv(install.INSTALLER_VAR)
+    assert install.installer(object()) is None  # not an asv virtualenv: asv makes it
 
 
 def test_another_python_is_its_own_asv_environment(config):
@@ -272,7 +272,7 @@ def test_envs_create_makes_the_named_environments_asv_reuses(config, fake_uv, ca
     from kerasbench.cli import main
 
     log = fake_uv()
-    monkeypatch.setattr(environment, "import_check", lambda *a: "")  # the fake's interpreter has no TF to import
+    monkeypatch.setattr(install, "import_check", lambda *a: "")  # the fake's interpreter has no TF to import
     entries = asvconf.matrix_entries(config)
     release = next(e for e in entries if not e["axis"] and e["req"].get("tensorflow-cpu") == "2.21.0")
     axis = next(e for e in entries if e["axis"] == "tf_keras")

@@ -757,7 +757,7 @@ def test_an_environment_is_not_created_on_a_disk_without_room(tmp_path, monkeypa
     import collections
     import shutil
 
-    from kerasbench import environment
+    from kerasbench import environment, install
     from kerasbench.errors import UsageError
 
     env = _FakeEnv(tmp_path / "env" / "fake", None)
@@ -765,7 +765,7 @@ def test_an_environment_is_not_created_on_a_disk_without_room(tmp_path, monkeypa
     usage = collections.namedtuple("usage", "total used free")
     seen = []
     monkeypatch.setattr(shutil, "disk_usage", lambda p: seen.append(p) or usage(100 * 2**30, 97 * 2**30, 3 * 2**30))
-    monkeypatch.delenv(environment.MIN_FREE_VAR, raising=False)
+    monkeypatch.delenv(install.MIN_FREE_VAR, raising=False)
     with pytest.raises(UsageError) as e:
         environment.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"})
     text = str(e.value)
@@ -776,7 +776,7 @@ def test_an_environment_is_not_created_on_a_disk_without_room(tmp_path, monkeypa
     assert not os.path.exists(env._path) and not hasattr(env, "child")  # nothing started, nothing half-made
     assert os.listdir(tmp_path / "env.locks") == ["fake.lock"]  # the creation's lock, beside env/
 
-    monkeypatch.setenv(environment.MIN_FREE_VAR, "2.5")  # enough room at a smaller need: created
+    monkeypatch.setenv(install.MIN_FREE_VAR, "2.5")  # enough room at a smaller need: created
     python, name = environment.python_for("asv.matrix.json", {"tensorflow-cpu": "2.15.1"})
     env.child.kill()
     assert name == env.name and env.created
@@ -784,20 +784,20 @@ def test_an_environment_is_not_created_on_a_disk_without_room(tmp_path, monkeypa
 
 @pytest.mark.parametrize("value, need", [("0", 0.0), ("", 4.0), (" 8 ", 8.0)])
 def test_the_free_space_an_environment_needs_reads_its_variable(monkeypatch, value, need):
-    from kerasbench import environment
+    from kerasbench import install
 
-    monkeypatch.setenv(environment.MIN_FREE_VAR, value)
-    assert environment.min_free_gib() == need
+    monkeypatch.setenv(install.MIN_FREE_VAR, value)
+    assert install.min_free_gib() == need
 
 
 @pytest.mark.parametrize("value", ["lots", "-1", "nan", "inf"])
 def test_a_bad_free_space_variable_is_a_one_line_error(monkeypatch, value):
-    from kerasbench import environment
+    from kerasbench import install
     from kerasbench.errors import UsageError
 
-    monkeypatch.setenv(environment.MIN_FREE_VAR, value)
+    monkeypatch.setenv(install.MIN_FREE_VAR, value)
     with pytest.raises(UsageError, match=r"^\$KERASBENCH_MIN_FREE_GIB=.* is not a size in GiB"):
-        environment.min_free_gib()
+        install.min_free_gib()
 
 
 # ---------------------------------------------------------------- issue #61: a worker the measured code ended

@@ -139,11 +139,11 @@ def test_only_the_cli_imports_the_commands():
 
 
 # The analyses are pure: records, pins or series in, data or text out. Whatever they import, at any depth, never
-# starts a worker (runner, worker), runs a session (session), makes an environment (environment), owns processes
-# (procs) or asks the package index (releases, nightlies); their commands (kerasbench/commands/) do those.
+# starts a worker (runner, worker), runs a session (session), makes an environment (environment, install), owns
+# processes (procs) or asks the package index (releases, nightlies); their commands (kerasbench/commands/) do those.
 ANALYSES = ("compare", "triage", "attribute", "ablate", "calibration", "overhead", "score", "stats", "rule", "versions",
             "public")
-MACHINERY = ("runner", "worker", "session", "environment", "procs", "releases", "nightlies")
+MACHINERY = ("runner", "worker", "session", "environment", "install", "procs", "releases", "nightlies")
 
 
 def import_chain(graph: dict, start: str, targets: set) -> Optional[list]:

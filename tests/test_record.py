@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from kerasbench import loading, METRICS, record, rule, SCHEMA_VERSION, summary, tree
+from kerasbench import loading, METRICS, record, recordtypes, rule, SCHEMA_VERSION, summary, tree
 from kerasbench.releases import version_key
 from kerasbench.runner import RunSpec, measure
 from kerasbench.units import KIB
@@ -36,7 +36,7 @@ def test_the_schema_is_a_valid_json_schema_that_documents_every_metric():
 
 def test_the_record_spec_is_the_run_spec():
     fields = [f.name for f in dataclasses.fields(RunSpec)]
-    assert list(record.RecordSpec.__annotations__) == fields
+    assert list(recordtypes.RecordSpec.__annotations__) == fields
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
@@ -137,6 +137,6 @@ def test_the_records_vocabularies_are_the_registries():
 
     from kerasbench import worker
 
-    assert list(get_args(record.Shape)) == list(rule.SHAPES)
-    assert list(get_args(record.GrowthKind)) == list(rule.GROWTH_KINDS)
-    assert list(get_args(record.StopReason)) == list(worker.STOP_REASONS)
+    assert list(get_args(recordtypes.Shape)) == list(rule.SHAPES)
+    assert list(get_args(recordtypes.GrowthKind)) == list(rule.GROWTH_KINDS)
+    assert list(get_args(recordtypes.StopReason)) == list(worker.STOP_REASONS)

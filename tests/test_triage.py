@@ -436,7 +436,7 @@ def test_a_repro_that_raises_between_the_ends_is_skipped_and_at_an_end_is_the_fi
 @pytest.mark.parametrize("config", ["asv.matrix.json", "asv.gpu.json"])
 def test_triage_environments_are_the_ones_asv_run_uses(config):
     """The same pins give the same asv environment name (and folder) as `asv run --config … -E`."""
-    from kerasbench import asvconf, environment
+    from kerasbench import asvconf, environment, install
 
     path = str(ROOT / config)
     includes = asvconf.includes(path)
@@ -447,7 +447,7 @@ def test_triage_environments_are_the_ones_asv_run_uses(config):
         version = reqs.get("tensorflow-cpu") or reqs["tensorflow"]
         conf, env = environment.environment_for(path, releases.requirements_for(version, includes))
         assert env.name == name
-        assert bool(environment.gpu_extras(conf, reqs)) == (config == "asv.gpu.json")
+        assert bool(install.gpu_extras(conf, reqs)) == (config == "asv.gpu.json")
 
 
 def test_run_tf_runs_the_worker_with_that_environments_python(monkeypatch, tmp_path, capsys):
