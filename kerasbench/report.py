@@ -18,7 +18,10 @@ import math
 import os
 from typing import List, Optional, Sequence
 
-from . import atlas, compare, draw, machine as machines
+from . import atlas, draw, machine as machines
+from .compare.cells import compare as compare_cells, pair_order, pick_baseline
+from .compare.groups import group, load
+from .compare.render import counts, describe
 from .files import check_not_input, make_folder, write_text
 from .metrics import Metric
 from .page import esc, frame, kib, made_from, no_paths, path_name
@@ -46,14 +49,14 @@ MARKS = {"regressed": "▲", "improved": "▼", "unchanged": "=", "inconclusive"
 def build(paths: Sequence[str], baseline: Optional[str] = None, rejudge: bool = False) -> str:
     """The report page for the records under `paths` (`rejudge`: compare.group's); UsageError (compare's) on bad
     input."""
-    groups = compare.group(compare.load(paths), rejudge)
+    groups = group(load(paths), rejudge)
     versions = sorted(groups, key=version_key)
-    baseline = compare.pick_baseline(versions, baseline)
+    baseline = pick_baseline(versions, baseline)
     records = [r for g in groups.values() for r, _ in g.values()]
     metrics = shown(records)
-    cells = compare.compare(groups, baseline=baseline, metrics=_judged(metrics)) if len(versions) > 1 else []
+    cells = compare_cells(groups, baseline=baseline, metrics=_judged(metrics)) if len(versions) > 1 else []
     verdicts = {(c["loop"], c["strategy"], c["metric"], c["version"]): c for c in cells}
-    pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
+    pairs = sorted({p for g in groups.values() for p in g}, key=pair_order)
     loops = list(dict.fromkeys(loop for loop, _ in pairs))
     curves = {}  # (loop, strategy, version) -> element id of its RSS curve
     sections = [_section(loop, [s for lp, s in pairs if lp == loop], versions, baseline, groups, verdicts, metrics,
@@ -362,10 +365,10 @@ def _summary(groups, versions, baseline, cells):
         + " (each pair's one verdict, RSS and heap together).",
     ]
     for key in _judged(shown(records)):
-        found = compare.counts([c for c in cells if c["metric"] == key])
+        found = counts([c for c in cells if c["metric"] == key])
         if found:
             facts.append(f"<b>{esc(key)} vs TF {esc(baseline)}</b>: {esc(found)}.")
-    note = compare.describe(groups).splitlines()[-1]
+    note = describe(groups).splitlines()[-1]
     if note.startswith("note:"):
         facts.append(f'<span class="warn">{esc(note)}</span>')
     return "".join(f"<li>{f}</li>" for f in facts)

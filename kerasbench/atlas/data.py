@@ -9,7 +9,9 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .. import __version__, compare, rule
+from .. import __version__, rule
+from ..compare.cells import Groups, pair_order
+from ..compare.groups import _one_body, group, load as load_compared
 from ..errors import UsageError
 from ..machine import FINGERPRINT_KEYS
 from ..releases import version_key
@@ -87,7 +89,7 @@ def rss_mib(record) -> Optional[Tuple[int, List[float]]]:
     return None
 
 
-def data(groups: compare.Groups) -> dict:
+def data(groups: Groups) -> dict:
     """The atlas data of grouped records: {schema, version, kerasbench, columns: [{version, cells: [...]}]}."""
     groups = main_axis(groups)
     versions = sorted(groups, key=version_key)
@@ -102,7 +104,7 @@ def data(groups: compare.Groups) -> dict:
         # a column's environments and floors stamps once each (a calibration's stamp is ~0.5 KiB, the same in most
         # of a column's cells: a quarter of the data when each cell kept its own); a cell names its own by index
         cells, environments, floors = [], [], []
-        for (loop, strategy), (record, _) in sorted(groups[v].items(), key=lambda kv: compare.pair_order(kv[0])):
+        for (loop, strategy), (record, _) in sorted(groups[v].items(), key=lambda kv: pair_order(kv[0])):
             env = _environment(record)
             if env not in environments:
                 environments.append(env)
@@ -130,7 +132,7 @@ def is_data(payload: Any) -> bool:
     return isinstance(payload, dict) and payload.get("schema") == DATA_SCHEMA
 
 
-def groups_of(payload: Any, path: str) -> compare.Groups:
+def groups_of(payload: Any, path: str) -> Groups:
     """The groups (compare.group's shape) of an atlas data file; a one-line UsageError naming the file and what is
     wrong with it."""
     def bad(why):
@@ -142,7 +144,7 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
     columns = payload.get("columns")
     if not isinstance(columns, list):
         raise bad("no 'columns' list")
-    groups: compare.Groups = {}
+    groups: Groups = {}
     for i, column in enumerate(columns):
         if not (isinstance(column, dict) and isinstance(column.get("version"), str)
                 and isinstance(column.get("cells"), list) and isinstance(column.get("environments"), list)
@@ -265,14 +267,14 @@ _KINDS = _Kinds()
 SCALARS = (str, int, float, type(None))
 
 
-def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:
+def load(paths: Sequence[str], rejudge: bool = False) -> Groups:
     """Grouped records of `paths` (compare's inputs and checks; `rejudge`: compare.group's), or the groups of one
     atlas data file (one protocol, or refused: its cells keep no series to judge again), with the cells of any
     records beside it put into its columns (merge)."""
     return merge(paths, rejudge)[0]
 
 
-def merge(paths: Sequence[str], rejudge: bool = False) -> Tuple[compare.Groups, Dict[str, int]]:
+def merge(paths: Sequence[str], rejudge: bool = False) -> Tuple[Groups, Dict[str, int]]:
     """(the groups of `paths`, what the records added): `paths` are records, or one atlas data file and records to
     add to it. Each record's cell goes into its column, a new column where the atlas has none, and replaces the
     atlas' cell of the same pair there (the atlas keeps the cells of the records that made it, not the records:
@@ -283,7 +285,7 @@ def merge(paths: Sequence[str], rejudge: bool = False) -> Tuple[compare.Groups, 
     found = {p: _data_in(p) for p in paths if p.endswith(".json")}  # each file read once here
     atlases = [p for p in paths if found.get(p) is not None]
     if not atlases:
-        return compare.group(compare.load(paths), rejudge), counts
+        return group(load_compared(paths), rejudge), counts
     if len(atlases) > 1:
         raise UsageError(f"Two atlas files (kerasbench-atlas): {atlases[0]} and {atlases[1]}; give one, and the "
                          "records whose cells go into it.")
@@ -294,7 +296,7 @@ def merge(paths: Sequence[str], rejudge: bool = False) -> Tuple[compare.Groups, 
         if rejudge:
             raise UsageError(f"--rejudge judges records again from their series; {base}'s cells keep none: add "
                              "records of this protocol to it, or make the atlas again from all the records.")
-        added = group_columns(compare.load(records))
+        added = group_columns(load_compared(records))
         counts["columns"] = len(added)
         for version, cells in added.items():
             column = groups.setdefault(version, {})
@@ -326,7 +328,7 @@ def group_columns(loaded, rejudge: bool = False):
     from ..trace import traced
 
     if rejudge:
-        return compare.group(loaded, rejudge=True)
+        return group(loaded, rejudge=True)
     columns: dict = {}
     for item in loaded:
         columns.setdefault(item[2], []).append(item)
@@ -335,12 +337,12 @@ def group_columns(loaded, rejudge: bool = False):
         by_rule.setdefault(rule.one_version((record, path) for record, path, _ in items), []).extend(items)
     groups: dict = {}
     for items in by_rule.values():
-        groups.update(compare.group(items))
+        groups.update(group(items))
     kinds = {traced(record): path for column in groups.values() for record, path in column.values()}
     if len(kinds) > 1:
         raise UsageError(f"Traced and untraced records: {kinds[True]} was measured with `run --trace`, {kinds[False]} "
                          "without; a trace moves the memory figures: an atlas of traced or of untraced records.")
-    compare._one_body(groups)
+    _one_body(groups)
     return groups
 
 
