@@ -9,7 +9,8 @@ from typing import List, Optional, Sequence
 
 from ..compare.cells import Groups
 from ..errors import UsageError
-from .data import DATA, PAGE, data, data_text, load
+from .data import DATA, PAGE, data, data_text
+from .inputs import load
 from .page import page
 
 
