@@ -18,7 +18,9 @@ import math
 import os
 from typing import List, Optional, Sequence
 
-from . import atlas, draw, machine as machines
+from . import draw, machine as machines
+from .atlas.model import verdict as cell_verdict, verdicts_text
+from .atlas.page import section
 from .compare.cells import compare as compare_cells, pair_order, pick_baseline
 from .compare.groups import group, load
 from .compare.render import counts, describe
@@ -61,7 +63,7 @@ def build(paths: Sequence[str], baseline: Optional[str] = None, rejudge: bool = 
     curves = {}  # (loop, strategy, version) -> element id of its RSS curve
     sections = [_section(loop, [s for lp, s in pairs if lp == loop], versions, baseline, groups, verdicts, metrics,
                          curves) for loop in loops]
-    sections = [atlas.section(groups)] + _ablations(groups, versions) + sections  # the map first ('' for one version)
+    sections = [section(groups)] + _ablations(groups, versions) + sections  # the map first ('' for one version)
     return _page(paths, groups, versions, baseline, cells, loops, sections)
 
 
@@ -104,8 +106,8 @@ def _cell(metric, record, version, baseline, verdict, curve, values):
     if metric.name == "growth_per_iter":  # the run's own verdict is on this metric
         if s.get("growth_ci_low") is not None:
             tip.append(f"95% CI [{view.text(s['growth_ci_low'])}, {view.text(s['growth_ci_high'])}] {view.unit}")
-        tip.append(f"verdict {atlas.verdicts_text(s)}; RSS floor {floor_kib(s.get('floor'))} KiB/iter")
-        badge = f'<span class="run {esc(atlas.verdict(s))}">{esc(atlas.verdict(s))}</span>'
+        tip.append(f"verdict {verdicts_text(s)}; RSS floor {floor_kib(s.get('floor'))} KiB/iter")
+        badge = f'<span class="run {esc(cell_verdict(s))}">{esc(cell_verdict(s))}</span>'
         if s.get("growth_kind"):  # what grew: the heap says leak or allocator retention
             tip.append(f"what grew: {s['growth_kind']} (heap verdict {s.get('heap_verdict')})")
             badge += f'<span class="run kind {esc(s["growth_kind"])}">{esc(s["growth_kind"])}</span>'
@@ -344,7 +346,7 @@ def _summary(groups, versions, baseline, cells):
     records = [r for g in groups.values() for r, _ in g.values()]
     runs = {}
     for r in records:
-        key = atlas.verdict(r["summary"]) if r["status"] == "ok" else ("n/a" if r["status"] == "skipped" else "failed")
+        key = cell_verdict(r["summary"]) if r["status"] == "ok" else ("n/a" if r["status"] == "skipped" else "failed")
         runs[key or "n/a"] = runs.get(key or "n/a", 0) + 1
     seen = {}
     for r in records:
