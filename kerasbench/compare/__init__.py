@@ -57,12 +57,11 @@ is given only where both values have the same sign and the baseline is not 0; th
 from __future__ import annotations
 
 from ..versions import version_key  # noqa: F401 (the namespace: compare sorts versions by it)
-from .cells import (CHANGES, FIELDS, VERDICTS, Cell, Groups, _finite, _summary_value, changes,  # noqa: F401
-                    compare, hardware_note, hardware_verdict, pair_order, pick_baseline, ratio)
+from .cells import (CHANGES, FIELDS, VERDICTS, Cell, Groups, changes, compare, hardware_note,  # noqa: F401
+                    hardware_verdict, pair_order, pick_baseline, ratio)
 from .groups import _one_body, group, load, rejudge_record  # noqa: F401
 from .judging import (ALPHA, JUDGING, LENGTHS_APART, MAD_SD, MIN_SERIES, NOISE_K, Judging, Side,  # noqa: F401
-                      _count_per_iteration, _exact_count, _magnitude, _slope_ci, _status, _timing_band, _what_grew,
-                      _widened, cell_side, figures_verdict, function_changes, judge, load_per_cpu, loop_rate,
-                      residual_noise, timing_conditions, uncertain_value, uncertain_values)
+                      _magnitude, _slope_ci, cell_side, figures_verdict, function_changes, judge, load_per_cpu,
+                      loop_rate, residual_noise, timing_conditions, uncertain_value, uncertain_values)
 from .render import (COLUMNS, FORMATS, GATES, build_text, counts, describe, difference_text, fail_on,  # noqa: F401
                      gate, render, render_csv, render_json, render_markdown, render_table, weak_note)
