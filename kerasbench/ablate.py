@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import compare
+from .compare.judging import cell_side, judge
 from .errors import UsageError, unknown
 from .record import Record
 from .rule import pair_verdict
@@ -114,7 +114,7 @@ def tables(records: Sequence[Record], steps: Sequence[str], base: str, counts: s
 
 
 def _side(record: Optional[Record], metric: str = METRIC) -> dict:
-    side = compare.cell_side(record, metric) if record else {"value": None, "repeats": 0}
+    side = cell_side(record, metric) if record else {"value": None, "repeats": 0}
     if metric == HEAP_METRIC and side.get("value") is not None:  # judged at the RSS floor: a leak worth a step
         side["floor"] = max(side["floor"], _floor(record))
     return side
@@ -128,7 +128,7 @@ def _floor(record: Record) -> float:
 
 def _judge(base: Optional[Record], new: Optional[Record], metric: str = METRIC) -> Tuple[str, str]:
     """compare's slope verdict of `new` against `base` on `metric` (regressed: more growth), with why."""
-    verdict, why = compare.judge(metric, _side(base, metric), _side(new, metric))
+    verdict, why = judge(metric, _side(base, metric), _side(new, metric))
     if verdict == "n/a":
         why = "not measured" if base is None or new is None else f"status {base['status']} / {new['status']}"
     return verdict, why

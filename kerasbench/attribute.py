@@ -460,16 +460,16 @@ def sizes_text(records: Dict[str, Record], metric: str = "growth_per_iter") -> s
     """Whether backends that all grow grow at one size, by compare's rule on the RSS slope (CIs apart by more than the
     floor) between the fastest and each other: '' without records; else the slopes and, where one differs, how many
     times the fastest's it is. An atlas mark between two backends' columns is often that size, not the verdict."""
-    from . import compare
+    from .compare.judging import cell_side, judge
     from .units import kib_text
 
-    sides = {b: compare.cell_side(r, metric) for b, r in records.items() if r.get("status") == "ok"}
+    sides = {b: cell_side(r, metric) for b, r in records.items() if r.get("status") == "ok"}
     sides = {b: side for b, side in sides.items() if side.get("value") is not None}
     if len(sides) < 2:
         return ""
     fastest = max(sides, key=lambda b: sides[b]["value"])
     slopes = ", ".join(f"{b} {kib_text(sides[b]['value'], ',')}" for b in sides)
-    said = {b: compare.judge(metric, sides[fastest], sides[b])[0] for b in sides if b != fastest}
+    said = {b: judge(metric, sides[fastest], sides[b])[0] for b in sides if b != fastest}
     smaller = [b for b, verdict in said.items() if verdict == "improved"]
     # a backend that grows in its heap only: its RSS slope is not the size of what grows (torch's inference ×
     # rebuild_no_clear: RSS +0.2 KiB/iteration, flat; the heap grows), so the sentence says so beside it

@@ -275,7 +275,9 @@ ATLAS_FOLDER = "atlas"  # in asv's html folder, beside the report
 def write_beside_dashboard(records_dir: str, html_dir: str, out: TextIO) -> Optional[str]:
     """Refresh the report in asv's html folder from the newest host and commit of a records tree, and the atlas
     beside it for two or more versions (atlas.write, as `kerasbench atlas` writes it)."""
-    from . import atlas, report
+    from . import report
+    from .atlas.inputs import load as load_atlas
+    from .atlas.write import write as write_atlas
     from .tree import newest_run
 
     if not os.path.isdir(records_dir):
@@ -294,9 +296,9 @@ def write_beside_dashboard(records_dir: str, html_dir: str, out: TextIO) -> Opti
     left = f"; {others} other host/commit folder(s) left out, see `kerasbench report`" if others else ""
     out.write(f"report: {path} ({host}, commit {commit}{left}); open it in a browser, it needs no server\n")
     try:
-        groups = atlas.load(folders)
+        groups = load_atlas(folders)
         if len(groups) >= 2:
-            page_path = atlas.write(folders, os.path.join(html_dir, ATLAS_FOLDER), groups)[-1]
+            page_path = write_atlas(folders, os.path.join(html_dir, ATLAS_FOLDER), groups)[-1]
             out.write(f"atlas: {page_path} ({len(groups)} TF versions)\n")
     except WriteError:
         raise

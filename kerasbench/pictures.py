@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from . import compare, draw, rule
+from . import draw, rule
+from .compare.cells import pair_order, pick_baseline
+from .compare.groups import group, load
 from .errors import UsageError, unknown
 from .files import check_not_input, write_text
 from .metrics import METRICS, Metric
@@ -252,12 +254,12 @@ def picture(paths: Sequence[str], pair: Optional[str] = None, metric: Optional[s
     """The one picture of `report --svg/--png`: ("curve", curve_data, what) of a pair (LOOP:STRATEGY; its record of
     `version`, default the newest with a series), or ("chart", chart_data, what) of a metric of a loop shape, the
     strategies side by side (every version, or `version`'s). Unknown names: UsageError listing the valid ones."""
-    groups = compare.group(compare.load(paths), rejudge)
+    groups = group(load(paths), rejudge)
     versions = sorted(groups, key=version_key)
-    compare.pick_baseline(versions, baseline)  # the page's check of --baseline, so both refuse the same
+    pick_baseline(versions, baseline)  # the page's check of --baseline, so both refuse the same
     if version is not None and version not in versions:
         raise unknown("TF version", version, versions)
-    pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
+    pairs = sorted({p for g in groups.values() for p in g}, key=pair_order)
     names = [f"{lp}:{s}" for lp, s in pairs]
     records = [r for g in groups.values() for r, _ in g.values()]
     metrics = {m.name: m for m in shown(records)}

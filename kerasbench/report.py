@@ -18,7 +18,12 @@ import math
 import os
 from typing import List, Optional, Sequence
 
-from . import atlas, compare, draw, machine as machines
+from . import draw, machine as machines
+from .atlas.model import verdict as cell_verdict, verdicts_text
+from .atlas.page import section
+from .compare.cells import compare as compare_cells, pair_order, pick_baseline
+from .compare.groups import group, load
+from .compare.render import counts, describe
 from .files import check_not_input, make_folder, write_text
 from .metrics import Metric
 from .page import esc, frame, kib, made_from, no_paths, path_name
@@ -46,19 +51,19 @@ MARKS = {"regressed": "▲", "improved": "▼", "unchanged": "=", "inconclusive"
 def build(paths: Sequence[str], baseline: Optional[str] = None, rejudge: bool = False) -> str:
     """The report page for the records under `paths` (`rejudge`: compare.group's); UsageError (compare's) on bad
     input."""
-    groups = compare.group(compare.load(paths), rejudge)
+    groups = group(load(paths), rejudge)
     versions = sorted(groups, key=version_key)
-    baseline = compare.pick_baseline(versions, baseline)
+    baseline = pick_baseline(versions, baseline)
     records = [r for g in groups.values() for r, _ in g.values()]
     metrics = shown(records)
-    cells = compare.compare(groups, baseline=baseline, metrics=_judged(metrics)) if len(versions) > 1 else []
+    cells = compare_cells(groups, baseline=baseline, metrics=_judged(metrics)) if len(versions) > 1 else []
     verdicts = {(c["loop"], c["strategy"], c["metric"], c["version"]): c for c in cells}
-    pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
+    pairs = sorted({p for g in groups.values() for p in g}, key=pair_order)
     loops = list(dict.fromkeys(loop for loop, _ in pairs))
     curves = {}  # (loop, strategy, version) -> element id of its RSS curve
     sections = [_section(loop, [s for lp, s in pairs if lp == loop], versions, baseline, groups, verdicts, metrics,
                          curves) for loop in loops]
-    sections = [atlas.section(groups)] + _ablations(groups, versions) + sections  # the map first ('' for one version)
+    sections = [section(groups)] + _ablations(groups, versions) + sections  # the map first ('' for one version)
     return _page(paths, groups, versions, baseline, cells, loops, sections)
 
 
@@ -101,8 +106,8 @@ def _cell(metric, record, version, baseline, verdict, curve, values):
     if metric.name == "growth_per_iter":  # the run's own verdict is on this metric
         if s.get("growth_ci_low") is not None:
             tip.append(f"95% CI [{view.text(s['growth_ci_low'])}, {view.text(s['growth_ci_high'])}] {view.unit}")
-        tip.append(f"verdict {atlas.verdicts_text(s)}; RSS floor {floor_kib(s.get('floor'))} KiB/iter")
-        badge = f'<span class="run {esc(atlas.verdict(s))}">{esc(atlas.verdict(s))}</span>'
+        tip.append(f"verdict {verdicts_text(s)}; RSS floor {floor_kib(s.get('floor'))} KiB/iter")
+        badge = f'<span class="run {esc(cell_verdict(s))}">{esc(cell_verdict(s))}</span>'
         if s.get("growth_kind"):  # what grew: the heap says leak or allocator retention
             tip.append(f"what grew: {s['growth_kind']} (heap verdict {s.get('heap_verdict')})")
             badge += f'<span class="run kind {esc(s["growth_kind"])}">{esc(s["growth_kind"])}</span>'
@@ -341,7 +346,7 @@ def _summary(groups, versions, baseline, cells):
     records = [r for g in groups.values() for r, _ in g.values()]
     runs = {}
     for r in records:
-        key = atlas.verdict(r["summary"]) if r["status"] == "ok" else ("n/a" if r["status"] == "skipped" else "failed")
+        key = cell_verdict(r["summary"]) if r["status"] == "ok" else ("n/a" if r["status"] == "skipped" else "failed")
         runs[key or "n/a"] = runs.get(key or "n/a", 0) + 1
     seen = {}
     for r in records:
@@ -362,10 +367,10 @@ def _summary(groups, versions, baseline, cells):
         + " (each pair's one verdict, RSS and heap together).",
     ]
     for key in _judged(shown(records)):
-        found = compare.counts([c for c in cells if c["metric"] == key])
+        found = counts([c for c in cells if c["metric"] == key])
         if found:
             facts.append(f"<b>{esc(key)} vs TF {esc(baseline)}</b>: {esc(found)}.")
-    note = compare.describe(groups).splitlines()[-1]
+    note = describe(groups).splitlines()[-1]
     if note.startswith("note:"):
         facts.append(f'<span class="warn">{esc(note)}</span>')
     return "".join(f"<li>{f}</li>" for f in facts)

@@ -18,7 +18,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import compare, rule
+from . import rule
+from .compare.judging import cell_side, judge, uncertain_values
 from .console import text_table, verdict_text
 from .errors import UsageError
 from .metrics import judged_metrics
@@ -222,8 +223,8 @@ def classify(metric: str, good: Record, bad: Record, record: Record,
     A metric whose rule gives no uncertainty on its own scale (seconds; counts of runs of different lengths) keeps
     compare's verdicts: unchanged against the good end is good, the bad end's change (larger or smaller) is bad.
     """
-    sides = {name: compare.cell_side(r, metric) for name, r in (("good", good), ("bad", bad), ("record", record))}
-    points = compare.uncertain_values(metric, [sides["good"], sides["bad"], sides["record"]])
+    sides = {name: cell_side(r, metric) for name, r in (("good", good), ("bad", bad), ("record", record))}
+    points = uncertain_values(metric, [sides["good"], sides["bad"], sides["record"]])
     if points is not None:
         where = rule.place(*points)
         found = {"good": "good", "bad": "bad"}.get(where.kind, "unclear")
@@ -231,8 +232,8 @@ def classify(metric: str, good: Record, bad: Record, record: Record,
     by_verdict = _by_verdict(sides, names)
     if by_verdict is not None:
         return by_verdict
-    change, _ = compare.judge(metric, sides["good"], sides["bad"])
-    verdict, why = compare.judge(metric, sides["good"], sides["record"])
+    change, _ = judge(metric, sides["good"], sides["bad"])
+    verdict, why = judge(metric, sides["good"], sides["record"])
     if verdict == "unchanged":
         return "good", f"like {names[0]}: unchanged against it ({why})"
     if verdict == change:
@@ -274,7 +275,7 @@ def _by_verdict(sides: dict, names: Tuple[str, str], placed: Optional[str] = Non
 
 def ends_judged(metric: str, good: Record, bad: Record) -> Tuple[str, str]:
     """compare's (verdict, why) of the bad end against the good one."""
-    return compare.judge(metric, compare.cell_side(good, metric), compare.cell_side(bad, metric))
+    return judge(metric, cell_side(good, metric), cell_side(bad, metric))
 
 
 def ends_differ(metric: str, good: Record, bad: Record) -> Tuple[bool, str]:

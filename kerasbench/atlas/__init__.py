@@ -15,8 +15,8 @@ Two selects filter the rows by loop and strategy. Everything is inline (no netwo
 goes through the page kit's esc (kerasbench.page), a change's picture is the drawing kit's (kerasbench.draw.spark).
 
 A package by job: model (columns, changes, marks), changes (each change's questions and what their answers
-confirm), data (atlas.json: format, checks, loading), page (the HTML, its CSS and JavaScript as files in assets/)
-and write (the one writer). The names below are its interface.
+confirm), data (atlas.json: format and checks), inputs (records or atlas.json, loaded into compare's groups), page
+(the HTML, its CSS and JavaScript as files in assets/) and write (the one writer). The names below are its interface.
 """
 
 from ..page import esc
@@ -25,7 +25,8 @@ from .model import (change, counted_changes, floors_apart, main_axis, mark, othe
 from .changes import (ACROSS, CONFIRMED, CONTESTED, NEVER, REVERSED, SETTLE_WHAT, SETTLED, UNCONFIRMED, commands,
                       crossed_builds, first_answers, listed_commands, mark_kind, mark_note, no_command, questions,
                       settle_command, wider)
-from .data import DATA, PAGE, SPARK_POINTS, _slim, data, data_text, group_columns, groups_of, holds_data, load, merge
+from .data import DATA, PAGE, SPARK_POINTS, _slim, data, data_text, groups_of
+from .inputs import group_columns, holds_data, load, merge
 from .page import page, section, spark, trust_lines
 from .write import write
 

@@ -9,9 +9,9 @@ import functools
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .. import compare
 from ..questions import Question
 from ..column import Column
+from ..compare.cells import Groups, hardware_note
 from ..errors import UsageError
 from ..record import OTHER_BACKENDS as BACKENDS
 from ..releases import version_key
@@ -264,7 +264,7 @@ def mark_note(cmds: Sequence[Question], answered: Optional[Dict[str, dict]], bef
         return CONFIRMED
     if found:  # measured again, the ends different the other way
         return OTHER_WAY
-    machines, differs = compare.hardware_note(before, after)
+    machines, differs = hardware_note(before, after)
     return ACROSS.format(machines) if differs else NEVER
 
 
@@ -280,7 +280,7 @@ def ran_and_answered(q: Question, answered: Dict[str, dict]) -> bool:
     return ran_and_answered_entry(answered.get(q.command))
 
 
-def questions(groups: compare.Groups, only: Sequence[str] = (), answered: Optional[Dict[str, dict]] = None) -> list:
+def questions(groups: Groups, only: Sequence[str] = (), answered: Optional[Dict[str, dict]] = None) -> list:
     """Every command the list under the map names for its counted changes, once each, as answers.Question (what it
     asks, the command, the changes it explains): what `--answer` runs, the most telling first (a budget of
     commands answers the most of the map): a command that explains a flip of a label (verdict or what grew) before

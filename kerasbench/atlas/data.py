@@ -1,15 +1,15 @@
 """The atlas' own data (atlas.json): what the page reads of each record and nothing more, its format,
-versions and checks, and loading it (with records beside it) into compare's groups.
+versions and checks (inputs.py loads it, with records beside it, into compare's groups).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
-from .. import __version__, compare, rule
+from .. import __version__, rule
+from ..compare.cells import Groups, pair_order
 from ..errors import UsageError
 from ..machine import FINGERPRINT_KEYS
 from ..releases import version_key
@@ -87,7 +87,7 @@ def rss_mib(record) -> Optional[Tuple[int, List[float]]]:
     return None
 
 
-def data(groups: compare.Groups) -> dict:
+def data(groups: Groups) -> dict:
     """The atlas data of grouped records: {schema, version, kerasbench, columns: [{version, cells: [...]}]}."""
     groups = main_axis(groups)
     versions = sorted(groups, key=version_key)
@@ -102,7 +102,7 @@ def data(groups: compare.Groups) -> dict:
         # a column's environments and floors stamps once each (a calibration's stamp is ~0.5 KiB, the same in most
         # of a column's cells: a quarter of the data when each cell kept its own); a cell names its own by index
         cells, environments, floors = [], [], []
-        for (loop, strategy), (record, _) in sorted(groups[v].items(), key=lambda kv: compare.pair_order(kv[0])):
+        for (loop, strategy), (record, _) in sorted(groups[v].items(), key=lambda kv: pair_order(kv[0])):
             env = _environment(record)
             if env not in environments:
                 environments.append(env)
@@ -130,7 +130,7 @@ def is_data(payload: Any) -> bool:
     return isinstance(payload, dict) and payload.get("schema") == DATA_SCHEMA
 
 
-def groups_of(payload: Any, path: str) -> compare.Groups:
+def groups_of(payload: Any, path: str) -> Groups:
     """The groups (compare.group's shape) of an atlas data file; a one-line UsageError naming the file and what is
     wrong with it."""
     def bad(why):
@@ -142,7 +142,7 @@ def groups_of(payload: Any, path: str) -> compare.Groups:
     columns = payload.get("columns")
     if not isinstance(columns, list):
         raise bad("no 'columns' list")
-    groups: compare.Groups = {}
+    groups: Groups = {}
     for i, column in enumerate(columns):
         if not (isinstance(column, dict) and isinstance(column.get("version"), str)
                 and isinstance(column.get("cells"), list) and isinstance(column.get("environments"), list)
@@ -263,100 +263,6 @@ class _Kinds(dict):
 
 _KINDS = _Kinds()
 SCALARS = (str, int, float, type(None))
-
-
-def load(paths: Sequence[str], rejudge: bool = False) -> compare.Groups:
-    """Grouped records of `paths` (compare's inputs and checks; `rejudge`: compare.group's), or the groups of one
-    atlas data file (one protocol, or refused: its cells keep no series to judge again), with the cells of any
-    records beside it put into its columns (merge)."""
-    return merge(paths, rejudge)[0]
-
-
-def merge(paths: Sequence[str], rejudge: bool = False) -> Tuple[compare.Groups, Dict[str, int]]:
-    """(the groups of `paths`, what the records added): `paths` are records, or one atlas data file and records to
-    add to it. Each record's cell goes into its column, a new column where the atlas has none, and replaces the
-    atlas' cell of the same pair there (the atlas keeps the cells of the records that made it, not the records:
-    cells are added to it, it is not made again). The checks are the atlas' as if every cell were a record: a
-    column judged by one protocol, traced with untraced and two bodies for one pair refused. The counts: {"added",
-    "replaced", "columns"} (all 0 without an atlas file)."""
-    counts = {"added": 0, "replaced": 0, "columns": 0}
-    found = {p: _data_in(p) for p in paths if p.endswith(".json")}  # each file read once here
-    atlases = [p for p in paths if found.get(p) is not None]
-    if not atlases:
-        return compare.group(compare.load(paths), rejudge), counts
-    if len(atlases) > 1:
-        raise UsageError(f"Two atlas files (kerasbench-atlas): {atlases[0]} and {atlases[1]}; give one, and the "
-                         "records whose cells go into it.")
-    base = atlases[0]
-    groups = groups_of(found[base], base)
-    records = [p for p in paths if p != base]
-    if records:
-        if rejudge:
-            raise UsageError(f"--rejudge judges records again from their series; {base}'s cells keep none: add "
-                             "records of this protocol to it, or make the atlas again from all the records.")
-        added = group_columns(compare.load(records))
-        counts["columns"] = len(added)
-        for version, cells in added.items():
-            column = groups.setdefault(version, {})
-            had, new = _protocols(column.values()), _protocols(cells.values())
-            if had and new and had != new:  # each side one protocol (groups_of's and group_columns' checks)
-                path = next(iter(cells.values()))[1]
-                raise UsageError(f"{path} was judged by {rule.version_text(new.pop())}, the column TF {version} of "
-                                 f"{base} by {rule.version_text(had.pop())}: a column is judged by one protocol; "
-                                 "measure it again with this kerasbench, or make the atlas again from all its records "
-                                 "with --rejudge.")
-            for pair, cell in cells.items():
-                counts["replaced" if pair in column else "added"] += 1
-                column[pair] = cell
-    group_columns([(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], rejudge)
-    return groups, counts
-
-
-def _protocols(cells) -> set:
-    """The protocols (rule.version_of) that judged the measured ones of (record or cell, path) `cells`."""
-    return {rule.version_of(cell.get("summary")) for cell, _ in cells if cell.get("status", "ok") == "ok"}
-
-
-def group_columns(loaded, rejudge: bool = False):
-    """compare.group of `loaded`, a column's protocol at a time: each column (version) is one rule's, as compare
-    asks, but two columns may be two rules' (a nightly measured before a protocol change keeps its verdicts and its
-    stamps: the page says which columns each judged). `rejudge`: every record judged again by this protocol first,
-    one rule for all (compare.group's). Traced with untraced and two bodies for one pair are refused across columns
-    too."""
-    from ..trace import traced
-
-    if rejudge:
-        return compare.group(loaded, rejudge=True)
-    columns: dict = {}
-    for item in loaded:
-        columns.setdefault(item[2], []).append(item)
-    by_rule: dict = {}
-    for items in columns.values():
-        by_rule.setdefault(rule.one_version((record, path) for record, path, _ in items), []).extend(items)
-    groups: dict = {}
-    for items in by_rule.values():
-        groups.update(compare.group(items))
-    kinds = {traced(record): path for column in groups.values() for record, path in column.values()}
-    if len(kinds) > 1:
-        raise UsageError(f"Traced and untraced records: {kinds[True]} was measured with `run --trace`, {kinds[False]} "
-                         "without; a trace moves the memory figures: an atlas of traced or of untraced records.")
-    compare._one_body(groups)
-    return groups
-
-
-def holds_data(path: str) -> bool:
-    return _data_in(path) is not None
-
-
-def _data_in(path: str) -> Optional[dict]:
-    """The atlas data file at `path` (kerasbench-atlas), read; None when `path` is not one (records, a folder)."""
-    from ..files import DATA_LIMIT, read_json
-
-    try:
-        data = read_json(path, "atlas file", limit=DATA_LIMIT) if os.path.isfile(path) else None
-    except UsageError:
-        return None
-    return data if data is not None and is_data(data) else None
 
 
 def data_text(payload: dict) -> str:

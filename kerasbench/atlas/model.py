@@ -8,8 +8,10 @@ import collections
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .. import compare, rule
+from .. import rule
 from ..column import Column
+from ..compare.cells import Groups, pair_order, ratio
+from ..compare.judging import figures_verdict
 from ..record import OTHER_BACKENDS as BACKENDS
 from ..releases import version_key
 from ..page import finite
@@ -104,9 +106,9 @@ def mark(before, after) -> Optional[Tuple[str, str]]:
     between decided readings, 'other' where a side is undecided (not a change: shown on demand, not counted)."""
     if _state(before) is None or _state(after) is None:
         return None
-    judged, why = compare.figures_verdict(before, after)
+    judged, why = figures_verdict(before, after)
     if judged in ("regressed", "improved"):
-        times = compare.ratio(*(finite_or_none(r["summary"].get("growth_per_iter")) for r in (before, after)))
+        times = ratio(*(finite_or_none(r["summary"].get("growth_per_iter")) for r in (before, after)))
         size = f", ×{times:.3g}" if times is not None else ""
         return ("worse" if judged == "regressed" else "better"), f"compare: RSS slope {judged}{size} ({why})"
     flip = change(before, after)
@@ -176,7 +178,7 @@ def _python_minor(column) -> Optional[str]:
     return found.most_common(1)[0][0] if found else None
 
 
-def other_pythons(groups: compare.Groups) -> Dict[str, str]:
+def other_pythons(groups: Groups) -> Dict[str, str]:
     """{column: 'X.Y'} of the unlabelled columns measured on another Python than most of them (TF 2.8–2.11 on 3.10:
     no wheel for the atlas' own 3.11): their commands must name it (`commands`)."""
     found = {v: _python_minor(column) for v, column in groups.items() if not _split(v)[1]}
@@ -185,7 +187,7 @@ def other_pythons(groups: compare.Groups) -> Dict[str, str]:
     return {v: p for v, p in found.items() if p and p != own}
 
 
-def main_axis(groups: compare.Groups) -> compare.Groups:
+def main_axis(groups: Groups) -> Groups:
     """`groups` with the main Python's columns unlabelled: when a release is measured on several Pythons, compare
     labels each (2.16.2+py3.10, 2.16.2+py3.11, …), also the one on the Python every unlabelled release ran on; that
     one is the release's plain column here, so the releases after it are read against it (not against the release
@@ -202,14 +204,14 @@ def main_axis(groups: compare.Groups) -> compare.Groups:
     return out
 
 
-def counted_changes(groups: compare.Groups) -> List[Tuple[str, str, str, str]]:
+def counted_changes(groups: Groups) -> List[Tuple[str, str, str, str]]:
     """(loop, strategy, previous version, version) of each change the list under the map counts (▲ or ▼; not a flip
     with a side undecided), in its order: by pair, then by version."""
     groups = main_axis(groups)
     versions = sorted(groups, key=version_key)
     prev = previous_all(versions)
     out = []
-    for pair in sorted({p for g in groups.values() for p in g}, key=compare.pair_order):
+    for pair in sorted({p for g in groups.values() for p in g}, key=pair_order):
         for v in versions:
             p = prev[v]
             marked = mark(groups[p].get(pair, (None, None))[0], groups[v].get(pair, (None, None))[0]) if p else None

@@ -9,7 +9,8 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .. import compare, draw, rule
+from .. import draw, rule
+from ..compare.cells import Groups, hardware_note, pair_order
 from ..questions import Question
 from ..errors import UsageError
 from ..releases import version_key
@@ -104,7 +105,7 @@ def _cell(record, version, prev, prev_record, cid,
         tip[:0] = [f"{'changed' if moved != 'other' else 'a side undecided'} from TF {prev}: "
                    f"{verdict(p)}/{p.get('growth_kind') or '-'} → {shown}/{kind or '-'} "
                    f"({kib(p.get('growth_per_iter'))} → {kib(s.get('growth_per_iter'))} KiB/it)", marked[1]]
-        hardware = compare.hardware_note(prev_record, record)[1]
+        hardware = hardware_note(prev_record, record)[1]
         if hardware:
             tip.insert(2, f"different hardware ({hardware}): the change may be the machine's")
         glyph = f'<span class="glyph">{GLYPHS[moved]}</span>'
@@ -130,7 +131,7 @@ def spark(before, after, p: str, v: str, width: int = 260, height: int = 64) -> 
     return draw.spark(sides, ("#999", "#c33"), (f"TF {p}", f"TF {v}"), width, height)
 
 
-def _count(pairs, versions, groups: compare.Groups, changes) -> str:
+def _count(pairs, versions, groups: Groups, changes) -> str:
     """The map in one line: pairs × versions, cells measured, changes by kind."""
     measured = sum(1 for pair in pairs for v in versions
                    if (groups[v].get(pair, (None, None))[0] or {}).get("status") == "ok")
@@ -158,7 +159,7 @@ def _floors_legend(floors: Dict[str, int]) -> str:
     return f'<p class="read floors">Floors each cell was judged at (a cell names its number): {items}.</p>'
 
 
-def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
+def _unmeasured(pairs, groups: Groups, versions) -> str:
     """One line naming the pairs no version measured: per strategy, its loops and why (its first skip reason)."""
     if not pairs:
         return ""
@@ -177,7 +178,7 @@ def _unmeasured(pairs, groups: compare.Groups, versions) -> str:
             f'{esc("; ".join(parts))}.</p>')
 
 
-def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None, trust: Sequence[str] = ()) -> str:
+def section(groups: Groups, answered: Optional[Dict[str, dict]] = None, trust: Sequence[str] = ()) -> str:
     """The atlas as a <div id="atlas"> (its own style and script inline; not a <section>: those are the loop
     shapes'); '' for records of one version. `answered`: an answers file's answers by command (kerasbench.answers),
     shown beside the commands of each change; `trust`: how far to trust a cell, a sentence per column scored against
@@ -187,7 +188,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None, 
     versions = sorted(groups, key=version_key)
     if len(versions) < 2:
         return ""
-    pairs = sorted({p for g in groups.values() for p in g}, key=compare.pair_order)
+    pairs = sorted({p for g in groups.values() for p in g}, key=pair_order)
     prev = previous_all(versions)
     rows, changes, floors, notes = [], [], {}, {}  # floors: each stamp's words -> its number on the page; notes:
     # the ids of the changes measured again -> what that says (confirmation, asked once per change: the cell, the count
@@ -224,7 +225,7 @@ def section(groups: compare.Groups, answered: Optional[Dict[str, dict]] = None, 
                    + (f'<br><small class="prev">vs {esc(prev[v])}</small>' if prev[v] else "") + "</th>"
                    for v in versions)
     loops = list(dict.fromkeys(lp for lp, _ in pairs))
-    strategies = sorted({s for _, s in pairs}, key=lambda s: compare.pair_order(("", s)))
+    strategies = sorted({s for _, s in pairs}, key=lambda s: pair_order(("", s)))
     options = "".join(f'<option value="{esc(x)}">{esc(x)}</option>' for x in loops)
     s_options = "".join(f'<option value="{esc(x)}">{esc(x)}</option>' for x in strategies)
     v_options = "".join(f'<option value="{esc(v)}" data-prev="{esc(prev[v] or "")}">{esc(v)}</option>'
@@ -310,7 +311,7 @@ def _trust(lines: Sequence[str]) -> str:
     return f'<div class="trust"><p>{TRUST_HEAD}</p><ul>{"".join(f"<li>{esc(x)}</li>" for x in lines)}</ul></div>'
 
 
-def trust_lines(groups: compare.Groups, references: Sequence[str]) -> List[str]:
+def trust_lines(groups: Groups, references: Sequence[str]) -> List[str]:
     """A sentence per reference file (score.brief): the atlas column of its release scored as shown against it. A
     folder stands for its .json files of the releases the atlas shows (the workflow's: a run measures the releases it
     was asked for). A UsageError naming a file that cannot be read, a file whose release no column is, or a folder
@@ -363,7 +364,7 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
     cmds = (f'<li>{esc(BRANCH_CUT_NOTE)}</li>' if nightly_then_release(p, v) else "") + (
         "" if listed else _no_command_item(loop, strategy, p, v, pythons)) + "".join(
         f'<li>{esc(q.what)}: {answer(q)}<code class="cmd">{esc(q.command)}</code></li>' for q in listed)
-    hw = compare.hardware_note(before, after)[1]
+    hw = hardware_note(before, after)[1]
     return (f'<li id="{cid}" class="{moved}" data-loop="{esc(loop)}" data-strategy="{esc(strategy)}" '
             f'data-ver="{esc(v)}"><span class="glyph {moved}">{GLYPHS[moved]}</span> '
             f"<b>{esc(loop)} × {esc(strategy)}</b>, TF {esc(p)} → {esc(v)}: "
@@ -376,7 +377,7 @@ def _item(cid, loop, strategy, p, v, moved, before, after, why, answered: Option
             + spark(before, after, p, v) + f'<ul class="cmds">{cmds}</ul></li>')
 
 
-def page(paths: Sequence[str], groups: compare.Groups, answered: Optional[Dict[str, dict]] = None,
+def page(paths: Sequence[str], groups: Groups, answered: Optional[Dict[str, dict]] = None,
          trust: Sequence[str] = ()) -> str:
     """The atlas alone as one offline page (`kerasbench atlas`, `report --atlas`, publish)."""
     versions = sorted(groups, key=version_key)

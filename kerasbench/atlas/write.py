@@ -7,13 +7,14 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Sequence
 
-from .. import compare
+from ..compare.cells import Groups
 from ..errors import UsageError
-from .data import DATA, PAGE, data, data_text, load
+from .data import DATA, PAGE, data, data_text
+from .inputs import load
 from .page import page
 
 
-def write(paths: Sequence[str], folder: str, groups: Optional[compare.Groups] = None, rejudge: bool = False,
+def write(paths: Sequence[str], folder: str, groups: Optional[Groups] = None, rejudge: bool = False,
           page_name: str = PAGE, with_data: bool = True, trust: Sequence[str] = ()) -> List[str]:
     """The one writer of the atlas (`kerasbench atlas`, `report --atlas`, publish): the atlas of `paths` (records, or
     one atlas data file and records to add to it; `groups`: already loaded from them, else loaded here with

@@ -122,9 +122,9 @@ def nightly_files(folder: str) -> List[str]:
 
 def _over(sizes: dict) -> list:
     """[(file name, size, budget constant's name, budget)] of the atlas' files over their budgets."""
-    from .. import atlas
+    from ..atlas.data import DATA, PAGE
 
-    budgets = {atlas.PAGE: ("PAGE_BUDGET", PAGE_BUDGET), atlas.DATA: ("DATA_BUDGET", DATA_BUDGET)}
+    budgets = {PAGE: ("PAGE_BUDGET", PAGE_BUDGET), DATA: ("DATA_BUDGET", DATA_BUDGET)}
     return [(name, size, *budgets[name]) for name, size in sizes.items()
             if name in budgets and size > budgets[name][1]]
 
@@ -141,7 +141,8 @@ def fit(paths: Sequence[str], nightlies: Sequence[str], groups: dict, output: st
     nightly columns left out, a quarter of them at a time, until the page (with its `trust` lines) and its data fit
     (the newest nightly is kept); a one-line UsageError naming the file and its size against its budget when even the
     releases and the newest nightly do not fit."""
-    from .. import atlas
+    from ..atlas.data import DATA, PAGE, data, data_text
+    from ..atlas.page import page
 
     columns = {path: {v for v, cells in groups.items() for _, where in cells.values() if where == path}
                for path in nightlies}
@@ -150,8 +151,8 @@ def fit(paths: Sequence[str], nightlies: Sequence[str], groups: dict, output: st
         shown = {v: cells for v, cells in groups.items()
                  if not any(v in columns[p] for p in nightlies if p not in kept)}
         used = [*paths, *kept]
-        sizes = {atlas.PAGE: len(atlas.page(used, shown, trust=trust).encode("utf-8")),
-                 atlas.DATA: len(atlas.data_text(atlas.data(shown)).encode("utf-8"))}
+        sizes = {PAGE: len(page(used, shown, trust=trust).encode("utf-8")),
+                 DATA: len(data_text(data(shown)).encode("utf-8"))}
         over = _over(sizes)
         if not over:
             left = len(nightlies) - len(kept)
@@ -167,18 +168,23 @@ def fit(paths: Sequence[str], nightlies: Sequence[str], groups: dict, output: st
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from .. import atlas, compare
+    from ..atlas.changes import questions
+    from ..atlas.data import DATA
+    from ..atlas.inputs import group_columns, holds_data, merge
+    from ..atlas.page import trust_lines
+    from ..atlas.write import write
+    from ..compare.groups import load
     from ..nightlies import check_day_files
 
     paths, groups, nightlies, note, trust = list(args.paths), None, [], "", None
     if args.nightlies is not None:
-        if any(atlas.holds_data(p) for p in paths):
+        if any(holds_data(p) for p in paths):
             raise UsageError("--nightlies adds columns to records, not to an atlas file (kerasbench-atlas): give the "
                              "records of the releases.")
         nightlies = check_day_files(nightly_files(args.nightlies))  # a release's records under a day's name: refused
-        groups = atlas.group_columns(compare.load(paths + nightlies), args.rejudge)
+        groups = group_columns(load(paths + nightlies), args.rejudge)
         # a reference scores a release's column, which fit never leaves out: its lines are the page's whatever fits
-        trust = atlas.trust_lines(groups, args.reference)
+        trust = trust_lines(groups, args.reference)
         nightlies, groups, note = fit(paths, nightlies, groups, args.output, trust)
     if (args.answer_limit or args.answer_minutes or args.answer_only or args.config or args.answer_plan) and not \
             args.answer:
@@ -186,32 +192,31 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                          "--answer (they say which of the changes' commands to run and how).")
     added = ""
     if groups is None:
-        groups, counts = atlas.merge(paths, args.rejudge)
+        groups, counts = merge(paths, args.rejudge)
         if counts["columns"]:
             added = (f"; {counts['added'] + counts['replaced']} cell(s) of the records put into the atlas file's "
                      f"columns ({counts['replaced']} in place of its own, {counts['columns']} column(s))")
     if trust is None:  # a reference's error before any --answer runs (hours), as the records' are
-        trust = atlas.trust_lines(groups, args.reference)
+        trust = trust_lines(groups, args.reference)
     if args.answer:
         from .. import answers
         from ..files import make_folder
 
         path = os.path.join(args.output, answers.FILE)
         args.config = answers.check_config(args.config)  # once, before any command: each would fail alike
-        asked = atlas.questions(groups, args.answer_only, answers.read(path)["answers"])
+        asked = questions(groups, args.answer_only, answers.read(path)["answers"])
         if args.answer_plan:
             answers.plan(asked, path, out, limit=args.answer_limit)
             return 0
         make_folder(args.output, "the atlas")
         answers.answer_all(asked, path, out, config=args.config, limit=args.answer_limit, minutes=args.answer_minutes)
-    written = atlas.write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge,
-                          trust=trust)
+    written = write(paths + nightlies, args.output, groups=groups, rejudge=args.rejudge, trust=trust)
     over = _over({os.path.basename(p): os.path.getsize(p) for p in written}) if args.nightlies is not None else []
     if over:  # fit measured the same text: a guard
         name, size, constant, budget = over[0]
         raise _budget_error(os.path.join(args.output, name), size, constant, budget, " as written")
     sizes = ", ".join(f"{os.path.basename(p)} {os.path.getsize(p) / 1024:,.0f} KiB" for p in written)
-    kept = "" if len(written) > 1 else f" ({atlas.DATA}, the input, kept as it is)"
+    kept = "" if len(written) > 1 else f" ({DATA}, the input, kept as it is)"
     days = (f" with {len(nightlies)} nightly column(s) of {args.nightlies}" if args.nightlies is not None else "")
     out.write(f"wrote the atlas to {args.output}{days}: {sizes}{kept}{added}{note}; open {written[-1]} in a "
               "browser, it needs no server\n")

@@ -37,7 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from .. import atlas, pictures, report
+    from .. import pictures, report
+    from ..atlas.data import PAGE
+    from ..atlas.write import write as write_atlas
     from ..errors import UsageError
 
     wanted = {"SVG": args.svg, "PNG": args.png}
@@ -63,8 +65,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             return 0
     if args.atlas:
         folder, name = ((os.path.dirname(args.output) or ".", os.path.basename(args.output)) if args.output
-                        else (options.ATLAS_OUTPUT, atlas.PAGE))
-        path = atlas.write(args.paths, folder, rejudge=args.rejudge, page_name=name, with_data=not args.output)[-1]
+                        else (options.ATLAS_OUTPUT, PAGE))
+        path = write_atlas(args.paths, folder, rejudge=args.rejudge, page_name=name, with_data=not args.output)[-1]
         out.write(f"wrote the atlas to {path} (one file, works offline)\n")
         return 0
     path = report.write(args.paths, args.output or report.DEFAULT_OUTPUT, baseline=args.baseline,

@@ -26,7 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from .. import atlas, public
+    from .. import public
+    from ..atlas.inputs import load
+    from ..atlas.model import main_axis
 
     chosen = public.select(args.report)
     if not args.paths:
@@ -34,7 +36,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"{report.name}  {report.url}\n  claim: {report.claim}\n  {report.command(args.tf)}\n")
         return 0
     names = {r.name for r in chosen}
-    groups = atlas.main_axis(atlas.load(args.paths, rejudge=args.rejudge))  # the atlas' labels: 2.16.2, 2.16.2+py3.12
+    groups = main_axis(load(args.paths, rejudge=args.rejudge))  # the atlas' labels: 2.16.2, 2.16.2+py3.12
     kept = {v: {k: cell for k, cell in pairs.items()
                 if not k[0].startswith(public.LOOP_PREFIX) or k[0][len(public.LOOP_PREFIX):] in names}
             for v, pairs in groups.items()}

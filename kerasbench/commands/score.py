@@ -24,11 +24,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def load(paths, reference):
     """score.load's records and reference, or one atlas data file's cells (scored as shown) and the reference."""
-    from .. import atlas, score
+    from .. import score
+    from ..atlas.inputs import holds_data, load
     from ..loading import load_records
 
-    if len(paths) == 1 and atlas.holds_data(paths[0]):
-        groups = atlas.load(paths)
+    if len(paths) == 1 and holds_data(paths[0]):
+        groups = load(paths)
         return [(cell, path, v) for v, cells in groups.items() for cell, path in cells.values()], \
             load_records(reference)
     return score.load(paths, reference)
