@@ -68,7 +68,7 @@ from .record import SCHEMA_VERSION, Record, backend_of, framework_text
 from .tree import place_of
 from .loading import load_records
 from .versions import version_key
-from .trace import traced
+from .trace.records import traced
 from .units import KIB, floor_kib
 
 VERDICTS = ("regressed", "improved", "inconclusive", "not comparable", "unchanged", "n/a")  # also the output order
