@@ -17,17 +17,17 @@ in the same heap): a traced record is marked (spec.trace > 0) and compare and re
 it with untraced ones.
 
 A module a job: tracer (the worker's Tracer, what the record keeps), sites (the allocation sites and types that
-grow), containers (the containers whose length grows), holders (what holds the objects that grow), frames (whose
-code a frame is: the user's, kerasbench's harness, a library's), records (whether a record was traced, its trace)
-and render (the trace as text). Modules that need one piece import it from its module; this namespace names them
-all.
+grow), containers (the containers whose length grows), referrers (what holds the objects that grow: `holders`),
+frames (whose code a frame is: the user's, kerasbench's harness, a library's), records (whether a record was
+traced, its trace) and render (the trace as text). Modules that need one piece import it from its module; this
+namespace names them all.
 """
 
 from .containers import container_lengths, describe_containers, grown_containers
 from .frames import harness_file, user_code
-from .holders import (HOLDER_BRANCH, HOLDER_CANDIDATES, HOLDER_DEPTH, HOLDER_FRONTIER, HOLDER_SAMPLES, HOLDER_SECONDS,
-                      HOLDER_TYPES, holders)
 from .records import Trace, record_trace, traced
+from .referrers import (HOLDER_BRANCH, HOLDER_CANDIDATES, HOLDER_DEPTH, HOLDER_FRONTIER, HOLDER_SAMPLES,
+                        HOLDER_SECONDS, HOLDER_TYPES, holders)
 from .render import text, where_text
 from .sites import NATIVE_FRAMES, STACK_SHOWN, native_frames, python_sites, type_growth, user_sites
 from .tracer import DEFAULT_TOP, FRAMES, Tracer

@@ -14,7 +14,7 @@ from collections import Counter, OrderedDict, defaultdict, deque
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .frames import user_code
-from .holders import _describe, _module_globals, _paths
+from .referrers import _describe, _module_globals, _paths
 
 
 # Containers whose length grows (kerasbench.trace.containers): they hold what the gc does not track (numpy arrays,

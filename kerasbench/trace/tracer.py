@@ -14,8 +14,8 @@ from typing import Any, Dict, List
 
 from .containers import container_lengths, describe_containers, grown_containers
 from .frames import _harness_frame
-from .holders import HOLDER_SECONDS, holders
 from .records import Trace
+from .referrers import HOLDER_SECONDS, holders
 from .sites import native_frames, python_sites, type_growth, user_sites
 
 
