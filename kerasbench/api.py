@@ -253,7 +253,7 @@ class Results(list):
     CURVES_SHOWN = 12  # memory pictures in the HTML repr: a notebook cell stays small
 
     def __repr__(self) -> str:
-        from .console import run_table
+        from .runtable import run_table
 
         return run_table(list(self)).rstrip("\n") if self else "Results([])"
 
@@ -261,7 +261,7 @@ class Results(list):
         """The run table as HTML (Jupyter): one row per record, the RSS sparkline, the floor below; then each
         record's memory picture (the report's: RSS and heap after each iteration, baseline and floor; at most
         CURVES_SHOWN of them)."""
-        from .console import _columns, table_span
+        from .runtable import _columns, table_span
         from .pictures import curves_html
 
         columns = _columns(gpu=any(r["spec"].get("device") == "gpu" for r in self), span=table_span(self))

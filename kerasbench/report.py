@@ -29,7 +29,7 @@ from .metrics import Metric
 from .page import esc, frame, kib, made_from, no_paths, path_name
 from .pictures import curve_data, record_at, series_of, shown, strategy_chart, version_plot
 from .tree import place_of
-from .trace import record_trace
+from .trace.records import record_trace
 from .releases import version_key
 from .units import KIB, MIB, floor_kib
 

@@ -224,9 +224,10 @@ def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], 
     """
     import time
 
-    from .console import Progress, functions_text, run_table
+    from .console import Progress
+    from .runtable import functions_text, run_table
     from .runner import measure_pairs
-    from .trace import text as trace_text
+    from .trace.render import text as trace_text
 
     kept = Kept(pairs, json_path)
 

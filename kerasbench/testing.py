@@ -90,13 +90,14 @@ TRACE_HINT = ("  where: run it again with trace=10 ({asked}) to name your lines 
 def _where(record: dict, asked: str) -> list:
     """The trace's lead, holders and first lines of the user's code (a traced record), else TRACE_HINT; nothing for
     a record that did not run."""
-    from . import trace
+    from .trace.records import traced
+    from .trace.render import where_text
 
     if record["status"] != "ok":
         return []
-    if not trace.traced(record):
+    if not traced(record):
         return [TRACE_HINT.format(asked=asked)]
-    return trace.where_text(record)
+    return where_text(record)
 
 
 def assert_no_growth(body: Callable, strategy: str = BODY_STRATEGY, iterations: Optional[int] = None,

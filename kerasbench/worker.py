@@ -21,11 +21,12 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional
 
-from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes, procs, rule, trace
+from . import SCHEMA_VERSION, __version__, _compat, allocators, counters, gpu, probes, procs, rule
 from .errors import Skip
 from .loops import LOOPS, LoopShape, Step
 from .spec import RunSpec
 from .strategies import CLEANUPS, Strategy, get_strategy
+from .trace.tracer import Tracer
 
 
 class MeasuredPair:
@@ -277,7 +278,7 @@ STOP_REASONS = {
 
 def _measured_loop(spec: RunSpec, pair: MeasuredPair, stack: probes.ProbeStack, series: dict,
                    emit: Callable[..., Any], ask: Optional[Callable[[int, dict], bool]],
-                   tracer: Optional[trace.Tracer]) -> tuple:
+                   tracer: Optional[Tracer]) -> tuple:
     """The measured iterations: (why the loop stopped, looks taken, iterations done, the first one's peak RSS or
     None, the plan's fields); STOP_REASONS.
 
@@ -387,7 +388,7 @@ def run_protocol(spec: RunSpec, emit: Callable[..., Any], gpu_reader: Optional[g
     series = stack.series  # every probe's series by name, each list made as its probe starts
 
     emit("phase", phase="iteration")
-    tracer = trace.Tracer(spec.trace, spec.iterations, pair.in_process, spec.trace_native) if spec.trace else None
+    tracer = Tracer(spec.trace, spec.iterations, pair.in_process, spec.trace_native) if spec.trace else None
     if tracer:  # before the barrier and the baseline: its own memory is there from the start
         tracer.start()
     probes.gc_barrier()

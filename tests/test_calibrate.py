@@ -362,7 +362,7 @@ def test_the_resolution_follows_the_stored_calibration_and_the_margin_stays(tmp_
     assert calibrated["summary"]["margin"] == 64 * KIB
     assert floors.path_for("glibc") in calibrated["summary"]["floor_source"]
     # summarize alone (what asv reads) follows the stored floor too, and so does the table footer
-    from kerasbench.console import run_table as table
+    from kerasbench.runtable import run_table as table
     from kerasbench.summary import summarize
 
     assert summarize(default["repeats"], RunSpec(**spec), spec_floors(RunSpec(**spec)))["verdict"] == "flat"
@@ -524,7 +524,7 @@ def test_no_calibrate_says_why_the_default(tmp_path, monkeypatch, capsys):
 
 
 def test_an_allocator_that_did_not_load_is_flagged():
-    from kerasbench.console import run_table as table
+    from kerasbench.runtable import run_table as table
     from kerasbench.summary import allocator_check, make_record
 
     spec = RunSpec("control", "control_noop", allocator="tcmalloc", floor=64 * KIB)

@@ -1460,13 +1460,13 @@ def test_control_characters_of_a_record_reach_no_terminal(case, tmp_path, capsys
 
 
 def test_the_run_table_and_its_notes_escape_a_record_s_names():
-    from kerasbench import console
+    from kerasbench import console, runtable
 
     payload = json.loads((FIXTURES / "tf221.json").read_text())
     records = payload["records"]
     for record in records:
         record["loop"] += EVIL
     records[0]["status"], records[0]["reason"] = "failed", "worker died" + EVIL
-    text = console.run_table(records)
+    text = runtable.run_table(records)
     assert not set("\x1b\x07\r\x9b\u202e") & set(text) and "\\x1b]0;owned\\x07" in text
     assert console.printable("a\tb\nc" + EVIL, lines=True) == "a\\tb\\nc\\x1b]0;owned\\x07\\x1b[2J\\r\\x9b31m\\u202e"

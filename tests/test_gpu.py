@@ -308,7 +308,7 @@ def test_run_all_leaves_gpu_strategies_to_device_gpu(monkeypatch):
 
 
 def test_table_shows_gpu_columns_for_gpu_records():
-    from kerasbench.console import run_table as table
+    from kerasbench.runtable import run_table as table
 
     spec = RunSpec("control", "control_noop", iterations=4, device="gpu")
     summary = summarize([], spec, spec_floors(spec))

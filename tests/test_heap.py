@@ -202,13 +202,13 @@ def test_without_a_heap_reader_the_heap_metrics_are_na_never_zero():
 
 
 def test_run_table_names_what_grew():
-    from kerasbench import console
+    from kerasbench import runtable
 
     summary = _summary(rss_slope=128 * KIB, heap_slope=0)
     record = {"loop": "control", "strategy": "noop", "status": "ok", "summary": summary, "spec": {"device": "cpu"},
               "environment": None,
               "repeats": [{"result": {"series": {"rss": [1, 2, 3]}}}]}
-    table = console.run_table([record])
+    table = runtable.run_table([record])
     assert "what grew" in table and "retention" in table and "heap KiB/iter" in table
 
 
@@ -218,14 +218,14 @@ def test_the_run_tables_first_verdict_is_the_pairs_with_rss_and_heap_beside_it()
     beside it, named."""
     import io
 
-    from kerasbench import console
+    from kerasbench import console, runtable
     from kerasbench.api import Results
 
     summary = _summary(rss_slope=0, heap_slope=64 * KIB)
     assert (summary["verdict"], summary["heap_verdict"], summary["growth_kind"]) == ("flat", "grows", "leak")
     record = {"loop": "control", "strategy": "noop", "status": "ok", "reason": None, "summary": summary,
               "spec": {"device": "cpu"}, "environment": None, "repeats": [{"result": {"series": {"rss": [1, 2, 3]}}}]}
-    header, _, row = console.run_table([record]).splitlines()[:3]
+    header, _, row = runtable.run_table([record]).splitlines()[:3]
     assert header.split()[:6] == ["loop", "strategy", "verdict", "RSS", "heap", "what"]
     assert row.split()[:6] == ["control", "noop", "grows", "flat", "grows", "leak"]
     assert Results([record]).verdicts() == {("control", "noop"): "grows"}
@@ -236,12 +236,12 @@ def test_the_run_tables_first_verdict_is_the_pairs_with_rss_and_heap_beside_it()
     assert stream.getvalue().startswith("[1/1] control × noop: grows (RSS flat, heap grows; leak), RSS +")
     # no heap reader: the pair's verdict is RSS's, the heap n/a
     alone = {**record, "summary": _summary(rss_slope=0, heap_slope=0, heap=False)}
-    row = console.run_table([alone]).splitlines()[2]
+    row = runtable.run_table([alone]).splitlines()[2]
     assert row.split()[:6] == ["control", "noop", "flat", "flat", "n/a", "n/a"]
     assert console.verdict_text(alone["summary"]) == "flat (RSS flat, heap n/a)"
     # a pair that did not run: its status where the verdict would be, the verdicts beside it empty
     skipped = {**record, "status": "skipped", "reason": "needs a GPU"}
-    assert console.run_table([skipped]).splitlines()[2].split()[:3] == ["control", "noop", "skipped"]
+    assert runtable.run_table([skipped]).splitlines()[2].split()[:3] == ["control", "noop", "skipped"]
 
 
 def test_the_run_table_says_why_a_pair_is_not_decided():
@@ -251,7 +251,7 @@ def test_the_run_table_says_why_a_pair_is_not_decided():
     import json
     from pathlib import Path
 
-    from kerasbench.console import run_table
+    from kerasbench.runtable import run_table
 
     fixture = Path(__file__).parent / "fixtures" / "compare" / "tf221.json"
     record = json.loads(fixture.read_text())["records"][0]

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from kerasbench import METRICS, compare, loading, metrics, record, report, summary, triage
-from kerasbench.console import run_table
+from kerasbench.runtable import run_table
 from kerasbench.runner import RunSpec
 from kerasbench.units import MIB
 from kerasbench.rule import spec_floors

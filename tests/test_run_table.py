@@ -5,7 +5,7 @@ import json
 import os
 import pathlib
 
-from kerasbench import console
+from kerasbench import runtable
 from kerasbench.record import framework_text
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "compare"
@@ -18,12 +18,12 @@ def _records():
 def test_the_run_table_fits_a_hundred_columns_every_figure_kept():
     """Before: one line of 244 characters a row (every metric's column in one table)."""
     records = _records()
-    text = console.run_table(records)
+    text = runtable.run_table(records)
     tables = text.split("\nRSS per iteration:")[0].splitlines()
-    assert max(len(line) for line in tables) <= console.RUN_WIDTH, max(tables, key=len)
+    assert max(len(line) for line in tables) <= runtable.RUN_WIDTH, max(tables, key=len)
     headers = [line for line in tables if line.startswith("loop ")]
     assert len(headers) >= 2 and all(h.split()[:2] == ["loop", "strategy"] for h in headers)
-    names = [name for name, _ in console._columns(gpu=False)]
+    names = [name for name, _ in runtable._columns(gpu=False)]
     for name in names:  # every column is in one of the tables, once
         assert sum(name in h for h in headers) >= 1, name
     rows = [line for line in tables if line.startswith(tuple(r["loop"] + " " for r in records))]
@@ -38,7 +38,7 @@ def test_floor_lines_name_their_rows_and_shorten_paths(monkeypatch):
         r["summary"]["floor_source"] = (f"calibration {home}/.cache/kerasbench/calibration/glibc.json" if i else
                                         "calibration /venv/lib/python3.11/site-packages/kerasbench/cal/glibc.json")
         r["summary"]["floor"] = 32 * 1024.0
-    lines = console.run_table(records).splitlines()
+    lines = runtable.run_table(records).splitlines()
     first = f"{records[0]['loop']} × {records[0]['strategy']}: "
     shipped = next(line for line in lines if line.startswith(first) and " KiB/iteration, from calibration " in line)
     assert shipped.endswith("from calibration …/site-packages/kerasbench/cal/glibc.json"), shipped

@@ -8,7 +8,7 @@ import json
 import os
 import pathlib
 
-from kerasbench import console
+from kerasbench import console, runtable
 from kerasbench.commands import publish
 from kerasbench.units import KIB
 
@@ -34,7 +34,7 @@ def _records():
 
 
 def test_growers_first_with_slope_interval_and_what_grew_then_flat_names_then_what_did_not_run():
-    lines = console.suite_verdicts([(r, "2.21.0") for r in _records()])
+    lines = runtable.suite_verdicts([(r, "2.21.0") for r in _records()])
     text = "\n".join(lines)
     assert lines[0] == "verdicts: 4 pairs measured: 1 grows, 1 inconclusive, 2 flat; 2 did not run", lines[0]
     row = next(line for line in lines if "keep_outputs" in line)
@@ -48,14 +48,14 @@ def test_growers_first_with_slope_interval_and_what_grew_then_flat_names_then_wh
     said = " ".join(" ".join(lines[-2:]).split())  # one line, wrapped at the width
     assert said == ("skipped (2): runs on the jax backend only (here: tensorflow): inference × jax_clear_caches, "
                     "inference × jax_other"), lines[-2:]
-    assert max(len(line) for line in lines) <= console.RUN_WIDTH
+    assert max(len(line) for line in lines) <= runtable.RUN_WIDTH
 
 
 def test_several_tf_versions_are_told_apart_and_a_loop_without_tf_is_not_labelled():
     records = _records()[:2]
     control = copy.deepcopy(records[1])
     control["loop"], control["strategy"] = "control", "control_noop"
-    lines = console.suite_verdicts([(records[0], "2.13.1"), (records[1], "2.21.0"), (control, None)])
+    lines = runtable.suite_verdicts([(records[0], "2.13.1"), (records[1], "2.21.0"), (control, None)])
     text = "\n".join(lines)
     assert "sweep (TF 2.13.1)" in text and "inference (TF 2.21.0)" in text
     assert "control (TF" not in text
@@ -79,7 +79,7 @@ def test_publish_ends_with_the_verdicts_of_the_newest_run_and_how_to_open_report
     assert ".asv/html does not open from file://" in lines[2]
     other = publish.how_to_open(str(html), None, "asv.gpu.json")
     assert other[0].startswith("dashboard: asv preview --config asv.gpu.json")
-    assert max(len(line) for line in lines + other) <= console.RUN_WIDTH
+    assert max(len(line) for line in lines + other) <= runtable.RUN_WIDTH
 
 
 def test_no_records_tree_is_no_verdicts(tmp_path):

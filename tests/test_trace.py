@@ -37,7 +37,7 @@ LEAK_LINE = next(n for n, line in enumerate(open(__file__), 1) if line.rstrip().
 def traced_leak(memray: bool = False) -> dict:
     """The trace of _leaky_loop, native sites asked for (memray's, or with memray hidden its note)."""
     if not memray:
-        trace._memray = lambda: None  # tracemalloc and gc only
+        trace.tracer._memray = lambda: None  # tracemalloc and gc only
     tracer, kept = trace.Tracer(top=5, iterations=6, native=True), []
     tracer.start()
     _leaky_loop(tracer, 6, kept)
@@ -45,7 +45,7 @@ def traced_leak(memray: bool = False) -> dict:
 
 
 def traced_nothing() -> dict:
-    trace._memray = lambda: None
+    trace.tracer._memray = lambda: None
     tracer = trace.Tracer(top=5, iterations=6)
     tracer.start()
     for k in range(6):
@@ -66,7 +66,7 @@ def drive(code, tracer):
 
 def traced_repro(path: str) -> dict:
     """The trace of six iterations of the repro file `path` (tracemalloc and gc only), driven as a worker drives it."""
-    trace._memray = lambda: None
+    trace.tracer._memray = lambda: None
     code, tracer, driver = repro.ReproFile(path), trace.Tracer(top=5, iterations=6), {}
     exec(compile(DRIVER, "<driver>", "exec"), driver)
     tracer.start()
@@ -294,7 +294,7 @@ def test_a_list_of_arrays_is_named_first_and_no_kerasbench_frame_is_listed(tmp_p
         lead
     assert "kept.append(np.ones(200 * 1024 // 8))" in lead, lead
     named = lines.index("    module global `kept` in arrays_repro.py: a list, +1.0 item per iteration (len 6), holding "
-                        f"numpy.ndarray ({trace._kib(lists[0]['bytes_per_iter'])} per iteration)")
+                        f"numpy.ndarray ({trace.render._kib(lists[0]['bytes_per_iter'])} per iteration)")
     assert named < next(i for i, line in enumerate(lines) if line.startswith("  what holds the objects"))
     assert "kerasbench/" not in text.split("Python allocation sites", 1)[1]
 

@@ -72,7 +72,7 @@ def group_columns(loaded, rejudge: bool = False):
     stamps: the page says which columns each judged). `rejudge`: every record judged again by this protocol first,
     one rule for all (compare.group's). Traced with untraced and two bodies for one pair are refused across columns
     too."""
-    from ..trace import traced
+    from ..trace.records import traced
 
     if rejudge:
         return group(loaded, rejudge=True)

@@ -57,7 +57,8 @@ def how_to_open(html: str, report: Optional[str], config: str = "asv.conf.json")
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     from ..asvconf import DEFAULT_CONFIG, find_config
-    from ..console import suite_verdicts, terminal_width
+    from ..console import terminal_width
+    from ..runtable import suite_verdicts
     from ..dashboard import publish_dashboard
     from ..report import FILENAME
 

@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="when no stored calibration fits, use the default floor rather than calibrating once "
                    "(about a minute; also $KERASBENCH_NO_CALIBRATE=1)")
     p.add_argument("--no-probes", action="store_true", help="time the loop only (to measure probe overhead)")
-    from ..trace import DEFAULT_TOP
+    from ..trace.tracer import DEFAULT_TOP
 
     p.add_argument("--trace", metavar="N", nargs="?", type=options.number("trace", 1, 1000), const=DEFAULT_TOP,
                    default=0, help=f"one pair: where memory grows, top N (default {DEFAULT_TOP}) Python allocation "
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("Which loop? Give --loop NAME (see `kerasbench list`) or --repro FILE (your own loop body).")
     pairs = pairs_for(loop, args.strategy, args.device, args.backend)
     if args.trace_native and not args.trace:
-        from ..trace import DEFAULT_TOP
+        from ..trace.tracer import DEFAULT_TOP
 
         args.trace = DEFAULT_TOP
     if args.trace and len(pairs) != 1:

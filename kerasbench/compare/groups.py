@@ -14,7 +14,7 @@ from ..errors import UsageError
 from ..loading import load_records
 from ..record import Record
 from ..tree import place_of
-from ..trace import traced
+from ..trace.records import traced
 from ..versions import version_key
 from .cells import Groups
 
