@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import floors, rule
+from . import calibration_store as stored, rule
 from .console import markdown_table
 from .profiles import PROFILES
 from .protocol import PROTOCOL_VERSION
@@ -156,11 +156,11 @@ def analyze_series(series: dict, iterations: Sequence[int], rates: Sequence[int]
 
 def make_calibration(report: dict, allocator: str, detected: str, runs: int, warmup: int, seconds: float,
                      jobs: int = 1, heap_report: Optional[dict] = None, python: str = "") -> dict:
-    """The JSON stored per environment key (floors.KEY_FIELDS): the report plus what it was measured on."""
+    """The JSON stored per environment key (stored.KEY_FIELDS): the report plus what it was measured on."""
     cal = {
-        "schema": floors.SCHEMA,
+        "schema": stored.SCHEMA,
         "protocol": PROTOCOL_VERSION,  # the rule its controls were judged by (records say theirs too)
-        "key": floors.environment_key(allocator, python),  # the Python its controls ran on
+        "key": stored.environment_key(allocator, python),  # the Python its controls ran on
         "host": platform.node(),  # where it was made: information only, not part of the key
         "allocator": allocator,
         "allocator_detected": detected,
@@ -283,7 +283,7 @@ def render(cals: Sequence[dict]) -> str:
         lines += markdown_table(TF_CONTROL_HEADER, tf_rows)
     lines.append("")
     for cal in cals:
-        where = (f"{floors.describe(cal['key'], allocator=False)}, " if "key" in cal else "") + f"host {cal['host']}"
+        where = (f"{stored.describe(cal['key'], allocator=False)}, " if "key" in cal else "") + f"host {cal['host']}"
         load = f", load {' / '.join(map(str, cal['load']))}" if cal.get("load") else ""
         lines.append(f"{cal['allocator']} (detected {cal['allocator_detected']}) on {where}: {cal['runs']} runs per "
                      f"cell, {cal['warmup']} warm-up, {cal.get('jobs', 1)} at once, {cal['seconds']:.0f} s{load}, "
@@ -293,5 +293,5 @@ def render(cals: Sequence[dict]) -> str:
 
 def render_stored(allocators: Sequence[str]) -> str:
     """The best fitting stored calibration of each of `allocators` as `render` prints them, or a line saying none."""
-    found = [cal for cal in (floors.load(name) for name in allocators) if cal]
-    return render(found) if found else f"no stored calibration fits here (looked in {', '.join(floors.folders())})\n"
+    found = [cal for cal in (stored.load(name) for name in allocators) if cal]
+    return render(found) if found else f"no stored calibration fits here (looked in {', '.join(stored.folders())})\n"

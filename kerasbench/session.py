@@ -89,9 +89,9 @@ def settle_floor(base: RunSpec, allowed: bool, err: TextIO) -> RunSpec:
     margin (what counts as growth) is the spec's given floor or the default: a calibration never moves it."""
     if base.floor is not None:
         return base
-    from . import floors
+    from . import calibration_store as stored
 
-    why = ensure_calibration(base.allocator, base.iterations, err, allowed=allowed and not floors.no_calibrate(),
+    why = ensure_calibration(base.allocator, base.iterations, err, allowed=allowed and not stored.no_calibrate(),
                              python=base.python)
     # why none was made rides in floor_source (a floor not given has no source of its own): the default resolution's
     # text says it (rule.floor_at), and the record keeps the text it was judged with
@@ -322,12 +322,12 @@ def run_controls(allocator: str, runs: int, iterations: Sequence[int], rates: Se
 def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequence[int], heaps: Sequence[str],
                   warmup: int, tf_control: bool, err: TextIO, jobs: int = 1, python: str = "",
                   label: str = "calibrate", merge: bool = False) -> dict:
-    """Measure, analyze and store one allocator's calibration (in floors.path_for), progress on `err`. With `merge`
-    (a calibration made on the fly) it is added to the file there (floors.merged: the counts it did not measure are
+    """Measure, analyze and store one allocator's calibration (in stored.path_for), progress on `err`. With `merge`
+    (a calibration made on the fly) it is added to the file there (stored.merged: the counts it did not measure are
     kept), never replacing it; without, it replaces it (`kerasbench calibrate`, asked for)."""
     import time
 
-    from . import floors
+    from . import calibration_store as stored
     from .calibration import TF_CONTROL, analyze_series, cells_for, make_calibration
     from .units import KIB
 
@@ -348,13 +348,13 @@ def calibrate_one(name: str, runs: int, iterations: Sequence[int], rates: Sequen
     report, heap_report = analyze_series(series, iterations, rates)
     cal = make_calibration(report, name, detected, runs, warmup, time.perf_counter() - started, jobs, heap_report,
                            python)
-    path, seconds, how = floors.path_for(name, python), cal["seconds"], "wrote"
-    existing = floors.read(path, name)
+    path, seconds, how = stored.path_for(name, python), cal["seconds"], "wrote"
+    existing = stored.read(path, name)
     if merge and existing and existing.get("schema", 0) >= 2 and existing.get("key") == cal["key"]:
-        cal, how = floors.merged(existing, cal), "added its counts to"  # before: replaced the fuller one there
+        cal, how = stored.merged(existing, cal), "added its counts to"  # before: replaced the fuller one there
     elif not merge:  # `kerasbench calibrate`: replaces a calibration with no more runs or counts, else merged
-        cal, how = floors.combined(existing, cal)
-    floors.save(cal, path)
+        cal, how = stored.combined(existing, cal)
+    stored.save(cal, path)
     status_line(err, f"{label} {name}: {how} {path} ({seconds:.0f} s)", final=True)
     return cal
 
@@ -369,7 +369,7 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
     """
     import importlib.util
 
-    from . import floors
+    from . import calibration_store as stored
     from .machine import name as machine_name
 
     machine_name()  # the name the records say (a bad $KERASBENCH_MACHINE), before the first control's line
@@ -377,20 +377,20 @@ def calibrate(allocators: Sequence[str], runs: int, iterations: Sequence[int], r
 
     check_backend_var()  # the workers' environment: a bad $KERAS_BACKEND is one line before any control runs
     try:
-        os.makedirs(floors.directory(), exist_ok=True)
+        os.makedirs(stored.directory(), exist_ok=True)
     except OSError as e:
-        raise UsageError(f"Cannot write calibration to {floors.directory()}: {e.strerror}.") from None
+        raise UsageError(f"Cannot write calibration to {stored.directory()}: {e.strerror}.") from None
     if tf_control and importlib.util.find_spec("tensorflow") is None:
         raise UsageError("--tf-control needs TensorFlow: pip install -e '.[cpu]'.")
-    check_writable(floors.path_for(allocators[0]), "calibration")
+    check_writable(stored.path_for(allocators[0]), "calibration")
     from .calibration import PROTOCOL_VERSION
 
     for name in allocators:  # a shorter calibration over a longer one with nothing to add: refused before measuring
-        path = floors.path_for(name)
-        floors.check_not_shipped(path)
-        planned = {"schema": floors.SCHEMA, "protocol": PROTOCOL_VERSION, "key": floors.environment_key(name),
+        path = stored.path_for(name)
+        stored.check_not_shipped(path)
+        planned = {"schema": stored.SCHEMA, "protocol": PROTOCOL_VERSION, "key": stored.environment_key(name),
                    "runs": runs, "floors": {str(n): 0 for n in iterations}}
-        refused = floors.refused_over(floors.read(path, name), planned, path)
+        refused = stored.refused_over(stored.read(path, name), planned, path)
         if refused:
             raise UsageError(refused)
     return [calibrate_one(name, runs, iterations, rates, heaps, warmup, tf_control, err, jobs)
@@ -402,9 +402,9 @@ def undetected_up_to(allocator: str, python: str = "") -> Optional[int]:
     or heap (both floors None); None where none fits or every count it tried detected one. A run of that many
     iterations or fewer cannot use a calibration made now (fewer iterations resolve less): it would be judged at the
     default resolution anyway. A count never tried says nothing (a calibration's first count is not its limit)."""
-    from . import floors
+    from . import calibration_store as stored
 
-    counts = [int(n) for _, data in floors.candidates(allocator, python)
+    counts = [int(n) for _, data in stored.candidates(allocator, python)
               for n, floor in (data.get("floors") or {}).items()
               if floor is None and (data.get("heap_floors") or {}).get(n) is None]
     return max(counts) if counts else None
@@ -417,16 +417,16 @@ def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bo
     Returns None when one fits (found, or made now and cached in the user's folder), else why none was made
     (one phrase, for the run table's floor line).
     """
-    from . import floors
+    from . import calibration_store as stored
     from .calibration import AUTO_RUNS, DEFAULT_COUNTS, DEFAULT_RATES_KIB, HEAPS
     from .files import make_folder
     from .runner import default_jobs
     from .units import KIB
 
-    if floors.find(allocator, iterations, python)[1] is not None:
+    if stored.find(allocator, iterations, python)[1] is not None:
         return None
     if not allowed:
-        return "not calibrated: --no-calibrate or $" + floors.NO_CALIBRATE_VAR
+        return "not calibrated: --no-calibrate or $" + stored.NO_CALIBRATE_VAR
     none_at = undetected_up_to(allocator, python)
     if none_at is not None and iterations <= none_at:  # before: 36 s calibrating a 3-iteration run judged at the
         # default resolution anyway
@@ -435,16 +435,16 @@ def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bo
         return (f"not calibrated: at {iterations} iterations a calibration detects no tested rate (one here detected "
                 f"none at {none_at})")
     try:
-        make_folder(floors.directory(), "calibration")
-        check_writable(floors.path_for(allocator, python), "calibration")
+        make_folder(stored.directory(), "calibration")
+        check_writable(stored.path_for(allocator, python), "calibration")
     except UsageError as e:
         return f"not calibrated: {str(e).rstrip('.')}"
     # only the counts no calibration here has (below them all) when one fits at larger counts: the shipped one
-    # keeps judging the runs it covers (floors.find takes the count nearest below a run's)
-    fits_larger = floors.load(allocator, python=python) is not None
+    # keeps judging the runs it covers (stored.find takes the count nearest below a run's)
+    fits_larger = stored.load(allocator, python=python) is not None
     counts = sorted({c for c in DEFAULT_COUNTS if c <= iterations or not fits_larger} | {iterations})
-    status_line(err, f"kerasbench: no calibration fits {floors.describe(floors.environment_key(allocator, python))} at "
-                f"<= {iterations} iterations: calibrating once (about a minute; cached in {floors.directory()}; "
+    status_line(err, f"kerasbench: no calibration fits {stored.describe(stored.environment_key(allocator, python))} at "
+                f"<= {iterations} iterations: calibrating once (about a minute; cached in {stored.directory()}; "
                 "--no-calibrate skips it)", final=True)
     try:
         calibrate_one(allocator, AUTO_RUNS, counts, [r * KIB for r in DEFAULT_RATES_KIB], tuple(HEAPS), 2, False,

@@ -13,7 +13,7 @@ import dataclasses
 import os
 from typing import Any, Mapping, Optional
 
-from . import _compat, allocators, floors
+from . import _compat, allocators, calibration_store
 from .errors import UsageError, unknown
 from .loops import get_loop
 from .specfields import SpecFields
@@ -139,7 +139,7 @@ class RunSpec(SpecFields):
         if self.floor is not None:
             resolved["floor"] = check_growth(self.floor, "floor (--floor-kib, bytes)")
         else:
-            floors.load(self.allocator)  # a bad calibration file fails now; the record resolves the floor
+            calibration_store.load(self.allocator)  # a bad calibration file fails now; the record resolves the floor
         if self.memory_cap:
             resolved["memory_cap"] = int(check_number(self.memory_cap, "memory_cap (--memory-cap, bytes)",
                                                       MIN_MEMORY_CAP))

@@ -20,7 +20,8 @@ def pytest_collection_modifyitems(config, items):
 def _no_stored_calibration(tmp_path_factory, monkeypatch):
     """Every test starts with empty calibration folders and never calibrates on the fly (stored floors stay out)."""
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path_factory.mktemp("calibration")))
-    monkeypatch.setattr("kerasbench.floors.SHIPPED", str(tmp_path_factory.mktemp("shipped")))  # docs/calibration
+    # docs/calibration
+    monkeypatch.setattr("kerasbench.calibration_store.SHIPPED", str(tmp_path_factory.mktemp("shipped")))
     monkeypatch.setenv("KERASBENCH_NO_CALIBRATE", "1")  # a run without a fitting calibration would calibrate (~1 min)
     monkeypatch.delenv("KERASBENCH_ALLOCATOR", raising=False)
     monkeypatch.delenv("KERAS_BACKEND", raising=False)  # Keras' backend is tensorflow unless a test says otherwise

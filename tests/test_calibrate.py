@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from kerasbench import allocators, calibration, floors, measure, rule, RunSpec, session, stats, UsageError
+from kerasbench import allocators, calibration, calibration_store, measure, rule, RunSpec, session, stats, UsageError
 from kerasbench.cli import main
 from kerasbench.rule import spec_floors
 
@@ -119,10 +119,10 @@ def test_heap_floors_are_judged_on_native_leaks_and_shown_beside_rss():
 def test_heap_floor_for(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
     cal = fake_calibration(floors={"30": 32 * KIB})
-    floors.save(cal, floors.path_for("glibc"))
+    calibration_store.save(cal, calibration_store.path_for("glibc"))
     assert "has no heap floors" in rule.floor_for("glibc", 30, series="heap")[1]
     cal["heap_floors"] = {"30": 0.5 * KIB}
-    floors.save(cal, floors.path_for("glibc"))
+    calibration_store.save(cal, calibration_store.path_for("glibc"))
     assert rule.floor_for("glibc", 30, series="heap")[0] == 0.5 * KIB
     assert rule.floor_for("glibc", 30)[0] == 32 * KIB
 
@@ -131,20 +131,20 @@ def test_a_calibration_read_again_is_the_file_as_it_is_now(tmp_path, monkeypatch
     """floors.read keeps what it parsed while the file is unchanged: a caller changing what it was given, or the
     file changed in place (same path), never shows in the next read."""
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    path = floors.path_for("glibc")
-    floors.save(fake_calibration(floors={"30": 32 * KIB}), path)
-    first = floors.read(path, "glibc")
+    path = calibration_store.path_for("glibc")
+    calibration_store.save(fake_calibration(floors={"30": 32 * KIB}), path)
+    first = calibration_store.read(path, "glibc")
     first["floors"]["30"] = 1
-    assert floors.read(path, "glibc")["floors"] == {"30": 32 * KIB}
+    assert calibration_store.read(path, "glibc")["floors"] == {"30": 32 * KIB}
     data = json.loads(open(path).read())
     data["floors"] = {"30": 64 * KIB}
     with open(path, "w") as f:  # rewritten in place: same inode, another size
         json.dump(data, f)
-    assert floors.read(path, "glibc")["floors"] == {"30": 64 * KIB}
+    assert calibration_store.read(path, "glibc")["floors"] == {"30": 64 * KIB}
     with open(path, "w") as f:
         f.write("{")
     with pytest.raises(UsageError, match="Bad calibration file"):
-        floors.read(path, "glibc")
+        calibration_store.read(path, "glibc")
 
 
 def test_a_shorter_count_reads_the_first_points():
@@ -169,13 +169,13 @@ def fake_calibration(allocator="glibc", floors=None):
 def test_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
     cal = fake_calibration()
-    path = floors.save(cal, floors.path_for("glibc"))
+    path = calibration_store.save(cal, calibration_store.path_for("glibc"))
     assert os.path.dirname(path) == str(tmp_path)
-    assert os.path.basename(path) == floors.file_name(floors.environment_key("glibc"))
+    assert os.path.basename(path) == calibration_store.file_name(calibration_store.environment_key("glibc"))
     assert os.path.basename(path).startswith("glibc-glibc_") and "-py3." in path  # keyed, not by host
     assert [p for p in os.listdir(tmp_path)] == [os.path.basename(path)]  # no temp file left behind
-    assert floors.load("glibc") == json.loads(json.dumps(cal))
-    assert floors.load("tcmalloc") is None
+    assert calibration_store.load("glibc") == json.loads(json.dumps(cal))
+    assert calibration_store.load("tcmalloc") is None
     assert "glibc" in calibration.render([cal]) and has_row(calibration.render([cal]), "glibc", "60")
 
 
@@ -185,7 +185,8 @@ def test_floor_for_picks_the_count(tmp_path, monkeypatch):
     source = rule.floor_for("glibc", 30)[1]
     assert "default (no calibration for glibc at <= 30 iterations fits glibc on glibc" in source
     assert str(tmp_path) in rule.floor_for("glibc", 30)[1]  # says where it looked
-    floors.save(fake_calibration(floors={"30": 128 * KIB, "60": 32 * KIB, "100": None}), floors.path_for("glibc"))
+    calibration_store.save(fake_calibration(floors={"30": 128 * KIB, "60": 32 * KIB, "100": None}),
+                           calibration_store.path_for("glibc"))
     floor, source = rule.floor_for("glibc", 10)  # fewer than calibrated: it does not cover the run
     assert floor == rule.floors.default_resolution("rss", 10)
     assert "no calibration for glibc at <= 10 iterations" in source
@@ -204,23 +205,23 @@ def test_floor_for_picks_the_count(tmp_path, monkeypatch):
 def test_a_calibration_fits_by_key_not_host(tmp_path, monkeypatch):
     shipped = tmp_path / "shipped"
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path / "mine"))
-    monkeypatch.setattr(floors, "SHIPPED", str(shipped))
-    key = floors.environment_key("glibc")
+    monkeypatch.setattr(calibration_store, "SHIPPED", str(shipped))
+    key = calibration_store.environment_key("glibc")
     other = fake_calibration(floors={"30": 16 * KIB})
     other.update(host="another-machine", key={**key, "library": "glibc 2.17"})  # another glibc: does not fit
-    floors.save(other, str(shipped / floors.file_name(other["key"])))
+    calibration_store.save(other, str(shipped / calibration_store.file_name(other["key"])))
     assert rule.floor_for("glibc", 30)[0] == rule.floors.default_resolution("rss", 30)
     same = fake_calibration(floors={"30": 8 * KIB})
     same["host"] = "another-machine"  # made elsewhere, same key: fits here
-    floors.save(same, str(shipped / floors.file_name(key)))
+    calibration_store.save(same, str(shipped / calibration_store.file_name(key)))
     floor, source = rule.floor_for("glibc", 30)
     assert floor == 8 * KIB and str(shipped) in source
     mine = fake_calibration(floors={"30": 2 * KIB})  # the user's own folder comes first
-    floors.save(mine, floors.path_for("glibc"))
+    calibration_store.save(mine, calibration_store.path_for("glibc"))
     assert rule.floor_for("glibc", 30)[0] == 2 * KIB
-    found = [p for p, _ in floors.candidates("glibc")]
-    assert found == [floors.path_for("glibc"), str(shipped / floors.file_name(key))]
-    assert floors.candidates("glibc_trim") == []  # glibc-*.json is not glibc_trim's
+    found = [p for p, _ in calibration_store.candidates("glibc")]
+    assert found == [calibration_store.path_for("glibc"), str(shipped / calibration_store.file_name(key))]
+    assert calibration_store.candidates("glibc_trim") == []  # glibc-*.json is not glibc_trim's
 
 
 def test_a_worker_on_another_python_is_judged_by_its_own_pythons_calibration(tmp_path, monkeypatch):
@@ -228,10 +229,10 @@ def test_a_worker_on_another_python_is_judged_by_its_own_pythons_calibration(tmp
     # (32 KiB) while the same cell measured inside the 3.10 environment (asv) found none (64 KiB default): two
     # verdicts of one measurement. The key's Python is the workers'.
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path / "mine"))
-    monkeypatch.setattr(floors, "SHIPPED", str(tmp_path / "shipped"))
-    ours = floors.python_version()
+    monkeypatch.setattr(calibration_store, "SHIPPED", str(tmp_path / "shipped"))
+    ours = calibration_store.python_version()
     other = "3.9" if ours != "3.9" else "3.8"
-    floors.save(fake_calibration(floors={"30": 8 * KIB}), floors.path_for("glibc"))
+    calibration_store.save(fake_calibration(floors={"30": 8 * KIB}), calibration_store.path_for("glibc"))
     assert rule.floor_for("glibc", 30)[0] == rule.floor_for("glibc", 30, python=ours + ".1")[0] == 8 * KIB
     floor, source = rule.floor_for("glibc", 30, python=f"{other}.13")
     assert floor == rule.floors.default_resolution("rss", 30) and f"Python {other};" in source
@@ -239,7 +240,7 @@ def test_a_worker_on_another_python_is_judged_by_its_own_pythons_calibration(tmp
     interpreter = tmp_path / "python-other"  # an environment's interpreter: asked for its version
     interpreter.write_text(f"#!/bin/sh\necho {other}\n")
     interpreter.chmod(0o755)
-    assert floors.python_version(str(interpreter)) == other
+    assert calibration_store.python_version(str(interpreter)) == other
     spec = RunSpec("control", "control_noop", iterations=30, python=str(interpreter))
     assert spec_floors(spec)["rss"](30)[0] == rule.floors.default_resolution("rss", 30)  # before the worker's word
     assert spec_floors(spec, {"python": f"{ours}.2"})["rss"](30)[0] == 8 * KIB  # the record's word wins
@@ -247,13 +248,13 @@ def test_a_worker_on_another_python_is_judged_by_its_own_pythons_calibration(tmp
     made = calibration.make_calibration(calibration.analyze(simulated_runs(noise=0.5 * KIB), [30], RATES), "glibc",
                                         "glibc", runs=20, warmup=2, seconds=1.0, python=str(interpreter))
     assert made["key"]["python"] == other  # controls run on that interpreter: stored under its Python
-    assert floors.path_for("glibc", str(interpreter)).endswith(f"-py{other}.json")
-    floors.save({**made, "floors": {"30": 4 * KIB}}, floors.path_for("glibc", str(interpreter)))
+    assert calibration_store.path_for("glibc", str(interpreter)).endswith(f"-py{other}.json")
+    calibration_store.save({**made, "floors": {"30": 4 * KIB}}, calibration_store.path_for("glibc", str(interpreter)))
     assert rule.floor_for("glibc", 30, python=other)[0] == 4 * KIB and rule.floor_for("glibc", 30)[0] == 8 * KIB
     broken = tmp_path / "python-broken"
     broken.write_text("#!/bin/sh\nexit 3\n")
     broken.chmod(0o755)
-    assert floors.python_version(str(broken)) == "?"  # fits no calibration: the default, said
+    assert calibration_store.python_version(str(broken)) == "?"  # fits no calibration: the default, said
 
 
 def test_the_count_nearest_below_the_run_wins_and_the_floor_line_names_what_it_outranks(tmp_path, monkeypatch):
@@ -261,17 +262,18 @@ def test_the_count_nearest_below_the_run_wins_and_the_floor_line_names_what_it_o
     # ahead of the shipped one (20 runs at every count): found twice on this project's VM, after smoke runs.
     shipped = tmp_path / "shipped"
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path / "mine"))
-    monkeypatch.setattr(floors, "SHIPPED", str(shipped))
-    key = floors.environment_key("glibc")
-    floors.save(fake_calibration(floors={"8": 128 * KIB, "30": 32 * KIB}), str(shipped / floors.file_name(key)))
+    monkeypatch.setattr(calibration_store, "SHIPPED", str(shipped))
+    key = calibration_store.environment_key("glibc")
+    calibration_store.save(fake_calibration(floors={"8": 128 * KIB, "30": 32 * KIB}),
+                           str(shipped / calibration_store.file_name(key)))
     one_off = fake_calibration(floors={"3": 512 * KIB})
     one_off["runs"] = 10
-    floors.save(one_off, floors.path_for("glibc"))
+    calibration_store.save(one_off, calibration_store.path_for("glibc"))
     assert rule.floor_for("glibc", 3)[0] == 512 * KIB  # only the one-off covers 3 iterations
     floor, source = rule.floor_for("glibc", 30)
     assert floor == 32 * KIB and str(shipped) in source and "ahead of" not in source  # the shipped count is nearer
     mine = fake_calibration(floors={"8": 64 * KIB, "30": 16 * KIB})  # the user's own, at the same counts: first
-    floors.save(mine, floors.path_for("glibc"))
+    calibration_store.save(mine, calibration_store.path_for("glibc"))
     floor, source = rule.floor_for("glibc", 30)
     assert floor == 16 * KIB and f"ahead of {shipped}" in source and "delete it to use that one" in source
 
@@ -283,14 +285,14 @@ def test_a_one_off_calibration_is_made_only_where_the_count_can_use_it(tmp_path,
     tests/test_faults_lifecycle.py)."""
     shipped = tmp_path / "shipped"
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path / "mine"))
-    monkeypatch.setattr(floors, "SHIPPED", str(shipped))
+    monkeypatch.setattr(calibration_store, "SHIPPED", str(shipped))
     asked = []
     monkeypatch.setattr(session, "calibrate_one", lambda name, runs, counts, *a, **k: asked.append(list(counts)))
     assert session.ensure_calibration("glibc", 3, io.StringIO()) is None  # none at all: every count, and 3
     assert asked[-1][0] == 3 and 2000 in asked[-1]
     cal = fake_calibration(floors={"4": None, "8": 128 * KIB, "30": 32 * KIB})  # as the shipped ones: none at 4
     cal["heap_floors"] = {"4": None, "8": 8 * KIB, "30": 2 * KIB}
-    floors.save(cal, str(shipped / floors.file_name(floors.environment_key("glibc"))))
+    calibration_store.save(cal, str(shipped / calibration_store.file_name(calibration_store.environment_key("glibc"))))
     err = io.StringIO()
     why = session.ensure_calibration("glibc", 3, err)  # at or below a count a calibration here detected nothing at:
     assert len(asked) == 1 and why.startswith("not calibrated: at 3 iterations a calibration detects no tested rate")
@@ -307,8 +309,8 @@ def test_an_old_host_keyed_file_still_loads(tmp_path, monkeypatch):
     old = pathlib.Path(__file__).resolve().parent / "fixtures" / "calibration-schema1-glibc.json"
     data = json.loads(old.read_text())
     assert data["schema"] == 1 and "key" not in data
-    shutil.copy(old, floors.legacy_path("glibc"))
-    assert floors.load("glibc", floors.legacy_path("glibc"))["floors"] == data["floors"]
+    shutil.copy(old, calibration_store.legacy_path("glibc"))
+    assert calibration_store.load("glibc", calibration_store.legacy_path("glibc"))["floors"] == data["floors"]
     if data["host"] == __import__("platform").node():  # made on this host: it is this host's calibration
         floor, source = rule.floor_for("glibc", 30)
         assert floor == data["floors"]["30"] and "an old calibration of host" in source
@@ -326,17 +328,17 @@ def test_an_old_host_keyed_file_still_loads(tmp_path, monkeypatch):
                                      '{"schema": 1, "allocator": "glibc", "floors": {"30": 1}, "heap_floors": [1]}'])
 def test_bad_file_is_a_usage_error_naming_it(tmp_path, monkeypatch, content):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    path = floors.path_for("glibc")
+    path = calibration_store.path_for("glibc")
     with open(path, "w") as f:
         f.write(content)
     with pytest.raises(UsageError) as e:
-        floors.load("glibc")
+        calibration_store.load("glibc")
     assert path in str(e.value) and "Bad calibration file" in str(e.value)
 
 
 def test_bad_file_makes_run_exit_2_with_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
-    path = floors.path_for("glibc")
+    path = calibration_store.path_for("glibc")
     with open(path, "w") as f:
         f.write("{truncated")
     code, _ = call(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3"])
@@ -356,17 +358,17 @@ def test_the_resolution_follows_the_stored_calibration_and_the_margin_stays(tmp_
     default = measure(RunSpec(**spec))
     assert default["summary"]["floor"] == rule.floors.default_resolution("rss", 30)
     assert default["summary"]["margin"] == 64 * KIB and default["summary"]["verdict"] == "inconclusive"  # given
-    floors.save(fake_calibration(floors={"30": 4 * KIB}), floors.path_for("glibc"))
+    calibration_store.save(fake_calibration(floors={"30": 4 * KIB}), calibration_store.path_for("glibc"))
     calibrated = measure(RunSpec(**spec))
     assert calibrated["summary"]["floor"] == 4 * KIB and calibrated["summary"]["verdict"] == "flat"
     assert calibrated["summary"]["margin"] == 64 * KIB
-    assert floors.path_for("glibc") in calibrated["summary"]["floor_source"]
+    assert calibration_store.path_for("glibc") in calibrated["summary"]["floor_source"]
     # summarize alone (what asv reads) follows the stored floor too, and so does the table footer
     from kerasbench.runtable import run_table as table
     from kerasbench.summary import summarize
 
     assert summarize(default["repeats"], RunSpec(**spec), spec_floors(RunSpec(**spec)))["verdict"] == "flat"
-    assert f"resolution 4 KiB/iteration, from calibration {floors.path_for('glibc')}" in table([calibrated])
+    assert f"resolution 4 KiB/iteration, from calibration {calibration_store.path_for('glibc')}" in table([calibrated])
 
 
 # --- allocators ------------------------------------------------------------------------------------
@@ -463,9 +465,9 @@ def test_calibrate_measures_stores_and_shows(tmp_path, monkeypatch, capsys):
     assert code == 0 and has_row(text, "glibc", "8", "512")
     err = capsys.readouterr().err
     assert "4/4 workers" in err and "2 at once" in err and "wrote" in err  # progress on stderr
-    cal = floors.load("glibc")
+    cal = calibration_store.load("glibc")
     assert cal["runs"] == 2 and set(cal["floors"]) == {"5", "8"} and cal["jobs"] == 2
-    assert cal["key"] == floors.environment_key("glibc")
+    assert cal["key"] == calibration_store.environment_key("glibc")
     assert cal["floors"]["8"] == 256 * KIB  # a 512 KiB/iteration leak is seen at once
     code, shown = call(["calibrate", "--show"])
     assert code == 0 and has_row(shown, "glibc", "8")
@@ -493,8 +495,9 @@ def test_a_run_without_a_fitting_calibration_calibrates_once(tmp_path, monkeypat
     code, text = call(argv)
     err = capsys.readouterr().err
     assert code == 0 and "no calibration fits glibc on" in err and "calibrating glibc:" in err
-    assert os.listdir(tmp_path) == [os.path.basename(floors.path_for("glibc"))]  # cached
-    assert f"resolution 256 KiB/iteration, from calibration {floors.path_for('glibc')} (fits glibc on" in text
+    assert os.listdir(tmp_path) == [os.path.basename(calibration_store.path_for("glibc"))]  # cached
+    path = calibration_store.path_for("glibc")
+    assert f"resolution 256 KiB/iteration, from calibration {path} (fits glibc on" in text
     code, text = call(argv)  # the next run finds it
     assert code == 0 and "calibrating" not in capsys.readouterr().err and "from calibration" in text
 
@@ -546,8 +549,8 @@ def test_the_stored_calibrations_in_docs_load_and_match_the_readme():
     files = sorted(p for p in (root / "docs" / "calibration").glob("*.json") if p.name != settling.NAME)
     assert files and (root / "docs" / "calibration" / settling.NAME).exists()  # tests/test_settling.py checks it
     for path in files:
-        cal = floors.load(json.loads(path.read_text())["allocator"], str(path))
-        assert cal["schema"] == floors.SCHEMA and path.name == floors.file_name(cal["key"])
+        cal = calibration_store.load(json.loads(path.read_text())["allocator"], str(path))
+        assert cal["schema"] == calibration_store.SCHEMA and path.name == calibration_store.file_name(cal["key"])
         for row in calibration.summary_rows(cal):
             assert tuple(map(str, row)) in md_rows(readme), row
 
@@ -611,7 +614,7 @@ def test_calibrate_renders_the_tf_control(monkeypatch, tmp_path, capsys):
     code, text = call(["calibrate", "--runs", "3", "--counts", "30", "--tf-control"])
     assert code == 0 and "TF negative control" in text
     assert has_row(text, "glibc", "30", "3")
-    assert floors.load("glibc")["report"]["by_iterations"]["30"]["tf_control"]["runs"] == 3
+    assert calibration_store.load("glibc")["report"]["by_iterations"]["30"]["tf_control"]["runs"] == 3
 
 
 @pytest.mark.tf
@@ -620,7 +623,7 @@ def test_calibrate_runs_the_tf_control_end_to_end(tmp_path, monkeypatch):
     code, text = call(["calibrate", "--runs", "1", "--counts", "4", "--rates-kib", "1024", "--heaps", "native",
                        "--warmup", "1", "--tf-control"])
     assert code == 0, text
-    t = floors.load("glibc")["report"]["by_iterations"]["4"]["tf_control"]
+    t = calibration_store.load("glibc")["report"]["by_iterations"]["4"]["tf_control"]
     assert t["runs"] == 1 and t["loop"] == "inference" and t["median_slope"] is not None
 
 
@@ -637,7 +640,7 @@ def test_an_installed_wheel_carries_the_shipped_calibration_and_every_package(tm
     assert on_disk <= set(setuptools["packages"]), on_disk - set(setuptools["packages"])
     assert setuptools["package-dir"]["kerasbench.shipped_calibration"] == "docs/calibration"
     assert setuptools["package-data"]["kerasbench.shipped_calibration"] == ["*.json"]
-    assert floors.shipped(root) == os.path.join(root, "docs", "calibration")  # a clone: its docs
+    assert calibration_store.shipped(root) == os.path.join(root, "docs", "calibration")  # a clone: its docs
     wheel = tmp_path / "site-packages"  # an installed wheel: the package's copy
     (wheel / "kerasbench" / "shipped_calibration").mkdir(parents=True)
-    assert floors.shipped(str(wheel)) == str(wheel / "kerasbench" / "shipped_calibration")
+    assert calibration_store.shipped(str(wheel)) == str(wheel / "kerasbench" / "shipped_calibration")

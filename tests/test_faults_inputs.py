@@ -598,12 +598,12 @@ def test_a_fifo_or_dev_zero_inside_a_merge_source_is_refused_and_nothing_written
 @pytest.mark.parametrize("bad", ["fifo", "/dev/zero link", "larger than 1 MiB", "nested 100k deep"])
 def test_a_stored_calibration_that_is_not_a_small_regular_file_is_a_bad_calibration(bad, tmp_path, monkeypatch,
                                                                                       capsys):
-    from kerasbench import floors
+    from kerasbench import calibration_store
 
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
     make, needle = BAD_FILES[bad]
-    path = make(tmp_path, os.path.basename(floors.path_for("glibc")))
-    error = _no_hang(lambda: _raised(floors.load, "glibc"))
+    path = make(tmp_path, os.path.basename(calibration_store.path_for("glibc")))
+    error = _no_hang(lambda: _raised(calibration_store.load, "glibc"))
     assert isinstance(error, UsageError) and "Bad calibration file" in str(error)
     assert path in str(error) and needle in str(error)
     _one_line_no_hang(["run", "--loop", "control", "--strategy", "control_noop", "--iterations", "3"], capsys,
@@ -1126,14 +1126,14 @@ def test_floor_kib_beyond_the_machines_memory_is_one_line_exit_2(capsys):
 
 
 def _calibration(tmp_path, floors_table, heap_table=None):
-    from kerasbench import floors
+    from kerasbench import calibration_store
 
-    data = {"schema": 2, "allocator": "glibc", "key": floors.environment_key("glibc"), "host": "h",
+    data = {"schema": 2, "allocator": "glibc", "key": calibration_store.environment_key("glibc"), "host": "h",
             "allocator_detected": "glibc", "created": "2026-01-01T00:00:00Z", "runs": 10, "warmup": 2,
             "floors": floors_table, "report": {"by_iterations": {}}}
     if heap_table is not None:
         data["heap_floors"] = heap_table
-    path = tmp_path / os.path.basename(floors.path_for("glibc"))
+    path = tmp_path / os.path.basename(calibration_store.path_for("glibc"))
     path.write_text(json.dumps(data))
     return str(path)
 

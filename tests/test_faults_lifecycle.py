@@ -723,19 +723,20 @@ def _linear_controls(allocator, runs, iterations, rates, heaps=("native", "pytho
 
 def test_a_calibration_made_on_the_fly_adds_to_the_users_file(tmp_path, monkeypatch):
     """Before (read in the code): a run below the smallest calibrated count calibrated that count on the fly and
-    saved it over the user's file (floors.save), its `kerasbench calibrate` counts gone."""
-    from kerasbench import calibration, floors, session
+    saved it over the user's file (calibration_store.save), its `kerasbench calibrate` counts gone."""
+    from kerasbench import calibration, calibration_store, session
 
     monkeypatch.setenv("KERASBENCH_CALIBRATION", str(tmp_path))
     monkeypatch.setattr(session, "run_controls", _linear_controls)
     report = {"iterations": [8, 2000], "rates": [4096], "by_iterations": {"8": {"floor": 65536.0},
                                                                           "2000": {"floor": 2048.0}}}
-    mine = {"schema": 2, "protocol": 8, "key": floors.environment_key("glibc"), "host": "h", "allocator": "glibc",
+    mine = {"schema": 2, "protocol": 8, "key": calibration_store.environment_key("glibc"), "host": "h",
+            "allocator": "glibc",
             "allocator_detected": "glibc", "created": "2026-01-01T00:00:00Z", "runs": 20, "warmup": 2, "jobs": 1,
             "seconds": 900.0, "load": None, "floors": {"8": 65536.0, "2000": 2048.0},
             "heap_floors": {"8": 32768.0, "2000": 2048.0}, "report": report, "heap_report": report}
-    path = floors.path_for("glibc")
-    floors.save(mine, path)
+    path = calibration_store.path_for("glibc")
+    calibration_store.save(mine, path)
     monkeypatch.setattr(calibration, "AUTO_RUNS", 3)
     assert session.ensure_calibration("glibc", 5, io.StringIO(), jobs=1) is None
     saved = json.loads(Path(path).read_text())
@@ -745,7 +746,7 @@ def test_a_calibration_made_on_the_fly_adds_to_the_users_file(tmp_path, monkeypa
     assert saved["runs"] == 20 and saved["created"] == mine["created"]  # the file is still mine
     assert saved["added"][0]["counts"] == [4, 5] and saved["added"][0]["runs"] == 3
     assert set(saved["report"]["by_iterations"]) == {"4", "5", "8", "2000"}
-    assert floors.find("glibc", 5)[2] == 5 and floors.find("glibc", 10)[2] == 8  # both read back
+    assert calibration_store.find("glibc", 5)[2] == 5 and calibration_store.find("glibc", 10)[2] == 8  # both read back
 
 
 # ---------------------------------------------------------------- a full disk (triage of nightlies filled one)

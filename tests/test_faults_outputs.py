@@ -142,10 +142,10 @@ def one_line_exit_2(argv, capsys, *needles):
 @pytest.fixture
 def inputs(tmp_path):
     """{name: path} of one of each input a command reads, in tmp_path."""
-    from kerasbench import floors, rule
+    from kerasbench import calibration_store, rule
 
     made = {"repro": tmp_path / "r.py", "config": tmp_path / "asv.matrix.json", "a": tmp_path / "tf212.json",
-            "b": tmp_path / "tf221.json", "settling": pathlib.Path(floors.directory()) / rule.settling.NAME}
+            "b": tmp_path / "tf221.json", "settling": pathlib.Path(calibration_store.directory()) / rule.settling.NAME}
     made["repro"].write_text(REPRO)
     made["config"].write_text(pathlib.Path(MATRIX).read_text())
     for name in ("a", "b", "settling"):
@@ -238,11 +238,11 @@ STORED_CALIBRATION = {
 @pytest.mark.parametrize("folder", ["user", "shipped"])
 @pytest.mark.parametrize("command", STORED_CALIBRATION)
 def test_an_output_in_a_folder_of_stored_calibrations_is_refused(command, folder, capsys):
-    from kerasbench import floors
+    from kerasbench import calibration_store
 
-    where = pathlib.Path(floors.directory() if folder == "user" else floors.SHIPPED)
+    where = pathlib.Path(calibration_store.directory() if folder == "user" else calibration_store.SHIPPED)
     where.mkdir(parents=True, exist_ok=True)
-    out = where / os.path.basename(floors.path_for("glibc"))
+    out = where / os.path.basename(calibration_store.path_for("glibc"))
     stored = (ROOT / "docs" / "calibration" / "glibc-glibc_2.36-x86_64-py3.11.json").read_text()
     out.write_text(stored)
     one_line_exit_2([a.format(out=out) for a in STORED_CALIBRATION[command]], capsys, "the folder of stored "
@@ -476,7 +476,7 @@ WRITERS = {  # a command that writes a file: (argv, the file written, given {out
 
 def _writer(case, tmp_path):
     """(argv, the file it writes, made beforehand with 'old' in it) of WRITERS[case] in tmp_path."""
-    from kerasbench import floors
+    from kerasbench import calibration_store
 
     import shutil
 
@@ -484,7 +484,7 @@ def _writer(case, tmp_path):
     for source in (FIXTURES / "tf212.json", FIXTURES / "tf221.json", ROOT / "docs" / "reference" / "tf-2.21.0.json"):
         shutil.copy(source, tmp_path / "inputs" / source.name)
     names = {"out": str(tmp_path / "out" / "written.txt"), "folder": str(tmp_path / "out"),
-             "calibration": floors.directory(), "inputs": str(tmp_path / "inputs")}
+             "calibration": calibration_store.directory(), "inputs": str(tmp_path / "inputs")}
     argv, written = WRITERS[case]
     written = written.format(**names)
     os.makedirs(os.path.dirname(written), exist_ok=True)
@@ -577,16 +577,16 @@ def test_a_write_error_is_an_os_error_naming_the_file(tmp_path, monkeypatch):
 
 
 def _stored(runs=20, counts=(4, 8, 30)):
-    from kerasbench import floors
+    from kerasbench import calibration_store
 
     report = {"iterations": list(counts), "rates": [65536], "by_iterations": {str(n): {"floor": 4096.0}
                                                                              for n in counts}}
-    data = {"schema": 2, "key": floors.environment_key("glibc"), "host": "h", "allocator": "glibc",
+    data = {"schema": 2, "key": calibration_store.environment_key("glibc"), "host": "h", "allocator": "glibc",
             "allocator_detected": "glibc", "created": "2026-01-01T00:00:00Z", "runs": runs, "warmup": 2, "jobs": 1,
             "seconds": 9.0, "load": None, "floors": {str(n): 4096.0 for n in counts},
             "heap_floors": {str(n): 512.0 for n in counts}, "report": report, "heap_report": report}
-    path = floors.path_for("glibc")
-    floors.save(data, path)
+    path = calibration_store.path_for("glibc")
+    calibration_store.save(data, path)
     return path, data
 
 
@@ -597,7 +597,7 @@ def _stored(runs=20, counts=(4, 8, 30)):
 ])
 def test_a_calibration_is_merged_not_replaced_by_one_with_fewer_runs_or_counts(runs, counts, kept_runs, file_counts,
                                                                                how):
-    from kerasbench import floors
+    from kerasbench import calibration_store
 
     path, old = _stored()
     made = dict(old)
@@ -605,8 +605,8 @@ def test_a_calibration_is_merged_not_replaced_by_one_with_fewer_runs_or_counts(r
                 created="2026-02-02T00:00:00Z")
     made["report"] = made["heap_report"] = {"iterations": list(counts), "rates": [65536],
                                             "by_iterations": {str(n): {"floor": 1024.0} for n in counts}}
-    assert floors.refused_over(old, made, path) is None
-    out, said = floors.combined(old, made)
+    assert calibration_store.refused_over(old, made, path) is None
+    out, said = calibration_store.combined(old, made)
     assert out["runs"] == kept_runs and sorted(map(int, out["floors"])) == file_counts and said.startswith(how)
     assert sorted(map(int, out["heap_floors"])) == file_counts
     for n in old["floors"]:  # the longer calibration's own counts keep its floors
@@ -624,11 +624,11 @@ def test_calibrate_refuses_before_measuring_what_would_replace_a_longer_calibrat
 
 
 def test_calibrate_refuses_a_link_onto_a_shipped_calibration_before_measuring(monkeypatch, capsys):
-    from kerasbench import floors, session
+    from kerasbench import calibration_store, session
 
     monkeypatch.setattr(session, "run_controls", lambda *a, **k: pytest.fail("calibrated"))
-    path = floors.path_for("glibc")
-    shipped = os.path.join(floors.SHIPPED, os.path.basename(path))  # the tests' shipped folder (conftest)
+    path = calibration_store.path_for("glibc")
+    shipped = os.path.join(calibration_store.SHIPPED, os.path.basename(path))  # the tests' shipped folder (conftest)
     stored = ROOT / "docs" / "calibration" / "glibc-glibc_2.36-x86_64-py3.11.json"
     pathlib.Path(shipped).write_text(stored.read_text())
     os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -121,15 +121,16 @@ def test_the_shipped_settling_floor_is_what_the_shipped_references_give(monkeypa
     docs/reference/protocol8/*.json` (the references measured by the protocol it judges)."""
     import os
 
-    from kerasbench import floors
+    from kerasbench import calibration_store
     from kerasbench.loading import load_records
 
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "docs")
-    monkeypatch.setattr("kerasbench.floors.SHIPPED", os.path.join(root, "calibration"))  # the conftest hides it
+    # the conftest hides it
+    monkeypatch.setattr("kerasbench.calibration_store.SHIPPED", os.path.join(root, "calibration"))
     refs = sorted(os.path.join(root, "reference", "protocol8", n)
                   for n in os.listdir(os.path.join(root, "reference", "protocol8"))
                   if n.endswith(".json"))
-    with open(os.path.join(floors.SHIPPED, rule.settling.NAME)) as f:
+    with open(os.path.join(calibration_store.SHIPPED, rule.settling.NAME)) as f:
         shipped = json.load(f)
     again = rule.settling.derive([r for r, _, _ in load_records(refs)],
                                  lambda r: (lambda n: rule.floor_for("glibc", n, series="heap", beyond=False)),

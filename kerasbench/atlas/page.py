@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import collections
 import math
-import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import draw, rule
 from ..compare.cells import Groups, hardware_note, pair_order
 from ..questions import Question
-from ..errors import UsageError
 from ..releases import version_key
 from ..rule import DEFAULT_FLOOR
 from ..page import esc, finite, frame, kib, linked, made_from, mib, no_paths
@@ -20,6 +18,7 @@ from ..units import KIB, MIB, floor_kib
 from .changes import (BRANCH_CUT_NOTE, SOLID, _nightly_range, answered_count, listed_commands, mark_kind, mark_note,
                       no_command, wider)
 from .data import _slim, _slim_summary, rss_mib
+from .trust import trust_html
 from .model import (GLYPHS, TRACES, _keras, _split, main_axis, mark, nightly_then_release, other_pythons, previous_all,
                     verdict, verdicts_text)
 
@@ -244,7 +243,7 @@ def section(groups: Groups, answered: Optional[Dict[str, dict]] = None, trust: S
     return f"""<div id="atlas" class="atlas"><style>{CSS}</style>
 <h2>Atlas: every pair across the TF versions</h2>
 <p class="read">{esc(HOW_TO_READ)}</p>
-<p class="count">{_count(pairs, versions, groups, changes)}</p>{_kinds(notes)}{_trust(trust)}
+<p class="count">{_count(pairs, versions, groups, changes)}</p>{_kinds(notes)}{trust_html(trust)}
 <div class="filters">Loop <select id="atlas-loop"><option value="">all</option>{options}</select>
 Strategy <select id="atlas-strategy"><option value="">all</option>{s_options}</select>
 TF <select id="atlas-tf" title="one version and the one it is read against"><option value="">all</option>
@@ -298,41 +297,6 @@ def _kinds(notes: Dict[str, str]) -> str:
     return (f'<p class="count kinds">Marks by what measuring them again said: {parts}. Solid: {solid} '
             f'(both ends measured again on one machine and found different); pale: {len(notes) - solid}, each '
             "saying why.</p>")
-
-
-TRUST_HEAD = ("<b>How far to trust a cell</b>: a column's cells scored as shown (their labels at their floors) "
-              "against long runs of the same pairs (<code>kerasbench score atlas.json --reference FILE</code> lists "
-              "every pair):")
-
-
-def _trust(lines: Sequence[str]) -> str:
-    if not lines:
-        return ""
-    return f'<div class="trust"><p>{TRUST_HEAD}</p><ul>{"".join(f"<li>{esc(x)}</li>" for x in lines)}</ul></div>'
-
-
-def trust_lines(groups: Groups, references: Sequence[str]) -> List[str]:
-    """A sentence per reference file (score.brief): the atlas column of its release scored as shown against it. A
-    folder stands for its .json files of the releases the atlas shows (the workflow's: a run measures the releases it
-    was asked for). A UsageError naming a file that cannot be read, a file whose release no column is, or a folder
-    with no .json file."""
-    import glob
-
-    from .. import score
-
-    cells = [(cell, path, v) for v, by_pair in groups.items() for cell, path in by_pair.values()]
-    lines = []
-    for path in references:
-        if not os.path.isdir(path):
-            lines.append(score.brief(*score.against(cells, path), path))
-            continue
-        files = sorted(glob.glob(os.path.join(path, "*.json")))
-        if not files:
-            raise UsageError(f"{path} is a folder with no .json file: give long runs of a release (a file, or a "
-                             "folder of them: docs/reference/protocol8).")
-        found = [(f, score.against(cells, f, absent_ok=True)) for f in files]
-        lines += [score.brief(*scored, f) for f, scored in found if scored is not None]
-    return lines
 
 
 def _no_command_item(loop: str, strategy: str, p: str, v: str, pythons: Optional[Dict[str, str]]) -> str:

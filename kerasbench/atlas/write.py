@@ -24,7 +24,7 @@ def write(paths: Sequence[str], folder: str, groups: Optional[Groups] = None, re
     made for outputs then refused is removed again); DATA is not written again when it is the only input (the page is
     made again from it), and written in place, atomically, when records beside it add cells. `trust`: the lines
     trust_lines made of long runs (docs/reference/), said under the map. Returns the paths written, the page last."""
-    from .. import answers, files, floors
+    from .. import answers, files, calibration_store
 
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise UsageError(f"Cannot write the atlas to {folder}: it is not a folder; give a folder (made if missing).")
@@ -36,7 +36,7 @@ def write(paths: Sequence[str], folder: str, groups: Optional[Groups] = None, re
     made = not os.path.isdir(folder)
     files.make_folder(folder, "the atlas")  # check_outputs checks files in existing folders
     try:  # FOLDER/atlas.json with records beside it: written again, their cells added (its own input, atomically)
-        files.check_outputs(outputs, {"PATH": [p for p in paths if p != own]}, floors.folders())
+        files.check_outputs(outputs, {"PATH": [p for p in paths if p != own]}, calibration_store.folders())
     except UsageError:
         if made:  # refused: no empty folder left behind (inside an input records folder, say)
             os.rmdir(folder)

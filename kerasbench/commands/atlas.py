@@ -171,7 +171,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ..atlas.changes import questions
     from ..atlas.data import DATA
     from ..atlas.inputs import group_columns, holds_data, merge
-    from ..atlas.page import trust_lines
+    from ..atlas.trust import trust_lines
     from ..atlas.write import write
     from ..compare.groups import load
     from ..nightlies import check_day_files

@@ -71,13 +71,13 @@ def _settling(paths: list, out: TextIO) -> int:
     """Derive TF's heap settling floors from reference records, store them in the user's calibration folder."""
     import os
 
-    from .. import floors, rule
+    from .. import calibration_store, rule
     from ..files import make_folder, write_json
     from ..loading import load_records
     from ..spec import settling_candidate
     from ..units import KIB
 
-    path = os.path.join(floors.directory(), rule.settling.NAME)
+    path = os.path.join(calibration_store.directory(), rule.settling.NAME)
     make_folder(os.path.dirname(path), "calibration")
     options.check_outputs({"the settling calibration": path}, {"--settling": paths}, calibration=True)
     loaded = load_records(paths)

@@ -359,6 +359,6 @@ def check_outputs(outputs: Mapping[str, Optional[str]], inputs: Optional[Mapping
                   calibration: bool = False) -> None:
     """A command's outputs checked before any work (files.check_outputs), none of them in a folder of stored
     calibrations unless it is a `calibration` itself (calibrate --settling)."""
-    from .. import files, floors
+    from .. import files, calibration_store
 
-    files.check_outputs(outputs, inputs, () if calibration else floors.folders())
+    files.check_outputs(outputs, inputs, () if calibration else calibration_store.folders())

@@ -1,13 +1,16 @@
 """The verdict rule, in one room: what a measured series and pair are judged to say, and which version of the rule
 said it. Everything a change of the rule touches is here (docs/layout.md, "Changing the verdict rule").
 
-  series.py    one series judged against its margin at its count's resolution (verdict, persistence, step,
-               settling, the count needed), repeats combined, a pair's one verdict and what grew
+  series.py    one series judged against its margin (margin_for: given or default) at its count's resolution
+               (verdict, persistence, step, settling, the count needed), repeats combined, a pair's one verdict and
+               what grew
+  run.py       what the rule reads of a run (RunLike: RunSpec's fields, its period, whether it settles): the rule
+               imports neither the spec nor the registries
   pair.py      a pair's series judged over its repeats, all at one floor
   counts.py    the counts a run looks at and each look's level; the floor between two calibrated counts
   looks.py     a budgeted run's looks, their plan and level, the runner's Decider and the one stop rule
-  floors.py    the margin (given or default) and the resolution ("floor") at the count judged, and where each
-               came from (calibrated, TF's settling, default)
+  floors.py    the resolution ("floor") at the count judged, and where it came from (calibrated, TF's settling,
+               default); the stored calibrations are kerasbench.calibration_store's
   settling.py  TF's own heap settling: derived from the references, read, doubled on another TF/Keras
   scale.py     a middle build placed on the scale of a change (triage's and attribute's classes)
   ../protocol.py  the rule's version (PROTOCOL_VERSION) and the stamp a record, calibration or atlas carries

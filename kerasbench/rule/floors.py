@@ -11,7 +11,7 @@ import functools
 import os
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
-from .. import floors as stored
+from .. import calibration_store as stored
 from . import settling
 from .counts import floor_between
 from .series import DEFAULT_FLOOR as DEFAULT_FLOOR, DEFAULT_RESOLUTION, MARGINS  # noqa: F401 (the namespace)
@@ -52,7 +52,7 @@ def floor_for(allocator: str, iterations: int, default: Optional[float] = None,
     `iterations` falling geometrically to the next); the default when none
     fits (the text says what was looked for, where, and `why` none was made) or the calibration detected
     nothing at that count. `series` "heap" gives the floor of the heap reading (heap growth per iteration). `python`:
-    the workers' Python (floors.python_version's; '' this process's). `default`: DEFAULT_RESOLUTION's of `series`
+    the workers' Python (stored.python_version's; '' this process's). `default`: DEFAULT_RESOLUTION's of `series`
     at `iterations`. `beyond`: past the calibration's last count the floor falls (counts.floor_between); False: the
     last count's, as protocol 8 read it (the settling calibration's derivation).
     """

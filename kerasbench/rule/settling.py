@@ -107,7 +107,7 @@ def derive(records: Iterable[dict], control_for: Callable[[dict], Floor], candid
 
 def paths() -> List[str]:
     """Where the settling calibration is looked for: the user's calibration folder, then the shipped one."""
-    from ..floors import folders
+    from ..calibration_store import folders
 
     return [os.path.join(folder, NAME) for folder in folders()]
 
