@@ -28,6 +28,11 @@ class Column:
         release, _, label = str(text).partition("+")
         return cls(release, label)
 
+    @classmethod
+    def on_python(cls, release: str, python: str) -> "Column":
+        """The column of `release` measured on Python `python` ('3.12'): `<release>+py3.12`."""
+        return cls(release, f"py{python}")
+
     def __str__(self) -> str:
         return f"{self.release}+{self.label}" if self.label else self.release
 

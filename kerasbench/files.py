@@ -344,7 +344,8 @@ def check_outputs(outputs: Mapping[str, Optional[str]], inputs: Optional[Mapping
     every file and folder the command reads. An output is refused when it cannot be written (check_writable), is
     another output of the same command, is one of the inputs (or links to it), would be read as a records file
     of an input folder, or is a *.json in one of `calibrations`, the folders of stored calibrations (the commands
-    give calibration_store.folders(): commands.options.check_outputs; this module cannot ask it, which reads through it).
+    give calibration_store.folders(): commands.options.check_outputs; this module cannot ask it: it reads through
+    this one).
     """
     given = [(label, path) for label, path in outputs.items() if path is not None]
     for index, (label, path) in enumerate(given):

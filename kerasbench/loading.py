@@ -180,5 +180,5 @@ def _label_pythons(loaded: List[Tuple[Record, str, str, str]]) -> List[Tuple[Rec
     minors: Dict[str, set] = {}
     for _, _, version, python in loaded:
         minors.setdefault(version, set()).add(python)
-    return [(record, path, f"{version}+py{python}" if len(minors[version]) > 1 and python else version)
+    return [(record, path, str(Column.on_python(version, python)) if len(minors[version]) > 1 and python else version)
             for record, path, version, python in loaded]

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..questions import Question
 from ..column import Column
 from ..compare.cells import Groups, hardware_note
 from ..errors import UsageError
-from ..record import OTHER_BACKENDS as BACKENDS
 from ..releases import version_key
 from .model import (_cli_version, _split, _state, counted_changes, main_axis, nightly_then_release, other_pythons,
                     rebuilds_in, verdict)
@@ -99,12 +97,11 @@ def end_runs(loop: str, strategy: str, good: str, bad: str) -> List[str]:
     """The `kerasbench run … --profile full` of each end of a change (columns `good`, `bad`): its pair measured again,
     longer and three times (what confirms or undoes a change no command answers)."""
     runs = []
-    for column in (good, bad):
-        rel, label = _split(column)
-        python = re.fullmatch(r"py(\d+\.\d+)", label)
-        runs.append(f"kerasbench run --loop {loop} --strategy {strategy} --tf {_cli_version(rel)}"
-                    + (f" --python {python.group(1)}" if python else f" --keras {label}" if label == "tf_keras"
-                       else f" --backend {label}" if label in BACKENDS else "") + " --profile full")
+    for end in (good, bad):
+        column = Column.parse(end)
+        runs.append(f"kerasbench run --loop {loop} --strategy {strategy} --tf {_cli_version(column.release)}"
+                    + (f" --python {column.python}" if column.python else " --keras tf_keras" if column.label ==
+                       "tf_keras" else f" --backend {column.backend}" if column.backend else "") + " --profile full")
     return runs
 
 

@@ -5,14 +5,12 @@
 from __future__ import annotations
 
 import collections
-import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import rule
 from ..column import Column
 from ..compare.cells import Groups, pair_order, ratio
 from ..compare.judging import figures_verdict
-from ..record import OTHER_BACKENDS as BACKENDS
 from ..releases import version_key
 from ..page import finite
 
@@ -60,7 +58,8 @@ def previous_all(versions: Sequence[str]) -> dict:
                 release = u  # where a first tf_keras column goes on
             passed += 1
         label = _split(v)[1]
-        own = plain.get(keys[v][0]) if label in BACKENDS or re.fullmatch(r"py\d+\.\d+", label) else None
+        column = Column.parse(v)
+        own = plain.get(keys[v][0]) if column.backend or column.python else None
         out[v] = last.get(label) or (own or release or last.get("") if label else None)
     return out
 

@@ -1,0 +1,153 @@
+"""The atlas as a change detector: two measurements of one column (the same TF on the same machine, measured apart)
+replayed with known changes injected into the second, and the atlas' marks (kerasbench.atlas.model.mark) scored.
+
+    python tools/inject_changes.py FIRST.json SECOND.json [--json OUT]
+
+FIRST and SECOND are `kerasbench run --json` files of the same pairs. Every pair ok in both is read three ways:
+
+- **as measured** (no change): any `worse` or `better` mark is a false alarm (the software did not change);
+- **a leak** of 1, 4, 16 or 64 KiB/iteration added to every repeat's RSS and heap series from the first measured
+  iteration: the mark should be `worse` (recall);
+- **not a leak**, which should not be marked: a **one-off step** (16 MiB kept from the middle of the window on) and a
+  **settling ramp** (64 KiB/iteration at first, decaying over 5 iterations: 320 KiB in all, then nothing).
+
+Each injected record is judged again from its series by this kerasbench's rule (summary.rejudged), as the
+measured ones are, so the marks are the rule's and nothing else's. Precision for a leak size is that of a
+population with as many changed pairs as unchanged ones: recall / (recall + the false-alarm share as measured).
+What a replay cannot say: where a sequential run would have stopped had the leak been there (each repeat is judged
+over the iterations it measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import sys
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from kerasbench.atlas.model import mark
+from kerasbench.errors import UsageError
+from kerasbench.loading import load_records
+from kerasbench.summary import rejudged
+from kerasbench.units import KIB, MIB
+
+LEAKS_KIB = (1, 4, 16, 64)
+STEP = 16 * MIB
+RAMP_START, RAMP_SCALE = 64 * KIB, 5.0
+
+
+def leak(rate: float) -> Callable[[int, int], float]:
+    """`rate` bytes more per iteration: the i-th of n readings holds i × rate more."""
+    return lambda i, n: rate * i
+
+
+def step(size: float) -> Callable[[int, int], float]:
+    """`size` bytes kept once, from the middle of the window on (a one-off allocation, not a rate)."""
+    return lambda i, n: size if i >= n // 2 else 0.0
+
+
+def ramp(start: float, scale: float) -> Callable[[int, int], float]:
+    """A settling ramp: `start` bytes/iteration at first, decaying as exp(-i / scale) (its sum is about start×scale)."""
+    return lambda i, n: start * sum(math.exp(-j / scale) for j in range(i))
+
+
+def inject(record: dict, added: Callable[[int, int], float]) -> dict:
+    """A copy of `record` whose every repeat's RSS and heap readings hold `added(i, n)` more bytes at reading i of n
+    (the figures read from the series, final and peak, follow), judged again from its series."""
+    record = copy.deepcopy(record)
+    for repeat in record.get("repeats") or ():
+        result = repeat.get("result") or {}
+        series = result.get("series") or {}
+        for name in ("rss", "heap"):
+            values = series.get(name)
+            if not values:
+                continue
+            n = len(values)
+            series[name] = [None if v is None else v + added(i, n) for i, v in enumerate(values)]
+        rss, heap = series.get("rss") or [], series.get("heap") or []
+        if rss and rss[-1] is not None:
+            result["final_rss"] = rss[-1]
+            result["peak_loop_rss"] = max([result.get("peak_loop_rss") or 0] + [v for v in rss if v is not None])
+        if heap and heap[-1] is not None:
+            result["heap_final"] = heap[-1]
+            result["heap_peak"] = max([result.get("heap_peak") or 0] + [v for v in heap if v is not None])
+    return rejudged(record)
+
+
+KINDS: List[Tuple[str, Optional[str], Callable[[int, int], float]]] = (
+    [(f"leak {k} KiB/it", "worse", leak(k * KIB)) for k in LEAKS_KIB]
+    + [(f"one-off step {STEP // MIB} MiB", None, step(STEP)),
+       (f"settling ramp {RAMP_START // KIB} KiB/it, ×e^-i/{RAMP_SCALE:g}", None, ramp(RAMP_START, RAMP_SCALE))])
+
+
+def _ok(record: dict) -> bool:
+    return record.get("status") == "ok" and bool(record.get("repeats"))
+
+
+def pairs_of(path: str) -> Dict[Tuple[str, str], dict]:
+    """{(loop, strategy): record} of a records file (ok records only)."""
+    return {(r["loop"], r["strategy"]): r for r, _, _ in load_records([path]) if _ok(r)}
+
+
+def evaluate(first: Dict[Tuple[str, str], dict], second: Dict[Tuple[str, str], dict]) -> dict:
+    """The marks of every pair of both, as measured and with each kind injected into `second`: counts and rates."""
+    shared = sorted(set(first) & set(second))
+    if not shared:
+        raise UsageError("The two records files share no pair measured ok in both: nothing to replay.")
+    before = {p: rejudged(first[p]) for p in shared}
+    after = {p: rejudged(second[p]) for p in shared}
+    null = {p: (mark(before[p], after[p]) or (None, ""))[0] for p in shared}
+    alarms = sorted(p for p, kind in null.items() if kind in ("worse", "better"))
+    false_share = len(alarms) / len(shared)
+    rows = [{"kind": "as measured (no change)", "expected": None, "pairs": len(shared), "marked": len(alarms),
+             "marks": {f"{loop} × {strategy}": null[(loop, strategy)] for loop, strategy in alarms}}]
+    for name, expected, added in KINDS:
+        kinds = {p: (mark(before[p], inject(second[p], added)) or (None, ""))[0] for p in shared}
+        row = {"kind": name, "expected": expected, "pairs": len(shared)}
+        if expected:
+            hits = [p for p, kind in kinds.items() if kind == expected]
+            recall = len(hits) / len(shared)
+            row.update(marked=len(hits), recall=recall,
+                       precision=recall / (recall + false_share) if recall + false_share else None,
+                       missed=[f"{loop} × {strategy}" for loop, strategy in shared if (loop, strategy) not in hits])
+        else:
+            wrong = [p for p, kind in kinds.items() if kind in ("worse", "better")]
+            row.update(marked=len(wrong), false_share=len(wrong) / len(shared),
+                       marks={f"{loop} × {strategy}": kinds[(loop, strategy)] for loop, strategy in wrong})
+        rows.append(row)
+    return {"pairs": len(shared), "false_share": false_share, "rows": rows}
+
+
+def table(result: dict) -> str:
+    lines = [f"{result['pairs']} pairs measured ok twice; marks of the second measurement read against the first",
+             "", f"{'change':<44} {'should mark':>11} {'marked':>7} {'recall':>7} {'precision':>9}"]
+    for row in result["rows"]:
+        recall = f"{row['recall']:.0%}" if "recall" in row else ""
+        precision = f"{row['precision']:.0%}" if row.get("precision") is not None else ""
+        lines.append(f"{row['kind']:<44} {row['expected'] or 'nothing':>11} {row['marked']:>7} {recall:>7} "
+                     f"{precision:>9}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("first", help="`kerasbench run --json` records of a column")
+    parser.add_argument("second", help="the same pairs measured again, apart (same TF, same machine)")
+    parser.add_argument("--json", help="write the scores here too")
+    args = parser.parse_args(argv)
+    try:
+        result = evaluate(pairs_of(args.first), pairs_of(args.second))
+    except UsageError as e:
+        print(f"inject_changes: error: {e}", file=sys.stderr)
+        return 2
+    sys.stdout.write(table(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
