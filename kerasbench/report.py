@@ -20,7 +20,7 @@ from typing import List, Optional, Sequence
 
 from . import draw, machine as machines
 from .atlas.model import verdict as cell_verdict, verdicts_text
-from .atlas.page import section
+from .atlas.html import section
 from .compare.cells import compare as compare_cells, pair_order, pick_baseline
 from .compare.groups import group, load
 from .compare.render import counts, describe

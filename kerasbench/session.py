@@ -227,7 +227,7 @@ def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], 
     from .console import Progress
     from .runtable import functions_text, run_table
     from .runner import measure_pairs
-    from .trace.render import text as trace_text
+    from .trace.readout import text as trace_text
 
     kept = Kept(pairs, json_path)
 

@@ -91,7 +91,7 @@ def _where(record: dict, asked: str) -> list:
     """The trace's lead, holders and first lines of the user's code (a traced record), else TRACE_HINT; nothing for
     a record that did not run."""
     from .trace.records import traced
-    from .trace.render import where_text
+    from .trace.readout import where_text
 
     if record["status"] != "ok":
         return []

@@ -934,8 +934,8 @@ def test_the_atlas_reads_each_versions_key_a_bounded_number_of_times(monkeypatch
 
     import importlib
 
-    # each part of the atlas that sorts by version (the modules: the package's `data` and `page` are its functions)
-    parts = [importlib.import_module(f"kerasbench.atlas.{name}") for name in ("model", "changes", "data", "page")]
+    # each part of the atlas that sorts by version (the modules: the package's `data` is also one of its functions)
+    parts = [importlib.import_module(f"kerasbench.atlas.{name}") for name in ("model", "changes", "data", "html")]
     patched = [module for module in parts if hasattr(module, "version_key")]
     assert patched, "no part of the atlas reads version_key: this test counts nothing"
     for module in patched:
@@ -1165,7 +1165,7 @@ def test_a_mark_between_cells_of_two_machines_is_pale_and_says_which():
 
 def test_a_growing_cell_s_colour_says_how_much_grows():
     """+5.6 and +7,123 KiB/iteration both read `grows`; their reds differ, on one log scale for every column."""
-    from kerasbench.atlas.page import shade_of
+    from kerasbench.atlas.html import shade_of
 
     light = [int(re.search(r"hsl\(8,75%,(\d+)%\)", shade_of(v * KIB))[1]) for v in (5.6, 64, 1024, 7123, 64 * 1024)]
     assert light == sorted(light, reverse=True) and light[0] - light[-2] > 25 and light[-2] >= light[-1]

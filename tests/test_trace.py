@@ -294,7 +294,7 @@ def test_a_list_of_arrays_is_named_first_and_no_kerasbench_frame_is_listed(tmp_p
         lead
     assert "kept.append(np.ones(200 * 1024 // 8))" in lead, lead
     named = lines.index("    module global `kept` in arrays_repro.py: a list, +1.0 item per iteration (len 6), holding "
-                        f"numpy.ndarray ({trace.render._kib(lists[0]['bytes_per_iter'])} per iteration)")
+                        f"numpy.ndarray ({trace.readout._kib(lists[0]['bytes_per_iter'])} per iteration)")
     assert named < next(i for i, line in enumerate(lines) if line.startswith("  what holds the objects"))
     assert "kerasbench/" not in text.split("Python allocation sites", 1)[1]
 

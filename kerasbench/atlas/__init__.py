@@ -27,7 +27,7 @@ from .changes import (ACROSS, CONFIRMED, CONTESTED, NEVER, REVERSED, SETTLE_WHAT
                       settle_command, wider)
 from .data import DATA, PAGE, SPARK_POINTS, _slim, data, data_text, groups_of
 from .inputs import group_columns, holds_data, load, merge
-from .page import page, section, spark
+from .html import page, section, spark
 from .trust import trust_lines
 from .write import write
 

@@ -11,7 +11,7 @@ from ..compare.cells import Groups
 from ..errors import UsageError
 from .data import DATA, PAGE, data, data_text
 from .inputs import load
-from .page import page
+from .html import page
 
 
 def write(paths: Sequence[str], folder: str, groups: Optional[Groups] = None, rejudge: bool = False,

@@ -142,7 +142,7 @@ def fit(paths: Sequence[str], nightlies: Sequence[str], groups: dict, output: st
     (the newest nightly is kept); a one-line UsageError naming the file and its size against its budget when even the
     releases and the newest nightly do not fit."""
     from ..atlas.data import DATA, PAGE, data, data_text
-    from ..atlas.page import page
+    from ..atlas.html import page
 
     columns = {path: {v for v, cells in groups.items() for _, where in cells.values() if where == path}
                for path in nightlies}

@@ -28,7 +28,7 @@ from .frames import harness_file, user_code
 from .records import Trace, record_trace, traced
 from .referrers import (HOLDER_BRANCH, HOLDER_CANDIDATES, HOLDER_DEPTH, HOLDER_FRONTIER, HOLDER_SAMPLES,
                         HOLDER_SECONDS, HOLDER_TYPES, holders)
-from .render import text, where_text
+from .readout import text, where_text
 from .sites import NATIVE_FRAMES, STACK_SHOWN, native_frames, python_sites, type_growth, user_sites
 from .tracer import DEFAULT_TOP, FRAMES, Tracer
 
