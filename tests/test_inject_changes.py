@@ -63,7 +63,9 @@ def test_identical_software_is_not_marked_and_a_large_leak_always_is(tool):
     result = tool.evaluate(first, second)
     rows = {row["kind"]: row for row in result["rows"]}
     assert rows["as measured (no change)"]["marked"] == 0 and result["false_share"] == 0
-    assert rows["leak 64 KiB/it"]["recall"] == 1.0 and rows["leak 64 KiB/it"]["precision"] == 1.0
+    assert result["by_first_verdict"] == {"flat": 4, "grows": 0}
+    assert rows["leak 64 KiB/it"]["recall"]["flat"] == 1.0 and rows["leak 64 KiB/it"]["precision"]["flat"] == 1.0
+    assert rows["leak 64 KiB/it"]["recall"]["grows"] is None  # no growing pair: no share, not 0
     assert rows["leak 1 KiB/it"]["marked"] <= rows["leak 64 KiB/it"]["marked"]
     assert "precision" in tool.table(result)
 

@@ -6,14 +6,16 @@ replayed with known changes injected into the second, and the atlas' marks (kera
 FIRST and SECOND are `kerasbench run --json` files of the same pairs. Every pair ok in both is read three ways:
 
 - **as measured** (no change): any `worse` or `better` mark is a false alarm (the software did not change);
-- **a leak** of 1, 4, 16 or 64 KiB/iteration added to every repeat's RSS and heap series from the first measured
-  iteration: the mark should be `worse` (recall);
+- **a leak** of 1, 4, 16, 64, 256 or 1024 KiB/iteration added to every repeat's RSS and heap series from the first
+  measured iteration: the mark should be `worse` (recall);
 - **not a leak**, which should not be marked: a **one-off step** (16 MiB kept from the middle of the window on) and a
   **settling ramp** (64 KiB/iteration at first, decaying over 5 iterations: 320 KiB in all, then nothing).
 
 Each injected record is judged again from its series by this kerasbench's rule (summary.rejudged), as the
-measured ones are, so the marks are the rule's and nothing else's. Precision for a leak size is that of a
-population with as many changed pairs as unchanged ones: recall / (recall + the false-alarm share as measured).
+measured ones are, so the marks are the rule's and nothing else's. Recall is given apart for the pairs the first
+measurement reads `flat` (a leak that starts: what the map is for) and `grows` (a leak on a leak: compare's rule on
+the RSS slope alone can see it). Precision is that of a population with as many changed pairs as unchanged ones:
+recall / (recall + the false-alarm share as measured), among the flat pairs.
 What a replay cannot say: where a sequential run would have stopped had the leak been there (each repeat is judged
 over the iterations it measured).
 """
@@ -33,7 +35,7 @@ from kerasbench.loading import load_records
 from kerasbench.summary import rejudged
 from kerasbench.units import KIB, MIB
 
-LEAKS_KIB = (1, 4, 16, 64)
+LEAKS_KIB = (1, 4, 16, 64, 256, 1024)
 STEP = 16 * MIB
 RAMP_START, RAMP_SCALE = 64 * KIB, 5.0
 
@@ -91,43 +93,71 @@ def pairs_of(path: str) -> Dict[Tuple[str, str], dict]:
     return {(r["loop"], r["strategy"]): r for r, _, _ in load_records([path]) if _ok(r)}
 
 
+def label(pair: Tuple[str, str]) -> str:
+    return f"{pair[0]} × {pair[1]}"
+
+
+def _share(hits: int, of: int) -> Optional[float]:
+    return hits / of if of else None
+
+
+def _precision(recall: Optional[float], false_share: Optional[float]) -> Optional[float]:
+    """The share of marks that are real in a population with as many changed pairs as unchanged ones."""
+    if recall is None or false_share is None or recall + false_share == 0:
+        return None
+    return recall / (recall + false_share)
+
+
 def evaluate(first: Dict[Tuple[str, str], dict], second: Dict[Tuple[str, str], dict]) -> dict:
-    """The marks of every pair of both, as measured and with each kind injected into `second`: counts and rates."""
+    """The marks of every pair of both, as measured and with each kind injected into `second`: counts and shares,
+    overall and by the first measurement's verdict (flat: a leak that starts; grows: a leak on a leak)."""
     shared = sorted(set(first) & set(second))
     if not shared:
         raise UsageError("The two records files share no pair measured ok in both: nothing to replay.")
     before = {p: rejudged(first[p]) for p in shared}
     after = {p: rejudged(second[p]) for p in shared}
+    base = {p: before[p]["summary"].get("verdict") for p in shared}
+    groups = {"flat": [p for p in shared if base[p] == "flat"], "grows": [p for p in shared if base[p] == "grows"]}
     null = {p: (mark(before[p], after[p]) or (None, ""))[0] for p in shared}
-    alarms = sorted(p for p, kind in null.items() if kind in ("worse", "better"))
-    false_share = len(alarms) / len(shared)
+    alarms = [p for p in shared if null[p] in ("worse", "better")]
+    false = {name: _share(sum(p in alarms for p in pairs), len(pairs)) for name, pairs in groups.items()}
+    false["all"] = _share(len(alarms), len(shared))
     rows = [{"kind": "as measured (no change)", "expected": None, "pairs": len(shared), "marked": len(alarms),
-             "marks": {f"{loop} × {strategy}": null[(loop, strategy)] for loop, strategy in alarms}}]
+             "false_share": false, "marks": {label(p): null[p] for p in alarms}}]
     for name, expected, added in KINDS:
         kinds = {p: (mark(before[p], inject(second[p], added)) or (None, ""))[0] for p in shared}
         row = {"kind": name, "expected": expected, "pairs": len(shared)}
         if expected:
-            hits = [p for p, kind in kinds.items() if kind == expected]
-            recall = len(hits) / len(shared)
+            hits = {p for p in shared if kinds[p] == expected}
+            recall = {g: _share(len(hits & set(pairs)), len(pairs)) for g, pairs in groups.items()}
+            recall["all"] = _share(len(hits), len(shared))
             row.update(marked=len(hits), recall=recall,
-                       precision=recall / (recall + false_share) if recall + false_share else None,
-                       missed=[f"{loop} × {strategy}" for loop, strategy in shared if (loop, strategy) not in hits])
+                       precision={g: _precision(recall[g], false[g]) for g in recall},
+                       missed=[label(p) for p in shared if p not in hits])
         else:
-            wrong = [p for p, kind in kinds.items() if kind in ("worse", "better")]
-            row.update(marked=len(wrong), false_share=len(wrong) / len(shared),
-                       marks={f"{loop} × {strategy}": kinds[(loop, strategy)] for loop, strategy in wrong})
+            wrong = [p for p in shared if kinds[p] in ("worse", "better")]
+            row.update(marked=len(wrong), false_share=_share(len(wrong), len(shared)),
+                       marks={label(p): kinds[p] for p in wrong})
         rows.append(row)
-    return {"pairs": len(shared), "false_share": false_share, "rows": rows}
+    return {"pairs": len(shared), "by_first_verdict": {g: len(pairs) for g, pairs in groups.items()},
+            "false_share": false["all"], "rows": rows}
+
+
+def _pct(value: Optional[float]) -> str:
+    return "" if value is None else f"{value:.0%}"
 
 
 def table(result: dict) -> str:
-    lines = [f"{result['pairs']} pairs measured ok twice; marks of the second measurement read against the first",
-             "", f"{'change':<44} {'should mark':>11} {'marked':>7} {'recall':>7} {'precision':>9}"]
+    groups = result["by_first_verdict"]
+    lines = [f"{result['pairs']} pairs measured ok twice ({groups['flat']} flat, {groups['grows']} growing at the "
+             "first); marks of the second measurement read against the first",
+             "", f"{'change':<36} {'should mark':>11} {'marked':>6} {'recall flat':>11} {'recall grows':>12} "
+                 f"{'precision flat':>14}"]
     for row in result["rows"]:
-        recall = f"{row['recall']:.0%}" if "recall" in row else ""
-        precision = f"{row['precision']:.0%}" if row.get("precision") is not None else ""
-        lines.append(f"{row['kind']:<44} {row['expected'] or 'nothing':>11} {row['marked']:>7} {recall:>7} "
-                     f"{precision:>9}")
+        recall, precision = row.get("recall") or {}, row.get("precision") or {}
+        lines.append(f"{row['kind']:<36} {row['expected'] or 'nothing':>11} {row['marked']:>6} "
+                     f"{_pct(recall.get('flat')):>11} {_pct(recall.get('grows')):>12} "
+                     f"{_pct(precision.get('flat')):>14}")
     return "\n".join(lines) + "\n"
 
 
