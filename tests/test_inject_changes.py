@@ -82,3 +82,27 @@ def test_files_that_share_no_pair_are_one_line_and_exit_2(tool, tmp_path, capsys
     assert tool.main([str(a), str(b)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "share no pair" in err[0]
+
+
+def _documented_rows() -> dict:
+    """The atlas README's change-detector table: {first cell: (marked, recall on flat pairs or None)}."""
+    text = (ROOT / "docs" / "atlas" / "README.md").read_text()
+    section = text.split("## How far to trust a mark", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip().strip("*").strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[2].replace(",", "").isdigit():
+            rows[cells[0]] = (int(cells[2]), cells[3].replace(" %", "%") or None)
+    return rows
+
+
+def test_the_documented_replay_is_what_the_kept_records_replay_to(tool):
+    """The README's figures come from docs/atlas/replay/: replayed here for the rows a reader leans on most."""
+    replay = ROOT / "docs" / "atlas" / "replay"
+    result = tool.evaluate(tool.pairs_of(str(replay / "tf-2.21.0-a.json.gz")),
+                           tool.pairs_of(str(replay / "tf-2.21.0-b.json.gz")), kinds_of=["leak 16 KiB/it"])
+    documented = _documented_rows()
+    none, leak = result["rows"]
+    assert documented["none (b as measured)"][0] == none["marked"]
+    assert documented["leak 16 KiB/iteration"] == (leak["marked"], f"{leak['recall']['flat']:.0%}")
+    assert result["pairs"] == 58  # every CPU pair of the column, ok in both measurements

@@ -3,7 +3,8 @@ replayed with known changes injected into the second, and the atlas' marks (kera
 
     python tools/inject_changes.py FIRST.json SECOND.json [--json OUT]
 
-FIRST and SECOND are `kerasbench run --json` files of the same pairs. Every pair ok in both is read three ways:
+FIRST and SECOND are `kerasbench run --json` files of the same pairs (gzipped ones too: docs/atlas/replay/ keeps the
+two the atlas' README quotes). Every pair ok in both is read three ways:
 
 - **as measured** (no change): any `worse` or `better` mark is a false alarm (the software did not change);
 - **a leak** of 1, 4, 16, 64, 256 or 1024 KiB/iteration added to every repeat's RSS and heap series from the first
@@ -24,9 +25,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gzip
 import json
 import math
+import os
 import sys
+import tempfile
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from kerasbench.atlas.model import mark
@@ -89,8 +93,17 @@ def _ok(record: dict) -> bool:
 
 
 def pairs_of(path: str) -> Dict[Tuple[str, str], dict]:
-    """{(loop, strategy): record} of a records file (ok records only)."""
-    return {(r["loop"], r["strategy"]): r for r, _, _ in load_records([path]) if _ok(r)}
+    """{(loop, strategy): record} of a records file, gzipped or not (ok records only)."""
+    if not path.endswith(".gz"):
+        return {(r["loop"], r["strategy"]): r for r, _, _ in load_records([path]) if _ok(r)}
+    with tempfile.TemporaryDirectory() as folder:  # the records file's checks and limits are load_records'
+        plain = os.path.join(folder, os.path.basename(path)[:-3])
+        try:
+            with gzip.open(path, "rb") as f, open(plain, "wb") as out:
+                out.write(f.read())
+        except (OSError, EOFError) as e:
+            raise UsageError(f"Cannot read {path}: {e}.") from None
+        return pairs_of(plain)
 
 
 def label(pair: Tuple[str, str]) -> str:
@@ -108,9 +121,11 @@ def _precision(recall: Optional[float], false_share: Optional[float]) -> Optiona
     return recall / (recall + false_share)
 
 
-def evaluate(first: Dict[Tuple[str, str], dict], second: Dict[Tuple[str, str], dict]) -> dict:
-    """The marks of every pair of both, as measured and with each kind injected into `second`: counts and shares,
-    overall and by the first measurement's verdict (flat: a leak that starts; grows: a leak on a leak)."""
+def evaluate(first: Dict[Tuple[str, str], dict], second: Dict[Tuple[str, str], dict],
+             kinds_of: Optional[Sequence[str]] = None) -> dict:
+    """The marks of every pair of both, as measured and with each kind injected into `second` (`kinds_of`: those of
+    KINDS' names only): counts and shares, overall and by the first measurement's verdict (flat: a leak that
+    starts; grows: a leak on a leak)."""
     shared = sorted(set(first) & set(second))
     if not shared:
         raise UsageError("The two records files share no pair measured ok in both: nothing to replay.")
@@ -125,6 +140,8 @@ def evaluate(first: Dict[Tuple[str, str], dict], second: Dict[Tuple[str, str], d
     rows = [{"kind": "as measured (no change)", "expected": None, "pairs": len(shared), "marked": len(alarms),
              "false_share": false, "marks": {label(p): null[p] for p in alarms}}]
     for name, expected, added in KINDS:
+        if kinds_of is not None and name not in kinds_of:
+            continue
         kinds = {p: (mark(before[p], inject(second[p], added)) or (None, ""))[0] for p in shared}
         row = {"kind": name, "expected": expected, "pairs": len(shared)}
         if expected:
