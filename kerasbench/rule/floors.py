@@ -2,7 +2,7 @@
 between its calibrated counts, TF's own heap settling for a TF process (kerasbench.rule.settling), else the
 default), and where it came from, as text and as data (a record's floors_from). Its margin (what counts as growth:
 a given one, else the series' default, whatever the count) is series.margin_for's, named here too. The calibrations
-are stored and read by kerasbench.floors; this module decides which applies.
+are stored and read by kerasbench.calibration_store; this module decides which applies.
 """
 
 from __future__ import annotations
