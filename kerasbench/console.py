@@ -241,7 +241,7 @@ class Progress:
         s = record["summary"]
         if record["status"] == "ok":
             text = (f"{self.label}: {verdict_text(s)}, RSS {kib_text(s['growth_per_iter'])} KiB/iteration, "
-                    f"{_measured(record) or 'no'} iterations{given_floor_text(s)}")
+                    f"{measured_text(record) or 'no'} iterations{given_floor_text(s)}")
         else:
             text = f"{self.label}: {record['status']}: {record['reason']}"
         return f"{text} ({self.status()})"
@@ -359,7 +359,7 @@ def status_line(stream: TextIO, text: str, final: bool = False, milestone: bool 
 STOPPED = {"decided": "decided", "budget": "budget", "iterations": "max", "growth": "growth", "count": ""}
 
 
-def _measured(record: dict) -> str:
+def measured_text(record: dict) -> str:
     """Measured iterations per repeat and why each stopped ("93 decided", "5000 max"; a fixed count: the count)."""
     s = record["summary"]
     counts = s.get("measured") or [r["result"].get("iterations_done") for r in record["repeats"] if r.get("result")]

@@ -7,7 +7,7 @@ import re
 import textwrap
 from typing import List, Optional, Sequence
 
-from .console import (SPARKS, _measured, loop_label, pair_label, printable, spark_span, sparkline, strategy_label,
+from .console import (SPARKS, measured_text, loop_label, pair_label, printable, spark_span, sparkline, strategy_label,
                       text_table)
 from .metrics import METRICS
 from .record import framework_text
@@ -59,7 +59,7 @@ COLUMNS: tuple = (
     ("RSS", lambda r, s: (s.get("verdict") or "n/a") if r["status"] == "ok" else ""),
     ("heap", lambda r, s: (s.get("heap_verdict") or "n/a") if r["status"] == "ok" else ""),
     ("what grew", lambda r, s: (s.get("growth_kind") or "n/a") if r["status"] == "ok" else ""),
-    ("measured", lambda r, s: _measured(r) if r["status"] == "ok" else ""),
+    ("measured", lambda r, s: measured_text(r) if r["status"] == "ok" else ""),
     ("RSS per iteration", lambda r, s: _rss_sparkline(r)),  # run tables share one scale: _columns(span=...)
 )
 

@@ -259,7 +259,7 @@ def run(base: RunSpec, pairs: Sequence[Tuple[str, str]], count: Callable[[Any], 
 def say_limit(records: List[Record], wall: float, err: TextIO) -> None:
     """One line on `err`: the run's wall against its physical limit (kerasbench overhead --records explains it)."""
     from .overhead import limit_summary
-    from .runner import usable_cores
+    from .machine import usable_cores
 
     jobs = max([r["spec"].get("jobs", 1) for r in records] or [1])  # what ran at once (a lone pair: 1)
     s = limit_summary(records, wall, min(jobs, usable_cores()))
@@ -420,7 +420,7 @@ def ensure_calibration(allocator: str, iterations: int, err: TextIO, allowed: bo
     from . import calibration_store as stored
     from .calibration import AUTO_RUNS, DEFAULT_COUNTS, DEFAULT_RATES_KIB, HEAPS
     from .files import make_folder
-    from .runner import default_jobs
+    from .machine import default_jobs
     from .units import KIB
 
     if stored.find(allocator, iterations, python)[1] is not None:

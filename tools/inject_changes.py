@@ -56,7 +56,8 @@ def step(size: float) -> Callable[[int, int], float]:
 
 def ramp(start: float, scale: float) -> Callable[[int, int], float]:
     """A settling ramp: `start` bytes/iteration at first, decaying as exp(-i / scale) (its sum is about start×scale)."""
-    return lambda i, n: start * sum(math.exp(-j / scale) for j in range(i))
+    step = math.exp(-1 / scale)
+    return lambda i, n: start * (1 - step ** i) / (1 - step)  # the sum of start × step^j over j < i
 
 
 def inject(record: dict, added: Callable[[int, int], float]) -> dict:

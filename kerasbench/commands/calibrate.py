@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from .. import calibration, selection, session
     from ..allocators import ALLOCATORS, require
     from ..errors import unknown
-    from ..runner import default_jobs
+    from ..machine import default_jobs
     from ..units import KIB
 
     if args.settling:

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Measure what the harness costs, print it, and optionally write every figure as JSON."""
     from .. import overhead
     from ..files import write_json
-    from ..runner import usable_cores
+    from ..machine import usable_cores
 
     options.check_outputs({"--json": args.json}, {"--records": args.records})  # before anything is read or measured
     if not args.records:  # workers to start: a bad $KERAS_BACKEND is one line now, not after the first measurement

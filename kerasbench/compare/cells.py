@@ -13,7 +13,7 @@ from ..errors import UsageError
 from ..metrics import METRICS, headline_metrics
 from ..record import Record
 from ..versions import version_key
-from .judging import _status, cell_side, judge
+from .judging import status_of, cell_side, judge
 
 VERDICTS = ("regressed", "improved", "inconclusive", "not comparable", "unchanged", "n/a")  # also the output order
 
@@ -57,8 +57,8 @@ def compare(groups: Groups, baseline: Optional[str] = None, metrics: Optional[Se
                 rec = groups[version].get((loop, strategy), (None, None))[0]
                 new = cell_side(rec, metric) if rec else {"value": None, "repeats": 0}
                 verdict, why = judge(metric, base, new)
-                if verdict == "n/a" and (_status(base_rec) != "ok" or _status(rec) != "ok"):
-                    why = f"status {_status(base_rec)} / {_status(rec)}"
+                if verdict == "n/a" and (status_of(base_rec) != "ok" or status_of(rec) != "ok"):
+                    why = f"status {status_of(base_rec)} / {status_of(rec)}"
                 figures = verdict  # what the figures alone read, before the hardware is asked
                 names, hardware = hardware_note(base_rec, rec)
                 if hardware:  # a fan-out's machines: said on the cell, not refused for the whole files

@@ -63,7 +63,7 @@ def cell_side(record: Optional[Record], metric: str) -> Side:
     results = _results(record)
     how = METRICS[metric].compare if metric in METRICS else None
     alone = (not results and how is not None and JUDGING[type(how)].summary_alone
-             and _status(record) == "ok" and isinstance(record.get("summary"), dict))
+             and status_of(record) == "ok" and isinstance(record.get("summary"), dict))
     value = record["summary"].get(metric) if results or alone else None
     side = {"value": value, "repeats": len(results)}
     if value is None:
@@ -399,5 +399,6 @@ def figures_verdict(base: Optional[Record], new: Optional[Record], metric: str =
     return judge(metric, *sides)
 
 
-def _status(record):
+def status_of(record):
+    """A record's status ("missing" for none, "?" for a record that says none)."""
     return "missing" if record is None else record.get("status", "?")

@@ -17,7 +17,7 @@ from ..rule import DEFAULT_FLOOR
 from ..units import KIB
 from ..versions import version_key
 from .cells import FIELDS, VERDICTS, Cell, Groups
-from .judging import _status
+from .judging import status_of
 
 FORMATS = ("table", "markdown", "json", "csv")
 COLUMNS = ("loop", "strategy", "metric", "baseline", "value", "ratio", "verdict", "why")
@@ -147,7 +147,7 @@ def weak_note(groups: Groups) -> Optional[str]:
     inconclusive) and those judged at the default floor (no calibration fit) or at a given one; the note counts each.
     Older records (unstamped) keep the old rule of thumb: fewer than 8 iterations or 2 repeats per pair."""
     ok = [r for g in groups.values() for r, _ in g.values()
-          if _status(r) == "ok" and isinstance(r.get("summary"), dict)]
+          if status_of(r) == "ok" and isinstance(r.get("summary"), dict)]
     stamped = [r for r in ok if rule.version_of(r["summary"]) is not None]
     parts, weak = [], set()
     if stamped:
